@@ -1,0 +1,142 @@
+/**
+ * One error type for the whole product. Every failure a user, script or program
+ * can see carries a stable `code`; front ends map it to an HTTP status (toolset)
+ * or a process exit code (CLI) through the catalog below.
+ */
+
+/** Process exit codes of the CLI. Stable: scripts rely on them (README lists them). */
+export const ExitCode = {
+  OK: 0,
+  GENERAL: 1,
+  USAGE: 2,
+  INVALID_INPUT: 3,
+  INSUFFICIENT_FUNDS: 4,
+  UPSTREAM: 5,
+  AUTH: 6,
+  LIMIT: 7,
+  TIMEOUT: 8,
+  NOT_FOUND: 9,
+  CONFLICT: 10,
+  INTERRUPTED: 130,
+} as const;
+export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
+
+interface CodeInfo {
+  status: number;
+  exit: ExitCodeValue;
+}
+
+const invalid: CodeInfo = { status: 400, exit: ExitCode.INVALID_INPUT };
+const upstream: CodeInfo = { status: 502, exit: ExitCode.UPSTREAM };
+const auth: CodeInfo = { status: 401, exit: ExitCode.AUTH };
+const conflict: CodeInfo = { status: 409, exit: ExitCode.CONFLICT };
+
+/** Known codes: the spec's catalog, the upstream pass-through codes, and our own. */
+const CATALOG: Record<string, CodeInfo> = {
+  // Caller input (spec catalog and amount variants).
+  INVALID_ADDRESS: invalid,
+  INVALID_NUMBER_FORMAT: invalid,
+  INVALID_NEGATIVE_AMOUNT: invalid,
+  TOO_MANY_DECIMAL_PLACES: invalid,
+  INVALID_FRACTIONAL_PART: invalid,
+  INVALID_WHOLE_NUMBER: invalid,
+  AMOUNT_TOO_LARGE: invalid,
+  INVALID_CREDITS_AMOUNT: invalid,
+  INVALID_HEX: invalid,
+  INVALID_SEED: invalid,
+  INVALID_MNEMONIC: invalid,
+  INVALID_PRIVATE_KEY: invalid,
+  INVALID_URI: invalid,
+  INVALID_BLOCK: invalid,
+  INVALID_REQUEST: invalid,
+  INVALID_JSON: invalid,
+  USAGE: { status: 400, exit: ExitCode.USAGE },
+  INVALID_TRANSACTION_ID: { status: 404, exit: ExitCode.NOT_FOUND },
+  NOT_FOUND: { status: 404, exit: ExitCode.NOT_FOUND },
+  ACCOUNT_NOT_FOUND: { status: 404, exit: ExitCode.NOT_FOUND },
+  BLOCK_NOT_FOUND: { status: 404, exit: ExitCode.NOT_FOUND },
+  PAYLOAD_TOO_LARGE: { status: 413, exit: ExitCode.INVALID_INPUT },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, exit: ExitCode.INVALID_INPUT },
+  // Money.
+  INSUFFICIENT_FUNDS: { status: 402, exit: ExitCode.INSUFFICIENT_FUNDS },
+  INSUFFICIENT_CREDITS: { status: 402, exit: ExitCode.INSUFFICIENT_FUNDS },
+  LIMIT_EXCEEDED: { status: 403, exit: ExitCode.LIMIT },
+  // Ledger rejections (sandbox and node): the block conflicts with the ledger.
+  BLOCK_FORK: conflict,
+  BLOCK_EXISTS: conflict,
+  BLOCK_GAP_PREVIOUS: conflict,
+  BLOCK_ALREADY_RECEIVED: conflict,
+  BLOCK_UNRECEIVABLE: conflict,
+  BLOCK_BAD_SIGNATURE: invalid,
+  BLOCK_INSUFFICIENT_WORK: invalid,
+  BLOCK_BALANCE_MISMATCH: invalid,
+  BLOCK_NEGATIVE_SPEND: invalid,
+  BLOCK_ACCOUNT_MISMATCH: invalid,
+  PAYMENT_MISMATCH: invalid,
+  CONFLICT: conflict,
+  // Auth and the local store.
+  MISSING_API_KEY: auth,
+  INVALID_API_KEY: auth,
+  API_KEY_NOT_FOUND: auth,
+  FORBIDDEN: { status: 403, exit: ExitCode.AUTH },
+  UNAUTHORIZED: auth,
+  WRONG_PASSWORD: auth,
+  PASSWORD_REQUIRED: auth,
+  // Upstream and transport.
+  REQUEST_ERROR: upstream,
+  PARSE_ERROR: upstream,
+  INVALID_DATA: upstream,
+  WORK_SERVER_ERROR: upstream,
+  RATE_LIMIT_EXCEEDED: { status: 429, exit: ExitCode.UPSTREAM },
+  TRANSACTION_CREATION_FAILED: upstream,
+  PRICE_CALCULATION_ERROR: upstream,
+  TRANSACTION_NOT_CONFIRMED: upstream,
+  NO_TRANSACTION_FOUND: { status: 404, exit: ExitCode.NOT_FOUND },
+  // Time and interruption.
+  TIMEOUT: { status: 504, exit: ExitCode.TIMEOUT },
+  CANCELLED: { status: 499, exit: ExitCode.INTERRUPTED },
+  // Our own bugs.
+  INTERNAL_ERROR: { status: 500, exit: ExitCode.GENERAL },
+};
+
+export interface NanoPayErrorOptions {
+  hint?: string;
+  status?: number;
+  exitCode?: ExitCodeValue;
+  cause?: unknown;
+}
+
+export class NanoPayError extends Error {
+  readonly code: string;
+  readonly hint: string | undefined;
+  readonly status: number;
+  readonly exitCode: ExitCodeValue;
+
+  constructor(code: string, message: string, options: NanoPayErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'NanoPayError';
+    this.code = code;
+    this.hint = options.hint;
+    // Unknown codes come from upstream pass-through: treat them as upstream failures.
+    const info = CATALOG[code] ?? upstream;
+    this.status = options.status ?? info.status;
+    this.exitCode = options.exitCode ?? info.exit;
+  }
+
+  toJSON(): { code: string; message: string; hint?: string } {
+    return this.hint === undefined
+      ? { code: this.code, message: this.message }
+      : { code: this.code, message: this.message, hint: this.hint };
+  }
+}
+
+export function isNanoPayError(value: unknown): value is NanoPayError {
+  return value instanceof NanoPayError;
+}
+
+/** Wraps anything thrown into a NanoPayError; unknown throwables are our bugs. */
+export function toNanoPayError(value: unknown): NanoPayError {
+  if (value instanceof NanoPayError) return value;
+  const message = value instanceof Error ? value.message : String(value);
+  return new NanoPayError('INTERNAL_ERROR', message, { cause: value });
+}
