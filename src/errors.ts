@@ -74,6 +74,7 @@ const CATALOG: Record<string, CodeInfo> = {
   BLOCK_ACCOUNT_MISMATCH: invalid,
   PAYMENT_MISMATCH: invalid,
   CONFLICT: conflict,
+  ACCOUNT_BUSY: conflict,
   // Auth and the local store.
   MISSING_API_KEY: auth,
   INVALID_API_KEY: auth,
@@ -82,6 +83,7 @@ const CATALOG: Record<string, CodeInfo> = {
   UNAUTHORIZED: auth,
   WRONG_PASSWORD: auth,
   PASSWORD_REQUIRED: auth,
+  STORE_CORRUPT: { status: 500, exit: ExitCode.GENERAL },
   // Upstream and transport.
   REQUEST_ERROR: upstream,
   PARSE_ERROR: upstream,

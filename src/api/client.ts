@@ -1,0 +1,246 @@
+import { NanoPayError } from '../errors.js';
+import type { StateBlock, Subtype } from '../nano/block.js';
+import { call, type HttpOptions } from './http.js';
+import { asObject, bigIntField, bool, hexField, optStr, str, type Json } from './shape.js';
+
+export interface RemoteWallet {
+  address: string;
+  publicKey: string;
+  privateKey: string;
+  seed: string;
+  apiKey: string;
+}
+
+export interface RemoteBalance {
+  account: string;
+  balanceRaw: bigint;
+  pendingRaw: bigint;
+}
+
+export interface RemoteAccountInfo {
+  frontier: string;
+  balanceRaw: bigint;
+  representative: string;
+  /** The thresholds the service wants, when it reports them. */
+  difficultySend?: string;
+  difficultyReceive?: string;
+}
+
+export interface RemoteBlockInfo {
+  hash: string;
+  account: string;
+  amountRaw: bigint;
+  balanceRaw: bigint;
+  subtype: string;
+  contents: StateBlock;
+}
+
+export interface RemoteDifficulty {
+  send: string;
+  receive: string;
+}
+
+export interface RemotePaymentRequest {
+  transactionId: string;
+  receiveAddress: string;
+  amount: string;
+}
+
+export interface RemotePaymentStatus {
+  transactionId: string;
+  isPaid: boolean;
+  message: string;
+  amount?: string;
+}
+
+export interface RemoteTopupOffer {
+  paymentAddress: string;
+  amountXno: string;
+  transactionId: string;
+}
+
+export const CREDIT_TIERS = [10, 50, 100, 500, 1000, 5000, 10000, 50000, 100000] as const;
+export type CreditTier = (typeof CREDIT_TIERS)[number];
+
+export interface RemoteCredits {
+  credits: number;
+  prices: Record<CreditTier, string>;
+}
+
+function isNotFound(error: unknown): boolean {
+  return (
+    error instanceof NanoPayError &&
+    (error.code === 'ACCOUNT_NOT_FOUND' || error.status === 404 || /not found/i.test(error.message))
+  );
+}
+
+function block(value: unknown, what: string): StateBlock {
+  const raw = typeof value === 'string' ? (JSON.parse(value) as unknown) : value;
+  const b = asObject(raw, what);
+  return {
+    type: 'state',
+    account: str(b, 'account', what),
+    previous: hexField(b, 'previous', 32, what),
+    representative: str(b, 'representative', what),
+    balance: bigIntField(b, 'balance', what).toString(),
+    link: hexField(b, 'link', 32, what),
+    ...(b.signature === undefined ? {} : { signature: hexField(b, 'signature', 64, what) }),
+    ...(b.work === undefined ? {} : { work: hexField(b, 'work', 8, what) }),
+  };
+}
+
+/** The Protected API. One form per endpoint: the spec's documented ones. */
+export class ApiClient {
+  constructor(private readonly options: HttpOptions) {}
+
+  get baseUrl(): string {
+    return this.options.baseUrl;
+  }
+
+  withApiKey(apiKey: string): ApiClient {
+    return new ApiClient({ ...this.options, apiKey });
+  }
+
+  async createWallet(): Promise<RemoteWallet> {
+    const what = 'POST /wallet/create';
+    const d = await call(this.options, { method: 'POST', path: '/wallet/create', safe: false, auth: false });
+    return {
+      address: str(d, 'address', what),
+      publicKey: hexField(d, 'public_key', 32, what),
+      privateKey: hexField(d, 'private_key', 32, what),
+      seed: hexField(d, 'Wallet Private Seed', 32, what),
+      apiKey: str(d, 'api_key', what),
+    };
+  }
+
+  async balance(address: string): Promise<RemoteBalance> {
+    const what = 'GET /wallet/balance';
+    const d = await call(this.options, { method: 'GET', path: `/wallet/balance/${encodeURIComponent(address)}`, safe: true });
+    return { account: str(d, 'account', what), balanceRaw: bigIntField(d, 'balance_raw', what), pendingRaw: bigIntField(d, 'pending_raw', what) };
+  }
+
+  /** Hashes of blocks waiting to be received by `address`. */
+  async pending(address: string): Promise<string[]> {
+    const what = 'POST /wallet/pending';
+    const d = await call(this.options, { method: 'POST', path: '/wallet/pending', body: { address }, safe: true });
+    const blocks = asObject(d.blocks ?? {}, what);
+    const list = blocks[address] ?? Object.values(blocks)[0] ?? [];
+    if (!Array.isArray(list) || list.some((h) => typeof h !== 'string' || !/^[0-9a-fA-F]{64}$/.test(h))) {
+      throw new NanoPayError('INVALID_DATA', `The service answered ${what} with an unexpected shape: "blocks" should map to hashes`);
+    }
+    return (list as string[]).map((h) => h.toUpperCase());
+  }
+
+  /** null for an account that has no block yet (the node says "Account not found"). */
+  async accountInfo(address: string): Promise<RemoteAccountInfo | null> {
+    const what = 'POST /account/info';
+    let d: Json;
+    try {
+      d = await call(this.options, { method: 'POST', path: '/account/info', body: { address }, safe: true });
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw error;
+    }
+    const difficultySend = optStr(d, 'difficulty_send', what);
+    const difficultyReceive = optStr(d, 'difficulty_receive', what);
+    return {
+      frontier: hexField(d, 'frontier', 32, what).toUpperCase(),
+      balanceRaw: bigIntField(d, 'balance', what),
+      representative: str(d, 'representative', what),
+      ...(difficultySend === undefined ? {} : { difficultySend }),
+      ...(difficultyReceive === undefined ? {} : { difficultyReceive }),
+    };
+  }
+
+  async blockInfo(hash: string): Promise<RemoteBlockInfo> {
+    const what = 'POST /block/info';
+    const d = await call(this.options, { method: 'POST', path: '/block/info', body: { hash }, safe: true });
+    return {
+      hash: hash.toUpperCase(),
+      account: str(d, 'block_account', what),
+      amountRaw: bigIntField(d, 'amount', what),
+      balanceRaw: bigIntField(d, 'balance', what),
+      subtype: str(d, 'subtype', what),
+      contents: block(d.contents, what),
+    };
+  }
+
+  /** Publishes; the answer must name the block (`{hash}`) or at least say `success`. */
+  async publish(signed: StateBlock, subtype: Subtype, hash: string): Promise<void> {
+    const what = 'POST /block/publish';
+    const d = await call(this.options, { method: 'POST', path: '/block/publish', body: { subtype, block: signed }, safe: false });
+    const answered = optStr(d, 'hash', what);
+    if (answered !== undefined ? answered.toUpperCase() !== hash : !(d.success === true || d.success === 'true')) {
+      throw new NanoPayError('INVALID_DATA', `The service answered ${what} without confirming block ${hash}`);
+    }
+  }
+
+  /** The thresholds the network currently asks for, or null when the service does not say. */
+  async activeDifficulty(): Promise<RemoteDifficulty | null> {
+    const what = 'GET /network/active-difficulty';
+    const d = await call(this.options, { method: 'GET', path: '/network/active-difficulty', safe: true });
+    const send = optStr(d, 'network_current', what) ?? optStr(d, 'network_minimum', what);
+    const receive = optStr(d, 'network_receive_current', what) ?? optStr(d, 'network_receive_minimum', what);
+    return send === undefined || receive === undefined ? null : { send, receive };
+  }
+
+  async paymentRequest(input: { receiveAddress: string; amount: string; redirectUrl?: string }): Promise<RemotePaymentRequest> {
+    const what = 'POST /payment/request';
+    const d = await call(this.options, {
+      method: 'POST',
+      path: '/payment/request',
+      body: { receive_address: input.receiveAddress, amount: input.amount, redirect_url: input.redirectUrl ?? '' },
+      safe: false,
+    });
+    return { transactionId: str(d, 'transaction_id', what), receiveAddress: str(d, 'receive_address', what), amount: str(d, 'amount', what) };
+  }
+
+  async paymentStatus(transactionId: string): Promise<RemotePaymentStatus> {
+    const what = 'GET /payment/status';
+    const d = await call(this.options, { method: 'GET', path: `/payment/status/${encodeURIComponent(transactionId)}`, safe: true });
+    const amount = optStr(d, 'amount', what);
+    return {
+      transactionId: optStr(d, 'transaction_id', what) ?? transactionId,
+      isPaid: bool(d, 'is_paid', what),
+      message: optStr(d, 'message', what) ?? '',
+      ...(amount === undefined ? {} : { amount }),
+    };
+  }
+
+  async credits(): Promise<RemoteCredits> {
+    const what = 'GET /credits/info';
+    const d = await call(this.options, { method: 'GET', path: '/credits/info', safe: true });
+    const credits = bigIntField(d, 'credits', what);
+    const prices = Object.fromEntries(CREDIT_TIERS.map((n) => [n, str(d, `current_credits_price_${n}`, what)])) as Record<CreditTier, string>;
+    return { credits: Number(credits), prices };
+  }
+
+  async topupOffer(tier: CreditTier): Promise<RemoteTopupOffer> {
+    const what = 'GET /credits/topup';
+    const d = await call(this.options, { method: 'GET', path: `/credits/topup/${tier}`, safe: false });
+    return { paymentAddress: str(d, 'payment_address', what), amountXno: str(d, 'nano_amount', what), transactionId: str(d, 'transaction_id', what) };
+  }
+
+  async topupSubmit(signed: StateBlock, transactionId: string): Promise<{ toppedUp: number; newBalance: number }> {
+    const what = 'POST /credits/topup';
+    const d = await call(this.options, {
+      method: 'POST',
+      path: '/credits/topup',
+      body: { subtype: 'send', block: signed, transaction_id: transactionId },
+      safe: false,
+    });
+    return { toppedUp: Number(bigIntField(d, 'topped_up_credits', what)), newBalance: Number(bigIntField(d, 'new_credits_balance', what)) };
+  }
+
+  async donationAddress(): Promise<string> {
+    const d = await call(this.options, { method: 'GET', path: '/donate/address', safe: true });
+    return str(d, 'address', 'GET /donate/address');
+  }
+
+  /** The sandbox's faucet; a real service has none. */
+  async fund(address: string, amountXno: string): Promise<{ hash: string; amountRaw: bigint }> {
+    const what = 'POST /sandbox/fund';
+    const d = await call(this.options, { method: 'POST', path: '/sandbox/fund', body: { address, amount: amountXno }, safe: false, auth: false });
+    return { hash: hexField(d, 'hash', 32, what).toUpperCase(), amountRaw: bigIntField(d, 'amount_raw', what) };
+  }
+}

@@ -1,0 +1,93 @@
+import { NanoPayError } from '../errors.js';
+import { asObject, type Json } from './shape.js';
+
+export interface HttpOptions {
+  baseUrl: string;
+  apiKey?: string;
+  /** Per-attempt timeout. */
+  timeoutMs?: number;
+  /** Retries for safe reads only; writes are never retried. */
+  retries?: number;
+}
+
+export interface CallOptions {
+  method: 'GET' | 'POST';
+  path: string;
+  body?: unknown;
+  /** A read that may be repeated without effect (GET, or a POST that only reads). */
+  safe: boolean;
+  auth?: boolean;
+}
+
+/** Where the answer came from, for messages: never includes the API key. */
+function describe(options: HttpOptions, call: CallOptions): string {
+  return `${call.method} ${options.baseUrl.replace(/\/+$/, '')}${call.path}`;
+}
+
+/**
+ * Accepts the envelope `{success, data, error}` or a bare object, and turns
+ * upstream failures into NanoPayErrors that keep the upstream code and message.
+ */
+export function unwrap(status: number, text: string, where: string): Json {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new NanoPayError('PARSE_ERROR', `The service answered ${where} with something that is not JSON (HTTP ${status})`);
+  }
+  const body = asObject(parsed, where);
+  const envelopeError = body.error;
+  if (typeof envelopeError === 'object' && envelopeError !== null) {
+    const e = envelopeError as Json;
+    const code = typeof e.error === 'string' ? e.error : typeof e.code === 'string' ? e.code : 'REQUEST_ERROR';
+    const message = typeof e.message === 'string' ? e.message : `The service refused ${where} (HTTP ${status})`;
+    throw new NanoPayError(code, message);
+  }
+  if (typeof envelopeError === 'string' && envelopeError !== '') {
+    throw new NanoPayError('REQUEST_ERROR', `The service refused ${where}: ${envelopeError}`);
+  }
+  if (status >= 400) throw new NanoPayError('REQUEST_ERROR', `The service answered ${where} with HTTP ${status}`);
+  if ('success' in body && 'data' in body) {
+    if (body.success === false || body.success === 'false') {
+      throw new NanoPayError('REQUEST_ERROR', `The service reported a failure for ${where}`);
+    }
+    return asObject(body.data, where);
+  }
+  return body;
+}
+
+export async function call(options: HttpOptions, request: CallOptions): Promise<Json> {
+  const { got, RequestError } = await import('got');
+  const where = describe(options, request);
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (request.auth !== false && options.apiKey !== undefined) {
+    // The documented header and the one the published toolset sends.
+    headers.authorization = `Bearer ${options.apiKey}`;
+    headers['x-api-key'] = options.apiKey;
+  }
+  try {
+    const response = await got(`${options.baseUrl.replace(/\/+$/, '')}${request.path}`, {
+      method: request.method,
+      headers,
+      ...(request.body === undefined ? {} : { json: request.body }),
+      timeout: { request: options.timeoutMs ?? 15_000 },
+      retry: request.safe
+        ? { limit: options.retries ?? 2, methods: ['GET', 'POST'], backoffLimit: 2_000 }
+        : { limit: 0 },
+      throwHttpErrors: false,
+      responseType: 'text',
+    });
+    return unwrap(response.statusCode, response.body, where);
+  } catch (error) {
+    if (error instanceof NanoPayError) throw error;
+    if (error instanceof RequestError) {
+      const timedOut = error.code === 'ETIMEDOUT' || error.name === 'TimeoutError';
+      throw new NanoPayError(
+        'REQUEST_ERROR',
+        timedOut ? `The service did not answer ${where} in time` : `Could not reach the service for ${where}: ${error.code ?? error.message}`,
+        { hint: 'Check the API URL (NANOPAY_API_URL) and your network.' },
+      );
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,46 @@
+import { NanoPayError } from '../errors.js';
+
+/** Field readers for upstream answers: a wrong shape is INVALID_DATA, never a crash later. */
+export type Json = Record<string, unknown>;
+
+function bad(what: string, key: string, expected: string): never {
+  throw new NanoPayError('INVALID_DATA', `The service answered ${what} with an unexpected shape: "${key}" should be ${expected}`);
+}
+
+export function asObject(value: unknown, what: string): Json {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) bad(what, '(body)', 'an object');
+  return value as Json;
+}
+
+export function str(obj: Json, key: string, what: string): string {
+  const v = obj[key];
+  if (typeof v === 'string' && v !== '') return v;
+  if (typeof v === 'number' && Number.isFinite(v)) return String(v);
+  return bad(what, key, 'a non-empty string');
+}
+
+export function optStr(obj: Json, key: string, what: string): string | undefined {
+  return obj[key] === undefined || obj[key] === null ? undefined : str(obj, key, what);
+}
+
+/** Booleans may arrive as "true"/"false" strings. */
+export function bool(obj: Json, key: string, what: string): boolean {
+  const v = obj[key];
+  if (typeof v === 'boolean') return v;
+  if (v === 'true' || v === 'false') return v === 'true';
+  return bad(what, key, 'a boolean');
+}
+
+/** A decimal integer (raw amounts, counts) as bigint; numbers are accepted only when exact. */
+export function bigIntField(obj: Json, key: string, what: string): bigint {
+  const v = obj[key];
+  if (typeof v === 'string' && /^\d+$/.test(v)) return BigInt(v);
+  if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) return BigInt(v);
+  return bad(what, key, 'a whole number');
+}
+
+export function hexField(obj: Json, key: string, bytes: number, what: string): string {
+  const v = str(obj, key, what);
+  if (v.length !== bytes * 2 || !/^[0-9a-fA-F]+$/.test(v)) bad(what, key, `${bytes * 2} hex characters`);
+  return v;
+}

@@ -1,0 +1,53 @@
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { NanoPayError } from '../errors.js';
+import type { StateBlock, Subtype } from '../nano/block.js';
+import { readIfExists, syncDir, writeFileAtomic } from './secure-fs.js';
+
+/**
+ * The journal of signed blocks: one entry per account, written and fsynced
+ * before a block is published, cleared once the ledger shows its fate. After a
+ * crash the same block is republished, so no second block is ever signed on
+ * the same previous.
+ */
+export interface JournalEntry {
+  hash: string;
+  subtype: Subtype;
+  block: StateBlock;
+  createdAt: string;
+  /** For sends: the amount, so a recovered send still counts toward the daily limit. */
+  amountRaw?: string;
+  /** `send --id KEY`: the result is recorded under this key once the block lands. */
+  sendId?: string;
+  /** A credits top-up paid by this block, to be submitted with its transaction id. */
+  topupTransactionId?: string;
+}
+
+export class Journal {
+  constructor(private readonly dir: string) {}
+
+  private path(address: string): string {
+    return join(this.dir, `${address}.json`);
+  }
+
+  async read(address: string): Promise<JournalEntry | undefined> {
+    const text = await readIfExists(this.path(address));
+    if (text === undefined) return undefined;
+    try {
+      return JSON.parse(text) as JournalEntry;
+    } catch {
+      throw new NanoPayError('STORE_CORRUPT', `The journal entry ${this.path(address)} is damaged; it was left untouched`, {
+        hint: 'It holds a signed block that may not have been published. Inspect it before removing it.',
+      });
+    }
+  }
+
+  async record(address: string, entry: JournalEntry): Promise<void> {
+    await writeFileAtomic(this.path(address), JSON.stringify(entry, null, 2));
+  }
+
+  async clear(address: string): Promise<void> {
+    await rm(this.path(address), { force: true });
+    await syncDir(this.dir).catch(() => undefined);
+  }
+}

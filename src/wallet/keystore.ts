@@ -1,0 +1,175 @@
+import { createCipheriv, createDecipheriv, randomBytes, scrypt as scryptCallback, type ScryptOptions } from 'node:crypto';
+import { NanoPayError } from '../errors.js';
+import { readIfExists, writeFileAtomic } from './secure-fs.js';
+
+/**
+ * The encrypted secret store. A random 256-bit data key encrypts every secret
+ * (AES-256-GCM); the data key itself is wrapped by a key derived from the
+ * password (scrypt). The header (format, KDF parameters) is authenticated data,
+ * so tampering with it fails decryption instead of weakening the KDF.
+ */
+
+const FORMAT = 'nanopay-keystore-1';
+const KDF = { name: 'scrypt', N: 2 ** 17, r: 8, p: 1, keyLength: 32 } as const;
+/** scrypt needs 128·N·r bytes; Node's default cap (32 MiB) is below that for N = 2^17. */
+const MAXMEM = 256 * 1024 * 1024;
+
+interface Sealed {
+  iv: string;
+  data: string;
+  tag: string;
+}
+
+interface Header {
+  format: typeof FORMAT;
+  kdf: { name: 'scrypt'; N: number; r: number; p: number; salt: string };
+}
+
+interface KeystoreFile extends Header {
+  key: Sealed;
+  secrets: Record<string, Sealed>;
+}
+
+function scrypt(password: string, salt: Buffer, header: Header['kdf']): Promise<Buffer> {
+  const options: ScryptOptions = { N: header.N, r: header.r, p: header.p, maxmem: MAXMEM };
+  return new Promise((resolve, reject) => {
+    scryptCallback(password.normalize('NFKC'), salt, KDF.keyLength, options, (error, key) => (error ? reject(error) : resolve(key)));
+  });
+}
+
+function headerBytes(header: Header, id: string): Buffer {
+  return Buffer.from(JSON.stringify({ format: header.format, kdf: header.kdf, id }));
+}
+
+function seal(key: Buffer, plaintext: Buffer, aad: Buffer): Sealed {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  cipher.setAAD(aad);
+  const data = Buffer.concat([cipher.update(plaintext), cipher.final()]);
+  return { iv: iv.toString('base64'), data: data.toString('base64'), tag: cipher.getAuthTag().toString('base64') };
+}
+
+/** Returns undefined when authentication fails (wrong key or altered data). */
+function open(key: Buffer, sealed: Sealed, aad: Buffer): Buffer | undefined {
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(sealed.iv, 'base64'));
+    decipher.setAAD(aad);
+    decipher.setAuthTag(Buffer.from(sealed.tag, 'base64'));
+    return Buffer.concat([decipher.update(Buffer.from(sealed.data, 'base64')), decipher.final()]);
+  } catch {
+    return undefined;
+  }
+}
+
+function corrupt(path: string, why: string): NanoPayError {
+  return new NanoPayError('STORE_CORRUPT', `The key store ${path} is damaged (${why}); it was left untouched`, {
+    hint: 'Restore it from a backup, or move it away and re-import your wallets from their seeds.',
+  });
+}
+
+function isSealed(value: unknown): value is Sealed {
+  const v = value as Sealed;
+  return typeof v === 'object' && v !== null && [v.iv, v.data, v.tag].every((x) => typeof x === 'string');
+}
+
+function parseFile(path: string, text: string): KeystoreFile {
+  let parsed: KeystoreFile;
+  try {
+    parsed = JSON.parse(text) as KeystoreFile;
+  } catch {
+    throw corrupt(path, 'not valid JSON');
+  }
+  const kdf = parsed?.kdf;
+  if (parsed?.format !== FORMAT || kdf?.name !== 'scrypt' || typeof kdf.salt !== 'string') throw corrupt(path, 'unknown format');
+  if (![kdf.N, kdf.r, kdf.p].every((n) => Number.isSafeInteger(n) && n > 0)) throw corrupt(path, 'bad KDF parameters');
+  if (!isSealed(parsed.key) || typeof parsed.secrets !== 'object' || parsed.secrets === null) throw corrupt(path, 'missing fields');
+  if (!Object.values(parsed.secrets).every(isSealed)) throw corrupt(path, 'a secret entry is malformed');
+  return parsed;
+}
+
+export class KeyStore {
+  private constructor(
+    readonly path: string,
+    private file: KeystoreFile,
+    private readonly dataKey: Buffer,
+  ) {}
+
+  static async exists(path: string): Promise<boolean> {
+    return (await readIfExists(path)) !== undefined;
+  }
+
+  /** A new, empty store protected by `password`. Refuses to overwrite an existing one. */
+  static async create(path: string, password: string): Promise<KeyStore> {
+    if (await KeyStore.exists(path)) {
+      throw new NanoPayError('CONFLICT', `A key store already exists at ${path}`);
+    }
+    if (password.length === 0) throw new NanoPayError('PASSWORD_REQUIRED', 'The password must not be empty');
+    const header: Header = { format: FORMAT, kdf: { name: 'scrypt', N: KDF.N, r: KDF.r, p: KDF.p, salt: randomBytes(16).toString('base64') } };
+    const dataKey = randomBytes(32);
+    const passwordKey = await scrypt(password, Buffer.from(header.kdf.salt, 'base64'), header.kdf);
+    const file: KeystoreFile = { ...header, key: seal(passwordKey, dataKey, headerBytes(header, 'key')), secrets: {} };
+    const store = new KeyStore(path, file, dataKey);
+    await store.persist();
+    return store;
+  }
+
+  /** Unlocks an existing store. A wrong password never changes the file. */
+  static async open(path: string, password: string): Promise<KeyStore> {
+    const text = await readIfExists(path);
+    if (text === undefined) throw new NanoPayError('NOT_FOUND', `No key store at ${path}`, { hint: 'Create a wallet first: nanopay wallet create' });
+    const file = parseFile(path, text);
+    const passwordKey = await scrypt(password, Buffer.from(file.kdf.salt, 'base64'), file.kdf);
+    const dataKey = open(passwordKey, file.key, headerBytes(file, 'key'));
+    if (dataKey === undefined || dataKey.length !== 32) {
+      throw new NanoPayError('WRONG_PASSWORD', 'Wrong password for the key store', {
+        hint: 'The store was not changed. Check NANOPAY_PASSWORD, --password-file or what you typed.',
+      });
+    }
+    const store = new KeyStore(path, file, dataKey);
+    for (const id of Object.keys(file.secrets)) {
+      if (store.get(id) === undefined) throw corrupt(path, `secret "${id}" does not decrypt`);
+    }
+    return store;
+  }
+
+  /** Opens the store, creating it first when there is none yet. */
+  static async openOrCreate(path: string, password: string): Promise<KeyStore> {
+    return (await KeyStore.exists(path)) ? KeyStore.open(path, password) : KeyStore.create(path, password);
+  }
+
+  ids(): string[] {
+    return Object.keys(this.file.secrets);
+  }
+
+  get(id: string): string | undefined {
+    const sealed = this.file.secrets[id];
+    if (sealed === undefined) return undefined;
+    return open(this.dataKey, sealed, headerBytes(this.file, id))?.toString('utf8');
+  }
+
+  async set(id: string, secret: string): Promise<void> {
+    const secrets = { ...this.file.secrets, [id]: seal(this.dataKey, Buffer.from(secret, 'utf8'), headerBytes(this.file, id)) };
+    await this.replace({ ...this.file, secrets });
+  }
+
+  async delete(ids: string[]): Promise<void> {
+    const secrets = { ...this.file.secrets };
+    for (const id of ids) delete secrets[id];
+    await this.replace({ ...this.file, secrets });
+  }
+
+  /** Checks that every secret of the new content decrypts before it replaces the file. */
+  private async replace(next: KeystoreFile): Promise<void> {
+    for (const [id, sealed] of Object.entries(next.secrets)) {
+      if (open(this.dataKey, sealed, headerBytes(next, id)) === undefined) {
+        throw new NanoPayError('INTERNAL_ERROR', `Refusing to write a key store whose secret "${id}" does not decrypt`);
+      }
+    }
+    this.file = next;
+    await this.persist();
+  }
+
+  private async persist(): Promise<void> {
+    await writeFileAtomic(this.path, `${JSON.stringify(this.file, null, 2)}\n`);
+  }
+}

@@ -1,0 +1,96 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { open, readFile, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { NanoPayError } from '../errors.js';
+import { ensurePrivateDir } from './secure-fs.js';
+
+/**
+ * One account's blocks are built and published one at a time: an in-process
+ * queue orders callers of this process, and a lock file (created with O_EXCL)
+ * orders processes. A lock left by a dead process is taken over.
+ */
+
+const queues = new Map<string, Promise<void>>();
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** True when the lock file names a process of this host that no longer runs. */
+function isStale(content: string): boolean {
+  const [pid, host] = content.split('\n');
+  return host === hostname() && Number.isInteger(Number(pid)) && !alive(Number(pid));
+}
+
+async function takeOverStale(path: string, content: string): Promise<void> {
+  const aside = `${path}.${randomBytes(4).toString('hex')}.stale`;
+  try {
+    await rename(path, aside);
+  } catch {
+    return;
+  }
+  // Another process may have replaced the stale lock between our read and rename: give it back.
+  if ((await readFile(aside, 'utf8').catch(() => '')) !== content) await rename(aside, path).catch(() => undefined);
+  else await rm(aside, { force: true });
+}
+
+async function acquireFile(path: string, timeoutMs: number, signal?: AbortSignal): Promise<() => Promise<void>> {
+  const deadline = Date.now() + timeoutMs;
+  const content = `${process.pid}\n${hostname()}\n${new Date().toISOString()}`;
+  for (let wait = 10; ; wait = Math.min(wait * 2, 250)) {
+    try {
+      const handle = await open(path, 'wx', 0o600);
+      await handle.writeFile(content);
+      await handle.close();
+      return () => rm(path, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    const holder = await readFile(path, 'utf8').catch(() => '');
+    if (holder !== '' && isStale(holder)) {
+      await takeOverStale(path, holder);
+      continue;
+    }
+    if (signal?.aborted) throw new NanoPayError('CANCELLED', 'Cancelled while waiting for the account lock');
+    if (Date.now() > deadline) {
+      throw new NanoPayError('ACCOUNT_BUSY', `Another nanopay process has been using this account for over ${Math.round(timeoutMs / 1000)} s`, {
+        hint: `If no other nanopay is running, remove ${path}.`,
+      });
+    }
+    await sleep(wait);
+  }
+}
+
+export async function withAccountLock<T>(
+  lockDir: string,
+  address: string,
+  fn: () => Promise<T>,
+  options: { timeoutMs?: number; signal?: AbortSignal } = {},
+): Promise<T> {
+  const key = join(lockDir, `${address}.lock`);
+  const previous = queues.get(key) ?? Promise.resolve();
+  let done!: () => void;
+  const released = new Promise<void>((resolve) => (done = resolve));
+  const mine = previous.then(() => released);
+  queues.set(key, mine);
+  await previous;
+  try {
+    await ensurePrivateDir(lockDir);
+    const release = await acquireFile(key, options.timeoutMs ?? 120_000, options.signal);
+    try {
+      return await fn();
+    } finally {
+      await release();
+    }
+  } finally {
+    done();
+    if (queues.get(key) === mine) queues.delete(key);
+  }
+}

@@ -1,0 +1,69 @@
+import { mkdtemp, readFile, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { KeyStore } from '../../../src/wallet/keystore.js';
+
+let dir: string;
+let path: string;
+const SECRET = 'C0CB015BCA0834AC827B6259B48C052F7D62692DA1FA21DCDF755CFD27ACBE43';
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'nanopay-ks-'));
+  path = join(dir, 'store', 'keystore.json');
+});
+
+describe('KeyStore', () => {
+  it('keeps secrets encrypted, private and readable with the password', async () => {
+    const store = await KeyStore.create(path, 'correct horse');
+    await store.set('seed', SECRET);
+    const bytes = await readFile(path, 'utf8');
+    expect(bytes).not.toContain(SECRET);
+    expect(bytes).not.toContain(SECRET.toLowerCase());
+    expect((await stat(path)).mode & 0o777).toBe(0o600);
+    expect((await stat(join(dir, 'store'))).mode & 0o777).toBe(0o700);
+    const header = JSON.parse(bytes) as { kdf: { N: number; r: number; p: number } };
+    expect(header.kdf).toMatchObject({ N: 2 ** 17, r: 8, p: 1 });
+    const reopened = await KeyStore.open(path, 'correct horse');
+    expect(reopened.get('seed')).toBe(SECRET);
+  });
+
+  it('a wrong password fails with WRONG_PASSWORD and leaves the file byte-identical', async () => {
+    const store = await KeyStore.create(path, 'right');
+    await store.set('seed', SECRET);
+    const before = await readFile(path);
+    await expect(KeyStore.open(path, 'wrong')).rejects.toMatchObject({ code: 'WRONG_PASSWORD' });
+    await expect(KeyStore.openOrCreate(path, 'wrong')).rejects.toMatchObject({ code: 'WRONG_PASSWORD' });
+    expect(await readFile(path)).toEqual(before);
+  });
+
+  it('reports a damaged file instead of replacing it', async () => {
+    await (await KeyStore.create(path, 'pw')).set('seed', SECRET);
+    await writeFile(path, '{"format": "nanopay-keystore-1", "kdf": ');
+    await expect(KeyStore.open(path, 'pw')).rejects.toMatchObject({ code: 'STORE_CORRUPT' });
+    await expect(KeyStore.create(path, 'pw')).rejects.toMatchObject({ code: 'CONFLICT' });
+    expect(await readFile(path, 'utf8')).toBe('{"format": "nanopay-keystore-1", "kdf": ');
+  });
+
+  it('detects a tampered header or secret', async () => {
+    await (await KeyStore.create(path, 'pw')).set('seed', SECRET);
+    const file = JSON.parse(await readFile(path, 'utf8')) as { kdf: { N: number }; secrets: Record<string, { data: string }> };
+    const weakened = { ...file, kdf: { ...file.kdf, N: 2 ** 10 } };
+    await writeFile(path, JSON.stringify(weakened));
+    await expect(KeyStore.open(path, 'pw')).rejects.toMatchObject({ code: 'WRONG_PASSWORD' });
+    const seed = file.secrets.seed as { data: string };
+    const flipped = Buffer.from(seed.data, 'base64');
+    flipped[0] = (flipped[0] as number) ^ 1;
+    await writeFile(path, JSON.stringify({ ...file, secrets: { seed: { ...seed, data: flipped.toString('base64') } } }));
+    await expect(KeyStore.open(path, 'pw')).rejects.toMatchObject({ code: 'STORE_CORRUPT' });
+  });
+
+  it('deletes secrets', async () => {
+    const store = await KeyStore.create(path, 'pw');
+    await store.set('a', '1');
+    await store.set('b', '2');
+    await store.delete(['a']);
+    const reopened = await KeyStore.open(path, 'pw');
+    expect(reopened.ids()).toEqual(['b']);
+  });
+});
