@@ -67,11 +67,9 @@ export interface RemoteCredits {
   prices: Record<CreditTier, string>;
 }
 
-function isNotFound(error: unknown): boolean {
-  return (
-    error instanceof NanoPayError &&
-    (error.code === 'ACCOUNT_NOT_FOUND' || error.status === 404 || /not found/i.test(error.message))
-  );
+/** The node's answer for an account with no block yet; any other failure stays a failure. */
+function isAccountNotFound(error: unknown): boolean {
+  return error instanceof NanoPayError && (error.code === 'ACCOUNT_NOT_FOUND' || /account not found/i.test(error.message));
 }
 
 function block(value: unknown, what: string): StateBlock {
@@ -138,7 +136,7 @@ export class ApiClient {
     try {
       d = await call(this.options, { method: 'POST', path: '/account/info', body: { address }, safe: true });
     } catch (error) {
-      if (isNotFound(error)) return null;
+      if (isAccountNotFound(error)) return null;
       throw error;
     }
     const difficultySend = optStr(d, 'difficulty_send', what);

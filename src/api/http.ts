@@ -33,6 +33,7 @@ export function unwrap(status: number, text: string, where: string): Json {
   try {
     parsed = JSON.parse(text);
   } catch {
+    if (status >= 400) throw new NanoPayError('REQUEST_ERROR', `The service answered ${where} with HTTP ${status}`);
     throw new NanoPayError('PARSE_ERROR', `The service answered ${where} with something that is not JSON (HTTP ${status})`);
   }
   const body = asObject(parsed, where);

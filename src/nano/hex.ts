@@ -29,3 +29,8 @@ export function bigintToBytes(value: bigint, bytes: number): Uint8Array {
   }
   return out;
 }
+
+/** A 32-byte hash or key in upper-case hex. */
+export function parseHash(hex: string, what: string): string {
+  return assertHex(typeof hex === 'string' ? hex.trim() : hex, 32, what).toUpperCase();
+}

@@ -17,3 +17,4 @@ export {
   type Subtype,
 } from './block.js';
 export { buildNanoUri, parseNanoUri, type NanoUri } from './uri.js';
+export { parseHash } from './hex.js';

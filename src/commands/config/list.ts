@@ -1,0 +1,15 @@
+import { table } from '../../cli/format.js';
+import { SessionCommand } from '../../cli/session-command.js';
+import { listSettings } from '../../ops/config.js';
+
+export default class ConfigList extends SessionCommand {
+  static override summary = 'List the settings of the profile.';
+
+  async run(): Promise<Awaited<ReturnType<typeof listSettings>>> {
+    const { flags } = await this.parse(ConfigList);
+    const result = await listSettings(this.session(flags));
+    this.log(`Profile: ${result.profile}`);
+    this.log(table([['SETTING', 'VALUE', 'MEANING'], ...result.settings.map((s) => [s.name, s.value ?? '(not set)', s.description])]));
+    return result;
+  }
+}

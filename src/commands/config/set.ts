@@ -1,0 +1,43 @@
+import { Args, Flags } from '@oclif/core';
+import { SessionCommand } from '../../cli/session-command.js';
+import { stdinLine } from '../../cli/stdin.js';
+import { NanoPayError } from '../../errors.js';
+import { SETTING_NAMES, setSetting, unsetSetting, type SettingValue } from '../../ops/config.js';
+
+export default class ConfigSet extends SessionCommand {
+  static override summary = 'Change a setting of the profile (api-key only from stdin).';
+  static override examples = [
+    '<%= config.bin %> config set api-url https://api.example.com',
+    '<%= config.bin %> config set limit-per-send 5',
+    'printf "%s" "$KEY" | <%= config.bin %> config set api-key --stdin',
+    '<%= config.bin %> config set limit-per-day --unset',
+  ];
+  static override args = {
+    name: Args.string({ ignoreStdin: true, description: 'setting name', required: true, options: SETTING_NAMES }),
+    value: Args.string({ ignoreStdin: true, description: 'new value' }),
+  };
+  static override flags = {
+    stdin: Flags.boolean({ description: 'read the value from stdin (required for api-key)' }),
+    unset: Flags.boolean({ description: 'remove the setting' }),
+  };
+
+  async run(): Promise<SettingValue> {
+    const { args, flags } = await this.parse(ConfigSet);
+    const session = this.session(flags);
+    let result: SettingValue;
+    if (flags.unset) {
+      result = await unsetSetting(session, args.name);
+    } else {
+      if (args.name === 'api-key' && !flags.stdin) {
+        throw new NanoPayError('USAGE', 'The API key is read from stdin only, so it stays out of shell history', { hint: 'printf "%s" "$KEY" | nanopay config set api-key --stdin' });
+      }
+      // Unlock before reading the value: with --password-stdin the password is the first line.
+      if (args.name === 'api-key') await session.keystore('create');
+      const value = flags.stdin ? await stdinLine(`the value of ${args.name}`) : args.value;
+      if (value === undefined) throw new NanoPayError('USAGE', `Give a value for ${args.name}, or --unset`);
+      result = await setSetting(session, args.name, value);
+    }
+    this.log(`${result.name} = ${result.value ?? '(not set)'}`);
+    return result;
+  }
+}

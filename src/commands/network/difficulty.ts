@@ -1,0 +1,15 @@
+import { SessionCommand } from '../../cli/session-command.js';
+import { networkDifficulty } from '../../ops/reads.js';
+
+export default class NetworkDifficulty extends SessionCommand {
+  static override summary = 'Show the proof-of-work thresholds the service asks for.';
+
+  async run(): Promise<Awaited<ReturnType<typeof networkDifficulty>>> {
+    const { flags } = await this.parse(NetworkDifficulty);
+    const result = await networkDifficulty(this.session(flags));
+    this.log(`Send/change:  ${result.send}`);
+    this.log(`Receive/open: ${result.receive}`);
+    if (!result.reported) this.log('(the service did not report thresholds: these are the live base values)');
+    return result;
+  }
+}

@@ -1,0 +1,48 @@
+import { Flags } from '@oclif/core';
+import { BaseCommand } from '../cli/base-command.js';
+import { startSandbox } from '../sandbox/index.js';
+
+export default class Sandbox extends BaseCommand {
+  static override summary = 'Run the offline sandbox: an emulator of the payment service with a real, validating ledger.';
+  static override description = `Starts in the foreground and keeps its ledger, keys and credits in --data-dir across restarts.
+Point nanopay at it with NANOPAY_API_URL=<url>. Get test funds from its faucet: POST <url>/sandbox/fund {"address": "nano_…", "amount": "10"}.`;
+  static override examples = ['<%= config.bin %> sandbox', '<%= config.bin %> sandbox --port 7070 --thresholds live'];
+  static override flags = {
+    port: Flags.integer({ description: 'port to listen on (0 picks a free one)', default: 7076, min: 0, max: 65535 }),
+    host: Flags.string({ description: 'address to listen on', default: '127.0.0.1' }),
+    'data-dir': Flags.string({ description: 'where the ledger is kept', default: '.nanopay-sandbox' }),
+    thresholds: Flags.string({
+      description: 'proof-of-work thresholds: the node dev network (fast) or the live network',
+      options: ['dev', 'live'],
+      default: 'dev',
+    }),
+    quiet: Flags.boolean({ description: 'do not log each request to stderr' }),
+  };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(Sandbox);
+    const sandbox = await startSandbox({
+      port: flags.port,
+      host: flags.host,
+      dataDir: flags['data-dir'],
+      thresholds: flags.thresholds as 'dev' | 'live',
+      log: flags.quiet ? undefined : (line) => process.stderr.write(`${line}\n`),
+    });
+    const info = { url: sandbox.url, data_dir: flags['data-dir'], thresholds: flags.thresholds };
+    // A long-running server: in JSON mode its one document is printed once it listens.
+    if (this.jsonEnabled()) {
+      process.stdout.write(`${JSON.stringify(info)}\n`);
+    } else {
+      this.log(`nanopay sandbox listening on ${sandbox.url} (thresholds: ${flags.thresholds}, data: ${flags['data-dir']})`);
+      this.log(`Use it:   export NANOPAY_API_URL=${sandbox.url}`);
+      this.log(`Try it:   curl -s -X POST ${sandbox.url}/wallet/create`);
+      this.log('Stop it:  Ctrl-C');
+    }
+    await new Promise<void>((resolve) => {
+      const stop = (): void => resolve();
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    });
+    await sandbox.close();
+  }
+}

@@ -1,0 +1,62 @@
+import { Args, Flags } from '@oclif/core';
+import { confirmOnTerminal } from '../cli/confirm.js';
+import { SessionCommand } from '../cli/session-command.js';
+import { NanoPayError } from '../errors.js';
+import { parseRaw, xnoToRaw } from '../nano/index.js';
+import { send, type SendResult } from '../ops/send.js';
+
+export default class Send extends SessionCommand {
+  static override summary = 'Send XNO to an address: built, worked and signed here, then published.';
+  static override description = `On a terminal it shows the recipient, the amount and the resulting balance and asks to confirm;
+--yes skips the question (never the spending limits). Without a terminal and without --yes it refuses.
+--id makes the send idempotent: a repeat with the same key returns the first result and sends nothing.`;
+  static override examples = ['<%= config.bin %> send nano_1… 1.5', '<%= config.bin %> send nano_1… 1000000 --raw --yes --id order-42 --json'];
+  static override args = {
+    address: Args.string({ ignoreStdin: true, description: 'recipient address (nano_… or xrb_…)', required: true }),
+    amount: Args.string({ ignoreStdin: true, description: 'amount in XNO (in raw with --raw)', required: true }),
+  };
+  static override flags = {
+    raw: Flags.boolean({ description: 'the amount is in raw' }),
+    yes: Flags.boolean({ char: 'y', description: 'do not ask for confirmation' }),
+    'dry-run': Flags.boolean({ description: 'show what would happen; sign nothing' }),
+    id: Flags.string({ description: 'idempotency key' }),
+    wallet: Flags.string({ description: 'wallet to send from instead of the active one' }),
+    account: Flags.integer({ description: 'account index within the wallet', min: 0 }),
+  };
+
+  async run(): Promise<SendResult> {
+    const { args, flags } = await this.parse(Send);
+    const amountRaw = flags.raw ? parseRaw(args.amount) : xnoToRaw(args.amount);
+    const interactive = !flags.yes && !flags['dry-run'];
+    if (interactive && (!process.stdin.isTTY || !process.stderr.isTTY)) {
+      throw new NanoPayError('USAGE', 'A send needs confirmation, and there is no terminal to ask on', { hint: 'Pass --yes to send from a script.' });
+    }
+    const result = await send(this.session(flags), {
+      to: args.address,
+      amountRaw,
+      dryRun: flags['dry-run'],
+      signal: this.signal,
+      ...(flags.id === undefined ? {} : { id: flags.id }),
+      ...(flags.wallet === undefined ? {} : { wallet: flags.wallet }),
+      ...(flags.account === undefined ? {} : { index: flags.account }),
+      ...(interactive
+        ? {
+            confirm: (p) => {
+              process.stderr.write(`From:     ${p.from}\nTo:       ${p.to}\nAmount:   ${p.amount} XNO\nBalance:  ${p.balance} XNO -> ${p.balance_after} XNO\n`);
+              return confirmOnTerminal(`Send ${p.amount} XNO?`, false);
+            },
+          }
+        : {}),
+    });
+    if (result.dry_run) {
+      this.log(`Dry run: would send ${result.amount} XNO from ${result.from} to ${result.to}; balance after ${result.balance_after} XNO. Nothing was signed.`);
+    } else if (result.repeated) {
+      this.log(`Already sent under --id ${flags.id}: ${result.amount} XNO to ${result.to} (block ${result.hash}). Nothing new was sent.`);
+    } else {
+      this.log(`Sent ${result.amount} XNO to ${result.to}`);
+      this.log(`Block:   ${result.hash}`);
+      this.log(`Balance: ${result.balance_after} XNO`);
+    }
+    return result;
+  }
+}

@@ -1,0 +1,51 @@
+import { Flags } from '@oclif/core';
+import { SessionCommand } from '../../cli/session-command.js';
+import { stdinLine } from '../../cli/stdin.js';
+import { NanoPayError } from '../../errors.js';
+import { importWallet, type CreatedWallet } from '../../ops/wallet.js';
+
+export default class WalletImport extends SessionCommand {
+  static override summary = 'Import a wallet from a seed, a mnemonic or a private key read from stdin.';
+  static override description = `Secrets are read from stdin only, never from flags (they would stay in shell history).
+A 64-hex seed uses the node's derivation, a 128-hex seed BIP39 (m/44'/165'/i'). A mnemonic is BIP39 (12 or 24 words,
+optional passphrase); --legacy reads a 24-word mnemonic that encodes a 64-hex seed, as some mobile wallets show it.
+With --password-stdin too, the first line of stdin is the password and the second the secret.`;
+  static override examples = [
+    'printf "%s" "$SEED" | <%= config.bin %> wallet import --seed-stdin --name cold',
+    'cat words.txt | <%= config.bin %> wallet import --mnemonic-stdin --passphrase-file pass.txt',
+  ];
+  static override flags = {
+    name: Flags.string({ description: 'wallet name' }),
+    'seed-stdin': Flags.boolean({ description: 'read a 64- or 128-hex seed from stdin', exclusive: ['mnemonic-stdin', 'private-key-stdin'] }),
+    'mnemonic-stdin': Flags.boolean({ description: 'read a 12/24-word mnemonic from stdin', exclusive: ['seed-stdin', 'private-key-stdin'] }),
+    'private-key-stdin': Flags.boolean({ description: 'read a 64-hex private key from stdin', exclusive: ['seed-stdin', 'mnemonic-stdin'] }),
+    'passphrase-file': Flags.string({ description: 'BIP39 passphrase for the mnemonic, read from this file' }),
+    legacy: Flags.boolean({ description: 'the mnemonic encodes a legacy 64-hex seed' }),
+    index: Flags.integer({ description: 'account index to start with', default: 0, min: 0 }),
+  };
+
+  async run(): Promise<CreatedWallet> {
+    const { flags } = await this.parse(WalletImport);
+    const kind = flags['seed-stdin'] ? 'seed' : flags['mnemonic-stdin'] ? 'mnemonic' : flags['private-key-stdin'] ? 'private-key' : undefined;
+    if (kind === undefined) {
+      throw new NanoPayError('USAGE', 'Say what stdin holds: --seed-stdin, --mnemonic-stdin or --private-key-stdin');
+    }
+    const session = this.session(flags);
+    // The password (when it comes from stdin) is the first line: ask for it before reading the secret.
+    await session.keystore('create');
+    const secret = await stdinLine(kind === 'mnemonic' ? 'the mnemonic' : kind === 'seed' ? 'the seed' : 'the private key');
+    const { readFile } = await import('node:fs/promises');
+    const passphrase = flags['passphrase-file'] === undefined ? undefined : (await readFile(flags['passphrase-file'], 'utf8')).replace(/\r?\n$/, '');
+    const created = await importWallet(session, {
+      kind,
+      secret,
+      index: flags.index,
+      legacy: flags.legacy,
+      ...(flags.name === undefined ? {} : { name: flags.name }),
+      ...(passphrase === undefined ? {} : { passphrase }),
+    });
+    this.log(`Imported wallet "${created.name}" (${created.kind}).`);
+    this.log(`Address: ${created.address}`);
+    return created;
+  }
+}

@@ -1,0 +1,16 @@
+import { Args } from '@oclif/core';
+import { SessionCommand } from '../../cli/session-command.js';
+import { showWallet, type WalletSummary } from '../../ops/wallet.js';
+
+export default class WalletShow extends SessionCommand {
+  static override summary = 'Show a wallet (the active one by default): kind and addresses, never secrets.';
+  static override args = { name: Args.string({ ignoreStdin: true, description: 'wallet name' }) };
+
+  async run(): Promise<WalletSummary> {
+    const { args, flags } = await this.parse(WalletShow);
+    const wallet = showWallet(this.session(flags), args.name);
+    this.log(`Wallet "${wallet.name}"${wallet.active ? ' (active)' : ''}: ${wallet.kind}${wallet.remote ? ', made by the service' : ''}, created ${wallet.created_at}`);
+    for (const a of wallet.accounts) this.log(`  account ${a.index}: ${a.address}${a.index === wallet.active_account ? '  *' : ''}`);
+    return wallet;
+  }
+}

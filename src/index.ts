@@ -1,0 +1,32 @@
+/** The SDK: the stable names scripts and programs import from 'nanopay-cli'. */
+export { NanoPayError, ExitCode } from './errors.js';
+export {
+  MAX_RAW,
+  RAW_PER_XNO,
+  xnoToRaw,
+  rawToXno,
+  deriveAccount,
+  generateSeed,
+  generateMnemonic,
+  addressToPublicKey,
+  publicKeyToAddress,
+  isValidAddress,
+  hashBlock,
+  signBlock,
+  verifyBlock,
+  buildSendBlock,
+  buildReceiveBlock,
+  buildChangeBlock,
+  workRoot,
+  buildNanoUri,
+  parseNanoUri,
+  type Account,
+  type AccountSource,
+  type AccountState,
+  type NanoUri,
+  type StateBlock,
+  type Subtype,
+} from './nano/index.js';
+export { workValue, validateWork, generateWork, LIVE_THRESHOLDS, DEV_THRESHOLDS, type Thresholds } from './work/index.js';
+export { ApiClient } from './api/index.js';
+export { startSandbox, type RunningSandbox, type SandboxOptions } from './sandbox/index.js';

@@ -1,0 +1,217 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { join } from 'node:path';
+import { NanoPayError, toNanoPayError } from '../errors.js';
+import { CREDIT_COSTS } from './pricing.js';
+import { SandboxService } from './service.js';
+import { StateWriter, loadState } from './state.js';
+
+export interface SandboxOptions {
+  port?: number;
+  host?: string;
+  /** Where the state is kept across restarts; in memory when absent. */
+  dataDir?: string;
+  thresholds?: 'dev' | 'live';
+  log?: (line: string) => void;
+}
+
+export interface RunningSandbox {
+  url: string;
+  port: number;
+  service: SandboxService;
+  close(): Promise<void>;
+}
+
+const MAX_BODY = 64 * 1024;
+
+type Body = Record<string, unknown>;
+interface Call {
+  params: string[];
+  body: Body;
+  apiKey: string;
+}
+interface Route {
+  method: 'GET' | 'POST';
+  pattern: RegExp;
+  /** Name in CREDIT_COSTS; absent for public routes. */
+  cost?: string;
+  handle(service: SandboxService, call: Call): unknown;
+}
+
+function field(body: Body, name: string): string {
+  const value = body[name];
+  if (typeof value !== 'string') throw new NanoPayError('INVALID_REQUEST', `"${name}" must be a string`);
+  return value;
+}
+
+function optionalField(body: Body, name: string): string | undefined {
+  return body[name] === undefined || body[name] === null ? undefined : field(body, name);
+}
+
+function blockOf(body: Body): unknown {
+  const block = body.block;
+  if (typeof block === 'string') {
+    try {
+      return JSON.parse(block) as unknown;
+    } catch {
+      throw new NanoPayError('INVALID_JSON', '"block" is a string but not JSON');
+    }
+  }
+  if (typeof block !== 'object' || block === null) throw new NanoPayError('INVALID_REQUEST', '"block" must be an object');
+  return block;
+}
+
+const ROUTES: Route[] = [
+  { method: 'POST', pattern: /^\/wallet\/create$/, handle: (s) => s.createWallet() },
+  { method: 'GET', pattern: /^\/wallet\/balance\/([^/]+)$/, cost: 'GET /wallet/balance', handle: (s, c) => s.balance(c.params[0] as string) },
+  { method: 'POST', pattern: /^\/wallet\/pending$/, cost: 'POST /wallet/pending', handle: (s, c) => s.pending(field(c.body, 'address')) },
+  { method: 'GET', pattern: /^\/wallet\/pending\/([^/]+)$/, cost: 'POST /wallet/pending', handle: (s, c) => s.pending(c.params[0] as string) },
+  { method: 'POST', pattern: /^\/account\/info$/, cost: 'POST /account/info', handle: (s, c) => s.accountInfo(field(c.body, 'address')) },
+  { method: 'GET', pattern: /^\/account\/info\/([^/]+)$/, cost: 'POST /account/info', handle: (s, c) => s.accountInfo(c.params[0] as string) },
+  { method: 'POST', pattern: /^\/block\/info$/, cost: 'POST /block/info', handle: (s, c) => s.blockInfo(field(c.body, 'hash')) },
+  { method: 'GET', pattern: /^\/block\/info\/([^/]+)$/, cost: 'POST /block/info', handle: (s, c) => s.blockInfo(c.params[0] as string) },
+  {
+    method: 'POST',
+    pattern: /^\/block\/publish$/,
+    cost: 'POST /block/publish',
+    handle: (s, c) => ({ hash: s.publish(blockOf(c.body), optionalField(c.body, 'subtype')).hash }),
+  },
+  { method: 'GET', pattern: /^\/network\/active-difficulty$/, cost: 'GET /network/active-difficulty', handle: (s) => s.activeDifficulty() },
+  {
+    method: 'POST',
+    pattern: /^\/payment\/request$/,
+    cost: 'POST /payment/request',
+    handle: (s, c) => s.paymentRequest(field(c.body, 'receive_address'), field(c.body, 'amount'), optionalField(c.body, 'redirect_url') ?? ''),
+  },
+  { method: 'GET', pattern: /^\/payment\/status\/([^/]+)$/, cost: 'GET /payment/status', handle: (s, c) => s.paymentStatus(c.params[0] as string) },
+  { method: 'GET', pattern: /^\/credits\/info$/, cost: 'GET /credits/info', handle: (s, c) => s.credits(c.apiKey, 'string') },
+  { method: 'GET', pattern: /^\/credits$/, cost: 'GET /credits/info', handle: (s, c) => s.credits(c.apiKey, 'number') },
+  { method: 'GET', pattern: /^\/credits\/topup\/([^/]+)$/, cost: 'GET /credits/topup', handle: (s, c) => s.topupOffer(c.apiKey, c.params[0] as string) },
+  {
+    method: 'POST',
+    pattern: /^\/credits\/topup$/,
+    cost: 'POST /credits/topup',
+    handle: (s, c) => s.topupSubmit(c.apiKey, field(c.body, 'transaction_id'), blockOf(c.body)),
+  },
+  { method: 'GET', pattern: /^\/donate\/address$/, cost: 'GET /donate/address', handle: (s) => s.donationAddress() },
+  { method: 'POST', pattern: /^\/sandbox\/fund$/, handle: (s, c) => s.fund(field(c.body, 'address'), optionalField(c.body, 'amount') ?? '10') },
+  { method: 'GET', pattern: /^\/sandbox\/ledger$/, handle: (s) => s.dump() },
+];
+
+function send(res: ServerResponse, status: number, payload: unknown): void {
+  const body = JSON.stringify(payload);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+/** Reads a JSON body, refusing more than MAX_BODY bytes without waiting for the rest. */
+function readBody(req: IncomingMessage): Promise<Body> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > MAX_BODY) {
+      reject(new NanoPayError('PAYLOAD_TOO_LARGE', `Bodies are limited to ${MAX_BODY} bytes`));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY) {
+        reject(new NanoPayError('PAYLOAD_TOO_LARGE', `Bodies are limited to ${MAX_BODY} bytes`));
+        req.pause();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('error', reject);
+    req.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8').trim();
+      if (text === '') return resolve({});
+      try {
+        const parsed = JSON.parse(text) as unknown;
+        if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+          reject(new NanoPayError('INVALID_REQUEST', 'The body must be a JSON object'));
+        } else resolve(parsed as Body);
+      } catch {
+        reject(new NanoPayError('INVALID_JSON', 'The body is not valid JSON'));
+      }
+    });
+  });
+}
+
+function apiKeyOf(req: IncomingMessage): string | undefined {
+  const auth = req.headers.authorization;
+  if (typeof auth === 'string' && /^Bearer\s+/i.test(auth)) return auth.replace(/^Bearer\s+/i, '').trim();
+  const header = req.headers['x-api-key'];
+  return typeof header === 'string' ? header.trim() : undefined;
+}
+
+/** Starts the sandbox: an HTTP server speaking the Protected API over a real ledger. */
+export async function startSandbox(options: SandboxOptions = {}): Promise<RunningSandbox> {
+  const statePath = options.dataDir === undefined ? undefined : join(options.dataDir, 'sandbox-state.json');
+  const loaded = statePath === undefined ? undefined : await loadState(statePath);
+  const service = new SandboxService(loaded ?? SandboxService.fresh(options.thresholds ?? 'dev'));
+  const writer = new StateWriter(statePath);
+  await writer.save(() => service.snapshot());
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<number> => {
+    const started = Date.now();
+    const path = new URL(req.url ?? '/', 'http://sandbox').pathname;
+    let status = 200;
+    try {
+      const route = ROUTES.find((r) => r.method === req.method && r.pattern.test(path));
+      if (route === undefined) {
+        const known = ROUTES.some((r) => r.pattern.test(path));
+        throw new NanoPayError('NOT_FOUND', known ? `${req.method} is not allowed on ${path}` : `No route ${req.method} ${path}`, { status: known ? 405 : 404 });
+      }
+      const body = req.method === 'POST' ? await readBody(req) : {};
+      const params = (route.pattern.exec(path) as RegExpExecArray).slice(1).map(decodeURIComponent);
+      let apiKey = '';
+      const cost = route.cost === undefined ? 0 : (CREDIT_COSTS[route.cost] ?? 1);
+      if (route.cost !== undefined) {
+        apiKey = service.authenticate(apiKeyOf(req));
+        service.requireCredits(apiKey, cost);
+      }
+      const data = route.handle(service, { params, body, apiKey });
+      if (cost > 0) service.charge(apiKey, cost);
+      await writer.save(() => service.snapshot());
+      send(res, 200, { success: true, data, error: null });
+    } catch (error) {
+      const failure = toNanoPayError(error);
+      status = failure.status;
+      // Stop reading an oversized body: answer and close instead of draining it.
+      if (failure.code === 'PAYLOAD_TOO_LARGE') res.setHeader('connection', 'close');
+      send(res, status, { success: false, data: null, error: { error: failure.code, message: failure.code === 'INTERNAL_ERROR' ? 'Internal error' : failure.message } });
+      if (failure.code === 'INTERNAL_ERROR') options.log?.(`sandbox internal error: ${failure.message}`);
+    }
+    options.log?.(`${req.method} ${path} ${status} ${Date.now() - started}ms`);
+    return status;
+  };
+
+  const sockets = new Set<Socket>();
+  const server = createServer((req, res) => void handle(req, res));
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  server.requestTimeout = 30_000;
+  server.headersTimeout = 10_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
+  });
+  const { port, address } = server.address() as AddressInfo;
+  const host = address.includes(':') ? `[${address}]` : address;
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    service,
+    close: async () => {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const socket of sockets) socket.destroy();
+      });
+      await writer.save(() => service.snapshot());
+    },
+  };
+}

@@ -1,0 +1,328 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { NanoPayError } from '../errors.js';
+import {
+  addressToPublicKey,
+  buildSendBlock,
+  deriveAccount,
+  generateSeed,
+  linkAsAccount,
+  normalizeAddress,
+  parseHash,
+  rawToXno,
+  signBlock,
+  xnoToRaw,
+  type Account,
+} from '../nano/index.js';
+import { DEV_THRESHOLDS, LIVE_THRESHOLDS, type Thresholds } from '../work/index.js';
+import { Ledger, type LedgerBlock } from './ledger.js';
+import { FREE_CREDITS, TIERS, isTier, tierPriceRaw } from './pricing.js';
+import type { SandboxState } from './state.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function unknownTransaction(id: string): NanoPayError {
+  return new NanoPayError('INVALID_TRANSACTION_ID', `Unknown transaction id "${id.slice(0, 80)}"`);
+}
+
+/**
+ * The emulated service: API keys and credits, the ledger, payment requests,
+ * top-ups and the faucet. Methods answer in the remote's field names.
+ */
+export class SandboxService {
+  readonly ledger: Ledger;
+  readonly thresholds: Thresholds;
+  private readonly genesis: Account;
+  private readonly serviceAccount: Account;
+
+  constructor(private readonly state: SandboxState) {
+    this.thresholds = state.thresholds === 'live' ? LIVE_THRESHOLDS : DEV_THRESHOLDS;
+    this.genesis = deriveAccount({ privateKey: state.genesisKey });
+    this.serviceAccount = deriveAccount({ privateKey: state.serviceKey });
+    if (state.ledger.blocks.length === 0) {
+      this.ledger = new Ledger(this.thresholds);
+      this.ledger.createGenesis({ address: this.genesis.address, signature: (b) => signBlock(b, this.genesis.privateKey) });
+    } else {
+      this.ledger = Ledger.restore(this.thresholds, state.ledger);
+    }
+  }
+
+  static fresh(thresholds: 'dev' | 'live'): SandboxState {
+    return {
+      version: 1,
+      thresholds,
+      genesisKey: deriveAccount({ seed: generateSeed(), index: 0 }).privateKey,
+      serviceKey: deriveAccount({ seed: generateSeed(), index: 0 }).privateKey,
+      apiKeys: {},
+      payments: {},
+      topups: {},
+      ledger: { blocks: [] },
+    };
+  }
+
+  snapshot(): SandboxState {
+    return { ...this.state, ledger: this.ledger.snapshot() };
+  }
+
+  // --- API keys and credits -------------------------------------------------
+
+  authenticate(apiKey: string | undefined): string {
+    if (apiKey === undefined || apiKey === '') {
+      throw new NanoPayError('MISSING_API_KEY', 'An API key is required: send "Authorization: Bearer <key>" or "X-API-Key: <key>"');
+    }
+    if (this.state.apiKeys[apiKey] === undefined) throw new NanoPayError('INVALID_API_KEY', 'The API key is not valid');
+    return apiKey;
+  }
+
+  requireCredits(apiKey: string, cost: number): void {
+    const account = this.state.apiKeys[apiKey];
+    if (account !== undefined && account.credits < cost) {
+      throw new NanoPayError('INSUFFICIENT_CREDITS', `This API key has no credits left (the call costs ${cost})`, {
+        hint: 'Top up: GET /credits/topup/{tier}, then POST /credits/topup with the paying block.',
+      });
+    }
+  }
+
+  charge(apiKey: string, cost: number): void {
+    const account = this.state.apiKeys[apiKey];
+    if (account !== undefined) account.credits -= cost;
+  }
+
+  /** Test helper of the sandbox: set a key's credits (used to exercise exhaustion). */
+  setCredits(apiKey: string, credits: number): void {
+    const account = this.state.apiKeys[this.authenticate(apiKey)];
+    if (account !== undefined) account.credits = credits;
+  }
+
+  createWallet(): Record<string, string> {
+    const seed = generateSeed();
+    const account = deriveAccount({ seed, index: 0 });
+    const apiKey = randomBytes(24).toString('base64url');
+    this.state.apiKeys[apiKey] = { credits: FREE_CREDITS, createdAt: Date.now() };
+    return {
+      address: account.address,
+      public_key: account.publicKey,
+      private_key: account.privateKey,
+      'Wallet Private Seed': seed,
+      api_key: apiKey,
+    };
+  }
+
+  credits(apiKey: string, pricesAs: 'string' | 'number'): Record<string, string | number> {
+    const out: Record<string, string | number> = { credits: this.state.apiKeys[apiKey]?.credits ?? 0 };
+    for (const tier of TIERS) {
+      const price = rawToXno(tierPriceRaw(tier));
+      out[`current_credits_price_${tier}`] = pricesAs === 'string' ? price : Number(price);
+    }
+    return out;
+  }
+
+  // --- ledger reads ---------------------------------------------------------
+
+  balance(address: string): Record<string, string> {
+    const account = this.ledger.account(address);
+    const pending = this.ledger.pendingFor(address).reduce((sum, r) => sum + r.amount, 0n);
+    const balance = (account?.balance ?? 0n).toString();
+    return { account: normalizeAddress(address), balance, balance_raw: balance, pending: pending.toString(), pending_raw: pending.toString() };
+  }
+
+  pending(address: string): { blocks: Record<string, string[]> } {
+    return { blocks: { [normalizeAddress(address)]: this.ledger.pendingFor(address).map((r) => r.hash) } };
+  }
+
+  accountInfo(address: string): Record<string, string> {
+    const account = this.ledger.account(address);
+    if (account === undefined) throw new NanoPayError('ACCOUNT_NOT_FOUND', 'Account not found');
+    return {
+      frontier: account.frontier,
+      open_block: account.openBlock,
+      balance: account.balance.toString(),
+      representative: account.representative,
+      block_count: String(account.height),
+      difficulty_send: this.thresholds.send,
+      difficulty_receive: this.thresholds.receive,
+    };
+  }
+
+  blockInfo(hash: string): Record<string, unknown> {
+    const stored = this.ledger.blocks.get(parseHash(hash, 'Block hash'));
+    if (stored === undefined) throw new NanoPayError('BLOCK_NOT_FOUND', 'Block not found');
+    return {
+      block_account: stored.account,
+      amount: stored.amount.toString(),
+      balance: stored.balance.toString(),
+      height: String(stored.height),
+      local_timestamp: String(stored.timestamp),
+      successor: stored.successor ?? '0'.repeat(64),
+      confirmed: 'true',
+      contents: { ...stored.block, link_as_account: linkAsAccount(stored.block.link) },
+      subtype: stored.subtype,
+    };
+  }
+
+  activeDifficulty(): Record<string, string> {
+    return {
+      network_minimum: this.thresholds.send,
+      network_receive_minimum: this.thresholds.receive,
+      network_current: this.thresholds.send,
+      network_receive_current: this.thresholds.receive,
+      multiplier: '1',
+    };
+  }
+
+  // --- ledger writes --------------------------------------------------------
+
+  publish(block: unknown, subtype?: string): LedgerBlock {
+    const stored = this.ledger.process(block, subtype === undefined ? {} : { subtype });
+    this.matchPayment(stored);
+    return stored;
+  }
+
+  /** The faucet: a send from genesis, signed by the sandbox. */
+  fund(address: string, amountXno: string): Record<string, string> {
+    const to = normalizeAddress(address);
+    const amount = xnoToRaw(amountXno);
+    const head = this.ledger.account(this.genesis.address);
+    if (head === undefined) throw new NanoPayError('INTERNAL_ERROR', 'The sandbox has no genesis account');
+    const block = buildSendBlock(
+      { address: this.genesis.address, frontier: head.frontier, balance: head.balance, representative: head.representative },
+      { to, amount },
+    );
+    const signed = { ...block, signature: signBlock(block, this.genesis.privateKey), work: '0'.repeat(16) };
+    const stored = this.ledger.process(signed, { skipWork: true });
+    this.matchPayment(stored);
+    return { hash: stored.hash, amount: rawToXno(amount), amount_raw: amount.toString() };
+  }
+
+  // --- payment requests -----------------------------------------------------
+
+  paymentRequest(receiveAddress: string, amountXno: string, redirectUrl: string): Record<string, string> {
+    const address = normalizeAddress(receiveAddress);
+    const base = xnoToRaw(amountXno);
+    if (base <= 0n) throw new NanoPayError('INVALID_NUMBER_FORMAT', 'The amount must be greater than zero');
+    const open = new Set(
+      Object.values(this.state.payments)
+        .filter((p) => p.paidBy === null && p.receiveAddress === address)
+        .map((p) => p.amountRaw),
+    );
+    // A small raw offset makes the amount unique among this address's open requests.
+    let amount: bigint;
+    do amount = base + 1n + BigInt(randomBytes(4).readUInt32LE(0) % 999_999);
+    while (open.has(amount.toString()));
+    const id = randomUUID();
+    this.state.payments[id] = { receiveAddress: address, amountRaw: amount.toString(), redirectUrl, createdAt: Date.now(), paidBy: null };
+    return { receive_address: address, amount: rawToXno(amount), transaction_id: id };
+  }
+
+  paymentStatus(id: string): Record<string, string> {
+    const request = UUID.test(id) ? this.state.payments[id.toLowerCase()] : undefined;
+    if (request === undefined) throw unknownTransaction(id);
+    const paid = request.paidBy !== null;
+    return {
+      success: 'true',
+      message: paid
+        ? `The transaction has been paid (block ${request.paidBy}). Receive the pending block to complete the process.`
+        : `Waiting for exactly ${rawToXno(BigInt(request.amountRaw))} XNO to ${request.receiveAddress}.`,
+      amount: rawToXno(BigInt(request.amountRaw)),
+      transaction_id: id.toLowerCase(),
+      is_paid: paid ? 'true' : 'false',
+    };
+  }
+
+  /** A send of exactly the requested amount to the requested address pays the oldest such request. */
+  private matchPayment(stored: LedgerBlock): void {
+    if (stored.subtype !== 'send') return;
+    const destination = linkAsAccount(stored.block.link);
+    const match = Object.values(this.state.payments)
+      .filter((p) => p.paidBy === null && p.receiveAddress === destination && p.amountRaw === stored.amount.toString())
+      .sort((a, b) => a.createdAt - b.createdAt)[0];
+    if (match !== undefined) match.paidBy = stored.hash;
+  }
+
+  // --- top-ups and donations ------------------------------------------------
+
+  topupOffer(apiKey: string, tierText: string): Record<string, string> {
+    const tier = Number(tierText);
+    if (!/^\d+$/.test(tierText) || !isTier(tier)) {
+      throw new NanoPayError('INVALID_CREDITS_AMOUNT', `Top-up tiers are ${TIERS.join(', ')}; "${tierText.slice(0, 20)}" is not one`);
+    }
+    const id = randomUUID();
+    const amount = tierPriceRaw(tier);
+    this.state.topups[id] = { tier, apiKey, paymentAddress: this.serviceAccount.address, amountRaw: amount.toString(), paidBy: null, newBalance: null };
+    return { payment_address: this.serviceAccount.address, nano_amount: rawToXno(amount), transaction_id: id };
+  }
+
+  /**
+   * Publishes the paying block and adds the credits, once. A block already in
+   * the ledger (the payment landed, the answer was lost) still credits once;
+   * a repeat after that returns the same result.
+   */
+  topupSubmit(apiKey: string, transactionId: string, block: unknown): Record<string, number> {
+    const topup = this.state.topups[transactionId];
+    if (topup === undefined || topup.apiKey !== apiKey) throw unknownTransaction(transactionId);
+    if (topup.paidBy !== null) return { topped_up_credits: topup.tier, new_credits_balance: topup.newBalance ?? 0 };
+    const stored = this.checkTopupBlock(topup, block);
+    const account = this.state.apiKeys[apiKey];
+    if (account === undefined) throw new NanoPayError('INVALID_API_KEY', 'The API key is not valid');
+    account.credits += topup.tier;
+    topup.paidBy = stored.hash;
+    topup.newBalance = account.credits;
+    return { topped_up_credits: topup.tier, new_credits_balance: account.credits };
+  }
+
+  private checkTopupBlock(topup: { paymentAddress: string; amountRaw: string }, block: unknown): LedgerBlock {
+    const b = block as { link?: unknown; account?: unknown; previous?: unknown };
+    const preview = this.previewSend(b);
+    if (preview !== undefined) {
+      if (preview.to !== addressToPublicKey(topup.paymentAddress) || preview.amount !== BigInt(topup.amountRaw)) {
+        throw new NanoPayError('PAYMENT_MISMATCH', `The block must send exactly ${rawToXno(BigInt(topup.amountRaw))} XNO to ${topup.paymentAddress}; nothing was published`);
+      }
+    }
+    try {
+      return this.publish(block, 'send');
+    } catch (error) {
+      if (!(error instanceof NanoPayError && error.code === 'BLOCK_EXISTS')) throw error;
+      const existing = [...this.ledger.blocks.values()].find((s) => s.block.signature === (block as { signature?: string }).signature?.toUpperCase());
+      if (existing === undefined || existing.subtype !== 'send' || existing.block.link !== addressToPublicKey(topup.paymentAddress) || existing.amount !== BigInt(topup.amountRaw)) {
+        throw new NanoPayError('PAYMENT_MISMATCH', 'That block is already in the ledger and does not pay this top-up');
+      }
+      if (Object.values(this.state.topups).some((t) => t.paidBy === existing.hash)) {
+        throw new NanoPayError('PAYMENT_MISMATCH', 'That block already paid another top-up');
+      }
+      return existing;
+    }
+  }
+
+  /** What a proposed send would move, judged against the ledger head, before publishing it. */
+  private previewSend(b: { link?: unknown; account?: unknown; previous?: unknown; balance?: unknown }): { to: string; amount: bigint } | undefined {
+    if (typeof b !== 'object' || b === null || typeof b.account !== 'string' || typeof b.link !== 'string' || typeof b.balance !== 'string') return undefined;
+    const account = this.ledger.account(b.account);
+    if (account === undefined || !/^\d+$/.test(b.balance) || !/^[0-9A-Fa-f]{64}$/.test(b.link)) return undefined;
+    const previous = typeof b.previous === 'string' ? this.ledger.blocks.get(b.previous.toUpperCase()) : undefined;
+    const before = previous?.balance ?? account.balance;
+    return { to: b.link.toUpperCase(), amount: before - BigInt(b.balance) };
+  }
+
+  donationAddress(): { address: string } {
+    return { address: this.serviceAccount.address };
+  }
+
+  /** The whole ledger, for the demo and for people poking at the sandbox. */
+  dump(): Record<string, unknown> {
+    return {
+      accounts: [...this.ledger.accounts.values()].map((a) => ({
+        address: a.address,
+        balance: a.balance.toString(),
+        frontier: a.frontier,
+        height: a.height,
+        representative: a.representative,
+      })),
+      blocks: this.ledger.order.map((hash) => {
+        const s = this.ledger.blocks.get(hash) as LedgerBlock;
+        return { hash, account: s.account, subtype: s.subtype, amount: s.amount.toString(), balance: s.balance.toString(), height: s.height, previous: s.block.previous, link: s.block.link };
+      }),
+      receivables: [...this.ledger.receivables.values()].filter((r) => !r.received).map((r) => ({ hash: r.hash, destination: linkAsAccount(r.destination), amount: r.amount.toString() })),
+      genesis: this.genesis.address,
+      service: this.serviceAccount.address,
+    };
+  }
+}

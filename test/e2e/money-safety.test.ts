@@ -1,0 +1,121 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningSandbox } from '../../src/sandbox/index.js';
+import { BIN, newUser, type CliUser } from '../helpers/cli.js';
+import { startFaultyProxy, type Fault } from '../helpers/faulty-proxy.js';
+import { fund, ledger, sandbox } from '../helpers/sandbox.js';
+
+let sb: RunningSandbox;
+let payer: CliUser;
+let payerAddress: string;
+const payee = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
+
+async function balanceRaw(): Promise<bigint> {
+  const result = await payer.json<{ balance_raw: string }>(['balance']);
+  expect(result._code).toBe(0);
+  return BigInt(result.balance_raw);
+}
+
+function journalFiles(): string[] {
+  const dir = join(payer.configDir, 'journal');
+  return existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.json')) : [];
+}
+
+async function waitFor(check: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    if (check()) return;
+    await sleep(50);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+beforeAll(async () => {
+  sb = await sandbox();
+  payer = await newUser(sb.url);
+  payerAddress = (await payer.json<{ address: string }>(['wallet', 'create', '--remote'])).address;
+  await fund(sb.url, payerAddress, '5');
+  expect((await payer.json(['receive']))._code).toBe(0);
+});
+
+afterAll(async () => {
+  await sb?.close();
+});
+
+describe('journal: a block signed but not known to be published', () => {
+  it('killed while publish hangs: the rerun republishes the same block, once', async () => {
+    const proxy = await startFaultyProxy(sb.url, (method, path) => (method === 'POST' && path === '/block/publish' ? 'hold' : 'pass'));
+    const before = await balanceRaw();
+    const child = spawn(process.execPath, [BIN, 'send', payee, '0.5', '--yes', '--json'], {
+      env: { ...payer.env, NANOPAY_API_URL: proxy.url },
+      stdio: 'ignore',
+    });
+    await waitFor(() => journalFiles().length === 1 && proxy.seen.includes('POST /block/publish'), 'the send to reach publish');
+    const entry = JSON.parse(await readFile(join(payer.configDir, 'journal', journalFiles()[0] as string), 'utf8')) as { hash: string };
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child.once('exit', resolve));
+    await proxy.close();
+    expect((await ledger(sb.url)).blocks.some((b) => b.hash === entry.hash)).toBe(false);
+
+    // The next command for the account settles the journal before anything else.
+    const next = await payer.json<{ hash: string }>(['send', payee, '0.25', '--yes']);
+    expect(next._code).toBe(0);
+    const blocks = (await ledger(sb.url)).blocks;
+    expect(blocks.filter((b) => b.hash === entry.hash)).toHaveLength(1);
+    expect(journalFiles()).toEqual([]);
+    expect(await balanceRaw()).toBe(before - 75n * 10n ** 28n);
+  });
+
+  it('answer lost after the block landed: the rerun sees it landed and signs nothing twice', async () => {
+    const proxy = await startFaultyProxy(sb.url, (method, path) => (method === 'POST' && path === '/block/publish' ? 'forward-then-drop' : 'pass'));
+    const before = await balanceRaw();
+    const lost = await payer.run(['send', payee, '0.5', '--yes', '--id', 'lost-answer', '--json'], { env: { NANOPAY_API_URL: proxy.url } });
+    await proxy.close();
+    expect(lost.code).toBe(5);
+    expect(JSON.parse(lost.stdout)).toMatchObject({ error: { code: 'REQUEST_ERROR' } });
+    expect(journalFiles()).toHaveLength(1);
+
+    const retry = await payer.json<{ repeated: boolean; hash: string }>(['send', payee, '0.5', '--yes', '--id', 'lost-answer']);
+    expect(retry._code).toBe(0);
+    expect(retry.repeated).toBe(true);
+    expect(journalFiles()).toEqual([]);
+    expect(await balanceRaw()).toBe(before - 5n * 10n ** 29n);
+  });
+});
+
+describe('upstream faults', () => {
+  const cases: [Fault, string][] = [
+    ['500', 'REQUEST_ERROR'],
+    ['hang', 'REQUEST_ERROR'],
+    ['drop', 'REQUEST_ERROR'],
+    ['bad-json', 'PARSE_ERROR'],
+    ['wrong-shape', 'INVALID_DATA'],
+  ];
+
+  it.each(cases)('%s on account info gives %s, exit 5, and sends nothing', async (fault, code) => {
+    const proxy = await startFaultyProxy(sb.url, (_m, path) => (path === '/account/info' ? fault : 'pass'));
+    const before = (await ledger(sb.url)).blocks.length;
+    const result = await payer.run(['send', payee, '0.1', '--yes', '--json'], { env: { NANOPAY_API_URL: proxy.url, NANOPAY_TIMEOUT_MS: '400' } });
+    await proxy.close();
+    expect(result.code).toBe(5);
+    expect(JSON.parse(result.stdout)).toMatchObject({ error: { code } });
+    expect((await ledger(sb.url)).blocks.length).toBe(before);
+  });
+
+  it.each(cases)('%s on publish gives an upstream error; the retry lands the same block once', async (fault) => {
+    const proxy = await startFaultyProxy(sb.url, (method, path) => (method === 'POST' && path === '/block/publish' ? fault : 'pass'));
+    const before = await balanceRaw();
+    const failed = await payer.run(['send', payee, '0.01', '--yes', '--json'], { env: { NANOPAY_API_URL: proxy.url, NANOPAY_TIMEOUT_MS: '400' } });
+    await proxy.close();
+    expect(failed.code).toBe(5);
+    // The send did not reach the ledger: the journal still holds it, and the next command publishes that very block.
+    expect(journalFiles()).toHaveLength(1);
+    const hash = (JSON.parse(await readFile(join(payer.configDir, 'journal', journalFiles()[0] as string), 'utf8')) as { hash: string }).hash;
+    expect((await payer.json(['receive']))._code).toBe(0);
+    expect((await ledger(sb.url)).blocks.filter((b) => b.hash === hash)).toHaveLength(1);
+    expect(await balanceRaw()).toBe(before - 10n ** 28n);
+  });
+});

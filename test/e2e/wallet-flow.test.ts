@@ -1,0 +1,175 @@
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningSandbox } from '../../src/sandbox/index.js';
+import { newUser, type CliUser } from '../helpers/cli.js';
+import { fund, ledger, sandbox } from '../helpers/sandbox.js';
+
+const XNO = 10n ** 30n;
+let sb: RunningSandbox;
+let alice: CliUser;
+let bob: CliUser;
+let aliceAddress: string;
+let bobAddress: string;
+
+async function filesUnder(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true, recursive: true });
+  return entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
+}
+
+beforeAll(async () => {
+  sb = await sandbox();
+  alice = await newUser(sb.url);
+  bob = await newUser(sb.url);
+  const a = await alice.json<{ address: string; remote: boolean }>(['wallet', 'create', '--remote', '--name', 'main']);
+  expect(a._code).toBe(0);
+  expect(a.remote).toBe(true);
+  aliceAddress = a.address;
+  const b = await bob.json<{ address: string }>(['wallet', 'create']);
+  expect(b._code).toBe(0);
+  bobAddress = b.address;
+  // Bob made his keys locally; he still needs an API key for the service.
+  const key = ((await (await fetch(`${sb.url}/wallet/create`, { method: 'POST' })).json()) as { data: { api_key: string } }).data.api_key;
+  const set = await bob.run(['config', 'set', 'api-key', '--stdin'], { input: `${key}\n` });
+  expect(set.code).toBe(0);
+});
+
+afterAll(async () => {
+  await sb?.close();
+});
+
+describe('wallet and money movement through bin/run.js', () => {
+  it('funds, receives and sends with balances exact to the raw', async () => {
+    await fund(sb.url, aliceAddress, '10');
+    const before = await alice.json<{ balance_raw: string; pending_raw: string }>(['balance']);
+    expect(before).toMatchObject({ balance_raw: '0', pending_raw: (10n * XNO).toString() });
+
+    const received = await alice.json<{ balance_raw: string; received: { subtype: string }[] }>(['balance', '--receive']);
+    expect(received.balance_raw).toBe((10n * XNO).toString());
+    expect(received.received.map((r) => r.subtype)).toEqual(['open']);
+
+    const sent = await alice.json<{ hash: string; amount_raw: string; balance_after_raw: string }>(['send', bobAddress, '2.5', '--yes']);
+    expect(sent._code).toBe(0);
+    expect(sent.hash).toMatch(/^[0-9A-F]{64}$/);
+    expect(sent.balance_after_raw).toBe((75n * XNO / 10n).toString());
+
+    const bobBalance = await bob.json<{ balance_raw: string; pending_raw: string }>(['balance', '--receive']);
+    expect(bobBalance).toMatchObject({ balance_raw: (25n * XNO / 10n).toString(), pending_raw: '0' });
+    const aliceBalance = await alice.json<{ balance_raw: string }>(['balance']);
+    expect(aliceBalance.balance_raw).toBe((75n * XNO / 10n).toString());
+
+    const raw = await bob.json<{ amount_raw: string }>(['send', aliceAddress, '1', '--raw', '--yes']);
+    expect(raw.amount_raw).toBe('1');
+  });
+
+  it('two concurrent sends from one wallet both land on one chain', async () => {
+    const [one, two] = await Promise.all([
+      alice.json<{ hash: string }>(['send', bobAddress, '0.1', '--yes']),
+      alice.json<{ hash: string }>(['send', bobAddress, '0.2', '--yes']),
+    ]);
+    expect(one._code).toBe(0);
+    expect(two._code).toBe(0);
+    const chain = (await ledger(sb.url)).blocks.filter((b) => b.account === aliceAddress);
+    const hashes = new Set(chain.map((b) => b.hash));
+    expect(hashes.has(one.hash) && hashes.has(two.hash)).toBe(true);
+    // One chain: heights are 1..n with no two blocks at the same height.
+    const heights = chain.map((b) => Number(b.height)).sort((a, b) => a - b);
+    expect(heights).toEqual(heights.map((_, i) => i + 1));
+  });
+
+  it('--dry-run signs nothing and --id makes a send idempotent', async () => {
+    const before = (await ledger(sb.url)).blocks.length;
+    const dry = await alice.json<{ dry_run: boolean; hash: null }>(['send', bobAddress, '1', '--dry-run']);
+    expect(dry).toMatchObject({ dry_run: true, hash: null });
+    expect((await ledger(sb.url)).blocks.length).toBe(before);
+
+    const first = await alice.json<{ hash: string; repeated: boolean }>(['send', bobAddress, '0.3', '--yes', '--id', 'order-1']);
+    const again = await alice.json<{ hash: string; repeated: boolean }>(['send', bobAddress, '0.3', '--yes', '--id', 'order-1']);
+    expect(first.repeated).toBe(false);
+    expect(again).toMatchObject({ hash: first.hash, repeated: true });
+    expect((await ledger(sb.url)).blocks.length).toBe(before + 1);
+  });
+
+  it('refuses a send without a terminal and without --yes, and over the funds', async () => {
+    const noYes = await alice.run(['send', bobAddress, '0.1', '--json']);
+    expect(noYes.code).toBe(2);
+    expect(JSON.parse(noYes.stdout)).toMatchObject({ error: { code: 'USAGE' } });
+
+    const tooMuch = await alice.run(['send', bobAddress, '1000', '--yes', '--json']);
+    expect(tooMuch.code).toBe(4);
+    expect(JSON.parse(tooMuch.stdout)).toMatchObject({ error: { code: 'INSUFFICIENT_FUNDS' } });
+
+    const badAddress = await alice.run(['send', 'nano_123', '1', '--yes', '--json']);
+    expect(badAddress.code).toBe(3);
+    expect(JSON.parse(badAddress.stdout)).toMatchObject({ error: { code: 'INVALID_ADDRESS' } });
+
+    const badAmount = await alice.run(['send', bobAddress, '1.2.3', '--yes', '--json']);
+    expect(JSON.parse(badAmount.stdout)).toMatchObject({ error: { code: 'INVALID_NUMBER_FORMAT' } });
+  });
+
+  it('spending limits refuse with LIMIT_EXCEEDED whatever the flags', async () => {
+    expect((await alice.run(['config', 'set', 'limit-per-send', '0.5'])).code).toBe(0);
+    const over = await alice.run(['send', bobAddress, '0.6', '--yes', '--json']);
+    expect(over.code).toBe(7);
+    expect(JSON.parse(over.stdout)).toMatchObject({ error: { code: 'LIMIT_EXCEEDED' } });
+    expect((await alice.run(['config', 'set', 'limit-per-send', '--unset'])).code).toBe(0);
+
+    // Earlier tests sent well over 0.5 XNO today.
+    expect((await alice.run(['config', 'set', 'limit-per-day', '0.5'])).code).toBe(0);
+    const daily = await alice.run(['send', bobAddress, '0.01', '--yes', '--json']);
+    expect(JSON.parse(daily.stdout)).toMatchObject({ error: { code: 'LIMIT_EXCEEDED' } });
+    expect((await alice.run(['config', 'set', 'limit-per-day', '--unset'])).code).toBe(0);
+  });
+
+  it('keeps no seed, private key or API key in plain text, with private modes', async () => {
+    const exported = await alice.json<{ secret: string; accounts: { private_key: string }[] }>(['wallet', 'export', '--yes']);
+    expect(exported.secret).toMatch(/^[0-9A-F]{64}$/i);
+    const apiKey = (await alice.json<{ value: string }>(['config', 'get', 'api-key'])).value;
+    expect(apiKey).toBe('(set, encrypted)');
+    const secrets = [exported.secret, ...exported.accounts.map((a) => a.private_key)];
+    for (const file of await filesUnder(alice.configDir)) {
+      const bytes = (await readFile(file, 'latin1')).toLowerCase();
+      for (const s of secrets) expect(bytes, file).not.toContain(s.toLowerCase());
+      expect((await stat(file)).mode & 0o077, file).toBe(0);
+    }
+    expect((await stat(alice.configDir)).mode & 0o777).toBe(0o700);
+  });
+
+  it('a wrong password fails clearly and leaves the store byte-identical', async () => {
+    const path = join(alice.configDir, 'keystore.json');
+    const before = await readFile(path);
+    const wrong = await alice.run(['send', bobAddress, '0.1', '--yes', '--json'], { env: { NANOPAY_PASSWORD: 'not it' } });
+    expect(wrong.code).toBe(6);
+    expect(JSON.parse(wrong.stdout)).toMatchObject({ error: { code: 'WRONG_PASSWORD' } });
+    expect(await readFile(path)).toEqual(before);
+  });
+
+  it('without a terminal and without a password source it stops at once, naming the options', async () => {
+    const result = await alice.run(['balance', '--json'], { env: { NANOPAY_PASSWORD: '' }, timeoutMs: 10_000 });
+    expect(result.signal).toBeNull();
+    expect(result.code).toBe(6);
+    const error = (JSON.parse(result.stdout) as { error: { code: string; message: string } }).error;
+    expect(error.code).toBe('PASSWORD_REQUIRED');
+    const human = await alice.run(['balance'], { env: { NANOPAY_PASSWORD: '' } });
+    expect(human.stderr).toContain('--password-file');
+    expect(human.stderr).toContain('NANOPAY_PASSWORD');
+  });
+
+  it('lists, shows, uses and removes wallets', async () => {
+    const imported = await alice.json<{ name: string; address: string }>(['wallet', 'import', '--private-key-stdin', '--name', 'extra'], {
+      input: 'C0CB015BCA0834AC827B6259B48C052F7D62692DA1FA21DCDF755CFD27ACBE43\n',
+    });
+    expect(imported.address).toBe('nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj');
+    const list = await alice.run(['wallet', 'list', '--json']);
+    expect((JSON.parse(list.stdout) as { name: string }[]).map((w) => w.name).sort()).toEqual(['extra', 'main']);
+    const used = await alice.json<{ active: boolean; name: string }>(['wallet', 'use', 'main', '--account', '1']);
+    expect(used).toMatchObject({ active: true, name: 'main' });
+    const shown = await alice.json<{ accounts: { index: number }[] }>(['wallet', 'show']);
+    expect(shown.accounts.map((a) => a.index)).toEqual([0, 1]);
+    await alice.run(['wallet', 'use', 'main']);
+    const removed = await alice.json<{ removed: string }>(['wallet', 'remove', 'extra', '--yes']);
+    expect(removed.removed).toBe('extra');
+    const badMnemonic = await alice.run(['wallet', 'import', '--mnemonic-stdin', '--json'], { input: 'abandon abandon abandon\n' });
+    expect(JSON.parse(badMnemonic.stdout)).toMatchObject({ error: { code: 'INVALID_MNEMONIC' } });
+  });
+});

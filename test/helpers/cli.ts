@@ -1,0 +1,70 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const BIN = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
+
+export interface RunResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface CliUser {
+  configDir: string;
+  env: NodeJS.ProcessEnv;
+  run(args: string[], options?: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<RunResult>;
+  /** Runs with --json and parses stdout as one JSON document. */
+  json<T = Record<string, unknown>>(args: string[], options?: { input?: string; env?: NodeJS.ProcessEnv }): Promise<T & { _code: number | null }>;
+}
+
+/** Runs the built binary as a child process, like a user would, with stdin not a terminal. */
+export function runCli(args: string[], env: NodeJS.ProcessEnv, options: { input?: string; timeoutMs?: number } = {}): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+    child.stdin.end(options.input ?? '');
+  });
+}
+
+/** A user with their own temporary config dir, pointed at `apiUrl`. */
+export async function newUser(apiUrl: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<CliUser> {
+  const configDir = await mkdtemp(join(tmpdir(), 'nanopay-user-'));
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: configDir,
+    NANOPAY_CONFIG_DIR: configDir,
+    NANOPAY_API_URL: apiUrl,
+    NANOPAY_PASSWORD: 'test password 1',
+    NO_COLOR: '1',
+    ...extraEnv,
+  };
+  const user: CliUser = {
+    configDir,
+    env,
+    run: (args, options = {}) => runCli(args, { ...env, ...options.env }, options),
+    json: async <T>(args: string[], options: { input?: string; env?: NodeJS.ProcessEnv } = {}) => {
+      const result = await user.run([...args, '--json'], options);
+      let parsed: T;
+      try {
+        parsed = JSON.parse(result.stdout) as T;
+      } catch {
+        throw new Error(`nanopay ${args.join(' ')} printed no single JSON document (exit ${result.code}):\n${result.stdout}\n${result.stderr}`);
+      }
+      return { ...parsed, _code: result.code };
+    },
+  };
+  return user;
+}

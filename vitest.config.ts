@@ -1,0 +1,10 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    // End-to-end tests run the built CLI; each call unlocks the key store (scrypt, N = 2^17).
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+  },
+});
