@@ -3,6 +3,18 @@ import { Session } from '../ops/session.js';
 import { BaseCommand } from './base-command.js';
 import { passwordSource } from './password.js';
 
+let interrupted: AbortController | undefined;
+
+/** One process-wide Ctrl-C signal, however many commands run in this process. */
+function interruption(): AbortSignal {
+  if (interrupted === undefined) {
+    const controller = new AbortController();
+    process.once('SIGINT', () => controller.abort());
+    interrupted = controller;
+  }
+  return interrupted.signal;
+}
+
 /** Commands that use a profile: the key store, the API, the ledger. */
 export abstract class SessionCommand extends BaseCommand {
   static override baseFlags = {
@@ -11,16 +23,9 @@ export abstract class SessionCommand extends BaseCommand {
     'password-stdin': Flags.boolean({ description: 'read the key store password from the first line of stdin', helpGroup: 'GLOBAL' }),
   };
 
-  private aborter: AbortController | undefined;
-
-  /** Aborted on Ctrl-C, so work and waits stop at once. */
+  /** Aborted on Ctrl-C, so work and waits stop at once (exit 130). */
   protected get signal(): AbortSignal {
-    if (this.aborter === undefined) {
-      const aborter = new AbortController();
-      process.once('SIGINT', () => aborter.abort());
-      this.aborter = aborter;
-    }
-    return this.aborter.signal;
+    return interruption();
   }
 
   protected session(flags: { profile?: string; 'password-file'?: string; 'password-stdin'?: boolean }): Session {

@@ -1,7 +1,6 @@
 import { Args, Flags } from '@oclif/core';
-import { confirmOnTerminal } from '../cli/confirm.js';
+import { paymentConfirmation } from '../cli/confirm-send.js';
 import { SessionCommand } from '../cli/session-command.js';
-import { NanoPayError } from '../errors.js';
 import { parseRaw, xnoToRaw } from '../nano/index.js';
 import { send, type SendResult } from '../ops/send.js';
 
@@ -27,10 +26,7 @@ export default class Send extends SessionCommand {
   async run(): Promise<SendResult> {
     const { args, flags } = await this.parse(Send);
     const amountRaw = flags.raw ? parseRaw(args.amount) : xnoToRaw(args.amount);
-    const interactive = !flags.yes && !flags['dry-run'];
-    if (interactive && (!process.stdin.isTTY || !process.stderr.isTTY)) {
-      throw new NanoPayError('USAGE', 'A send needs confirmation, and there is no terminal to ask on', { hint: 'Pass --yes to send from a script.' });
-    }
+    const confirm = paymentConfirmation('Send', flags);
     const result = await send(this.session(flags), {
       to: args.address,
       amountRaw,
@@ -39,14 +35,7 @@ export default class Send extends SessionCommand {
       ...(flags.id === undefined ? {} : { id: flags.id }),
       ...(flags.wallet === undefined ? {} : { wallet: flags.wallet }),
       ...(flags.account === undefined ? {} : { index: flags.account }),
-      ...(interactive
-        ? {
-            confirm: (p) => {
-              process.stderr.write(`From:     ${p.from}\nTo:       ${p.to}\nAmount:   ${p.amount} XNO\nBalance:  ${p.balance} XNO -> ${p.balance_after} XNO\n`);
-              return confirmOnTerminal(`Send ${p.amount} XNO?`, false);
-            },
-          }
-        : {}),
+      ...(confirm === undefined ? {} : { confirm }),
     });
     if (result.dry_run) {
       this.log(`Dry run: would send ${result.amount} XNO from ${result.from} to ${result.to}; balance after ${result.balance_after} XNO. Nothing was signed.`);

@@ -1,79 +1,88 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Config } from '@oclif/core';
 import { ApiClient } from '../api/client.js';
-import { deriveAccount, generateSeed, rawToXno, xnoToRaw } from '../nano/index.js';
-import { receiveAllPending, sendFromAccount } from '../ops/chain.js';
-import type { OpsContext } from '../ops/context.js';
+import Balance from '../commands/balance.js';
+import Credits from '../commands/credits/index.js';
+import CreditsTopup from '../commands/credits/topup.js';
+import Donate from '../commands/donate.js';
+import Pay from '../commands/pay.js';
+import Receive from '../commands/receive.js';
+import Request from '../commands/request.js';
+import Status from '../commands/status.js';
+import WalletCreate from '../commands/wallet/create.js';
+import type { BalanceResult } from '../ops/balance.js';
+import type { PaymentRequestResult } from '../ops/payments.js';
+import type { CreatedWallet } from '../ops/wallet.js';
 import { startSandbox } from '../sandbox/index.js';
-import { generateWork } from '../work/index.js';
 
 /**
- * The demo: everything end to end against the embedded sandbox, offline and
- * with no configuration. Two accounts, a faucet, open, send and receive.
+ * The main job: the whole product flow against the embedded sandbox, with no
+ * configuration and no network. Every step runs a real nanopay command, the
+ * same code a user runs, in this process.
  */
+const say = (line = ''): void => void process.stdout.write(`${line}\n`);
+
 async function main(): Promise<void> {
   const sandbox = await startSandbox({ port: 0 });
-  const say = (line: string): void => void process.stdout.write(`${line}\n`);
+  const configDir = await mkdtemp(join(tmpdir(), 'nanopay-demo-'));
+  Object.assign(process.env, {
+    NANOPAY_CONFIG_DIR: configDir,
+    NANOPAY_API_URL: sandbox.url,
+    NANOPAY_PASSWORD: randomBytes(12).toString('base64url'),
+  });
+  const config = await Config.load(new URL('../../', import.meta.url).pathname);
+
+  /** Runs one command as `nanopay …` would, stopping the demo if it fails. */
+  async function nanopay<T>(command: { run(argv: string[], config: Config): Promise<unknown> }, name: string, argv: string[]): Promise<T> {
+    say(`\n$ nanopay ${name} ${argv.join(' ')}`);
+    const result = await command.run(argv, config);
+    if (process.exitCode !== undefined && process.exitCode !== 0) throw new Error(`nanopay ${name} ${argv.join(' ')} failed`);
+    return result as T;
+  }
+
   try {
-    say(`Sandbox running at ${sandbox.url} (dev thresholds, in memory)`);
-    const anonymous = new ApiClient({ baseUrl: sandbox.url });
-    const created = await anonymous.createWallet();
-    const ctx: OpsContext = { api: anonymous.withApiKey(created.apiKey), work: (root, threshold, signal) => generateWork(root, threshold, { signal }) };
+    say(`nanopay demo: sandbox at ${sandbox.url}, config in ${configDir}`);
+    say('Two profiles share this machine: "merchant" (a shop) and "customer".');
 
-    const alice = deriveAccount({ privateKey: created.privateKey });
-    const bob = deriveAccount({ seed: generateSeed(), index: 0 });
-    say(`Alice (made by the service): ${alice.address}`);
-    say(`Bob   (made locally):        ${bob.address}`);
+    const merchant = await nanopay<CreatedWallet>(WalletCreate, 'wallet create', ['--remote', '--name', 'shop', '--profile', 'merchant']);
+    const customer = await nanopay<CreatedWallet>(WalletCreate, 'wallet create', ['--remote', '--name', 'everyday', '--profile', 'customer']);
 
-    const funded = await ctx.api.fund(alice.address, '10');
-    say(`Faucet sent ${rawToXno(funded.amountRaw)} XNO to Alice (block ${funded.hash})`);
+    say('\n# The sandbox faucet gives the customer 10 test XNO');
+    const funded = await new ApiClient({ baseUrl: sandbox.url }).fund(customer.address, '10');
+    say(`faucet block ${funded.hash}`);
+    await nanopay(Balance, 'balance', ['--receive', '--profile', 'customer']);
 
-    const opened = await receiveAllPending(ctx, alice);
-    for (const r of opened) say(`Alice ${r.subtype}: ${rawToXno(r.amountRaw)} XNO (block ${r.hash})`);
+    const request = await nanopay<PaymentRequestResult>(Request, 'request', ['1.5', '--qr', '--redirect-url', 'https://shop.example/thanks', '--profile', 'merchant']);
 
-    const sent = await sendFromAccount(ctx, alice, bob.address, xnoToRaw('2.5'));
-    say(`Alice sent ${rawToXno(sent.amountRaw)} XNO to Bob (block ${sent.hash}); Alice now has ${rawToXno(sent.balanceRaw)} XNO`);
+    say('\n# The merchant watches the request while the customer pays the nano: URI');
+    const watching = nanopay(Status, 'status', [request.transaction_id, '--watch', '--interval', '1', '--timeout', '60', '--profile', 'merchant']);
+    await sleep(300);
+    await nanopay(Pay, 'pay', [request.uri, '--yes', '--profile', 'customer']);
+    await watching;
 
-    const bobReceived = await receiveAllPending(ctx, bob);
-    for (const r of bobReceived) say(`Bob ${r.subtype}: ${rawToXno(r.amountRaw)} XNO (block ${r.hash})`);
+    await nanopay(Receive, 'receive', ['--profile', 'merchant']);
+    const shop = await nanopay<BalanceResult>(Balance, 'balance', ['--profile', 'merchant']);
+    const wallet = await nanopay<BalanceResult>(Balance, 'balance', ['--profile', 'customer']);
 
-    const back = await sendFromAccount(ctx, bob, alice.address, xnoToRaw('0.5'));
-    say(`Bob sent ${rawToXno(back.amountRaw)} XNO back to Alice (block ${back.hash})`);
-    for (const r of await receiveAllPending(ctx, alice)) say(`Alice ${r.subtype}: ${rawToXno(r.amountRaw)} XNO (block ${r.hash})`);
+    await nanopay(Credits, 'credits', ['--profile', 'merchant']);
+    await nanopay(CreditsTopup, 'credits topup', ['100', '--yes', '--profile', 'merchant']);
+    await nanopay(Donate, 'donate', ['0.1', '--yes', '--profile', 'customer']);
 
-    say('');
-    say('Balances:');
-    for (const [name, account] of [['Alice', alice], ['Bob', bob]] as const) {
-      const b = await ctx.api.balance(account.address);
-      say(`  ${name.padEnd(5)} ${rawToXno(b.balanceRaw).padStart(8)} XNO  (${b.balanceRaw} raw, pending ${b.pendingRaw} raw)`);
-    }
-
-    say('');
-    say('Ledger:');
-    const ledger = (await (await fetch(`${sandbox.url}/sandbox/ledger`)).json()) as { data: { blocks: LedgerBlock[] } };
-    for (const b of ledger.data.blocks) {
-      say(`  #${b.height} ${b.subtype.padEnd(7)} ${b.hash.slice(0, 16)}… ${short(b.account)} amount ${rawToXno(BigInt(b.amount))} XNO, balance ${rawToXno(BigInt(b.balance))} XNO`);
-    }
-    say('');
+    say('\n# Summary');
+    say(`merchant ${merchant.address}: received ${request.amount} XNO for request ${request.transaction_id}, balance ${shop.balance} XNO before buying credits`);
+    say(`customer ${customer.address}: funded 10 XNO, paid ${request.amount} XNO, balance ${wallet.balance} XNO before donating 0.1 XNO`);
     say('Demo complete.');
   } finally {
     await sandbox.close();
+    await rm(configDir, { recursive: true, force: true });
   }
 }
 
-interface LedgerBlock {
-  hash: string;
-  account: string;
-  subtype: string;
-  amount: string;
-  balance: string;
-  height: number | string;
-}
-
-function short(address: string): string {
-  return `${address.slice(0, 11)}…${address.slice(-6)}`;
-}
-
 main().catch((error: unknown) => {
-  const e = error as { code?: string; message?: string };
-  process.stderr.write(`Demo failed: ${e.code ?? 'ERROR'} ${e.message ?? String(error)}\n`);
+  process.stderr.write(`Demo failed: ${error instanceof Error ? error.message : String(error)}\n`);
   process.exitCode = 1;
 });

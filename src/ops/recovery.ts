@@ -5,17 +5,20 @@ import { isDefinitiveRejection } from './chain.js';
 import type { OpsContext } from './context.js';
 import type { Session } from './session.js';
 
-export type Settlement = 'none' | 'confirmed' | 'republished' | 'dropped';
+export type Outcome = 'none' | 'confirmed' | 'republished' | 'dropped';
+
+export interface Settlement {
+  outcome: Outcome;
+  /** The entry that was settled, if any. */
+  entry?: JournalEntry;
+  /** For a top-up: what the service answered when it was (re)submitted. */
+  topup?: { toppedUp: number; newBalance: number };
+}
 
 function isNotFound(error: unknown): boolean {
   return error instanceof NanoPayError && error.status === 404;
 }
 
-/** A journaled block goes out the way it was meant to: a top-up is submitted with its transaction id. */
-async function resubmit(ctx: OpsContext, entry: JournalEntry): Promise<void> {
-  if (entry.topupTransactionId !== undefined) await ctx.api.topupSubmit(entry.block, entry.topupTransactionId);
-  else await ctx.api.publish(entry.block, entry.subtype, entry.hash);
-}
 
 /** Records what a landed block was for: its spend, and its result under `send --id`. */
 export async function recordLanded(session: Session, entry: JournalEntry): Promise<void> {
@@ -42,16 +45,22 @@ export async function recordLanded(session: Session, entry: JournalEntry): Promi
  */
 export async function settleJournal(session: Session, ctx: OpsContext, address: string): Promise<Settlement> {
   const entry = await session.journal.read(address);
-  if (entry === undefined) return 'none';
+  if (entry === undefined) return { outcome: 'none' };
   const info = await ctx.api.accountInfo(address);
   const frontier = info?.frontier.toUpperCase() ?? null;
   const previous = entry.block.previous.toUpperCase() === ZERO_HASH ? null : entry.block.previous.toUpperCase();
-  let outcome: Settlement;
-  if (frontier === entry.hash) {
+  let outcome: Outcome;
+  let topup: Settlement['topup'];
+  if (entry.topupTransactionId !== undefined && (frontier === previous || frontier === entry.hash)) {
+    // A top-up is completed by submitting its block with the transaction id, whether or not the block
+    // already landed: the service credits it once and answers a repeat with the same result.
+    topup = await ctx.api.topupSubmit(entry.block, entry.topupTransactionId);
+    outcome = frontier === entry.hash ? 'confirmed' : 'republished';
+  } else if (frontier === entry.hash) {
     outcome = 'confirmed';
   } else if (frontier === previous) {
     try {
-      await resubmit(ctx, entry);
+      await ctx.api.publish(entry.block, entry.subtype, entry.hash);
       outcome = 'republished';
     } catch (error) {
       if (error instanceof NanoPayError && error.code === 'BLOCK_EXISTS') outcome = 'confirmed';
@@ -69,5 +78,5 @@ export async function settleJournal(session: Session, ctx: OpsContext, address: 
   }
   if (outcome !== 'dropped') await recordLanded(session, entry);
   await session.journal.clear(address);
-  return outcome;
+  return { outcome, entry, ...(topup === undefined ? {} : { topup }) };
 }

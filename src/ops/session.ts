@@ -10,7 +10,7 @@ import { SendLog } from '../wallet/send-log.js';
 import { configDir, keystorePath, stateDir } from '../wallet/paths.js';
 import { type AccountHead, readAccountHead } from './chain.js';
 import type { OpsContext, Signer, WorkProvider } from './context.js';
-import { settleJournal } from './recovery.js';
+import { settleJournal, type Settlement } from './recovery.js';
 
 /** Asks for the key store password; `purpose` says why (for a prompt). */
 export type PasswordSource = (purpose: 'unlock' | 'create') => Promise<string>;
@@ -161,13 +161,13 @@ export class Session {
    * Runs `fn` holding the account's lock, after settling any block a previous
    * run signed but may not have published. Every write to an account goes here.
    */
-  async withAccount<T>(ctx: OpsContext, signer: Signer, fn: (head: AccountHead) => Promise<T>): Promise<T> {
+  async withAccount<T>(ctx: OpsContext, signer: Signer, fn: (head: AccountHead, settled: Settlement) => Promise<T>): Promise<T> {
     return withAccountLock(
       stateDir(this.dir, 'locks'),
       signer.address,
       async () => {
-        await settleJournal(this, ctx, signer.address);
-        return fn(await readAccountHead(ctx, signer.address));
+        const settled = await settleJournal(this, ctx, signer.address);
+        return fn(await readAccountHead(ctx, signer.address), settled);
       },
       ctx.signal === undefined ? {} : { signal: ctx.signal },
     );

@@ -1,0 +1,32 @@
+import { watchPayment, type PaymentStatusResult } from '../ops/payments.js';
+import type { Session } from '../ops/session.js';
+import { progress } from './spinner.js';
+
+/** Live polling shared by `status --watch` and `request --watch`: NDJSON events in JSON mode, a spinner otherwise. */
+export async function watch(
+  command: { log(message?: string): void },
+  session: Session,
+  id: string,
+  options: { interval: number; timeout: number | undefined; json: boolean; signal: AbortSignal },
+): Promise<PaymentStatusResult> {
+  const spinner = await progress(`Waiting for payment ${id}`, !options.json);
+  const started = Date.now();
+  const tick = setInterval(() => spinner.update(`Waiting for payment ${id} (${Math.round((Date.now() - started) / 1000)} s)`), 1000);
+  try {
+    const paid = await watchPayment(session, id, {
+      intervalMs: options.interval * 1000,
+      signal: options.signal,
+      ...(options.timeout === undefined ? {} : { timeoutMs: options.timeout * 1000 }),
+      onEvent: (event) => {
+        if (options.json) process.stdout.write(`${JSON.stringify(event)}\n`);
+        else if (event.event === 'error') spinner.update(`${event.message}; retrying in ${Math.round(event.retry_in_ms / 1000)} s`);
+      },
+    });
+    spinner.succeed(`Paid: ${paid.message}`);
+    if (!process.stderr.isTTY) command.log(`Paid: ${paid.message}`);
+    return paid;
+  } finally {
+    clearInterval(tick);
+    spinner.stop();
+  }
+}

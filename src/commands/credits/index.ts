@@ -1,0 +1,17 @@
+import { table } from '../../cli/format.js';
+import { SessionCommand } from '../../cli/session-command.js';
+import { credits, type CreditsResult } from '../../ops/credits.js';
+
+export default class Credits extends SessionCommand {
+  static override summary = 'Show the API key\'s credit balance and the price of each top-up tier.';
+
+  async run(): Promise<CreditsResult> {
+    const { flags } = await this.parse(Credits);
+    const result = await credits(this.session(flags));
+    this.log(`Credits: ${result.credits}`);
+    this.log('');
+    this.log(table([['TIER', 'PRICE'], ...result.tiers.map((t) => [String(t.credits), `${t.price} XNO`])]));
+    this.log('\nBuy: nanopay credits topup <tier>');
+    return result;
+  }
+}

@@ -1,0 +1,23 @@
+import { Args, Flags } from '@oclif/core';
+import { paymentConfirmation } from '../../cli/confirm-send.js';
+import { SessionCommand } from '../../cli/session-command.js';
+import { parseTier, topup, type TopupResult } from '../../ops/credits.js';
+
+export default class CreditsTopup extends SessionCommand {
+  static override summary = 'Buy credits: pays the service the tier\'s price from the active account.';
+  static override description = `Tiers: 10, 50, 100, 500, 1000, 5000, 10000, 50000, 100000. If a top-up was paid but not credited
+(the connection dropped), running it again completes it without paying twice.`;
+  static override args = { tier: Args.string({ ignoreStdin: true, description: 'credits to buy', required: true }) };
+  static override flags = { yes: Flags.boolean({ char: 'y', description: 'do not ask for confirmation' }) };
+
+  async run(): Promise<TopupResult> {
+    const { args, flags } = await this.parse(CreditsTopup);
+    const tier = parseTier(args.tier);
+    const confirm = paymentConfirmation(`Buy ${tier} credits for`, flags);
+    const result = await topup(this.session(flags), { tier, signal: this.signal, ...(confirm === undefined ? {} : { confirm }) });
+    if (result.resumed) this.log(`Completed an interrupted top-up (block ${result.hash}); nothing new was paid.`);
+    else this.log(`Paid ${result.amount} XNO to ${result.payment_address} (block ${result.hash}).`);
+    this.log(`Topped up ${result.topped_up_credits} credits; balance now ${result.new_credits_balance}.`);
+    return result;
+  }
+}

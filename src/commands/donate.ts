@@ -1,0 +1,27 @@
+import { Args, Flags } from '@oclif/core';
+import { paymentConfirmation } from '../cli/confirm-send.js';
+import { SessionCommand } from '../cli/session-command.js';
+import { donate, type DonateResult } from '../ops/donate.js';
+
+export default class Donate extends SessionCommand {
+  static override summary = 'Donate XNO to the service (it names the address); confirmed and limited like send.';
+  static override args = { amount: Args.string({ ignoreStdin: true, description: 'amount in XNO', required: true }) };
+  static override flags = {
+    yes: Flags.boolean({ char: 'y', description: 'do not ask for confirmation' }),
+    'dry-run': Flags.boolean({ description: 'show what would happen; sign nothing' }),
+  };
+
+  async run(): Promise<DonateResult> {
+    const { args, flags } = await this.parse(Donate);
+    const confirm = paymentConfirmation('Donate', flags);
+    const result = await donate(this.session(flags), {
+      amount: args.amount,
+      dryRun: flags['dry-run'],
+      signal: this.signal,
+      ...(confirm === undefined ? {} : { confirm }),
+    });
+    this.log(result.message);
+    if (result.hash !== null) this.log(`Block: ${result.hash}`);
+    return result;
+  }
+}

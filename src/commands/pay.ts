@@ -1,0 +1,30 @@
+import { Args, Flags } from '@oclif/core';
+import { paymentConfirmation } from '../cli/confirm-send.js';
+import { SessionCommand } from '../cli/session-command.js';
+import { payUri } from '../ops/payments.js';
+import type { SendResult } from '../ops/send.js';
+
+export default class Pay extends SessionCommand {
+  static override summary = 'Pay a nano: URI exactly (address and raw amount), like send.';
+  static override examples = ['<%= config.bin %> pay "nano:nano_1…?amount=1500000000000000000000000000123" --yes'];
+  static override args = { uri: Args.string({ ignoreStdin: true, description: 'nano:<address>?amount=<raw> (or nano://…)', required: true }) };
+  static override flags = {
+    yes: Flags.boolean({ char: 'y', description: 'do not ask for confirmation' }),
+    'dry-run': Flags.boolean({ description: 'show what would happen; sign nothing' }),
+    id: Flags.string({ description: 'idempotency key' }),
+  };
+
+  async run(): Promise<SendResult & { uri: string }> {
+    const { args, flags } = await this.parse(Pay);
+    const confirm = paymentConfirmation('Pay', flags);
+    const result = await payUri(this.session(flags), args.uri, {
+      dryRun: flags['dry-run'],
+      signal: this.signal,
+      ...(flags.id === undefined ? {} : { id: flags.id }),
+      ...(confirm === undefined ? {} : { confirm }),
+    });
+    if (result.dry_run) this.log(`Dry run: would pay ${result.amount} XNO to ${result.to}. Nothing was signed.`);
+    else this.log(`Paid ${result.amount} XNO to ${result.to}\nBlock:   ${result.hash}\nBalance: ${result.balance_after} XNO`);
+    return result;
+  }
+}

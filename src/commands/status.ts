@@ -1,0 +1,28 @@
+import { Args, Flags } from '@oclif/core';
+import { watch } from '../cli/watch.js';
+import { SessionCommand } from '../cli/session-command.js';
+import { paymentStatus, type PaymentStatusResult } from '../ops/payments.js';
+
+export default class Status extends SessionCommand {
+  static override summary = 'Check a payment request; --watch polls until it is paid.';
+  static override description = `--watch shows a spinner on stderr while unpaid and exits 0 once paid; --timeout exits 8 when time runs out;
+network errors back off and keep trying. With --json --watch it prints one JSON event per line (NDJSON) on each change.`;
+  static override examples = ['<%= config.bin %> status 1b0e…', '<%= config.bin %> status 1b0e… --watch --timeout 300 --json'];
+  static override args = { transaction_id: Args.string({ ignoreStdin: true, description: 'the request\'s transaction id', required: true }) };
+  static override flags = {
+    watch: Flags.boolean({ description: 'poll until paid' }),
+    interval: Flags.integer({ description: 'seconds between checks', default: 2, min: 1 }),
+    timeout: Flags.integer({ description: 'give up after this many seconds (exit 8)', min: 1 }),
+  };
+
+  async run(): Promise<PaymentStatusResult | void> {
+    const { args, flags } = await this.parse(Status);
+    const session = this.session(flags);
+    if (!flags.watch) {
+      const status = await paymentStatus(session, args.transaction_id);
+      this.log(`${status.is_paid ? 'Paid' : 'Not paid yet'}: ${status.message}`);
+      return status;
+    }
+    await watch(this, session, args.transaction_id, { interval: flags.interval, timeout: flags.timeout, json: this.jsonEnabled(), signal: this.signal });
+  }
+}

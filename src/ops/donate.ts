@@ -1,0 +1,21 @@
+import { xnoToRaw } from '../nano/index.js';
+import { send, type SendInput, type SendResult } from './send.js';
+import type { Session } from './session.js';
+
+export interface DonateResult extends SendResult {
+  success: boolean;
+  message: string;
+}
+
+/** Asks the service where donations go, then sends there like any send (limits, confirmation). */
+export async function donate(session: Session, input: Omit<SendInput, 'to' | 'amountRaw'> & { amount: string }): Promise<DonateResult> {
+  const amountRaw = xnoToRaw(input.amount);
+  const address = await (await session.api()).donationAddress();
+  const { amount: _amount, ...rest } = input;
+  const sent = await send(session, { ...rest, to: address, amountRaw });
+  return {
+    ...sent,
+    success: true,
+    message: sent.dry_run ? `Would donate ${sent.amount} XNO to ${sent.to}` : `Thank you! Donated ${sent.amount} XNO to ${sent.to}`,
+  };
+}

@@ -1,0 +1,123 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { NanoPayError } from '../errors.js';
+import { buildNanoUri, normalizeAddress, parseNanoUri, xnoToRaw } from '../nano/index.js';
+import { send, type SendInput, type SendResult } from './send.js';
+import type { Session } from './session.js';
+
+export interface PaymentRequestResult {
+  transaction_id: string;
+  receive_address: string;
+  /** The adjusted amount: the payer must send exactly this. */
+  amount: string;
+  amount_raw: string;
+  /** nano:<address>?amount=<raw>, the standard URI (and QR content). */
+  uri: string;
+  redirect_url?: string;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Creates a payment request; the receive address defaults to the active account. */
+export async function requestPayment(session: Session, input: { amount: string; to?: string; redirectUrl?: string }): Promise<PaymentRequestResult> {
+  if (xnoToRaw(input.amount) <= 0n) throw new NanoPayError('INVALID_NUMBER_FORMAT', 'The amount must be greater than zero');
+  if (input.redirectUrl !== undefined && !/^https?:\/\/\S+$/i.test(input.redirectUrl)) {
+    throw new NanoPayError('INVALID_REQUEST', `"${input.redirectUrl}" is not an http(s) URL`);
+  }
+  const to = input.to === undefined ? (await session.account()).address : normalizeAddress(input.to);
+  const api = await session.api();
+  const created = await api.paymentRequest({ receiveAddress: to, amount: input.amount, ...(input.redirectUrl === undefined ? {} : { redirectUrl: input.redirectUrl }) });
+  const amountRaw = xnoToRaw(created.amount);
+  const address = normalizeAddress(created.receiveAddress);
+  return {
+    transaction_id: created.transactionId,
+    receive_address: address,
+    amount: created.amount,
+    amount_raw: amountRaw.toString(),
+    uri: buildNanoUri({ address, amountRaw }),
+    ...(input.redirectUrl === undefined ? {} : { redirect_url: input.redirectUrl }),
+  };
+}
+
+export interface PaymentStatusResult {
+  transaction_id: string;
+  is_paid: boolean;
+  message: string;
+  amount?: string;
+}
+
+function checkTransactionId(id: string): string {
+  if (!UUID.test(id)) throw new NanoPayError('INVALID_TRANSACTION_ID', `"${id.slice(0, 80)}" is not a transaction id (a UUID)`);
+  return id;
+}
+
+export async function paymentStatus(session: Session, transactionId: string): Promise<PaymentStatusResult> {
+  const id = checkTransactionId(transactionId);
+  const status = await (await session.api()).paymentStatus(id);
+  return {
+    transaction_id: status.transactionId,
+    is_paid: status.isPaid,
+    message: status.message,
+    ...(status.amount === undefined ? {} : { amount: status.amount }),
+  };
+}
+
+export type WatchEvent =
+  | ({ event: 'status'; elapsed_ms: number } & PaymentStatusResult)
+  | { event: 'error'; elapsed_ms: number; code: string; message: string; retry_in_ms: number };
+
+export interface WatchOptions {
+  intervalMs: number;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  /** Called for the first status, each change of it, and each failed poll. */
+  onEvent?: (event: WatchEvent) => void;
+}
+
+/**
+ * Polls until the request is paid. Network failures back off and keep trying
+ * until the timeout; a failure that will not go away (unknown id, bad key) ends it.
+ */
+export async function watchPayment(session: Session, transactionId: string, options: WatchOptions): Promise<PaymentStatusResult> {
+  const id = checkTransactionId(transactionId);
+  const api = await session.api();
+  const started = Date.now();
+  const deadline = options.timeoutMs === undefined ? Infinity : started + options.timeoutMs;
+  let last: string | undefined;
+  let backoff = options.intervalMs;
+  for (;;) {
+    let wait = options.intervalMs;
+    try {
+      const s = await api.paymentStatus(id);
+      const result: PaymentStatusResult = { transaction_id: s.transactionId, is_paid: s.isPaid, message: s.message, ...(s.amount === undefined ? {} : { amount: s.amount }) };
+      const key = `${result.is_paid}|${result.message}`;
+      if (key !== last) options.onEvent?.({ event: 'status', elapsed_ms: Date.now() - started, ...result });
+      last = key;
+      backoff = options.intervalMs;
+      if (result.is_paid) return result;
+    } catch (error) {
+      if (!(error instanceof NanoPayError) || !['REQUEST_ERROR', 'PARSE_ERROR', 'INVALID_DATA', 'RATE_LIMIT_EXCEEDED'].includes(error.code)) throw error;
+      backoff = Math.min(backoff * 2, 30_000);
+      wait = backoff;
+      options.onEvent?.({ event: 'error', elapsed_ms: Date.now() - started, code: error.code, message: error.message, retry_in_ms: wait });
+    }
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) {
+      throw new NanoPayError('TIMEOUT', `Not paid after ${Math.round((Date.now() - started) / 1000)} s`, { hint: 'Run the watch again, or a longer --timeout.' });
+    }
+    try {
+      await sleep(Math.min(wait, remaining), undefined, options.signal === undefined ? {} : { signal: options.signal });
+    } catch {
+      throw new NanoPayError('CANCELLED', 'Stopped watching');
+    }
+  }
+}
+
+/** Pays a nano: URI exactly: its address and raw amount, through the same path as send. */
+export async function payUri(session: Session, uri: string, input: Omit<SendInput, 'to' | 'amountRaw'>): Promise<SendResult & { uri: string }> {
+  const parsed = parseNanoUri(uri);
+  if (parsed.scheme !== 'nano' && parsed.scheme !== 'xrb') throw new NanoPayError('INVALID_URI', `A ${parsed.scheme}: URI is not a payment`);
+  if (parsed.amountRaw === undefined || parsed.amountRaw === 0n) {
+    throw new NanoPayError('INVALID_URI', 'The URI has no amount: use nanopay send <address> <amount> to choose one');
+  }
+  return { ...(await send(session, { ...input, to: parsed.address, amountRaw: parsed.amountRaw })), uri };
+}

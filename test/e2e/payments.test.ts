@@ -1,0 +1,164 @@
+import { spawn } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseNanoUri, xnoToRaw } from '../../src/nano/index.js';
+import type { RunningSandbox } from '../../src/sandbox/index.js';
+import { BIN, newUser, type CliUser } from '../helpers/cli.js';
+import { startFaultyProxy } from '../helpers/faulty-proxy.js';
+import { fund, ledger, sandbox } from '../helpers/sandbox.js';
+import { decodeTerminalQr } from '../helpers/terminal-qr.js';
+
+let sb: RunningSandbox;
+let merchant: CliUser;
+let customer: CliUser;
+let merchantAddress: string;
+let customerAddress: string;
+
+interface Request {
+  transaction_id: string;
+  receive_address: string;
+  amount: string;
+  amount_raw: string;
+  uri: string;
+}
+
+beforeAll(async () => {
+  sb = await sandbox();
+  merchant = await newUser(sb.url);
+  customer = await newUser(sb.url);
+  merchantAddress = (await merchant.json<{ address: string }>(['wallet', 'create', '--remote'])).address;
+  customerAddress = (await customer.json<{ address: string }>(['wallet', 'create', '--remote'])).address;
+  await fund(sb.url, customerAddress, '20');
+  expect((await customer.json(['receive']))._code).toBe(0);
+});
+
+afterAll(async () => {
+  await sb?.close();
+});
+
+describe('request, pay, status', () => {
+  it('only the exact adjusted amount marks the request paid', async () => {
+    const request = await merchant.json<Request>(['request', '1.25']);
+    expect(request).toMatchObject({ receive_address: merchantAddress });
+    expect(request.amount).not.toBe('1.25');
+    expect(BigInt(request.amount_raw)).toBe(xnoToRaw(request.amount));
+    expect(request.uri).toBe(`nano:${merchantAddress}?amount=${request.amount_raw}`);
+
+    const near = await customer.json(['send', merchantAddress, '1.25', '--yes']);
+    expect(near._code).toBe(0);
+    const unpaid = await merchant.json<{ is_paid: boolean }>(['status', request.transaction_id]);
+    expect(unpaid.is_paid).toBe(false);
+
+    const paid = await customer.json<{ amount_raw: string }>(['pay', request.uri, '--yes']);
+    expect(paid.amount_raw).toBe(request.amount_raw);
+    const status = await merchant.json<{ is_paid: boolean; message: string }>(['status', request.transaction_id]);
+    expect(status.is_paid).toBe(true);
+    expect(status.message).toMatch(/receive/i);
+  });
+
+  it('unknown and malformed transaction ids fail with INVALID_TRANSACTION_ID', async () => {
+    for (const id of ['00000000-0000-4000-8000-000000000000', 'nope']) {
+      const result = await merchant.run(['status', id, '--json']);
+      expect(result.code).toBe(9);
+      expect(JSON.parse(result.stdout)).toMatchObject({ error: { code: 'INVALID_TRANSACTION_ID' } });
+    }
+  });
+
+  it('the QR code encodes the standard URI with the raw amount', async () => {
+    const result = await merchant.run(['request', '0.75', '--qr']);
+    expect(result.code).toBe(0);
+    const decoded = decodeTerminalQr(result.stdout);
+    expect(decoded).toBeDefined();
+    const uri = parseNanoUri(decoded as string);
+    expect(decoded).toMatch(/^nano:nano_[13][0-9a-z]{59}\?amount=\d+$/);
+    expect(uri.address).toBe(merchantAddress);
+    expect(result.stdout).toContain(`Link: ${decoded}`);
+    expect(uri.amountRaw).toBeGreaterThan(xnoToRaw('0.75'));
+    expect(uri.amountRaw).toBeLessThan(xnoToRaw('0.75') + 10n ** 6n);
+    const quiet = await merchant.run(['request', '0.75', '--no-qr']);
+    expect(decodeTerminalQr(quiet.stdout)).toBeUndefined();
+  });
+});
+
+describe('status --watch', () => {
+  it('--json prints NDJSON and exits 0 once another process pays', async () => {
+    const request = await merchant.json<Request>(['request', '0.5']);
+    const watcher = spawn(process.execPath, [BIN, 'status', request.transaction_id, '--watch', '--interval', '1', '--timeout', '60', '--json'], {
+      env: merchant.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    watcher.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((resolve) => watcher.on('close', resolve));
+    // Pay only once the watcher has reported the unpaid status.
+    for (let i = 0; i < 200 && !out.includes('"is_paid":false'); i++) await new Promise((r) => setTimeout(r, 50));
+    expect((await customer.json(['pay', request.uri, '--yes']))._code).toBe(0);
+    expect(await exited).toBe(0);
+    const events = out.trim().split('\n').map((line) => JSON.parse(line) as { event: string; is_paid?: boolean });
+    expect(events.length).toBeGreaterThanOrEqual(2);
+    expect(events[0]).toMatchObject({ event: 'status', is_paid: false });
+    expect(events.at(-1)).toMatchObject({ event: 'status', is_paid: true });
+  });
+
+  it('--timeout exits with code 8 when nobody pays', async () => {
+    const request = await merchant.json<Request>(['request', '0.5']);
+    const result = await merchant.run(['status', request.transaction_id, '--watch', '--interval', '1', '--timeout', '2', '--json']);
+    expect(result.code).toBe(8);
+    const lines = result.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.at(-1)).toMatchObject({ error: { code: 'TIMEOUT' } });
+  });
+});
+
+describe('credits and top-up', () => {
+  it('credits lists all nine tiers', async () => {
+    const credits = await merchant.json<{ credits: number; tiers: { credits: number; price: string }[] }>(['credits']);
+    expect(credits.tiers.map((t) => t.credits)).toEqual([10, 50, 100, 500, 1000, 5000, 10000, 50000, 100000]);
+    expect(credits.credits).toBeGreaterThan(0);
+  });
+
+  it('an invalid tier fails before any network call', async () => {
+    const proxy = await startFaultyProxy(sb.url, () => 'pass');
+    const result = await customer.run(['credits', 'topup', '7', '--yes', '--json'], { env: { NANOPAY_API_URL: proxy.url } });
+    await proxy.close();
+    expect(result.code).toBe(3);
+    expect(JSON.parse(result.stdout)).toMatchObject({ error: { code: 'INVALID_CREDITS_AMOUNT' } });
+    expect(proxy.seen).toEqual([]);
+  });
+
+  it('a top-up raises the credits by the tier and pays exactly its price', async () => {
+    const before = (await customer.json<{ credits: number }>(['credits'])).credits;
+    const result = await customer.json<{ topped_up_credits: number; new_credits_balance: number; amount: string; hash: string }>(['credits', 'topup', '50', '--yes']);
+    expect(result.topped_up_credits).toBe(50);
+    const after = (await customer.json<{ credits: number }>(['credits'])).credits;
+    // The credits call itself is free; the top-up's own reads cost a few credits.
+    expect(after).toBe(result.new_credits_balance);
+    expect(after).toBeGreaterThan(before + 40);
+    const block = (await ledger(sb.url)).blocks.find((b) => b.hash === result.hash);
+    expect(block?.amount).toBe(xnoToRaw(result.amount).toString());
+  });
+
+  it('an interrupted top-up completes on rerun without a second payment', async () => {
+    const proxy = await startFaultyProxy(sb.url, (method, path) => (method === 'POST' && path === '/credits/topup' ? 'forward-then-drop' : 'pass'));
+    const interrupted = await customer.run(['credits', 'topup', '100', '--yes', '--json'], { env: { NANOPAY_API_URL: proxy.url } });
+    await proxy.close();
+    expect(interrupted.code).toBe(5);
+    const sendsBefore = (await ledger(sb.url)).blocks.filter((b) => b.account === customerAddress && b.subtype === 'send').length;
+    const rerun = await customer.json<{ resumed: boolean; topped_up_credits: number }>(['credits', 'topup', '100', '--yes']);
+    expect(rerun).toMatchObject({ resumed: true, topped_up_credits: 100 });
+    const sendsAfter = (await ledger(sb.url)).blocks.filter((b) => b.account === customerAddress && b.subtype === 'send').length;
+    expect(sendsAfter).toBe(sendsBefore);
+  });
+});
+
+describe('donate', () => {
+  it('moves exactly the amount to the service donation address', async () => {
+    const address = ((await (await fetch(`${sb.url}/donate/address`, { headers: { 'x-api-key': (await newKey()) } })).json()) as { data: { address: string } }).data.address;
+    const result = await customer.json<{ success: boolean; hash: string; to: string; amount_raw: string }>(['donate', '0.3', '--yes']);
+    expect(result).toMatchObject({ success: true, to: address, amount_raw: xnoToRaw('0.3').toString() });
+    const block = (await ledger(sb.url)).blocks.find((b) => b.hash === result.hash);
+    expect(block).toMatchObject({ subtype: 'send', amount: xnoToRaw('0.3').toString() });
+  });
+});
+
+async function newKey(): Promise<string> {
+  return ((await (await fetch(`${sb.url}/wallet/create`, { method: 'POST' })).json()) as { data: { api_key: string } }).data.api_key;
+}
