@@ -1,4 +1,4 @@
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
@@ -153,6 +153,22 @@ describe('wallet and money movement through bin/run.js', () => {
     const human = await alice.run(['balance'], { env: { NANOPAY_PASSWORD: '' } });
     expect(human.stderr).toContain('--password-file');
     expect(human.stderr).toContain('NANOPAY_PASSWORD');
+  });
+
+  it('reads the password from --password-file or --password-stdin', async () => {
+    const file = join(alice.configDir, '..', `pw-${Date.now()}`);
+    await writeFile(file, 'test password 1\n', { mode: 0o600 });
+    const fromFile = await alice.json<{ account: string }>(['balance', '--password-file', file], { env: { NANOPAY_PASSWORD: '' } });
+    expect(fromFile).toMatchObject({ _code: 0, account: aliceAddress });
+    const fromStdin = await alice.json<{ account: string }>(['balance', '--password-stdin'], { input: 'test password 1\n', env: { NANOPAY_PASSWORD: '' } });
+    expect(fromStdin).toMatchObject({ _code: 0, account: aliceAddress });
+  });
+
+  it('profiles keep separate wallets', async () => {
+    const other = await alice.run(['wallet', 'list', '--json'], { env: { NANOPAY_PROFILE: 'other' } });
+    expect(JSON.parse(other.stdout)).toEqual([]);
+    const main = await alice.run(['wallet', 'list', '--json', '--profile', 'default']);
+    expect((JSON.parse(main.stdout) as { name: string }[]).map((w) => w.name)).toContain('main');
   });
 
   it('lists, shows, uses and removes wallets', async () => {
