@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
-import { Session } from '../ops/session.js';
+import { Session, type PasswordSource } from '../ops/session.js';
 import { BaseCommand } from './base-command.js';
-import { passwordSource } from './password.js';
+import { passwordSource, type PasswordFlags } from './password.js';
 
 let interrupted: AbortController | undefined;
 
@@ -28,7 +28,11 @@ export abstract class SessionCommand extends BaseCommand {
     return interruption();
   }
 
-  protected session(flags: { profile?: string; 'password-file'?: string; 'password-stdin'?: boolean }): Session {
+  protected passwordSource(flags: PasswordFlags): PasswordSource {
+    return passwordSource(flags);
+  }
+
+  protected session(flags: { profile?: string } & PasswordFlags): Session {
     return new Session({
       password: passwordSource(flags),
       ...(flags.profile === undefined ? {} : { profile: flags.profile }),

@@ -1,4 +1,7 @@
-import jsQR from 'jsqr';
+import jsqr from 'jsqr';
+
+// jsqr is CommonJS: under NodeNext its typed default export sits on `.default`.
+const jsQR = jsqr.default;
 
 /**
  * Reads back a QR code printed by qrcode-terminal in small mode: each character

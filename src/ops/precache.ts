@@ -1,0 +1,14 @@
+import { workRoot } from '../nano/index.js';
+import { readAccountHead } from './chain.js';
+import type { Session } from './session.js';
+
+/**
+ * The root and threshold of the active account's next block: its frontier (or
+ * its key when unopened), at the send threshold, which also covers a receive.
+ */
+export async function nextWork(session: Session): Promise<{ root: string; threshold: string }> {
+  const account = await session.account();
+  const ctx = await session.context();
+  const { state, thresholds } = await readAccountHead(ctx, account.address);
+  return { root: workRoot({ account: account.address, previous: state.frontier ?? '0'.repeat(64) }), threshold: thresholds.send };
+}

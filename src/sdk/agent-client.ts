@@ -1,0 +1,71 @@
+/** A failure reported by the toolset, with the spec's code. */
+export class AgentError extends Error {
+  constructor(
+    readonly error_code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'AgentError';
+  }
+}
+
+interface Envelope<T> {
+  success: boolean;
+  data: T | null;
+  error: { error: string; message: string } | null;
+}
+
+/**
+ * The spec's client surface over a running `nanopay serve`
+ * (default http://127.0.0.1:3123). Amounts are XNO strings.
+ */
+export class AgentClient {
+  readonly agent_url: string;
+
+  constructor(agent_url = 'http://127.0.0.1:3123', private readonly options: { token?: string; timeoutMs?: number } = {}) {
+    this.agent_url = agent_url.replace(/\/+$/, '');
+  }
+
+  private async call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+    let response: Response;
+    try {
+      response = await fetch(`${this.agent_url}${path}`, {
+        method,
+        headers: {
+          accept: 'application/json',
+          ...(method === 'POST' ? { 'content-type': 'application/json' } : {}),
+          ...(this.options.token === undefined ? {} : { authorization: `Bearer ${this.options.token}` }),
+        },
+        ...(method === 'POST' ? { body: JSON.stringify(body ?? {}) } : {}),
+        signal: AbortSignal.timeout(this.options.timeoutMs ?? 120_000),
+      });
+    } catch (error) {
+      throw new AgentError('REQUEST_ERROR', `Could not reach the toolset at ${this.agent_url}: ${(error as Error).message}`);
+    }
+    let envelope: Envelope<T>;
+    try {
+      envelope = (await response.json()) as Envelope<T>;
+    } catch {
+      throw new AgentError('PARSE_ERROR', `The toolset answered ${method} ${path} with something that is not JSON (HTTP ${response.status})`);
+    }
+    if (!envelope.success || envelope.data === null) {
+      throw new AgentError(envelope.error?.error ?? 'REQUEST_ERROR', envelope.error?.message ?? `HTTP ${response.status}`);
+    }
+    return envelope.data;
+  }
+
+  async check_balance(auto_receive_pending_blocks = false): Promise<{ balance: string; address: string }> {
+    const data = await this.call<{ balance: string; account: string }>('GET', `/wallet/balance?auto_receive_pending_blocks=${auto_receive_pending_blocks}`);
+    return { balance: data.balance, address: data.account };
+  }
+
+  async pay(address: string, amount: string): Promise<{ hash: string }> {
+    const data = await this.call<{ hash: string }>('POST', '/wallet/send', { recipient_address: address, amount });
+    return { hash: data.hash };
+  }
+
+  async request_payment(amount: string): Promise<{ amount: string; receive_address: string }> {
+    const data = await this.call<{ amount: string; receive_address: string }>('POST', '/payment/request', { amount });
+    return { amount: data.amount, receive_address: data.receive_address };
+  }
+}

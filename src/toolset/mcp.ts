@@ -1,0 +1,50 @@
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { Session } from '../ops/session.js';
+import { TOOLS, runTool } from './tools.js';
+
+export interface McpOptions {
+  version: string;
+  log?: (line: string) => void;
+  afterWrite?: () => void;
+}
+
+/**
+ * The seven tools over MCP on stdio. A result carries the spec's envelope as
+ * JSON text and as structured content; a failed tool is an error result with
+ * the code and message, never a protocol error. stdout is the protocol's alone.
+ */
+export async function serveMcp(session: Session, options: McpOptions): Promise<{ closed: Promise<void> }> {
+  const server = new Server({ name: 'nanopay', version: options.version }, { capabilities: { tools: {} } });
+
+  server.setRequestHandler(ListToolsRequestSchema, () => ({
+    tools: TOOLS.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema })),
+  }));
+
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const started = Date.now();
+    const tool = TOOLS.find((t) => t.name === request.params.name);
+    if (tool === undefined) {
+      const envelope = { success: false, data: null, error: { error: 'NOT_FOUND', message: `No tool named "${request.params.name}"` } };
+      return { isError: true, content: [{ type: 'text' as const, text: JSON.stringify(envelope) }], structuredContent: envelope };
+    }
+    const { envelope } = await runTool(session, tool, request.params.arguments ?? {}, extra.signal);
+    options.log?.(`tool ${tool.name} ${envelope.success ? 'ok' : envelope.error?.error} ${Date.now() - started}ms`);
+    if (tool.writes && envelope.success) options.afterWrite?.();
+    return {
+      ...(envelope.success ? {} : { isError: true }),
+      content: [{ type: 'text' as const, text: JSON.stringify(envelope) }],
+      structuredContent: envelope as unknown as Record<string, unknown>,
+    };
+  });
+
+  const transport = new StdioServerTransport();
+  const closed = new Promise<void>((resolve) => {
+    server.onclose = () => resolve();
+  });
+  await server.connect(transport);
+  // The client closing our stdin ends the session.
+  process.stdin.once('end', () => void transport.close());
+  return { closed };
+}

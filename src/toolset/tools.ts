@@ -1,0 +1,164 @@
+import { NanoPayError } from '../errors.js';
+import { xnoToRaw } from '../nano/index.js';
+import { balance } from '../ops/balance.js';
+import { credits, parseTier, topup } from '../ops/credits.js';
+import { donate } from '../ops/donate.js';
+import { paymentStatus, requestPayment } from '../ops/payments.js';
+import { send } from '../ops/send.js';
+import type { Session } from '../ops/session.js';
+
+/** A JSON Schema for a tool's input: an object of string or boolean properties. */
+export interface InputSchema {
+  type: 'object';
+  properties: Record<string, { type: 'string' | 'boolean'; description: string }>;
+  required: string[];
+  additionalProperties: false;
+}
+
+export type ToolInput = Record<string, string | boolean | undefined>;
+
+export interface Tool {
+  name: string;
+  description: string;
+  inputSchema: InputSchema;
+  /** True when the tool moves money or changes the account (the toolset refreshes precomputed work after it). */
+  writes: boolean;
+  handler(session: Session, input: ToolInput, signal?: AbortSignal): Promise<Record<string, unknown>>;
+}
+
+function schema(properties: InputSchema['properties'], required: string[] = []): InputSchema {
+  return { type: 'object', properties, required, additionalProperties: false };
+}
+
+const str = (description: string) => ({ type: 'string' as const, description });
+
+/** Checks an input against its schema: unknown fields, missing fields and wrong types are INVALID_REQUEST. */
+export function checkInput(tool: Tool, input: unknown): ToolInput {
+  if (input === undefined || input === null) input = {};
+  if (typeof input !== 'object' || Array.isArray(input)) throw new NanoPayError('INVALID_REQUEST', `${tool.name} takes a JSON object`);
+  const given = input as Record<string, unknown>;
+  for (const key of Object.keys(given)) {
+    const property = tool.inputSchema.properties[key];
+    if (property === undefined) throw new NanoPayError('INVALID_REQUEST', `${tool.name} has no parameter "${key}"`);
+    if (given[key] !== undefined && typeof given[key] !== property.type) {
+      throw new NanoPayError('INVALID_REQUEST', `"${key}" must be a ${property.type}`);
+    }
+  }
+  for (const key of tool.inputSchema.required) {
+    if (given[key] === undefined || given[key] === '') throw new NanoPayError('INVALID_REQUEST', `${tool.name} needs "${key}"`);
+  }
+  return given as ToolInput;
+}
+
+const text = (input: ToolInput, key: string): string => input[key] as string;
+
+/**
+ * The seven tools of the toolset, defined once: the HTTP server and the MCP
+ * server are adapters over this list. Shapes follow the spec's section B.
+ */
+export const TOOLS: Tool[] = [
+  {
+    name: 'wallet.balance',
+    description: 'Balance and pending amount of the toolset wallet, in XNO and raw. Optionally receives pending blocks first.',
+    inputSchema: schema({ auto_receive_pending_blocks: { type: 'boolean', description: 'receive every pending block first' } }),
+    writes: false,
+    handler: async (session, input, signal) => {
+      const result = await balance(session, { receive: input.auto_receive_pending_blocks === true, ...(signal === undefined ? {} : { signal }) });
+      return { account: result.account, balance: result.balance, balance_raw: result.balance_raw, pending: result.pending, pending_raw: result.pending_raw };
+    },
+  },
+  {
+    name: 'wallet.send',
+    description: 'Send an amount in XNO from the toolset wallet to an address. Spending limits apply.',
+    inputSchema: schema({ recipient_address: str('destination address (nano_… or xrb_…)'), amount: str('amount in XNO, e.g. "0.5"') }, ['recipient_address', 'amount']),
+    writes: true,
+    handler: async (session, input, signal) => {
+      const sent = await send(session, { to: text(input, 'recipient_address'), amountRaw: xnoToRaw(text(input, 'amount')), ...(signal === undefined ? {} : { signal }) });
+      return { amount: sent.amount, recipient: sent.to, hash: sent.hash };
+    },
+  },
+  {
+    name: 'payment.request',
+    description: 'Create a payment request. The returned amount is adjusted: the payer must send exactly it.',
+    inputSchema: schema(
+      {
+        receive_address: str('address that receives the payment (default: the toolset wallet)'),
+        amount: str('amount in XNO'),
+        redirect_url: str('where the customer goes after paying'),
+      },
+      ['amount'],
+    ),
+    writes: false,
+    handler: async (session, input) => {
+      const r = await requestPayment(session, {
+        amount: text(input, 'amount'),
+        ...(input.receive_address === undefined ? {} : { to: text(input, 'receive_address') }),
+        ...(input.redirect_url === undefined || input.redirect_url === '' ? {} : { redirectUrl: text(input, 'redirect_url') }),
+      });
+      return { receive_address: r.receive_address, amount: r.amount, transaction_id: r.transaction_id, uri: r.uri };
+    },
+  },
+  {
+    name: 'payment.status',
+    description: 'Whether a payment request has been paid. Poll until is_paid is true.',
+    inputSchema: schema({ transaction_id: str('the transaction id of the request') }, ['transaction_id']),
+    writes: false,
+    handler: async (session, input) => {
+      const s = await paymentStatus(session, text(input, 'transaction_id'));
+      return { success: true, message: s.message, transaction_id: s.transaction_id, is_paid: s.is_paid };
+    },
+  },
+  {
+    name: 'credits.get',
+    description: 'The API key credit balance and the price of every top-up tier.',
+    inputSchema: schema({}),
+    writes: false,
+    handler: async (session) => {
+      const c = await credits(session);
+      return { credits: c.credits, ...Object.fromEntries(c.tiers.map((t) => [`current_credits_price_${t.credits}`, Number(t.price)])) };
+    },
+  },
+  {
+    name: 'credits.topup',
+    description: 'Buy credits (10, 50, 100, 500, 1000, 5000, 10000, 50000 or 100000): pays the service from the toolset wallet.',
+    inputSchema: schema({ credits_amount: str('the tier to buy') }, ['credits_amount']),
+    writes: true,
+    handler: async (session, input, signal) => {
+      const result = await topup(session, { tier: parseTier(text(input, 'credits_amount')), ...(signal === undefined ? {} : { signal }) });
+      return { topped_up_credits: result.topped_up_credits, new_credits_balance: result.new_credits_balance };
+    },
+  },
+  {
+    name: 'donate.send',
+    description: 'Donate an amount in XNO to the service.',
+    inputSchema: schema({ amount: str('amount in XNO') }, ['amount']),
+    writes: true,
+    handler: async (session, input, signal) => {
+      const result = await donate(session, { amount: text(input, 'amount'), ...(signal === undefined ? {} : { signal }) });
+      return { success: result.success, amount: result.amount, message: result.message };
+    },
+  },
+];
+
+export function findTool(name: string): Tool {
+  const tool = TOOLS.find((t) => t.name === name);
+  if (tool === undefined) throw new NanoPayError('NOT_FOUND', `No tool named "${name}"`);
+  return tool;
+}
+
+export interface Envelope {
+  success: boolean;
+  data: Record<string, unknown> | null;
+  error: { error: string; message: string } | null;
+}
+
+/** Runs a tool and wraps the outcome in the spec's envelope; never throws. */
+export async function runTool(session: Session, tool: Tool, input: unknown, signal?: AbortSignal): Promise<{ envelope: Envelope; status: number }> {
+  try {
+    const data = await tool.handler(session, checkInput(tool, input), signal);
+    return { envelope: { success: true, data, error: null }, status: 200 };
+  } catch (error) {
+    const failure = error instanceof NanoPayError ? error : new NanoPayError('INTERNAL_ERROR', 'Internal error', { cause: error });
+    return { envelope: { success: false, data: null, error: { error: failure.code, message: failure.message } }, status: failure.status };
+  }
+}

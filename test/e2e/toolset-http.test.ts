@@ -1,0 +1,184 @@
+import { request as httpRequest } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { xnoToRaw } from '../../src/nano/index.js';
+import type { RunningSandbox } from '../../src/sandbox/index.js';
+import { AgentClient, AgentError } from '../../src/sdk/agent-client.js';
+import { newUser, type CliUser } from '../helpers/cli.js';
+import { fund, ledger, sandbox } from '../helpers/sandbox.js';
+import { startServe, type ServeProcess } from '../helpers/serve.js';
+
+let sb: RunningSandbox;
+let user: CliUser;
+let address: string;
+let serve: ServeProcess;
+const other = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
+
+interface Reply {
+  status: number;
+  body: { success: boolean; data: Record<string, any> | null; error: { error: string; message: string } | null };
+}
+
+/** A raw HTTP request, so tests control every header (Host, Origin, Content-Type). */
+function call(method: string, path: string, options: { body?: string; headers?: Record<string, string>; base?: string } = {}): Promise<Reply> {
+  const url = new URL(path, options.base ?? serve.url);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method, headers: { ...(options.body === undefined ? {} : { 'content-type': 'application/json' }), ...options.headers } }, (res) => {
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d.toString()));
+      res.on('end', () => {
+        try {
+          resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Reply['body'] });
+        } catch {
+          reject(new Error(`not JSON (HTTP ${res.statusCode}): ${text.slice(0, 200)}`));
+        }
+      });
+    });
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
+const post = (path: string, body: unknown, headers: Record<string, string> = {}) => call('POST', path, { body: JSON.stringify(body), headers });
+
+function expectEnvelopeError(reply: Reply, status: number, code: string): void {
+  expect(reply.status).toBe(status);
+  expect(reply.body).toMatchObject({ success: false, data: null, error: { error: code } });
+  expect(typeof reply.body.error?.message).toBe('string');
+}
+
+beforeAll(async () => {
+  sb = await sandbox();
+  user = await newUser(sb.url);
+  address = (await user.json<{ address: string }>(['wallet', 'create', '--remote'])).address;
+  await fund(sb.url, address, '10');
+  serve = await startServe(user);
+});
+
+afterAll(async () => {
+  await serve?.stop();
+  await sb?.close();
+});
+
+describe('the seven routes', () => {
+  it('GET /wallet/balance (auto receive)', async () => {
+    const before = await call('GET', '/wallet/balance');
+    expect(before.status).toBe(200);
+    expect(before.body).toMatchObject({ success: true, error: null, data: { account: address, balance: '0', pending: '10', pending_raw: xnoToRaw('10').toString() } });
+    const received = await call('GET', '/wallet/balance?auto_receive_pending_blocks=true');
+    expect(received.body.data).toMatchObject({ balance: '10', balance_raw: xnoToRaw('10').toString(), pending: '0' });
+    for (const key of ['account', 'balance', 'balance_raw', 'pending', 'pending_raw']) expect(typeof received.body.data?.[key]).toBe('string');
+  });
+
+  it('POST /wallet/send', async () => {
+    const sent = await post('/wallet/send', { recipient_address: other, amount: '0.5' });
+    expect(sent.status).toBe(200);
+    expect(sent.body.data).toMatchObject({ amount: '0.5', recipient: other });
+    expect(sent.body.data?.hash).toMatch(/^[0-9A-F]{64}$/);
+    expectEnvelopeError(await post('/wallet/send', { recipient_address: 'nano_bad', amount: '1' }), 400, 'INVALID_ADDRESS');
+    expectEnvelopeError(await post('/wallet/send', { recipient_address: other, amount: '1e3' }), 400, 'INVALID_NUMBER_FORMAT');
+    expectEnvelopeError(await post('/wallet/send', { recipient_address: other, amount: '-1' }), 400, 'INVALID_NEGATIVE_AMOUNT');
+    expectEnvelopeError(await post('/wallet/send', { recipient_address: other, amount: `0.${'1'.repeat(31)}` }), 400, 'TOO_MANY_DECIMAL_PLACES');
+    expectEnvelopeError(await post('/wallet/send', { recipient_address: other, amount: '1000' }), 402, 'INSUFFICIENT_FUNDS');
+    expectEnvelopeError(await post('/wallet/send', { recipient_address: other }), 400, 'INVALID_REQUEST');
+    expectEnvelopeError(await call('POST', '/wallet/send', { body: '{"recipient_address": ' }), 400, 'INVALID_JSON');
+  });
+
+  it('POST /payment/request and GET /payment/status/{id}', async () => {
+    const request = await post('/payment/request', { receive_address: address, amount: '0.25', redirect_url: 'https://shop.example/ok' });
+    expect(request.status).toBe(200);
+    expect(request.body.data).toMatchObject({ receive_address: address });
+    expect(typeof request.body.data?.amount).toBe('string');
+    const id = request.body.data?.transaction_id as string;
+    const status = await call('GET', `/payment/status/${id}`);
+    expect(status.body.data).toEqual({ success: true, message: expect.any(String), transaction_id: id, is_paid: false });
+    expectEnvelopeError(await call('GET', '/payment/status/00000000-0000-4000-8000-000000000000'), 404, 'INVALID_TRANSACTION_ID');
+    expectEnvelopeError(await call('GET', '/payment/status/junk'), 404, 'INVALID_TRANSACTION_ID');
+  });
+
+  it('GET /credits, POST /credits/topup/{n}', async () => {
+    const credits = await call('GET', '/credits');
+    expect(typeof credits.body.data?.credits).toBe('number');
+    for (const tier of [10, 50, 100, 500, 1000, 5000, 10000, 50000, 100000]) expect(typeof credits.body.data?.[`current_credits_price_${tier}`]).toBe('number');
+    const topup = await post('/credits/topup/10', {});
+    expect(topup.status).toBe(200);
+    expect(topup.body.data).toEqual({ topped_up_credits: 10, new_credits_balance: expect.any(Number) });
+    expectEnvelopeError(await post('/credits/topup/7', {}), 400, 'INVALID_CREDITS_AMOUNT');
+  });
+
+  it('POST /donate/{amount}', async () => {
+    const donated = await post('/donate/0.1', {});
+    expect(donated.status).toBe(200);
+    expect(donated.body.data).toEqual({ success: true, amount: '0.1', message: expect.any(String) });
+    expectEnvelopeError(await post('/donate/abc', {}), 400, 'INVALID_NUMBER_FORMAT');
+  });
+
+  it('unknown routes are 404 envelopes', async () => {
+    expectEnvelopeError(await call('GET', '/nope'), 404, 'NOT_FOUND');
+  });
+
+  it('concurrent sends never fork the account', async () => {
+    const results = await Promise.all([1, 2, 3].map((n) => post('/wallet/send', { recipient_address: other, amount: `0.0${n}` })));
+    for (const r of results) expect(r.body.success).toBe(true);
+    const chain = (await ledger(sb.url)).blocks.filter((b) => b.account === address).map((b) => Number(b.height)).sort((a, b) => a - b);
+    expect(chain).toEqual(chain.map((_, i) => i + 1));
+  });
+
+  it('makes the next block\'s work while idle', async () => {
+    for (let i = 0; i < 100 && !/work ready for the next block/.test(serve.stderr()); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(serve.stderr()).toMatch(/work ready for the next block/);
+  });
+
+  it('logs one line per request without secrets', () => {
+    expect(serve.stderr()).toMatch(/POST \/wallet\/send 200 \d+ms/);
+    expect(serve.stderr()).not.toMatch(/password|private|seed/i);
+  });
+});
+
+describe('guards', () => {
+  it('refuse a foreign Host, an Origin, a cross-site fetch, text/plain and big bodies; nothing is sent', async () => {
+    const before = (await ledger(sb.url)).blocks.length;
+    const body = JSON.stringify({ recipient_address: other, amount: '0.01' });
+    expectEnvelopeError(await call('POST', '/wallet/send', { body, headers: { host: 'evil.example:3123' } }), 403, 'FORBIDDEN');
+    expectEnvelopeError(await call('POST', '/wallet/send', { body, headers: { origin: 'https://evil.example' } }), 403, 'FORBIDDEN');
+    expectEnvelopeError(await call('POST', '/wallet/send', { body, headers: { 'sec-fetch-site': 'cross-site' } }), 403, 'FORBIDDEN');
+    expectEnvelopeError(await call('POST', '/wallet/send', { body, headers: { 'content-type': 'text/plain' } }), 415, 'UNSUPPORTED_MEDIA_TYPE');
+    expectEnvelopeError(await call('POST', '/wallet/send', { body: JSON.stringify({ amount: 'x'.repeat(100_000) }) }), 413, 'PAYLOAD_TOO_LARGE');
+    expect((await ledger(sb.url)).blocks.length).toBe(before);
+  });
+
+  it('with a token every request needs it', async () => {
+    const token = 'a-long-enough-test-token';
+    const guarded = await startServe(user, [], { NANOPAY_TOOLSET_TOKEN: token });
+    try {
+      expectEnvelopeError(await call('GET', '/wallet/balance', { base: guarded.url }), 401, 'UNAUTHORIZED');
+      expectEnvelopeError(await call('GET', '/wallet/balance', { base: guarded.url, headers: { authorization: 'Bearer wrong-token-of-some-size' } }), 401, 'UNAUTHORIZED');
+      const ok = await call('GET', '/wallet/balance', { base: guarded.url, headers: { authorization: `Bearer ${token}` } });
+      expect(ok.status).toBe(200);
+    } finally {
+      await guarded.stop();
+    }
+  });
+
+  it('refuses to bind a non-loopback address without a token', async () => {
+    const result = await user.run(['serve', '--host', '0.0.0.0', '--port', '0']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/token/);
+  });
+});
+
+describe('AgentClient', () => {
+  it('check_balance, pay and request_payment against nanopay serve; failures raise AgentError', async () => {
+    const agent = new AgentClient(serve.url);
+    const balance = await agent.check_balance(true);
+    expect(balance.address).toBe(address);
+    expect(typeof balance.balance).toBe('string');
+    const paid = await agent.pay(other, '0.01');
+    expect(paid.hash).toMatch(/^[0-9A-F]{64}$/);
+    const request = await agent.request_payment('0.2');
+    expect(request.receive_address).toBe(address);
+    expect(xnoToRaw(request.amount) > xnoToRaw('0.2')).toBe(true);
+    const failure = await agent.pay('nano_nope', '1').catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(AgentError);
+    expect(failure).toMatchObject({ error_code: 'INVALID_ADDRESS' });
+  });
+});

@@ -1,0 +1,41 @@
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as sdk from '../../src/index.js';
+import type { RunningSandbox } from '../../src/sandbox/index.js';
+import { fund } from '../helpers/sandbox.js';
+
+let sb: RunningSandbox;
+
+beforeAll(async () => {
+  sb = await sdk.startSandbox({ port: 0 });
+});
+
+afterAll(async () => {
+  await sb.close();
+  await sdk.shutdownWorkers();
+});
+
+describe('the SDK', () => {
+  it('exports the names of DESIGN.md', () => {
+    for (const name of ['xnoToRaw', 'rawToXno', 'deriveAccount', 'addressToPublicKey', 'publicKeyToAddress', 'isValidAddress', 'hashBlock', 'signBlock', 'verifyBlock', 'workValue', 'validateWork', 'generateWork', 'buildNanoUri', 'parseNanoUri', 'NanoPay', 'AgentClient', 'AgentError', 'NanoPayError']) {
+      expect(typeof (sdk as Record<string, unknown>)[name], name).toBe('function');
+    }
+  });
+
+  it('NanoPay runs the operations in-process, configured like the CLI', async () => {
+    const configDir = await mkdtemp(join(tmpdir(), 'nanopay-sdk-'));
+    const key = ((await (await fetch(`${sb.url}/wallet/create`, { method: 'POST' })).json()) as { data: { api_key: string } }).data.api_key;
+    const pay = new sdk.NanoPay({ password: 'sdk password', configDir, env: { NANOPAY_API_URL: sb.url, NANOPAY_API_KEY: key } });
+    const wallet = await pay.createWallet('sdk');
+    await fund(sb.url, wallet.address, '2');
+    const balance = await pay.balance({ receive: true });
+    expect(balance).toMatchObject({ account: wallet.address, balance: '2', pending: '0' });
+    const request = await pay.requestPayment('0.5');
+    const sent = await pay.send(request.receive_address, request.amount);
+    expect(sent.amount).toBe(request.amount);
+    expect((await pay.paymentStatus(request.transaction_id)).is_paid).toBe(true);
+    await expect(pay.send('nano_nope', '1')).rejects.toMatchObject({ code: 'INVALID_ADDRESS' });
+  });
+});
