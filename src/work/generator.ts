@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { NanoPayError } from '../errors.js';
+import { loadEngine, type EngineName } from './engines.js';
 import type { SearchAnswer, SearchJob } from './pow-worker.js';
 import { validateWork } from './pow.js';
 import { parseThreshold } from './thresholds.js';
@@ -9,35 +10,47 @@ import { parseThreshold } from './thresholds.js';
 // vitest runs the TypeScript sources; workers always run the compiled copy in dist/.
 const WORKER_URL = new URL(import.meta.url.endsWith('.ts') ? '../../dist/work/pow-worker.js' : './pow-worker.js', import.meta.url);
 
+export interface GenerateOptions {
+  signal?: AbortSignal;
+  /** Worker threads (default: all cores). */
+  workers?: number;
+  /** Force a kernel (default: NANOPAY_POW_ENGINE, else the fastest that loads). */
+  engine?: EngineName;
+  /** Hashes tried so far, reported a few times a second. */
+  onProgress?: (hashes: number) => void;
+}
+
 /**
- * A warm pool of search workers: started on first use, reused across calls,
- * unref'd while idle so they never keep a process alive.
+ * Warm pools of search workers, one per engine: started on first use, reused
+ * across calls, unref'd while idle so they never keep a process alive.
  */
-const idle: Worker[] = [];
+const idle = new Map<string, Worker[]>();
 let live = 0;
 let nextJob = 1;
 
-function takeWorker(): Worker {
-  const worker = idle.pop();
+function takeWorker(engine: string): Worker {
+  const pool = idle.get(engine) ?? [];
+  idle.set(engine, pool);
+  const worker = pool.pop();
   if (worker !== undefined) {
     worker.ref();
     return worker;
   }
   live++;
-  const fresh = new Worker(WORKER_URL);
+  const fresh = new Worker(WORKER_URL, { workerData: { engine } });
   fresh.once('exit', () => {
     live--;
-    const at = idle.indexOf(fresh);
-    if (at !== -1) idle.splice(at, 1);
+    const at = pool.indexOf(fresh);
+    if (at !== -1) pool.splice(at, 1);
   });
   return fresh;
 }
 
-function giveBack(worker: Worker): void {
+function giveBack(engine: string, worker: Worker): void {
   worker.removeAllListeners('message');
   worker.removeAllListeners('error');
   worker.unref();
-  idle.push(worker);
+  idle.get(engine)?.push(worker);
 }
 
 /** Workers alive now (busy or idle); for tests that check nothing leaks. */
@@ -47,7 +60,13 @@ export function liveWorkers(): number {
 
 /** Stops the idle workers. */
 export async function shutdownWorkers(): Promise<void> {
-  await Promise.all(idle.splice(0).map((w) => w.terminate()));
+  const all = [...idle.values()].flatMap((pool) => pool.splice(0));
+  await Promise.all(all.map((w) => w.terminate()));
+}
+
+/** The kernel `generateWork` uses on this machine. */
+export function workEngine(preferred = process.env.NANOPAY_POW_ENGINE): EngineName {
+  return loadEngine(preferred).name;
 }
 
 function checkRoot(root: string): string {
@@ -59,65 +78,66 @@ function checkRoot(root: string): string {
 
 /**
  * Finds a nonce for `root` that meets `threshold` on worker threads (the event
- * loop stays free). Each worker walks its own residue class from a random
- * start; the first answer stops the others; `signal` stops them all.
+ * loop stays free). Worker i searches its own range from base + i·2^60; the
+ * first answer stops the others; `signal` terminates them all.
  */
-export async function generateWork(root: string, threshold: string, opts: { signal?: AbortSignal; workers?: number } = {}): Promise<string> {
+export async function generateWork(root: string, threshold: string, opts: GenerateOptions = {}): Promise<string> {
   const checkedRoot = checkRoot(root);
   parseThreshold(threshold);
   const { signal } = opts;
   if (signal?.aborted) throw new NanoPayError('CANCELLED', 'Proof of work cancelled');
+  const engine = opts.engine ?? process.env.NANOPAY_POW_ENGINE ?? 'auto';
   const count = Math.max(1, opts.workers ?? availableParallelism());
   const stop = new SharedArrayBuffer(4);
   const flag = new Int32Array(stop);
-  const start = randomBytes(8).readBigUInt64LE(0);
+  const base = randomBytes(8).readBigUInt64LE(0);
   const id = nextJob++;
-  const workers = Array.from({ length: count }, takeWorker);
+  const workers = Array.from({ length: count }, () => takeWorker(engine));
+  let hashes = 0;
 
   return new Promise<string>((resolve, reject) => {
-    let pending = count;
-    let outcome: { work: string } | { error: NanoPayError } | undefined;
-    const settle = (): void => {
+    let settled = false;
+    const finish = (outcome: { work: string } | { error: NanoPayError }): void => {
+      Atomics.store(flag, 0, 1);
+      if (settled) return;
+      settled = true;
       signal?.removeEventListener('abort', onAbort);
-      if (outcome === undefined) reject(new NanoPayError('INTERNAL_ERROR', 'Proof of work ended without an answer'));
-      else if ('work' in outcome) resolve(outcome.work);
+      if ('work' in outcome) resolve(outcome.work);
       else reject(outcome.error);
     };
-    const finish = (result: { work: string } | { error: NanoPayError }): void => {
-      outcome ??= result;
+    // A cancel ends the workers themselves: none is left searching or holding the process.
+    const onAbort = (): void => {
       Atomics.store(flag, 0, 1);
+      Promise.all(workers.map((w) => w.terminate())).then(() => finish({ error: new NanoPayError('CANCELLED', 'Proof of work cancelled') }));
     };
-    const onAbort = (): void => finish({ error: new NanoPayError('CANCELLED', 'Proof of work cancelled') });
     signal?.addEventListener('abort', onAbort, { once: true });
 
     workers.forEach((worker, i) => {
-      const done = (): void => {
-        giveBack(worker);
-        if (--pending === 0) settle();
-      };
-      worker.on('message', (answer: SearchAnswer) => {
-        if (answer.id !== id) return;
+      worker.on('message', (answer: SearchAnswer | { engine: string }) => {
+        if (!('id' in answer) || answer.id !== id) return;
+        if ('hashes' in answer) {
+          hashes += answer.hashes;
+          opts.onProgress?.(hashes);
+          return;
+        }
         if ('work' in answer) {
           // Never trust the searcher: check with the reference implementation.
           if (validateWork(checkedRoot, answer.work, threshold)) finish({ work: answer.work });
-          else finish({ error: new NanoPayError('WORK_SERVER_ERROR', `The local generator returned invalid work ${answer.work}`) });
+          else finish({ error: new NanoPayError('INTERNAL_ERROR', `The ${engine} kernel returned invalid work ${answer.work}`) });
         } else if ('error' in answer) {
           finish({ error: new NanoPayError('INTERNAL_ERROR', `Proof of work failed: ${answer.error}`) });
         }
-        done();
+        giveBack(engine, worker);
       });
       worker.once('error', (error) => {
         finish({ error: new NanoPayError('INTERNAL_ERROR', `Proof of work worker failed: ${error.message}`) });
-        worker.removeAllListeners('message');
         worker.terminate().catch(() => undefined);
-        if (--pending === 0) settle();
       });
       const job: SearchJob = {
         id,
         root: checkedRoot,
         threshold,
-        start: ((start + BigInt(i)) & (2n ** 64n - 1n)).toString(),
-        stride: String(count),
+        start: ((base + (BigInt(i) << 60n)) & (2n ** 64n - 1n)).toString(),
         stop,
       };
       worker.postMessage(job);

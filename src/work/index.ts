@@ -1,4 +1,5 @@
 export { DEV_THRESHOLDS, LIVE_THRESHOLDS, expectedHashes, multiplierOf, parseThreshold, type Thresholds } from './thresholds.js';
 export { validateWork, workValue } from './pow.js';
-export { generateWork, liveWorkers, shutdownWorkers } from './generator.js';
+export { generateWork, liveWorkers, shutdownWorkers, workEngine, type GenerateOptions } from './generator.js';
+export type { EngineName } from './engines.js';
 export { WorkCache } from './cache.js';

@@ -1,40 +1,48 @@
-import { blake2b } from '@noble/hashes/blake2.js';
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
+import { loadEngine } from './engines.js';
 
-/** One search: nonces start, start + stride, … until found or the shared stop flag is set. */
+/** One search: consecutive nonces from `start` until found or the shared stop flag is set. */
 export interface SearchJob {
   id: number;
   root: string;
   threshold: string;
   start: string;
-  stride: string;
   /** Int32 flag shared by every worker of the job: non-zero means stop. */
   stop: SharedArrayBuffer;
 }
 
-export type SearchAnswer = { id: number; work: string } | { id: number; stopped: true } | { id: number; error: string };
+export type SearchAnswer =
+  | { id: number; work: string }
+  | { id: number; stopped: true }
+  | { id: number; error: string }
+  | { id: number; hashes: number };
 
-const BATCH = 4096;
+const engine = loadEngine((workerData as { engine?: string } | undefined)?.engine);
 const MASK = 2n ** 64n - 1n;
+const PROGRESS_MS = 250;
 
 function search(job: SearchJob): SearchAnswer {
   const stop = new Int32Array(job.stop);
-  const input = Buffer.alloc(40);
-  Buffer.from(job.root, 'hex').copy(input, 8);
+  const root = Buffer.from(job.root, 'hex');
   const threshold = BigInt(`0x${job.threshold}`);
-  const stride = BigInt(job.stride);
   let nonce = BigInt(job.start);
-  for (;;) {
-    for (let i = 0; i < BATCH; i++) {
-      input.writeBigUInt64LE(nonce, 0);
-      const value = Buffer.from(blake2b(input, { dkLen: 8 })).readBigUInt64LE(0);
-      if (value >= threshold) return { id: job.id, work: nonce.toString(16).padStart(16, '0') };
-      nonce = (nonce + stride) & MASK;
+  let hashes = 0;
+  let reported = Date.now();
+  while (Atomics.load(stop, 0) === 0) {
+    const found = engine.search(root, threshold, nonce, engine.batch);
+    if (found !== null) return { id: job.id, work: found.toString(16).padStart(16, '0') };
+    nonce = (nonce + BigInt(engine.batch)) & MASK;
+    hashes += engine.batch;
+    if (Date.now() - reported >= PROGRESS_MS) {
+      parentPort?.postMessage({ id: job.id, hashes });
+      hashes = 0;
+      reported = Date.now();
     }
-    if (Atomics.load(stop, 0) !== 0) return { id: job.id, stopped: true };
   }
+  return { id: job.id, stopped: true };
 }
 
+parentPort?.postMessage({ engine: engine.name });
 parentPort?.on('message', (job: SearchJob) => {
   try {
     parentPort?.postMessage(search(job));

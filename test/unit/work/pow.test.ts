@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
+import { loadEngine } from '../../../src/work/engines.js';
 import { addressToPublicKey } from '../../../src/nano/index.js';
 import {
   DEV_THRESHOLDS,
@@ -8,6 +10,7 @@ import {
   shutdownWorkers,
   validateWork,
   workValue,
+  type EngineName,
 } from '../../../src/work/index.js';
 import { vectors } from '../../helpers/vectors.js';
 
@@ -53,30 +56,75 @@ describe('work vectors', () => {
   });
 });
 
+describe('kernels', () => {
+  const engines: EngineName[] = ['native', 'wasm', 'js'];
+
+  it.each(engines)('%s finds the vectors\' nonces and agrees with the reference', (name) => {
+    const engine = loadEngine(name);
+    // The native addon is built at install; where it could not be, the fallback is what runs.
+    if (name === 'native' && engine.name !== 'native') return;
+    expect(engine.name).toBe(name);
+    for (const v of vectors.work as Vec[]) {
+      const nonce = BigInt(`0x${v.work}`);
+      const value = BigInt(`0x${workValue(v.root, v.work)}`);
+      const root = Buffer.from(v.root, 'hex');
+      // Searching from a few nonces before, with the exact value as threshold, lands on the vector's nonce.
+      expect(engine.search(root, value, nonce - 3n, 8)).toBe(nonce);
+      expect(engine.search(root, value + 1n, nonce, 1)).toBeNull();
+    }
+  });
+});
+
 describe('generateWork', () => {
   const root = '718CC2121C3E641059BC1C2CFC45666C99E8AE922F7A807B7D07B62C995D79E2';
+  const randomRoot = (): string => randomBytes(32).toString('hex').toUpperCase();
 
-  it('finds work that validates at the dev thresholds, on warm workers', async () => {
-    for (const threshold of [DEV_THRESHOLDS.send, DEV_THRESHOLDS.receive, DEV_THRESHOLDS.send]) {
-      const work = await generateWork(root, threshold);
-      expect(work).toMatch(/^[0-9a-f]{16}$/);
-      expect(validateWork(root, work, threshold)).toBe(true);
+  it.each([1, 2])('finds work that validates for random roots on %i worker(s)', async (workers) => {
+    for (let i = 0; i < 4; i++) {
+      const r = randomRoot();
+      for (const threshold of [DEV_THRESHOLDS.send, DEV_THRESHOLDS.receive, 'fff0000000000000']) {
+        const work = await generateWork(r, threshold, { workers });
+        expect(work).toMatch(/^[0-9a-f]{16}$/);
+        expect(validateWork(r, work, threshold)).toBe(true);
+      }
+    }
+  });
+
+  it('finds work for the vectors\' roots on every engine, on warm workers', async () => {
+    for (const engine of ['native', 'wasm', 'js'] as EngineName[]) {
+      for (const v of vectors.work as Vec[]) {
+        const work = await generateWork(v.root, DEV_THRESHOLDS.send, { engine, workers: 2 });
+        expect(validateWork(v.root, work, DEV_THRESHOLDS.send)).toBe(true);
+      }
     }
     const warm = liveWorkers();
-    await generateWork(root, DEV_THRESHOLDS.receive);
+    await generateWork(root, DEV_THRESHOLDS.receive, { workers: 2 });
     expect(liveWorkers()).toBe(warm);
   });
 
-  it('cancels every worker on abort', async () => {
+  it('reports progress and keeps the event loop free while it searches', async () => {
     const controller = new AbortController();
-    const search = generateWork(root, 'ffffffffffffffff', { signal: controller.signal, workers: 2 });
-    setTimeout(() => controller.abort(), 50);
+    let ticks = 0;
+    let progress = 0;
+    const timer = setInterval(() => ticks++, 10);
+    const search = generateWork(root, 'ffffffffffffffff', { signal: controller.signal, workers: 2, onProgress: (h) => (progress = h) });
+    await new Promise((r) => setTimeout(r, 600));
+    controller.abort();
     await expect(search).rejects.toMatchObject({ code: 'CANCELLED' });
-    // The same workers answer the next call: none is stuck in the cancelled search.
-    const before = liveWorkers();
-    expect(validateWork(root, await generateWork(root, DEV_THRESHOLDS.receive, { workers: 2 }), DEV_THRESHOLDS.receive)).toBe(true);
-    expect(liveWorkers()).toBe(before);
+    clearInterval(timer);
+    expect(ticks).toBeGreaterThan(20);
+    expect(progress).toBeGreaterThan(0);
+  });
+
+  it('cancel ends every worker of the search', async () => {
     await shutdownWorkers();
+    expect(liveWorkers()).toBe(0);
+    const controller = new AbortController();
+    const search = generateWork(root, 'ffffffffffffffff', { signal: controller.signal, workers: 3 });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(liveWorkers()).toBe(3);
+    controller.abort();
+    await expect(search).rejects.toMatchObject({ code: 'CANCELLED' });
     expect(liveWorkers()).toBe(0);
   });
 
