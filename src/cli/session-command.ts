@@ -2,6 +2,7 @@ import { Flags } from '@oclif/core';
 import { Session, type PasswordSource } from '../ops/session.js';
 import { BaseCommand } from './base-command.js';
 import { passwordSource, type PasswordFlags } from './password.js';
+import { workSpinner } from './work-progress.js';
 
 let interrupted: AbortController | undefined;
 
@@ -35,6 +36,7 @@ export abstract class SessionCommand extends BaseCommand {
   protected session(flags: { profile?: string } & PasswordFlags): Session {
     return new Session({
       password: passwordSource(flags),
+      workObserver: workSpinner(!this.jsonEnabled()),
       ...(flags.profile === undefined ? {} : { profile: flags.profile }),
     });
   }

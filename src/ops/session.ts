@@ -1,12 +1,13 @@
 import { ApiClient } from '../api/client.js';
 import { NanoPayError } from '../errors.js';
 import { deriveAccount, type Account } from '../nano/index.js';
-import { generateWork } from '../work/index.js';
+import { providerSettings, workProvider, type WorkObserver } from '../work/index.js';
 import { ConfigStore, type ProfileRecord, type WalletRecord } from '../wallet/config.js';
 import { Journal } from '../wallet/journal.js';
 import { KeyStore } from '../wallet/keystore.js';
 import { withAccountLock } from '../wallet/lock.js';
 import { SendLog } from '../wallet/send-log.js';
+import { WorkStore } from '../wallet/work-store.js';
 import { configDir, keystorePath, stateDir } from '../wallet/paths.js';
 import { type AccountHead, readAccountHead } from './chain.js';
 import type { OpsContext, Signer, WorkProvider } from './context.js';
@@ -23,6 +24,8 @@ export interface SessionOptions {
   work?: WorkProvider;
   /** Per-attempt timeout for the remote service. */
   timeoutMs?: number;
+  /** Follows local proof-of-work searches (for a spinner). */
+  workObserver?: WorkObserver;
 }
 
 /** The service a fresh profile talks to: the sandbox's default address. */
@@ -51,6 +54,7 @@ export class Session {
   readonly config: ConfigStore;
   readonly journal: Journal;
   readonly sendLog: SendLog;
+  readonly workStore: WorkStore;
   private store: Promise<KeyStore> | undefined;
 
   constructor(private readonly options: SessionOptions) {
@@ -60,6 +64,7 @@ export class Session {
     this.config = new ConfigStore(this.dir);
     this.journal = new Journal(stateDir(this.dir, 'journal'));
     this.sendLog = new SendLog(stateDir(this.dir, 'sends'));
+    this.workStore = new WorkStore(this.dir);
   }
 
   profile(): ProfileRecord {
@@ -117,8 +122,12 @@ export class Session {
     return this.anonymousApi().withApiKey(apiKey);
   }
 
+  /** Work made ahead if there is some for the root, else the configured provider (NANO_WORK_MODE…). */
   work(): WorkProvider {
-    return this.options.work ?? ((root, threshold, signal) => generateWork(root, threshold, { signal }));
+    if (this.options.work !== undefined) return this.options.work;
+    const settings = providerSettings(this.env, this.profile());
+    const provide = workProvider({ ...settings, ...(this.options.workObserver === undefined ? {} : { observer: this.options.workObserver }) });
+    return async (root, threshold, signal) => (await this.workStore.take(root, threshold)) ?? provide(root, threshold, signal);
   }
 
   async context(signal?: AbortSignal): Promise<OpsContext> {

@@ -3,3 +3,5 @@ export { validateWork, workValue } from './pow.js';
 export { generateWork, liveWorkers, shutdownWorkers, workEngine, type GenerateOptions } from './generator.js';
 export type { EngineName } from './engines.js';
 export { WorkCache } from './cache.js';
+export { remoteWork } from './remote.js';
+export { providerSettings, workProvider, type ProviderSettings, type WorkMode, type WorkObserver } from './provider.js';

@@ -1,0 +1,13 @@
+import { SessionCommand } from '../../cli/session-command.js';
+import { precache } from '../../ops/work.js';
+
+export default class WorkPrecache extends SessionCommand {
+  static override summary = 'Make the proof of work for the active account\'s next block now, so the next send does not wait.';
+
+  async run(): Promise<Awaited<ReturnType<typeof precache>>> {
+    const { flags } = await this.parse(WorkPrecache);
+    const result = await precache(this.session(flags), this.signal);
+    this.log(`Work ready for the next block (root ${result.root}): ${result.work}`);
+    return result;
+  }
+}

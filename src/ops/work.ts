@@ -1,0 +1,82 @@
+import { NanoPayError } from '../errors.js';
+import { parseHash } from '../nano/index.js';
+import { LIVE_THRESHOLDS, expectedHashes, generateWork, parseThreshold, validateWork, workEngine, workValue, type EngineName } from '../work/index.js';
+import { nextWork } from './precache.js';
+import type { Session } from './session.js';
+
+/** A threshold given as hex, or the service's for a subtype (live base values when it does not say). */
+export async function resolveThreshold(session: Session, input: { threshold?: string; subtype?: 'send' | 'receive' }): Promise<string> {
+  if (input.threshold !== undefined) {
+    parseThreshold(input.threshold);
+    return input.threshold.toLowerCase();
+  }
+  if (input.subtype === undefined) throw new NanoPayError('USAGE', 'Give --threshold HEX or --subtype send|receive');
+  const reported = await (await session.api()).activeDifficulty().catch(() => null);
+  return (reported ?? LIVE_THRESHOLDS)[input.subtype];
+}
+
+export async function generate(session: Session, input: { root: string; threshold: string; signal?: AbortSignal }) {
+  const root = parseHash(input.root, 'Work root');
+  const started = Date.now();
+  const work = await session.work()(root, input.threshold, input.signal);
+  return { root, threshold: input.threshold, work, value: workValue(root, work), seconds: (Date.now() - started) / 1000 };
+}
+
+export function validate(input: { root: string; work: string; threshold: string }) {
+  const root = parseHash(input.root, 'Work root');
+  const value = workValue(root, input.work);
+  return { root, work: input.work.toLowerCase(), threshold: input.threshold.toLowerCase(), value, valid: validateWork(root, input.work, input.threshold) };
+}
+
+/** Makes and stores the work for the active account's next block, so its next command does not wait. */
+export async function precache(session: Session, signal?: AbortSignal) {
+  const { root, threshold } = await nextWork(session);
+  const work = await session.work()(root, threshold, signal);
+  await session.workStore.put(root, threshold, work);
+  return { root, threshold, work };
+}
+
+export interface EngineFigure {
+  engine: EngineName;
+  workers: number;
+  hashes_per_second: number;
+}
+
+/** Hashes per second of a kernel on `workers` threads, over about `ms`. */
+export async function measure(engine: EngineName, workers: number, ms: number): Promise<EngineFigure> {
+  const controller = new AbortController();
+  let hashes = 0;
+  let first: { at: number; hashes: number } | undefined;
+  let last = { at: Date.now(), hashes: 0 };
+  const search = generateWork('0'.repeat(64), 'ffffffffffffffff', {
+    engine,
+    workers,
+    signal: controller.signal,
+    onProgress: (h) => {
+      hashes = h;
+      // Count from the first report on, so worker start-up does not lower the figure.
+      first ??= { at: Date.now(), hashes: h };
+      last = { at: Date.now(), hashes: h };
+    },
+  });
+  await new Promise((resolve) => setTimeout(resolve, ms));
+  controller.abort();
+  await search.catch(() => undefined);
+  const rate = first === undefined || last.at === first.at ? 0 : ((last.hashes - first.hashes) * 1000) / (last.at - first.at);
+  return { engine, workers, hashes_per_second: Math.round(rate || hashes / (ms / 1000)) };
+}
+
+/** The engine in use and its speed on one and on all threads, with what that means for live blocks. */
+export async function bench(input: { workers: number; ms: number }) {
+  const engine = workEngine();
+  const one = await measure(engine, 1, input.ms);
+  const all = await measure(engine, input.workers, input.ms);
+  return {
+    engine,
+    single_thread: one.hashes_per_second,
+    all_threads: all.hashes_per_second,
+    workers: input.workers,
+    live_send_seconds: expectedHashes(LIVE_THRESHOLDS.send) / all.hashes_per_second,
+    live_receive_seconds: expectedHashes(LIVE_THRESHOLDS.receive) / all.hashes_per_second,
+  };
+}
