@@ -4,7 +4,7 @@ import { linkAsAccount, rawToXno, xnoToRaw } from '../nano/index.js';
 import { executeSend, planSend } from './chain.js';
 import { checkPerDay, checkPerSend } from './limits.js';
 import { recordLanded } from './recovery.js';
-import type { SendPreview } from './send.js';
+import { preview, type SendPreview } from './send.js';
 import type { Session } from './session.js';
 
 export interface CreditsResult {
@@ -66,19 +66,8 @@ export async function topup(session: Session, input: { tier: string | number; co
   const limits = session.profile().limits;
   checkPerSend(limits, amountRaw);
   const first = await planSend(ctx, account.address, offer.paymentAddress, amountRaw);
-  if (input.confirm !== undefined) {
-    const balance = first.head.state.balance;
-    const shown: SendPreview = {
-      from: account.address,
-      to: first.to,
-      amount: rawToXno(amountRaw),
-      amount_raw: amountRaw.toString(),
-      balance: rawToXno(balance),
-      balance_raw: balance.toString(),
-      balance_after: rawToXno(balance - amountRaw),
-      balance_after_raw: (balance - amountRaw).toString(),
-    };
-    if (!(await input.confirm(shown))) throw new NanoPayError('CANCELLED', 'Top-up cancelled; nothing was paid');
+  if (input.confirm !== undefined && !(await input.confirm(preview(account.address, first.to, amountRaw, first.head.state.balance)))) {
+    throw new NanoPayError('CANCELLED', 'Top-up cancelled; nothing was paid');
   }
   let answer: { toppedUp: number; newBalance: number } | undefined;
   const submitting = { ...ctx, publish: async (block: Parameters<typeof ctx.api.topupSubmit>[0]) => void (answer = await ctx.api.topupSubmit(block, offer.transactionId)) };

@@ -51,7 +51,8 @@ function fromRecord(record: SendRecord): SendResult {
   };
 }
 
-function preview(from: string, to: string, amountRaw: bigint, balanceRaw: bigint): SendPreview {
+/** What a payment of `amountRaw` from an account holding `balanceRaw` will do. */
+export function preview(from: string, to: string, amountRaw: bigint, balanceRaw: bigint): SendPreview {
   return {
     from,
     to,

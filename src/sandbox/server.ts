@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
 import { NanoPayError, toNanoPayError } from '../errors.js';
+import { readJsonBody, sendJson } from '../net/json-http.js';
 import { CREDIT_COSTS } from './pricing.js';
 import { SandboxService } from './service.js';
 import { StateWriter, loadState } from './state.js';
@@ -98,47 +99,6 @@ const ROUTES: Route[] = [
   { method: 'GET', pattern: /^\/sandbox\/ledger$/, handle: (s) => s.dump() },
 ];
 
-function send(res: ServerResponse, status: number, payload: unknown): void {
-  const body = JSON.stringify(payload);
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
-  res.end(body);
-}
-
-/** Reads a JSON body, refusing more than MAX_BODY bytes without waiting for the rest. */
-function readBody(req: IncomingMessage): Promise<Body> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(req.headers['content-length'] ?? 0);
-    if (declared > MAX_BODY) {
-      reject(new NanoPayError('PAYLOAD_TOO_LARGE', `Bodies are limited to ${MAX_BODY} bytes`));
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_BODY) {
-        reject(new NanoPayError('PAYLOAD_TOO_LARGE', `Bodies are limited to ${MAX_BODY} bytes`));
-        req.pause();
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('error', reject);
-    req.on('end', () => {
-      const text = Buffer.concat(chunks).toString('utf8').trim();
-      if (text === '') return resolve({});
-      try {
-        const parsed = JSON.parse(text) as unknown;
-        if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-          reject(new NanoPayError('INVALID_REQUEST', 'The body must be a JSON object'));
-        } else resolve(parsed as Body);
-      } catch {
-        reject(new NanoPayError('INVALID_JSON', 'The body is not valid JSON'));
-      }
-    });
-  });
-}
-
 function apiKeyOf(req: IncomingMessage): string | undefined {
   const auth = req.headers.authorization;
   if (typeof auth === 'string' && /^Bearer\s+/i.test(auth)) return auth.replace(/^Bearer\s+/i, '').trim();
@@ -164,7 +124,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
         const known = ROUTES.some((r) => r.pattern.test(path));
         throw new NanoPayError('NOT_FOUND', known ? `${req.method} is not allowed on ${path}` : `No route ${req.method} ${path}`, { status: known ? 405 : 404 });
       }
-      const body = req.method === 'POST' ? await readBody(req) : {};
+      const body = req.method === 'POST' ? await readJsonBody(req, MAX_BODY) : {};
       const params = (route.pattern.exec(path) as RegExpExecArray).slice(1).map(decodeURIComponent);
       let apiKey = '';
       const cost = route.cost === undefined ? 0 : (CREDIT_COSTS[route.cost] ?? 1);
@@ -175,13 +135,13 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
       const data = route.handle(service, { params, body, apiKey });
       if (cost > 0) service.charge(apiKey, cost);
       await writer.save(() => service.snapshot());
-      send(res, 200, { success: true, data, error: null });
+      sendJson(res, 200, { success: true, data, error: null });
     } catch (error) {
       const failure = toNanoPayError(error);
       status = failure.status;
       // Stop reading an oversized body: answer and close instead of draining it.
       if (failure.code === 'PAYLOAD_TOO_LARGE') res.setHeader('connection', 'close');
-      send(res, status, { success: false, data: null, error: { error: failure.code, message: failure.code === 'INTERNAL_ERROR' ? 'Internal error' : failure.message } });
+      sendJson(res, status, { success: false, data: null, error: { error: failure.code, message: failure.code === 'INTERNAL_ERROR' ? 'Internal error' : failure.message } });
       if (failure.code === 'INTERNAL_ERROR') options.log?.(`sandbox internal error: ${failure.message}`);
     }
     options.log?.(`${req.method} ${path} ${status} ${Date.now() - started}ms`);

@@ -2,8 +2,9 @@ import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { NanoPayError } from '../errors.js';
+import { readJsonBody, sendJson } from '../net/json-http.js';
 import type { Session } from '../ops/session.js';
-import { findTool, runTool, type Envelope, type Tool, type ToolInput } from './tools.js';
+import { findTool, runTool, type Tool, type ToolInput } from './tools.js';
 
 export interface ToolsetOptions {
   host: string;
@@ -87,42 +88,6 @@ function guard(req: IncomingMessage, hosts: Set<string>, token: string | undefin
   }
 }
 
-function readJson(req: IncomingMessage): Promise<ToolInput> {
-  return new Promise((resolve, reject) => {
-    if (Number(req.headers['content-length'] ?? 0) > MAX_BODY) {
-      reject(refuse('PAYLOAD_TOO_LARGE', `Bodies are limited to ${MAX_BODY} bytes`, 413));
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_BODY) {
-        reject(refuse('PAYLOAD_TOO_LARGE', `Bodies are limited to ${MAX_BODY} bytes`, 413));
-        req.pause();
-      } else chunks.push(chunk);
-    });
-    req.on('error', reject);
-    req.on('end', () => {
-      const text = Buffer.concat(chunks).toString('utf8').trim();
-      if (text === '') return resolve({});
-      try {
-        const parsed = JSON.parse(text) as unknown;
-        if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) reject(refuse('INVALID_REQUEST', 'The body must be a JSON object', 400));
-        else resolve(parsed as ToolInput);
-      } catch {
-        reject(refuse('INVALID_JSON', 'The body is not valid JSON', 400));
-      }
-    });
-  });
-}
-
-function reply(res: ServerResponse, status: number, envelope: Envelope): void {
-  const body = JSON.stringify(envelope);
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store' });
-  res.end(body);
-}
-
 /** The local HTTP toolset: the seven tools over the spec's routes, behind the guards. */
 export async function startToolset(session: Session, options: ToolsetOptions): Promise<RunningToolset> {
   if (!isLoopback(options.host) && options.token === undefined) {
@@ -141,18 +106,18 @@ export async function startToolset(session: Session, options: ToolsetOptions): P
         const known = ROUTES.some((r) => r.pattern.test(url.pathname));
         throw refuse('NOT_FOUND', known ? `${req.method} is not allowed on ${url.pathname}` : `No route ${req.method} ${url.pathname}`, known ? 405 : 404);
       }
-      const body = req.method === 'POST' ? await readJson(req) : {};
+      const body = req.method === 'POST' ? ((await readJsonBody(req, MAX_BODY)) as ToolInput) : {};
       const params = (route.pattern.exec(url.pathname) as RegExpExecArray).slice(1).map(decodeURIComponent);
       const tool: Tool = findTool(route.tool);
       const result = await runTool(session, tool, route.input(params, url.searchParams, body));
       status = result.status;
-      reply(res, status, result.envelope);
+      sendJson(res, status, result.envelope);
       if (tool.writes && result.envelope.success) options.afterWrite?.();
     } catch (error) {
       const failure = error instanceof NanoPayError ? error : new NanoPayError('INTERNAL_ERROR', 'Internal error');
       status = failure.status;
       if (failure.code === 'PAYLOAD_TOO_LARGE') res.setHeader('connection', 'close');
-      reply(res, status, { success: false, data: null, error: { error: failure.code, message: failure.message } });
+      sendJson(res, status, { success: false, data: null, error: { error: failure.code, message: failure.message } });
     }
     // One line per request; paths carry no secrets (amounts and ids only).
     options.log?.(`${req.method} ${url.pathname} ${status} ${Date.now() - started}ms`);
