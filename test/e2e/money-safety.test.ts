@@ -5,13 +5,12 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
-import { BIN, newUser, type CliUser } from '../helpers/cli.js';
+import { BIN, userWithWallet, type CliUser } from '../helpers/cli.js';
 import { startFaultyProxy, type Fault } from '../helpers/faulty-proxy.js';
-import { fund, ledger, sandbox } from '../helpers/sandbox.js';
+import { ledger, sandbox } from '../helpers/sandbox.js';
 
 let sb: RunningSandbox;
 let payer: CliUser;
-let payerAddress: string;
 const payee = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
 
 async function balanceRaw(): Promise<bigint> {
@@ -35,10 +34,7 @@ async function waitFor(check: () => boolean, what: string): Promise<void> {
 
 beforeAll(async () => {
   sb = await sandbox();
-  payer = await newUser(sb.url);
-  payerAddress = (await payer.json<{ address: string }>(['wallet', 'create', '--remote'])).address;
-  await fund(sb.url, payerAddress, '5');
-  expect((await payer.json(['receive']))._code).toBe(0);
+  ({ user: payer } = await userWithWallet(sb.url, '5'));
 });
 
 afterAll(async () => {

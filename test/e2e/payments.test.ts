@@ -2,9 +2,9 @@ import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseNanoUri, xnoToRaw } from '../../src/nano/index.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
-import { BIN, newUser, type CliUser } from '../helpers/cli.js';
+import { BIN, userWithWallet, type CliUser } from '../helpers/cli.js';
 import { startFaultyProxy } from '../helpers/faulty-proxy.js';
-import { fund, ledger, sandbox } from '../helpers/sandbox.js';
+import { ledger, sandbox } from '../helpers/sandbox.js';
 import { decodeTerminalQr } from '../helpers/terminal-qr.js';
 
 let sb: RunningSandbox;
@@ -23,12 +23,8 @@ interface Request {
 
 beforeAll(async () => {
   sb = await sandbox();
-  merchant = await newUser(sb.url);
-  customer = await newUser(sb.url);
-  merchantAddress = (await merchant.json<{ address: string }>(['wallet', 'create', '--remote'])).address;
-  customerAddress = (await customer.json<{ address: string }>(['wallet', 'create', '--remote'])).address;
-  await fund(sb.url, customerAddress, '20');
-  expect((await customer.json(['receive']))._code).toBe(0);
+  ({ user: merchant, address: merchantAddress } = await userWithWallet(sb.url));
+  ({ user: customer, address: customerAddress } = await userWithWallet(sb.url, '20'));
 });
 
 afterAll(async () => {

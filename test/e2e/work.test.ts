@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { validateWork } from '../../src/work/index.js';
-import { newUser, type CliUser } from '../helpers/cli.js';
-import { fund, sandbox } from '../helpers/sandbox.js';
+import { userWithWallet, type CliUser } from '../helpers/cli.js';
+import { sandbox } from '../helpers/sandbox.js';
 
 let sb: RunningSandbox;
 let user: CliUser;
@@ -10,10 +10,7 @@ const root = '718CC2121C3E641059BC1C2CFC45666C99E8AE922F7A807B7D07B62C995D79E2';
 
 beforeAll(async () => {
   sb = await sandbox();
-  user = await newUser(sb.url);
-  const address = (await user.json<{ address: string }>(['wallet', 'create', '--remote'])).address;
-  await fund(sb.url, address, '1');
-  expect((await user.json(['receive']))._code).toBe(0);
+  ({ user } = await userWithWallet(sb.url, '1'));
 });
 
 afterAll(async () => {

@@ -68,3 +68,17 @@ export async function newUser(apiUrl: string, extraEnv: NodeJS.ProcessEnv = {}):
   };
   return user;
 }
+
+/** A user with a wallet made by the service (so with an API key); funded and opened when `amount` is given. */
+export async function userWithWallet(apiUrl: string, amount?: string): Promise<{ user: CliUser; address: string }> {
+  const user = await newUser(apiUrl);
+  const created = await user.json<{ address: string }>(['wallet', 'create', '--remote']);
+  if (created._code !== 0) throw new Error(`wallet create failed: ${JSON.stringify(created)}`);
+  if (amount !== undefined) {
+    const response = await fetch(`${apiUrl}/sandbox/fund`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ address: created.address, amount }) });
+    if (!response.ok) throw new Error(`faucet failed: HTTP ${response.status}`);
+    const received = await user.json(['receive']);
+    if (received._code !== 0) throw new Error(`receive failed: ${JSON.stringify(received)}`);
+  }
+  return { user, address: created.address };
+}
