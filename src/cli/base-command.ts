@@ -28,7 +28,9 @@ export abstract class BaseCommand extends Command {
       process.stdout.write(`${JSON.stringify({ error: failure.toJSON() })}\n`);
       return;
     }
-    const { default: chalk } = await import('chalk');
+    const { Chalk } = await import('chalk');
+    // No colour when NO_COLOR is set or stderr is not a terminal.
+    const chalk = new Chalk({ level: process.env.NO_COLOR || !process.stderr.isTTY ? 0 : 1 });
     process.stderr.write(`${chalk.red('Error')} ${chalk.dim(`[${failure.code}]`)} ${failure.message}\n`);
     if (failure.hint !== undefined) process.stderr.write(`${chalk.dim('Hint:')} ${failure.hint}\n`);
   }

@@ -95,6 +95,18 @@ describe('status --watch', () => {
     expect(events.at(-1)).toMatchObject({ event: 'status', is_paid: true });
   });
 
+  it('Ctrl-C ends a watch cleanly with exit 130', async () => {
+    const request = await merchant.json<Request>(['request', '0.5']);
+    const watcher = spawn(process.execPath, [BIN, 'status', request.transaction_id, '--watch', '--interval', '1', '--json'], { env: merchant.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    watcher.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((resolve) => watcher.on('close', resolve));
+    for (let i = 0; i < 200 && !out.includes('"is_paid":false'); i++) await new Promise((r) => setTimeout(r, 50));
+    watcher.kill('SIGINT');
+    expect(await exited).toBe(130);
+    expect(out.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>).at(-1)).toMatchObject({ error: { code: 'CANCELLED' } });
+  });
+
   it('--timeout exits with code 8 when nobody pays', async () => {
     const request = await merchant.json<Request>(['request', '0.5']);
     const result = await merchant.run(['status', request.transaction_id, '--watch', '--interval', '1', '--timeout', '2', '--json']);
