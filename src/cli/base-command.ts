@@ -1,5 +1,6 @@
 import { Command, Errors } from '@oclif/core';
 import { ExitCode, NanoPayError, toNanoPayError } from '../errors.js';
+import { stopSpinners } from './spinner.js';
 
 /** oclif's own failures (bad flags, missing args) are usage errors. */
 function fromOclif(error: unknown): NanoPayError | undefined {
@@ -24,6 +25,7 @@ export abstract class BaseCommand extends Command {
     if (error instanceof Errors.ExitError) throw error;
     const failure = fromOclif(error) ?? toNanoPayError(error);
     process.exitCode = failure.exitCode;
+    stopSpinners();
     if (this.jsonEnabled()) {
       process.stdout.write(`${JSON.stringify({ error: failure.toJSON() })}\n`);
       return;

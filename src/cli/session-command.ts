@@ -10,7 +10,9 @@ let interrupted: AbortController | undefined;
 function interruption(): AbortSignal {
   if (interrupted === undefined) {
     const controller = new AbortController();
-    process.once('SIGINT', () => controller.abort());
+    // A lasting listener (not `once`): conf's atomic writes (when-exit) re-raise SIGINT after their own
+    // cleanup, which must reach this handler again rather than kill the process before it ends cleanly.
+    process.on('SIGINT', () => controller.abort());
     interrupted = controller;
   }
   return interrupted.signal;
