@@ -71,11 +71,14 @@ function jsEngine(): Engine {
 
 const LOADERS: Record<EngineName, () => Engine> = { native: nativeEngine, wasm: wasmEngine, js: jsEngine };
 
-/** The fastest engine that loads here, or the one named (NANOPAY_POW_ENGINE) when it loads. */
+/**
+ * The engine named (NANOPAY_POW_ENGINE) if it loads here, else the fastest that
+ * does: native, then wasm, then js (which always loads).
+ */
 export function loadEngine(preferred?: string): Engine {
-  const order: EngineName[] = ['native', 'wasm', 'js'];
-  const wanted = order.includes(preferred as EngineName) ? [preferred as EngineName] : order;
-  for (const name of wanted) {
+  const fastestFirst: EngineName[] = ['native', 'wasm', 'js'];
+  const order = fastestFirst.includes(preferred as EngineName) ? [preferred as EngineName, ...fastestFirst.filter((n) => n !== preferred)] : fastestFirst;
+  for (const name of order) {
     try {
       return LOADERS[name]();
     } catch {
