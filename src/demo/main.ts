@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Config } from '@oclif/core';
-import { ApiClient } from '../api/client.js';
 import Balance from '../commands/balance.js';
 import Credits from '../commands/credits/index.js';
 import CreditsTopup from '../commands/credits/topup.js';
@@ -12,6 +11,7 @@ import Donate from '../commands/donate.js';
 import Pay from '../commands/pay.js';
 import Receive from '../commands/receive.js';
 import Request from '../commands/request.js';
+import SandboxFund from '../commands/sandbox/fund.js';
 import Status from '../commands/status.js';
 import WalletCreate from '../commands/wallet/create.js';
 import type { BalanceResult } from '../ops/balance.js';
@@ -51,9 +51,7 @@ async function main(): Promise<void> {
     const merchant = await nanopay<CreatedWallet>(WalletCreate, 'wallet create', ['--remote', '--name', 'shop', '--profile', 'merchant']);
     const customer = await nanopay<CreatedWallet>(WalletCreate, 'wallet create', ['--remote', '--name', 'everyday', '--profile', 'customer']);
 
-    say('\n# The sandbox faucet gives the customer 10 test XNO');
-    const funded = await new ApiClient({ baseUrl: sandbox.url }).fund(customer.address, '10');
-    say(`faucet block ${funded.hash}`);
+    await nanopay(SandboxFund, 'sandbox fund', ['--amount', '10', '--profile', 'customer']);
     await nanopay(Balance, 'balance', ['--receive', '--profile', 'customer']);
 
     const request = await nanopay<PaymentRequestResult>(Request, 'request', ['1.5', '--qr', '--redirect-url', 'https://shop.example/thanks', '--profile', 'merchant']);

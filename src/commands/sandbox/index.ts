@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
-import { BaseCommand } from '../cli/base-command.js';
-import { startSandbox } from '../sandbox/index.js';
+import { BaseCommand } from '../../cli/base-command.js';
+import { startSandbox } from '../../sandbox/index.js';
 
 export default class Sandbox extends BaseCommand {
   static override summary = 'Run the offline sandbox: an emulator of the payment service with a real, validating ledger.';
