@@ -1,6 +1,7 @@
 import { blake2b } from '@noble/hashes/blake2.js';
 import { NanoPayError } from '../errors.js';
 import { bytesToHex, hexToBytes } from './hex.js';
+import { quote } from './quote.js';
 
 const ALPHABET = '13456789abcdefghijkmnopqrstuwxyz';
 const ALPHABET_INDEX = new Map([...ALPHABET].map((c, i) => [c, i]));
@@ -38,8 +39,7 @@ export function publicKeyToAddress(publicKey: string | Uint8Array, prefix: Addre
 }
 
 function invalid(address: unknown, why: string): never {
-  const shown = typeof address === 'string' && address.length <= 80 ? `"${address}"` : 'the address';
-  throw new NanoPayError('INVALID_ADDRESS', `Invalid Nano address ${shown}: ${why}`, {
+  throw new NanoPayError('INVALID_ADDRESS', `Invalid Nano address ${quote(address, '(value not shown)')}: ${why}`, {
     hint: 'A Nano address starts with nano_ (or xrb_) followed by 60 characters.',
   });
 }

@@ -1,4 +1,5 @@
 import { NanoPayError } from '../errors.js';
+import { quote } from './quote.js';
 
 /** 1 XNO = 10^30 raw. */
 export const RAW_PER_XNO = 10n ** 30n;
@@ -20,21 +21,21 @@ export function xnoToRaw(input: string): bigint {
   if (s === '') fail('INVALID_NUMBER_FORMAT', 'Amount is empty');
   if (s.startsWith('-')) {
     if (/^-\d*\.?\d*$/.test(s) && /\d/.test(s)) fail('INVALID_NEGATIVE_AMOUNT', 'Amount must not be negative');
-    fail('INVALID_NUMBER_FORMAT', `Amount "${input}" is not a number`);
+    fail('INVALID_NUMBER_FORMAT', `Amount ${quote(input, '(value not shown)')} is not a number`);
   }
-  if (!/^[0-9.]+$/.test(s)) fail('INVALID_NUMBER_FORMAT', `Amount "${input}" is not a plain decimal number`);
+  if (!/^[0-9.]+$/.test(s)) fail('INVALID_NUMBER_FORMAT', `Amount ${quote(input, '(value not shown)')} is not a plain decimal number`);
   const parts = s.split('.');
-  if (parts.length > 2) fail('INVALID_NUMBER_FORMAT', `Amount "${input}" has more than one decimal point`);
+  if (parts.length > 2) fail('INVALID_NUMBER_FORMAT', `Amount ${quote(input, '(value not shown)')} has more than one decimal point`);
   const [whole = '', fraction] = parts;
-  if (whole === '') fail('INVALID_WHOLE_NUMBER', `Amount "${input}" needs a whole part (write 0${s})`);
+  if (whole === '') fail('INVALID_WHOLE_NUMBER', `Amount ${quote(input, '(value not shown)')} needs a whole part (write 0${s})`);
   if (fraction !== undefined) {
-    if (fraction === '') fail('INVALID_FRACTIONAL_PART', `Amount "${input}" ends with a decimal point`);
+    if (fraction === '') fail('INVALID_FRACTIONAL_PART', `Amount ${quote(input, '(value not shown)')} ends with a decimal point`);
     if (fraction.length > DECIMALS) {
-      fail('TOO_MANY_DECIMAL_PLACES', `Amount "${input}" has more than ${DECIMALS} decimal places`);
+      fail('TOO_MANY_DECIMAL_PLACES', `Amount ${quote(input, '(value not shown)')} has more than ${DECIMALS} decimal places`);
     }
   }
   const raw = BigInt(whole) * RAW_PER_XNO + BigInt((fraction ?? '').padEnd(DECIMALS, '0') || '0');
-  if (raw > MAX_RAW) fail('AMOUNT_TOO_LARGE', `Amount "${input}" exceeds the maximum of 2^128-1 raw`);
+  if (raw > MAX_RAW) fail('AMOUNT_TOO_LARGE', `Amount ${quote(input, '(value not shown)')} exceeds the maximum of 2^128-1 raw`);
   return raw;
 }
 
@@ -52,8 +53,8 @@ export function parseRaw(input: string): bigint {
   if (typeof input !== 'string') fail('INVALID_NUMBER_FORMAT', 'Raw amount must be a string');
   const s = input.trim();
   if (s.startsWith('-') && /^-\d+$/.test(s)) fail('INVALID_NEGATIVE_AMOUNT', 'Amount must not be negative');
-  if (!/^\d+$/.test(s)) fail('INVALID_NUMBER_FORMAT', `Raw amount "${input}" must be a whole number of raw`);
+  if (!/^\d+$/.test(s)) fail('INVALID_NUMBER_FORMAT', `Raw amount ${quote(input, '(value not shown)')} must be a whole number of raw`);
   const raw = BigInt(s);
-  if (raw > MAX_RAW) fail('AMOUNT_TOO_LARGE', `Raw amount "${input}" exceeds the maximum of 2^128-1`);
+  if (raw > MAX_RAW) fail('AMOUNT_TOO_LARGE', `Raw amount ${quote(input, '(value not shown)')} exceeds the maximum of 2^128-1`);
   return raw;
 }

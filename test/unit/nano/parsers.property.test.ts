@@ -112,3 +112,24 @@ describe('URI codec', () => {
     fc.assert(fc.property(fc.string(), (s) => throwsOnlyCoded(() => parseNanoUri(`nano:nano_1111111111111111111111111111111111111111111111111111hifc8npp?${s}`))));
   });
 });
+
+describe('errors never echo what may be a secret', () => {
+  const seed = 'C0CB015BCA0834AC827B6259B48C052F7D62692DA1FA21DCDF755CFD27ACBE43';
+  const words = 'hole kiss mouse jacket also board click series citizen slight kite smoke desk diary rent mercy inflict antique edge invite slush athlete total brain';
+
+  it.each([seed, words, seed + seed])('%#: a secret pasted as an address or an amount stays out of the message', (secret) => {
+    for (const parse of [() => addressToPublicKey(secret), () => xnoToRaw(secret), () => parseRaw(secret)]) {
+      try {
+        parse();
+        expect.unreachable();
+      } catch (error) {
+        expect((error as NanoPayError).message).not.toContain(secret.slice(0, 16));
+      }
+    }
+  });
+
+  it('ordinary mistakes are quoted back', () => {
+    expect(() => xnoToRaw('1,5')).toThrow('"1,5"');
+    expect(() => addressToPublicKey('nano_123')).toThrow('"nano_123"');
+  });
+});
