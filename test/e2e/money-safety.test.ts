@@ -94,7 +94,7 @@ describe('upstream faults', () => {
   it.each(cases)('%s on account info gives %s, exit 5, and sends nothing', async (fault, code) => {
     const proxy = await startFaultyProxy(sb.url, (_m, path) => (path === '/account/info' ? fault : 'pass'));
     const before = (await ledger(sb.url)).blocks.length;
-    const result = await payer.run(['send', payee, '0.1', '--yes', '--json'], { env: { NANOPAY_API_URL: proxy.url, NANOPAY_TIMEOUT_MS: '400' } });
+    const result = await payer.run(['send', payee, '0.1', '--yes', '--json'], { env: { NANOPAY_API_URL: proxy.url, NANOPAY_TIMEOUT_MS: '1500' } });
     await proxy.close();
     expect(result.code).toBe(5);
     expect(JSON.parse(result.stdout)).toMatchObject({ error: { code } });
@@ -104,7 +104,7 @@ describe('upstream faults', () => {
   it.each(cases)('%s on publish gives an upstream error; the retry lands the same block once', async (fault) => {
     const proxy = await startFaultyProxy(sb.url, (method, path) => (method === 'POST' && path === '/block/publish' ? fault : 'pass'));
     const before = await balanceRaw();
-    const failed = await payer.run(['send', payee, '0.01', '--yes', '--json'], { env: { NANOPAY_API_URL: proxy.url, NANOPAY_TIMEOUT_MS: '400' } });
+    const failed = await payer.run(['send', payee, '0.01', '--yes', '--json'], { env: { NANOPAY_API_URL: proxy.url, NANOPAY_TIMEOUT_MS: '1500' } });
     await proxy.close();
     expect(failed.code).toBe(5);
     // The send did not reach the ledger: the journal still holds it, and the next command publishes that very block.
