@@ -132,10 +132,6 @@ export class NanoPayError extends Error {
   }
 }
 
-export function isNanoPayError(value: unknown): value is NanoPayError {
-  return value instanceof NanoPayError;
-}
-
 /** Wraps anything thrown into a NanoPayError; unknown throwables are our bugs. */
 export function toNanoPayError(value: unknown): NanoPayError {
   if (value instanceof NanoPayError) return value;

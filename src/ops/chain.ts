@@ -135,8 +135,3 @@ export async function executeSend(ctx: OpsContext, signer: Signer, plan: SendPla
   const entry = await completeAndPublish(ctx, signer, block, 'send', plan.head.thresholds, { amountRaw: plan.amountRaw.toString(), ...note });
   return { hash: entry.hash, to: plan.to, amountRaw: plan.amountRaw, balanceRaw: plan.balanceAfterRaw, entry };
 }
-
-/** Sends `amountRaw` to `to` (no lock: callers that share an account go through ops/account). */
-export async function sendFromAccount(ctx: OpsContext, signer: Signer, to: string, amountRaw: bigint): Promise<SentBlock> {
-  return executeSend(ctx, signer, await planSend(ctx, signer.address, to, amountRaw));
-}

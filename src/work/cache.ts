@@ -46,8 +46,4 @@ export class WorkCache {
     }
     return this.generate(key, threshold, signal);
   };
-
-  has(root: string): boolean {
-    return this.entries.has(root.toUpperCase());
-  }
 }
