@@ -116,11 +116,18 @@ describe('the seven routes', () => {
     expectEnvelopeError(await call('GET', '/nope'), 404, 'NOT_FOUND');
   });
 
-  it('concurrent sends never fork the account', async () => {
-    const results = await Promise.all([1, 2, 3].map((n) => post('/wallet/send', { recipient_address: other, amount: `0.0${n}` })));
+  it('ten concurrent sends all land in one chain, balances exact', async () => {
+    const before = BigInt((await call('GET', '/wallet/balance')).body.data?.balance_raw as string);
+    const amounts = Array.from({ length: 10 }, (_, i) => `0.0${i + 1}`);
+    const results = await Promise.all(amounts.map((amount) => post('/wallet/send', { recipient_address: other, amount })));
     for (const r of results) expect(r.body.success).toBe(true);
-    const chain = (await ledger(sb.url)).blocks.filter((b) => b.account === address).map((b) => Number(b.height)).sort((a, b) => a - b);
-    expect(chain).toEqual(chain.map((_, i) => i + 1));
+    const blocks = (await ledger(sb.url)).blocks.filter((b) => b.account === address);
+    const heights = blocks.map((b) => Number(b.height)).sort((a, b) => a - b);
+    expect(heights).toEqual(heights.map((_, i) => i + 1));
+    for (const r of results) expect(blocks.some((b) => b.hash === r.body.data?.hash)).toBe(true);
+    const spent = amounts.reduce((sum, a) => sum + xnoToRaw(a), 0n);
+    const after = BigInt((await call('GET', '/wallet/balance')).body.data?.balance_raw as string);
+    expect(after).toBe(before - spent);
   });
 
   it('makes the next block\'s work while idle', async () => {
