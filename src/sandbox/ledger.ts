@@ -11,7 +11,7 @@ import {
   type StateBlock,
   type Subtype,
 } from '../nano/index.js';
-import { validateWork, type Thresholds } from '../work/index.js';
+import { parseThreshold, validateWork, type Thresholds } from '../work/index.js';
 
 /** A block as the ledger keeps it. */
 export interface LedgerBlock {
@@ -22,6 +22,7 @@ export interface LedgerBlock {
   amount: bigint;
   balance: bigint;
   height: number;
+  /** Seconds since the epoch when the sandbox applied it (the node's local_timestamp). */
   timestamp: number;
   successor: string | null;
 }
@@ -38,10 +39,29 @@ export interface AccountRecord {
 /** A send waiting for its destination to receive it. */
 export interface Receivable {
   hash: string;
+  /** Public key of the destination (the send's link). */
   destination: string;
   source: string;
   amount: bigint;
   received: boolean;
+}
+
+/** A block that passed every check and can be applied as it is. */
+export interface VerifiedBlock {
+  stored: LedgerBlock;
+  /** The send it receives, for open and receive blocks. */
+  source: Receivable | undefined;
+}
+
+export interface ProcessOptions {
+  /** The subtype the client claims; it must match what the ledger computes. */
+  subtype?: string;
+  /**
+   * Blocks the sandbox signs itself (faucet sends from genesis) skip the work
+   * check: they mint test funds and must stay instant even at live thresholds.
+   */
+  skipWork?: boolean;
+  now?: number;
 }
 
 const HEX64 = /^[0-9A-Fa-f]{64}$/;
@@ -50,47 +70,64 @@ function reject(code: string, message: string): never {
   throw new NanoPayError(code, message);
 }
 
-function checkShape(input: unknown): StateBlock {
+/**
+ * Checks the fields of a submitted block and returns it in canonical form:
+ * nano_ addresses, upper-case hashes and signature, lower-case work, link as
+ * 64 hex (an address is accepted for it), balance without leading zeros.
+ */
+export function parseBlock(input: unknown): StateBlock {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) reject('INVALID_BLOCK', 'The block must be a JSON object');
   const b = input as Record<string, unknown>;
-  if (typeof b !== 'object' || b === null || Array.isArray(b)) reject('INVALID_BLOCK', 'The block must be a JSON object');
   if (b.type !== 'state') reject('INVALID_BLOCK', 'Only state blocks are accepted ("type": "state")');
-  for (const field of ['account', 'previous', 'representative', 'balance', 'link', 'signature', 'work']) {
-    if (typeof b[field] !== 'string') reject('INVALID_BLOCK', `The block field "${field}" must be a string`);
-  }
-  const s = b as Record<string, string>;
-  if (!isValidAddress(s.account as string)) reject('INVALID_BLOCK', 'The block account is not a valid address');
-  if (!isValidAddress(s.representative as string)) reject('INVALID_BLOCK', 'The block representative is not a valid address');
-  if (!HEX64.test(s.previous as string)) reject('INVALID_BLOCK', 'The block previous must be 64 hex characters');
-  if (!HEX64.test(s.link as string) && !isValidAddress(s.link as string)) reject('INVALID_BLOCK', 'The block link must be 64 hex characters');
-  if (!/^\d{1,39}$/.test(s.balance as string) || BigInt(s.balance as string) > MAX_RAW) reject('INVALID_BLOCK', 'The block balance must be a decimal raw amount up to 2^128-1');
-  if (!/^[0-9A-Fa-f]{128}$/.test(s.signature as string)) reject('INVALID_BLOCK', 'The block signature must be 128 hex characters');
-  if (!/^[0-9A-Fa-f]{16}$/.test(s.work as string)) reject('INVALID_BLOCK', 'The block work must be 16 hex characters');
-  const link = HEX64.test(s.link as string) ? (s.link as string).toUpperCase() : addressToPublicKey(s.link as string);
+  const text = (field: string): string => {
+    const value = b[field];
+    if (typeof value !== 'string') reject('INVALID_BLOCK', `The block field "${field}" must be a string`);
+    return value;
+  };
+  const [account, previous, representative, balance, link, signature, work] = ['account', 'previous', 'representative', 'balance', 'link', 'signature', 'work'].map(text) as [
+    string, string, string, string, string, string, string,
+  ];
+  if (!isValidAddress(account)) reject('INVALID_BLOCK', 'The block account is not a valid address');
+  if (!isValidAddress(representative)) reject('INVALID_BLOCK', 'The block representative is not a valid address');
+  if (!HEX64.test(previous)) reject('INVALID_BLOCK', 'The block previous must be 64 hex characters');
+  if (!HEX64.test(link) && !isValidAddress(link)) reject('INVALID_BLOCK', 'The block link must be 64 hex characters or an address');
+  if (!/^\d{1,39}$/.test(balance) || BigInt(balance) > MAX_RAW) reject('INVALID_BLOCK', 'The block balance must be a decimal raw amount from 0 to 2^128-1');
+  if (!/^[0-9A-Fa-f]{128}$/.test(signature)) reject('INVALID_BLOCK', 'The block signature must be 128 hex characters');
+  if (!/^[0-9A-Fa-f]{16}$/.test(work)) reject('INVALID_BLOCK', 'The block work must be 16 hex characters');
   return {
     type: 'state',
-    account: publicKeyToAddress(addressToPublicKey(s.account as string)),
-    previous: (s.previous as string).toUpperCase(),
-    representative: publicKeyToAddress(addressToPublicKey(s.representative as string)),
-    balance: BigInt(s.balance as string).toString(),
-    link,
-    signature: (s.signature as string).toUpperCase(),
-    work: (s.work as string).toLowerCase(),
+    account: publicKeyToAddress(addressToPublicKey(account)),
+    previous: previous.toUpperCase(),
+    representative: publicKeyToAddress(addressToPublicKey(representative)),
+    balance: BigInt(balance).toString(),
+    link: HEX64.test(link) ? link.toUpperCase() : addressToPublicKey(link),
+    signature: signature.toUpperCase(),
+    work: work.toLowerCase(),
   };
 }
 
-export interface ProcessOptions {
-  /** The subtype the client claims; it must match what the ledger computes. */
-  subtype?: string;
-  /** Blocks the sandbox makes itself (the faucet) carry no work. */
-  skipWork?: boolean;
-  now?: number;
+/** The easier of two thresholds (the lower 64-bit value). */
+function easiest(thresholds: Thresholds): string {
+  return parseThreshold(thresholds.send) <= parseThreshold(thresholds.receive) ? thresholds.send : thresholds.receive;
 }
 
 /**
- * A Nano ledger that validates like a node: shape, duplicates, signature, the
- * account chain (gap, fork, account), the balance arithmetic of the subtype,
- * receivables (exists, for this account, not yet received), then work against
- * the advertised thresholds. Rejections carry their own code and message.
+ * A Nano ledger that validates like a node and keeps what the service reads:
+ * accounts, blocks by hash in arrival order, and receivables.
+ *
+ * Check order (each failure has its own code):
+ *  1. fields (INVALID_BLOCK), 2. already known (BLOCK_EXISTS),
+ *  3. signature (BLOCK_BAD_SIGNATURE),
+ *  4. work against the easiest advertised threshold, before any ledger state,
+ *     as the node's block processor filters (BLOCK_INSUFFICIENT_WORK),
+ *  5. the chain: previous known (BLOCK_GAP_PREVIOUS), same account
+ *     (BLOCK_ACCOUNT_MISMATCH), previous is the frontier and an open block is
+ *     the first (BLOCK_FORK),
+ *  6. the subtype from the balance change and its arithmetic (receivable
+ *     exists, is for this account, is unspent, amount exact), then the
+ *     client's subtype claim (INVALID_BLOCK),
+ *  7. work against the threshold of that subtype: send/change use the send
+ *     threshold, open/receive the receive one (BLOCK_INSUFFICIENT_WORK).
  */
 export class Ledger {
   readonly accounts = new Map<string, AccountRecord>();
@@ -101,12 +138,17 @@ export class Ledger {
   constructor(readonly thresholds: Thresholds) {}
 
   /** The genesis account holds the whole supply, as on the real network. */
-  createGenesis(genesis: { address: string; signature: (block: StateBlock) => string }, now = Date.now()): void {
-    const publicKey = addressToPublicKey(genesis.address);
-    const unsigned: StateBlock = { type: 'state', account: genesis.address, previous: ZERO_HASH, representative: genesis.address, balance: MAX_RAW.toString(), link: publicKey };
-    const block: StateBlock = { ...unsigned, signature: genesis.signature(unsigned), work: '0'.repeat(16) };
-    const hash = hashBlock(block);
-    this.insert({ hash, block, subtype: 'open', account: genesis.address, amount: MAX_RAW, balance: MAX_RAW, height: 1, timestamp: Math.floor(now / 1000), successor: null });
+  createGenesis(genesis: { address: string; sign: (block: StateBlock) => string }, now = Date.now()): void {
+    const unsigned: StateBlock = {
+      type: 'state',
+      account: genesis.address,
+      previous: ZERO_HASH,
+      representative: genesis.address,
+      balance: MAX_RAW.toString(),
+      link: addressToPublicKey(genesis.address),
+    };
+    const block: StateBlock = { ...unsigned, signature: genesis.sign(unsigned), work: '0'.repeat(16) };
+    this.insert({ hash: hashBlock(block), block, subtype: 'open', account: genesis.address, amount: MAX_RAW, balance: MAX_RAW, height: 1, timestamp: seconds(now), successor: null });
   }
 
   account(address: string): AccountRecord | undefined {
@@ -119,11 +161,23 @@ export class Ledger {
     return [...this.receivables.values()].filter((r) => !r.received && r.destination === key);
   }
 
+  /** Validates and applies a block; throws the node-like rejection otherwise. */
   process(input: unknown, options: ProcessOptions = {}): LedgerBlock {
-    const block = checkShape(input);
+    const verified = this.verify(input, options);
+    this.apply(verified);
+    return verified.stored;
+  }
+
+  /** Every check of `process` without changing the ledger (see the class comment for the order). */
+  verify(input: unknown, options: ProcessOptions = {}): VerifiedBlock {
+    const block = parseBlock(input);
     const hash = hashBlock(block);
     if (this.blocks.has(hash)) reject('BLOCK_EXISTS', `Block ${hash} is already in the ledger`);
     if (!verifyBlock(block)) reject('BLOCK_BAD_SIGNATURE', 'The block signature does not match the block and its account');
+    const root = workRoot(block);
+    const work = block.work as string;
+    const minimum = easiest(this.thresholds);
+    if (!options.skipWork && !validateWork(root, work, minimum)) reject('BLOCK_INSUFFICIENT_WORK', `The work does not meet the minimum threshold ${minimum}`);
 
     const key = addressToPublicKey(block.account);
     const account = this.accounts.get(key);
@@ -132,7 +186,7 @@ export class Ledger {
     if (!isOpen) {
       const previous = this.blocks.get(block.previous);
       if (previous === undefined) reject('BLOCK_GAP_PREVIOUS', `The previous block ${block.previous} is not in the ledger`);
-      if (previous.account !== block.account) reject('BLOCK_ACCOUNT_MISMATCH', 'The previous block belongs to another account');
+      if (previous.account !== block.account) reject('BLOCK_ACCOUNT_MISMATCH', `The previous block ${block.previous} belongs to another account`);
       if (account?.frontier !== block.previous) {
         reject('BLOCK_FORK', `Fork: ${block.previous} already has a successor; the account frontier is ${account?.frontier}`);
       }
@@ -141,36 +195,26 @@ export class Ledger {
     const before = account?.balance ?? 0n;
     const after = BigInt(block.balance);
     let subtype: Subtype;
-    let amount: bigint;
     let source: Receivable | undefined;
     if (after < before) {
       subtype = 'send';
-      amount = before - after;
-    } else if (after > before) {
+    } else if (after > before || isOpen) {
+      // As on a node, a block that does not lower the balance and names a link
+      // receives that link; an open block can only receive.
       subtype = isOpen ? 'open' : 'receive';
-      amount = after - before;
-      source = this.receivables.get(block.link);
-      if (source === undefined) reject('BLOCK_UNRECEIVABLE', `Block ${block.link} is not a pending send`);
-      if (source.destination !== key) reject('BLOCK_UNRECEIVABLE', `Block ${block.link} was not sent to ${block.account}`);
-      if (source.received) reject('BLOCK_ALREADY_RECEIVED', `Block ${block.link} has already been received`);
-      if (source.amount !== amount) {
-        reject('BLOCK_BALANCE_MISMATCH', `The balance must rise by exactly ${source.amount} raw (the amount sent), not ${amount}`);
-      }
+      source = this.receivableFor(block.link, key, block.account, after - before);
     } else {
-      if (isOpen) reject('INVALID_BLOCK', 'An open block must receive a pending send');
       if (block.link !== ZERO_HASH) reject('BLOCK_BALANCE_MISMATCH', 'The balance did not change, so the link must be zero (a change block)');
       subtype = 'change';
-      amount = 0n;
     }
     const claimed = options.subtype;
+    // The toolset labels open blocks "receive": that claim is accepted for an open.
     if (claimed !== undefined && claimed !== subtype && !(claimed === 'receive' && subtype === 'open')) {
       reject('INVALID_BLOCK', `The block is a ${subtype}, not a ${claimed}`);
     }
     if (!options.skipWork) {
       const threshold = subtype === 'send' || subtype === 'change' ? this.thresholds.send : this.thresholds.receive;
-      if (!validateWork(workRoot(block), block.work as string, threshold)) {
-        reject('BLOCK_INSUFFICIENT_WORK', `The work does not meet the ${subtype} threshold ${threshold}`);
-      }
+      if (!validateWork(root, work, threshold)) reject('BLOCK_INSUFFICIENT_WORK', `The work does not meet the ${subtype} threshold ${threshold}`);
     }
 
     const stored: LedgerBlock = {
@@ -178,15 +222,31 @@ export class Ledger {
       block,
       subtype,
       account: block.account,
-      amount,
+      amount: after > before ? after - before : before - after,
       balance: after,
       height: (account?.height ?? 0) + 1,
-      timestamp: Math.floor((options.now ?? Date.now()) / 1000),
+      timestamp: seconds(options.now ?? Date.now()),
       successor: null,
     };
+    return { stored, source };
+  }
+
+  /** Applies a block `verify` accepted; the ledger must not have changed in between. */
+  apply({ stored, source }: VerifiedBlock): void {
     if (source !== undefined) source.received = true;
     this.insert(stored);
-    return stored;
+  }
+
+  private receivableFor(link: string, key: string, address: string, amount: bigint): Receivable {
+    if (link === ZERO_HASH) reject('BLOCK_UNRECEIVABLE', 'The balance rose (or the account opens) but the link names no send to receive');
+    const source = this.receivables.get(link);
+    if (source === undefined) reject('BLOCK_UNRECEIVABLE', `Block ${link} is not a send in the ledger`);
+    if (source.destination !== key) reject('BLOCK_UNRECEIVABLE', `Block ${link} was not sent to ${address}`);
+    if (source.received) reject('BLOCK_ALREADY_RECEIVED', `Block ${link} has already been received`);
+    if (source.amount !== amount) {
+      reject('BLOCK_BALANCE_MISMATCH', `The balance must rise by exactly ${source.amount} raw (the amount sent), not ${amount}`);
+    }
+    return source;
   }
 
   private insert(stored: LedgerBlock): void {
@@ -218,19 +278,32 @@ export class Ledger {
     };
   }
 
-  /** Rebuilds from a snapshot by replaying its blocks in order (no re-validation: they were valid). */
+  /**
+   * Rebuilds from a snapshot by replaying its blocks in order. Signatures and
+   * work are not checked again (they were when the blocks arrived), but every
+   * hash and chain link is, so a damaged file is refused rather than served.
+   */
   static restore(thresholds: Thresholds, snapshot: LedgerSnapshot): Ledger {
     const ledger = new Ledger(thresholds);
-    for (const b of snapshot.blocks) {
-      const stored: LedgerBlock = { ...b, amount: BigInt(b.amount), balance: BigInt(b.balance), successor: null };
-      if (stored.subtype === 'open' || stored.subtype === 'receive') {
-        const source = ledger.receivables.get(stored.block.link);
-        if (source !== undefined) source.received = true;
+    for (const [index, b] of snapshot.blocks.entries()) {
+      const block = parseBlock(b.block);
+      const account = ledger.accounts.get(addressToPublicKey(block.account));
+      const consistent = hashBlock(block) === b.hash && block.previous === (account?.frontier ?? ZERO_HASH) && BigInt(b.balance) === BigInt(block.balance);
+      if (!consistent) throw new Error(`block ${index + 1} (${String(b.hash)}) does not fit the chain before it`);
+      // The first block is genesis: it opens with the supply and receives nothing.
+      if (index > 0 && (b.subtype === 'open' || b.subtype === 'receive')) {
+        const source = ledger.receivables.get(block.link);
+        if (source === undefined || source.received) throw new Error(`block ${index + 1} receives ${block.link}, which is not receivable`);
+        source.received = true;
       }
-      ledger.insert(stored);
+      ledger.insert({ ...b, block, amount: BigInt(b.amount), balance: BigInt(b.balance), successor: null });
     }
     return ledger;
   }
+}
+
+function seconds(ms: number): number {
+  return Math.floor(ms / 1000);
 }
 
 export interface LedgerSnapshot {

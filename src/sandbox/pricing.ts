@@ -4,32 +4,38 @@ import { RAW_PER_XNO } from '../nano/index.js';
 export const TIERS = [10, 50, 100, 500, 1000, 5000, 10000, 50000, 100000] as const;
 export type Tier = (typeof TIERS)[number];
 
+/** Credits a new API key starts with (the service's monthly free allowance). */
 export const FREE_CREDITS = 1000;
 
 /**
- * Credits each protected call costs in the sandbox (charged on success only).
+ * Credits each protected call costs in the sandbox, charged on success only;
+ * both route forms of an operation (POST body or GET path) cost the same.
  * Reading credits and topping up are free, so an exhausted key can recover.
  */
-export const CREDIT_COSTS: Record<string, number> = {
-  'GET /wallet/balance': 1,
-  'POST /wallet/pending': 1,
-  'POST /account/info': 1,
-  'POST /block/info': 1,
-  'POST /block/publish': 1,
-  'GET /network/active-difficulty': 1,
-  'POST /payment/request': 1,
-  'GET /payment/status': 1,
-  'GET /donate/address': 1,
-  'GET /credits/info': 0,
-  'GET /credits/topup': 0,
-  'POST /credits/topup': 0,
-};
+export const CREDIT_COSTS = {
+  balance: 1, // GET /wallet/balance/:address
+  pending: 1, // POST /wallet/pending, GET /wallet/pending/:address
+  accountInfo: 1, // POST /account/info, GET /account/info/:address
+  blockInfo: 1, // POST /block/info, GET /block/info/:hash
+  publish: 1, // POST /block/publish
+  activeDifficulty: 1, // GET /network/active-difficulty
+  paymentRequest: 1, // POST /payment/request
+  paymentStatus: 1, // GET /payment/status/:id
+  donateAddress: 1, // GET /donate/address
+  creditsInfo: 0, // GET /credits/info, GET /credits
+  topupOffer: 0, // GET /credits/topup/:n
+  topupSubmit: 0, // POST /credits/topup
+} as const satisfies Record<string, number>;
+export type Operation = keyof typeof CREDIT_COSTS;
 
-/** 0.0001 XNO a credit, 10 % off from 1,000 credits, 20 % off from 10,000. */
+/**
+ * Price of a tier in raw: 0.0001 XNO a credit (0.001 XNO for 10), 10 % off
+ * from 1,000 credits, 20 % off from 10,000.
+ */
 export function tierPriceRaw(tier: Tier): bigint {
   const base = BigInt(tier) * (RAW_PER_XNO / 10_000n);
-  const discount = tier >= 10000 ? 80n : tier >= 1000 ? 90n : 100n;
-  return (base * discount) / 100n;
+  const percent = tier >= 10000 ? 80n : tier >= 1000 ? 90n : 100n;
+  return (base * percent) / 100n;
 }
 
 export function isTier(value: number): value is Tier {

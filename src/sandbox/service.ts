@@ -1,10 +1,12 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomInt, randomUUID } from 'node:crypto';
 import { NanoPayError } from '../errors.js';
 import {
+  MAX_RAW,
   addressToPublicKey,
   buildSendBlock,
   deriveAccount,
   generateSeed,
+  hashBlock,
   linkAsAccount,
   normalizeAddress,
   parseHash,
@@ -14,9 +16,12 @@ import {
   type Account,
 } from '../nano/index.js';
 import { DEV_THRESHOLDS, LIVE_THRESHOLDS, type Thresholds } from '../work/index.js';
-import { Ledger, type LedgerBlock } from './ledger.js';
+import { Ledger, parseBlock, type LedgerBlock } from './ledger.js';
 import { FREE_CREDITS, TIERS, isTier, tierPriceRaw } from './pricing.js';
-import type { SandboxState } from './state.js';
+import type { SandboxState, TopupRecord } from './state.js';
+
+/** Payment request amounts are raised by 1..MAX_OFFSET raw, far below anything a person would notice. */
+const MAX_OFFSET = 999_999n;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -40,7 +45,7 @@ export class SandboxService {
     this.serviceAccount = deriveAccount({ privateKey: state.serviceKey });
     if (state.ledger.blocks.length === 0) {
       this.ledger = new Ledger(this.thresholds);
-      this.ledger.createGenesis({ address: this.genesis.address, signature: (b) => signBlock(b, this.genesis.privateKey) });
+      this.ledger.createGenesis({ address: this.genesis.address, sign: (b) => signBlock(b, this.genesis.privateKey) });
     } else {
       this.ledger = Ledger.restore(this.thresholds, state.ledger);
     }
@@ -76,9 +81,10 @@ export class SandboxService {
   requireCredits(apiKey: string, cost: number): void {
     const account = this.state.apiKeys[apiKey];
     if (account !== undefined && account.credits < cost) {
-      throw new NanoPayError('INSUFFICIENT_CREDITS', `This API key has no credits left (the call costs ${cost})`, {
-        hint: 'Top up: GET /credits/topup/{tier}, then POST /credits/topup with the paying block.',
-      });
+      throw new NanoPayError(
+        'INSUFFICIENT_CREDITS',
+        `This API key has ${account.credits} credits and the call costs ${cost}. Top up (free of credits): GET /credits/topup/{tier} for the price, then POST /credits/topup with the paying send block.`,
+      );
     }
   }
 
@@ -177,7 +183,7 @@ export class SandboxService {
     return stored;
   }
 
-  /** The faucet: a send from genesis, signed by the sandbox. */
+  /** The faucet: a send from genesis, signed by the sandbox and exempt from work (see ProcessOptions.skipWork). */
   fund(address: string, amountXno: string): Record<string, string> {
     const to = normalizeAddress(address);
     const amount = xnoToRaw(amountXno);
@@ -199,14 +205,15 @@ export class SandboxService {
     const address = normalizeAddress(receiveAddress);
     const base = xnoToRaw(amountXno);
     if (base <= 0n) throw new NanoPayError('INVALID_NUMBER_FORMAT', 'The amount must be greater than zero');
+    if (base + MAX_OFFSET > MAX_RAW) throw new NanoPayError('AMOUNT_TOO_LARGE', 'The amount leaves no room for the matching offset below 2^128-1 raw');
     const open = new Set(
       Object.values(this.state.payments)
         .filter((p) => p.paidBy === null && p.receiveAddress === address)
         .map((p) => p.amountRaw),
     );
-    // A small raw offset makes the amount unique among this address's open requests.
+    // A small raw offset (1..MAX_OFFSET) makes the amount unique among this address's open requests.
     let amount: bigint;
-    do amount = base + 1n + BigInt(randomBytes(4).readUInt32LE(0) % 999_999);
+    do amount = base + 1n + BigInt(randomInt(Number(MAX_OFFSET)));
     while (open.has(amount.toString()));
     const id = randomUUID();
     this.state.payments[id] = { receiveAddress: address, amountRaw: amount.toString(), redirectUrl, createdAt: Date.now(), paidBy: null };
@@ -247,59 +254,60 @@ export class SandboxService {
     }
     const id = randomUUID();
     const amount = tierPriceRaw(tier);
-    this.state.topups[id] = { tier, apiKey, paymentAddress: this.serviceAccount.address, amountRaw: amount.toString(), paidBy: null, newBalance: null };
+    this.state.topups[id] = {
+      tier,
+      apiKey,
+      paymentAddress: this.serviceAccount.address,
+      amountRaw: amount.toString(),
+      ledgerSize: this.ledger.order.length,
+      paidBy: null,
+      newBalance: null,
+    };
     return { payment_address: this.serviceAccount.address, nano_amount: rawToXno(amount), transaction_id: id };
   }
 
   /**
    * Publishes the paying block and adds the credits, once. A block already in
-   * the ledger (the payment landed, the answer was lost) still credits once;
-   * a repeat after that returns the same result.
+   * the ledger (the payment landed, the answer was lost) still credits once if
+   * it arrived after the offer and paid no other top-up; a repeat after that
+   * returns the same result. A block that does not pay the offer exactly is
+   * refused before anything is published.
    */
-  topupSubmit(apiKey: string, transactionId: string, block: unknown): Record<string, number> {
+  topupSubmit(apiKey: string, transactionId: string, input: unknown, subtype: string | undefined): Record<string, number> {
     const topup = this.state.topups[transactionId];
     if (topup === undefined || topup.apiKey !== apiKey) throw unknownTransaction(transactionId);
     if (topup.paidBy !== null) return { topped_up_credits: topup.tier, new_credits_balance: topup.newBalance ?? 0 };
-    const stored = this.checkTopupBlock(topup, block);
     const account = this.state.apiKeys[apiKey];
     if (account === undefined) throw new NanoPayError('INVALID_API_KEY', 'The API key is not valid');
+
+    const landed = this.ledger.blocks.get(hashBlock(parseBlock(input)));
+    let payment: LedgerBlock;
+    if (landed !== undefined) {
+      if (this.ledger.order.indexOf(landed.hash) < topup.ledgerSize || Object.values(this.state.topups).some((t) => t.paidBy === landed.hash)) {
+        throw new NanoPayError('PAYMENT_MISMATCH', `Block ${landed.hash} is already in the ledger and did not pay this top-up`);
+      }
+      this.checkPays(topup, landed);
+      payment = landed;
+    } else {
+      const verified = this.ledger.verify(input, subtype === undefined ? {} : { subtype });
+      this.checkPays(topup, verified.stored);
+      this.ledger.apply(verified);
+      this.matchPayment(verified.stored);
+      payment = verified.stored;
+    }
     account.credits += topup.tier;
-    topup.paidBy = stored.hash;
+    topup.paidBy = payment.hash;
     topup.newBalance = account.credits;
     return { topped_up_credits: topup.tier, new_credits_balance: account.credits };
   }
 
-  private checkTopupBlock(topup: { paymentAddress: string; amountRaw: string }, block: unknown): LedgerBlock {
-    const b = block as { link?: unknown; account?: unknown; previous?: unknown };
-    const preview = this.previewSend(b);
-    if (preview !== undefined) {
-      if (preview.to !== addressToPublicKey(topup.paymentAddress) || preview.amount !== BigInt(topup.amountRaw)) {
-        throw new NanoPayError('PAYMENT_MISMATCH', `The block must send exactly ${rawToXno(BigInt(topup.amountRaw))} XNO to ${topup.paymentAddress}; nothing was published`);
-      }
+  private checkPays(topup: TopupRecord, block: LedgerBlock): void {
+    if (block.subtype !== 'send' || block.block.link !== addressToPublicKey(topup.paymentAddress) || block.amount !== BigInt(topup.amountRaw)) {
+      throw new NanoPayError(
+        'PAYMENT_MISMATCH',
+        `The block must send exactly ${rawToXno(BigInt(topup.amountRaw))} XNO to ${topup.paymentAddress}; nothing was published`,
+      );
     }
-    try {
-      return this.publish(block, 'send');
-    } catch (error) {
-      if (!(error instanceof NanoPayError && error.code === 'BLOCK_EXISTS')) throw error;
-      const existing = [...this.ledger.blocks.values()].find((s) => s.block.signature === (block as { signature?: string }).signature?.toUpperCase());
-      if (existing === undefined || existing.subtype !== 'send' || existing.block.link !== addressToPublicKey(topup.paymentAddress) || existing.amount !== BigInt(topup.amountRaw)) {
-        throw new NanoPayError('PAYMENT_MISMATCH', 'That block is already in the ledger and does not pay this top-up');
-      }
-      if (Object.values(this.state.topups).some((t) => t.paidBy === existing.hash)) {
-        throw new NanoPayError('PAYMENT_MISMATCH', 'That block already paid another top-up');
-      }
-      return existing;
-    }
-  }
-
-  /** What a proposed send would move, judged against the ledger head, before publishing it. */
-  private previewSend(b: { link?: unknown; account?: unknown; previous?: unknown; balance?: unknown }): { to: string; amount: bigint } | undefined {
-    if (typeof b !== 'object' || b === null || typeof b.account !== 'string' || typeof b.link !== 'string' || typeof b.balance !== 'string') return undefined;
-    const account = this.ledger.account(b.account);
-    if (account === undefined || !/^\d+$/.test(b.balance) || !/^[0-9A-Fa-f]{64}$/.test(b.link)) return undefined;
-    const previous = typeof b.previous === 'string' ? this.ledger.blocks.get(b.previous.toUpperCase()) : undefined;
-    const before = previous?.balance ?? account.balance;
-    return { to: b.link.toUpperCase(), amount: before - BigInt(b.balance) };
   }
 
   donationAddress(): { address: string } {

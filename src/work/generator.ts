@@ -37,7 +37,9 @@ function takeWorker(engine: string): Worker {
     return worker;
   }
   live++;
-  const fresh = new Worker(WORKER_URL, { workerData: { engine } });
+  // The worker is compiled code of ours and needs none of the parent's flags; some
+  // (--input-type, as in `node --input-type=module -e`) would even stop it starting.
+  const fresh = new Worker(WORKER_URL, { workerData: { engine }, execArgv: [] });
   fresh.once('exit', () => {
     live--;
     const at = pool.indexOf(fresh);
@@ -56,6 +58,11 @@ function giveBack(engine: string, worker: Worker): void {
 /** Workers alive now (busy or idle); for tests that check nothing leaks. */
 export function liveWorkers(): number {
   return live;
+}
+
+/** Workers waiting in the pools; equal to liveWorkers() once every search has stopped. */
+export function idleWorkers(): number {
+  return [...idle.values()].reduce((sum, pool) => sum + pool.length, 0);
 }
 
 /** Stops the idle workers. */
@@ -84,10 +91,14 @@ function checkRoot(root: string): string {
 export async function generateWork(root: string, threshold: string, opts: GenerateOptions = {}): Promise<string> {
   const checkedRoot = checkRoot(root);
   parseThreshold(threshold);
+  const count = opts.workers ?? availableParallelism();
+  // NaN or 0 would start no worker at all, and the search would never end.
+  if (!Number.isSafeInteger(count) || count < 1) {
+    throw new NanoPayError('USAGE', `The number of work threads must be a whole number of at least 1, not ${count}`);
+  }
   const { signal } = opts;
   if (signal?.aborted) throw new NanoPayError('CANCELLED', 'Proof of work cancelled');
   const engine = opts.engine ?? process.env.NANOPAY_POW_ENGINE ?? 'auto';
-  const count = Math.max(1, opts.workers ?? availableParallelism());
   const stop = new SharedArrayBuffer(4);
   const flag = new Int32Array(stop);
   const base = randomBytes(8).readBigUInt64LE(0);
@@ -97,6 +108,9 @@ export async function generateWork(root: string, threshold: string, opts: Genera
 
   return new Promise<string>((resolve, reject) => {
     let settled = false;
+    // Set on cancel: the workers are being terminated, so nothing they still say counts
+    // and none of them may go back to a pool where another search could take it.
+    let cancelling = false;
     const finish = (outcome: { work: string } | { error: NanoPayError }): void => {
       Atomics.store(flag, 0, 1);
       if (settled) return;
@@ -107,14 +121,20 @@ export async function generateWork(root: string, threshold: string, opts: Genera
     };
     // A cancel ends the workers themselves: none is left searching or holding the process.
     const onAbort = (): void => {
+      cancelling = true;
       Atomics.store(flag, 0, 1);
       Promise.all(workers.map((w) => w.terminate())).then(() => finish({ error: new NanoPayError('CANCELLED', 'Proof of work cancelled') }));
     };
     signal?.addEventListener('abort', onAbort, { once: true });
 
     workers.forEach((worker, i) => {
+      // A worker that dies mid-search would otherwise leave the search waiting for ever.
+      const onExit = (code: number): void => {
+        if (!cancelling) finish({ error: new NanoPayError('INTERNAL_ERROR', `A proof of work worker stopped (exit code ${code})`) });
+      };
+      worker.once('exit', onExit);
       worker.on('message', (answer: SearchAnswer | { engine: string }) => {
-        if (!('id' in answer) || answer.id !== id) return;
+        if (cancelling || !('id' in answer) || answer.id !== id) return;
         if ('hashes' in answer) {
           hashes += answer.hashes;
           opts.onProgress?.(hashes);
@@ -127,10 +147,12 @@ export async function generateWork(root: string, threshold: string, opts: Genera
         } else if ('error' in answer) {
           finish({ error: new NanoPayError('INTERNAL_ERROR', `Proof of work failed: ${answer.error}`) });
         }
+        // Any final answer (work, stopped, error) means this worker is idle again.
+        worker.off('exit', onExit);
         giveBack(engine, worker);
       });
       worker.once('error', (error) => {
-        finish({ error: new NanoPayError('INTERNAL_ERROR', `Proof of work worker failed: ${error.message}`) });
+        if (!cancelling) finish({ error: new NanoPayError('INTERNAL_ERROR', `Proof of work worker failed: ${error.message}`) });
         worker.terminate().catch(() => undefined);
       });
       const job: SearchJob = {

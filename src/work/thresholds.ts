@@ -6,10 +6,10 @@ export interface Thresholds {
 }
 
 /** Epoch-2 base thresholds of the live network: send/change and receive/open. */
-export const LIVE_THRESHOLDS: Thresholds = { send: 'fffffff800000000', receive: 'fffffe0000000000' };
+export const LIVE_THRESHOLDS = { send: 'fffffff800000000', receive: 'fffffe0000000000' } as const satisfies Thresholds;
 
 /** The node's dev-network thresholds: what the sandbox asks for by default. */
-export const DEV_THRESHOLDS: Thresholds = { send: 'ffc0000000000000', receive: 'f000000000000000' };
+export const DEV_THRESHOLDS = { send: 'ffc0000000000000', receive: 'f000000000000000' } as const satisfies Thresholds;
 
 const TWO_64 = 2n ** 64n;
 

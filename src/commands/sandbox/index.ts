@@ -12,9 +12,8 @@ Point nanopay at it with NANOPAY_API_URL=<url>. Get test funds from its faucet: 
     host: Flags.string({ description: 'address to listen on', default: '127.0.0.1' }),
     'data-dir': Flags.string({ description: 'where the ledger is kept', default: '.nanopay-sandbox' }),
     thresholds: Flags.string({
-      description: 'proof-of-work thresholds: the node dev network (fast) or the live network',
+      description: 'proof-of-work thresholds: the node dev network (fast, the default for a new ledger) or the live network; a restart keeps the ledger\'s unless given',
       options: ['dev', 'live'],
-      default: 'dev',
     }),
     quiet: Flags.boolean({ description: 'do not log each request to stderr' }),
   };
@@ -25,15 +24,16 @@ Point nanopay at it with NANOPAY_API_URL=<url>. Get test funds from its faucet: 
       port: flags.port,
       host: flags.host,
       dataDir: flags['data-dir'],
-      thresholds: flags.thresholds as 'dev' | 'live',
+      ...(flags.thresholds === undefined ? {} : { thresholds: flags.thresholds as 'dev' | 'live' }),
       log: flags.quiet ? undefined : (line) => process.stderr.write(`${line}\n`),
     });
-    const info = { url: sandbox.url, data_dir: flags['data-dir'], thresholds: flags.thresholds };
+    const { send, receive } = sandbox.service.thresholds;
+    const info = { url: sandbox.url, data_dir: flags['data-dir'], thresholds: { send, receive } };
     // A long-running server: in JSON mode its one document is printed once it listens.
     if (this.jsonEnabled()) {
       process.stdout.write(`${JSON.stringify(info)}\n`);
     } else {
-      this.log(`nanopay sandbox listening on ${sandbox.url} (thresholds: ${flags.thresholds}, data: ${flags['data-dir']})`);
+      this.log(`nanopay sandbox listening on ${sandbox.url} (work thresholds: send ${send}, receive ${receive}; data: ${flags['data-dir']})`);
       this.log(`Use it:   export NANOPAY_API_URL=${sandbox.url}`);
       this.log(`Try it:   curl -s -X POST ${sandbox.url}/wallet/create`);
       this.log('Stop it:  Ctrl-C');

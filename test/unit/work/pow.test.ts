@@ -1,13 +1,12 @@
-import { randomBytes } from 'node:crypto';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadEngine } from '../../../src/work/engines.js';
 import { addressToPublicKey } from '../../../src/nano/index.js';
 import {
   DEV_THRESHOLDS,
-  generateWork,
-  liveWorkers,
+  LIVE_THRESHOLDS,
+  expectedHashes,
   multiplierOf,
-  shutdownWorkers,
+  parseThreshold,
   validateWork,
   workValue,
   type EngineName,
@@ -16,14 +15,16 @@ import { vectors } from '../../helpers/vectors.js';
 
 type Vec = Record<string, any>;
 
-afterAll(async () => {
-  await shutdownWorkers();
-});
-
 describe('work vectors', () => {
   it.each((vectors.work as Vec[]).map((v) => [v.id, v]))('%s', (_id, v: Vec) => {
     if (v.value !== undefined) expect(workValue(v.root, v.work)).toBe(v.value.toLowerCase());
     expect(validateWork(v.root, v.work, v.threshold)).toBe(v.valid);
+    // Hex is accepted in either case.
+    expect(workValue(v.root.toLowerCase(), v.work.toUpperCase())).toBe(workValue(v.root, v.work));
+    if (v.multiplier_vs_fffffff800000000 !== undefined) {
+      const multiplier = multiplierOf(workValue(v.root, v.work), LIVE_THRESHOLDS.send);
+      expect(multiplier).toBeCloseTo(Number(v.multiplier_vs_fffffff800000000), 12);
+    }
   });
 
   it('live genesis work meets exactly the thresholds recorded for it', () => {
@@ -50,9 +51,43 @@ describe('work vectors', () => {
 
   it('rejects malformed hex with INVALID_HEX', () => {
     const root = '0'.repeat(64);
-    for (const call of [() => workValue('00', '0'.repeat(16)), () => workValue(root, 'xyz'), () => validateWork(root, '0'.repeat(16), 'fff')]) {
-      expect(call).toThrow(expect.objectContaining({ code: 'INVALID_HEX' }));
+    const work = '0'.repeat(16);
+    const calls = [
+      () => workValue('00', work),
+      () => workValue('0'.repeat(63), work),
+      () => workValue('0'.repeat(65), work),
+      () => workValue(`${'0'.repeat(63)}g`, work),
+      () => workValue(root, 'xyz'),
+      () => workValue(root, '0'.repeat(17)),
+      () => workValue(root, `0x${'0'.repeat(14)}`),
+      () => workValue(root, undefined as unknown as string),
+      () => validateWork(root, work, 'fff'),
+      () => validateWork(root, work, `${'f'.repeat(15)}z`),
+    ];
+    for (const call of calls) expect(call).toThrow(expect.objectContaining({ code: 'INVALID_HEX' }));
+  });
+});
+
+describe('thresholds', () => {
+  it('are the node\'s epoch-2 values', () => {
+    const recorded = vectors.work_thresholds as Vec;
+    expect(LIVE_THRESHOLDS).toEqual({ send: recorded.live.epoch_2_send_change, receive: recorded.live.epoch_2_receive_open_epoch });
+    expect(DEV_THRESHOLDS).toEqual({ send: recorded.dev.epoch_2, receive: recorded.dev.epoch_2_receive });
+  });
+
+  it('parseThreshold takes exactly 16 hex characters in either case', () => {
+    expect(parseThreshold('FFFFFFF800000000')).toBe(0xfffffff800000000n);
+    expect(parseThreshold('fffffff800000000')).toBe(0xfffffff800000000n);
+    for (const bad of ['', 'f'.repeat(15), 'f'.repeat(17), `0x${'f'.repeat(14)}`, ` ${'f'.repeat(15)}`, `-${'f'.repeat(15)}`]) {
+      expect(() => parseThreshold(bad)).toThrow(expect.objectContaining({ code: 'INVALID_HEX' }));
     }
+  });
+
+  it('expectedHashes is 2^64 / (2^64 - threshold)', () => {
+    expect(expectedHashes('ff00000000000000')).toBe(256);
+    expect(expectedHashes(LIVE_THRESHOLDS.send)).toBe(2 ** 29);
+    expect(expectedHashes(LIVE_THRESHOLDS.receive)).toBe(2 ** 23);
+    expect(expectedHashes('0000000000000000')).toBe(1);
   });
 });
 
@@ -72,66 +107,5 @@ describe('kernels', () => {
       expect(engine.search(root, value, nonce - 3n, 8)).toBe(nonce);
       expect(engine.search(root, value + 1n, nonce, 1)).toBeNull();
     }
-  });
-});
-
-describe('generateWork', () => {
-  const root = '718CC2121C3E641059BC1C2CFC45666C99E8AE922F7A807B7D07B62C995D79E2';
-  const randomRoot = (): string => randomBytes(32).toString('hex').toUpperCase();
-
-  it.each([1, 2])('finds work that validates for random roots on %i worker(s)', async (workers) => {
-    for (let i = 0; i < 4; i++) {
-      const r = randomRoot();
-      for (const threshold of [DEV_THRESHOLDS.send, DEV_THRESHOLDS.receive, 'fff0000000000000']) {
-        const work = await generateWork(r, threshold, { workers });
-        expect(work).toMatch(/^[0-9a-f]{16}$/);
-        expect(validateWork(r, work, threshold)).toBe(true);
-      }
-    }
-  });
-
-  it('finds work for the vectors\' roots on every engine, on warm workers', async () => {
-    for (const engine of ['native', 'wasm', 'js'] as EngineName[]) {
-      for (const v of vectors.work as Vec[]) {
-        const work = await generateWork(v.root, DEV_THRESHOLDS.send, { engine, workers: 2 });
-        expect(validateWork(v.root, work, DEV_THRESHOLDS.send)).toBe(true);
-      }
-    }
-    const warm = liveWorkers();
-    await generateWork(root, DEV_THRESHOLDS.receive, { workers: 2 });
-    expect(liveWorkers()).toBe(warm);
-  });
-
-  it('reports progress and keeps the event loop free while it searches', async () => {
-    const controller = new AbortController();
-    let ticks = 0;
-    let progress = 0;
-    const timer = setInterval(() => ticks++, 10);
-    const search = generateWork(root, 'ffffffffffffffff', { signal: controller.signal, workers: 2, onProgress: (h) => (progress = h) });
-    await new Promise((r) => setTimeout(r, 600));
-    controller.abort();
-    await expect(search).rejects.toMatchObject({ code: 'CANCELLED' });
-    clearInterval(timer);
-    expect(ticks).toBeGreaterThan(20);
-    expect(progress).toBeGreaterThan(0);
-  });
-
-  it('cancel ends every worker of the search', async () => {
-    await shutdownWorkers();
-    expect(liveWorkers()).toBe(0);
-    const controller = new AbortController();
-    const search = generateWork(root, 'ffffffffffffffff', { signal: controller.signal, workers: 3 });
-    await new Promise((r) => setTimeout(r, 100));
-    expect(liveWorkers()).toBe(3);
-    controller.abort();
-    await expect(search).rejects.toMatchObject({ code: 'CANCELLED' });
-    expect(liveWorkers()).toBe(0);
-  });
-
-  it('refuses bad input before starting workers', async () => {
-    await expect(generateWork('zz', DEV_THRESHOLDS.send)).rejects.toMatchObject({ code: 'INVALID_HEX' });
-    await expect(generateWork(root, 'nope')).rejects.toMatchObject({ code: 'INVALID_HEX' });
-    const aborted = AbortSignal.abort();
-    await expect(generateWork(root, DEV_THRESHOLDS.send, { signal: aborted })).rejects.toMatchObject({ code: 'CANCELLED' });
   });
 });
