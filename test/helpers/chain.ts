@@ -2,12 +2,15 @@ import {
   DEFAULT_REPRESENTATIVE,
   buildReceiveBlock,
   buildSendBlock,
+  deriveAccount,
+  generateSeed,
   signBlock,
   workRoot,
   type Account,
   type AccountState,
   type StateBlock,
 } from '../../src/nano/index.js';
+import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.js';
 import { generateWork, validateWork, type Thresholds } from '../../src/work/index.js';
 
 /** An answer of the sandbox: its envelope plus the HTTP status. */
@@ -110,4 +113,13 @@ export class SandboxClient {
     if (!reply.success) throw new Error(`publish refused: ${JSON.stringify(reply.error)}`);
     return reply.data.hash as string;
   }
+}
+
+/** A new account from a random seed. */
+export const newAccount = (): Account => deriveAccount({ seed: generateSeed(), index: 0 });
+
+/** A sandbox on an ephemeral port and a client with a fresh API key. */
+export async function sandboxWithClient(): Promise<{ sb: RunningSandbox; client: SandboxClient }> {
+  const sb = await startSandbox({ port: 0 });
+  return { sb, client: await SandboxClient.withNewKey(sb.url) };
 }

@@ -5,27 +5,22 @@ import {
   buildChangeBlock,
   buildReceiveBlock,
   buildSendBlock,
-  deriveAccount,
-  generateSeed,
   hashBlock,
   signBlock,
   workRoot,
   type Account,
   type StateBlock,
 } from '../../src/nano/index.js';
-import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.js';
+import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { DEV_THRESHOLDS, shutdownWorkers, validateWork } from '../../src/work/index.js';
-import { SandboxClient } from '../helpers/chain.js';
+import { SandboxClient, newAccount, sandboxWithClient } from '../helpers/chain.js';
 
 const XNO = 10n ** 30n;
 let sb: RunningSandbox;
 let client: SandboxClient;
 
-const newAccount = (): Account => deriveAccount({ seed: generateSeed(), index: 0 });
-
 beforeAll(async () => {
-  sb = await startSandbox({ port: 0 });
-  client = await SandboxClient.withNewKey(sb.url);
+  ({ sb, client } = await sandboxWithClient());
 });
 
 afterAll(async () => {

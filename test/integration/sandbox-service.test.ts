@@ -3,19 +3,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NanoPayError } from '../../src/errors.js';
-import { buildSendBlock, deriveAccount, generateSeed, hashBlock, xnoToRaw, type Account } from '../../src/nano/index.js';
+import { buildSendBlock, deriveAccount, hashBlock, xnoToRaw, type Account } from '../../src/nano/index.js';
 import { CREDIT_COSTS, TIERS, startSandbox, tierPriceRaw, type RunningSandbox } from '../../src/sandbox/index.js';
 import { DEV_THRESHOLDS, LIVE_THRESHOLDS, shutdownWorkers } from '../../src/work/index.js';
-import { SandboxClient } from '../helpers/chain.js';
+import { SandboxClient, newAccount, sandboxWithClient } from '../helpers/chain.js';
 
 let sb: RunningSandbox;
 let client: SandboxClient;
 
-const newAccount = (): Account => deriveAccount({ seed: generateSeed(), index: 0 });
-
 beforeAll(async () => {
-  sb = await startSandbox({ port: 0 });
-  client = await SandboxClient.withNewKey(sb.url);
+  ({ sb, client } = await sandboxWithClient());
 });
 
 afterAll(async () => {
