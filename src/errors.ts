@@ -75,6 +75,7 @@ const CATALOG: Record<string, CodeInfo> = {
   PAYMENT_MISMATCH: invalid,
   CONFLICT: conflict,
   ACCOUNT_BUSY: conflict,
+  IDEMPOTENCY_MISMATCH: conflict,
   // Auth and the local store.
   MISSING_API_KEY: auth,
   INVALID_API_KEY: auth,
@@ -89,6 +90,7 @@ const CATALOG: Record<string, CodeInfo> = {
   PARSE_ERROR: upstream,
   INVALID_DATA: upstream,
   WORK_SERVER_ERROR: upstream,
+  SERVICE_INCONSISTENT: upstream,
   RATE_LIMIT_EXCEEDED: { status: 429, exit: ExitCode.UPSTREAM },
   TRANSACTION_CREATION_FAILED: upstream,
   PRICE_CALCULATION_ERROR: upstream,
@@ -137,4 +139,9 @@ export function toNanoPayError(value: unknown): NanoPayError {
   if (value instanceof NanoPayError) return value;
   const message = value instanceof Error ? value.message : String(value);
   return new NanoPayError('INTERNAL_ERROR', message, { cause: value });
+}
+
+/** Text for a message with every URL's credentials (http://user:pass@host) replaced by "***". */
+export function redactUrl(text: string): string {
+  return text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/?#@\s]*@/gi, '$1***@');
 }

@@ -33,6 +33,8 @@ export interface RemoteBlockInfo {
   balanceRaw: bigint;
   subtype: string;
   contents: StateBlock;
+  /** The next block of the account, when the service says (64 zeros for none). */
+  successor?: string;
 }
 
 export interface RemoteDifficulty {
@@ -153,7 +155,9 @@ export class ApiClient {
   async blockInfo(hash: string): Promise<RemoteBlockInfo> {
     const what = 'POST /block/info';
     const d = await call(this.options, { method: 'POST', path: '/block/info', body: { hash }, safe: true });
+    const successor = d.successor === undefined || d.successor === null || d.successor === '' ? undefined : hexField(d, 'successor', 32, what).toUpperCase();
     return {
+      ...(successor === undefined ? {} : { successor }),
       hash: hash.toUpperCase(),
       account: str(d, 'block_account', what),
       amountRaw: bigIntField(d, 'amount', what),

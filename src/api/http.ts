@@ -1,4 +1,4 @@
-import { NanoPayError } from '../errors.js';
+import { NanoPayError, redactUrl } from '../errors.js';
 import { asObject, type Json } from './shape.js';
 
 export interface HttpOptions {
@@ -19,9 +19,9 @@ export interface CallOptions {
   auth?: boolean;
 }
 
-/** Where the answer came from, for messages: never includes the API key. */
+/** Where the answer came from, for messages: never includes the API key or credentials in the URL. */
 function describe(options: HttpOptions, call: CallOptions): string {
-  return `${call.method} ${options.baseUrl.replace(/\/+$/, '')}${call.path}`;
+  return `${call.method} ${redactUrl(options.baseUrl.replace(/\/+$/, ''))}${call.path}`;
 }
 
 /**
@@ -85,7 +85,7 @@ export async function call(options: HttpOptions, request: CallOptions): Promise<
       const timedOut = error.code === 'ETIMEDOUT' || error.name === 'TimeoutError';
       throw new NanoPayError(
         'REQUEST_ERROR',
-        timedOut ? `The service did not answer ${where} in time` : `Could not reach the service for ${where}: ${error.code ?? error.message}`,
+        timedOut ? `The service did not answer ${where} in time` : `Could not reach the service for ${where}: ${error.code ?? redactUrl(error.message)}`,
         { hint: 'Check the API URL (NANOPAY_API_URL) and your network.' },
       );
     }

@@ -1,3 +1,4 @@
+import { NanoPayError } from '../errors.js';
 import { normalizeAddress, rawToXno } from '../nano/index.js';
 import { receive, type ReceivedItem } from './receive.js';
 import type { Session } from './session.js';
@@ -24,14 +25,15 @@ export interface BalanceResult {
 export async function balance(session: Session, input: BalanceInput = {}): Promise<BalanceResult> {
   let received: ReceivedItem[] | undefined;
   let address: string;
-  if (input.address !== undefined && !input.receive) {
-    address = normalizeAddress(input.address);
-  } else if (input.receive) {
-    const result = await receive(session, { ...input, ...(input.signal === undefined ? {} : { signal: input.signal }) });
+  if (input.receive) {
+    if (input.address !== undefined) {
+      throw new NanoPayError('USAGE', 'Only your own account can receive: drop the address, or name the account with --wallet/--account');
+    }
+    const result = await receive(session, input);
     received = result.received;
     address = result.account;
   } else {
-    address = (await session.account(input.wallet, input.index)).address;
+    address = input.address === undefined ? await session.address(input.wallet, input.index) : normalizeAddress(input.address);
   }
   const remote = await (await session.api()).balance(address);
   return {

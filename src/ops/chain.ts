@@ -1,11 +1,15 @@
+import type { RemoteAccountInfo } from '../api/client.js';
 import { NanoPayError } from '../errors.js';
 import {
   DEFAULT_REPRESENTATIVE,
+  ZERO_HASH,
+  addressToPublicKey,
   buildReceiveBlock,
   buildSendBlock,
   hashBlock,
   normalizeAddress,
   signBlock,
+  verifyBlock,
   workRoot,
   type AccountState,
   type StateBlock,
@@ -14,15 +18,53 @@ import {
 import { LIVE_THRESHOLDS, type Thresholds } from '../work/index.js';
 import type { JournalEntry } from '../wallet/journal.js';
 import type { BlockNote, OpsContext, Signer } from './context.js';
+import { xnoAndRaw } from './money.js';
 
 export interface AccountHead {
   state: AccountState;
   thresholds: Thresholds;
 }
 
+/** The service said something about a block that the block itself contradicts. */
+export function inconsistent(message: string): NanoPayError {
+  return new NanoPayError('SERVICE_INCONSISTENT', `The service answered inconsistently: ${message}. Nothing was signed.`, {
+    hint: 'nanopay signs only on top of blocks it has checked itself. Check the API URL (a proxy or a faulty service may sit in between).',
+  });
+}
+
+function sameAccount(a: string, b: string): boolean {
+  return addressToPublicKey(a) === addressToPublicKey(b);
+}
+
 /**
- * The account's ledger head and the thresholds the service asks for: those in
- * account info, else the active difficulty, else the live base values.
+ * The frontier the service reports, checked before anything is built on it:
+ * the block is fetched, its hash recomputed, its signature verified against the
+ * account's key, it must have no successor, and the balance and representative
+ * come from the block itself, never from the service's summary.
+ */
+async function verifiedFrontier(ctx: OpsContext, address: string, info: RemoteAccountInfo): Promise<StateBlock> {
+  const frontier = info.frontier.toUpperCase();
+  const found = await ctx.api.blockInfo(frontier).catch((error: unknown) => {
+    if (error instanceof NanoPayError && error.status === 404) throw inconsistent(`the frontier ${frontier} of ${address} is not a known block`);
+    throw error;
+  });
+  const block = found.contents;
+  if (hashBlock(block) !== frontier) throw inconsistent(`the contents given for block ${frontier} hash to ${hashBlock(block)}`);
+  if (!sameAccount(block.account, address)) throw inconsistent(`the frontier ${frontier} of ${address} belongs to ${block.account}`);
+  if (!verifyBlock(block)) throw inconsistent(`the frontier ${frontier} is not signed by the key of ${address}`);
+  if (found.successor !== undefined && found.successor !== ZERO_HASH) {
+    throw inconsistent(`the frontier ${frontier} of ${address} already has a successor, so it is not the head of the account`);
+  }
+  if (BigInt(block.balance) !== info.balanceRaw) {
+    throw inconsistent(`it reports a balance of ${xnoAndRaw(info.balanceRaw)} for ${address}, but its frontier block holds ${xnoAndRaw(BigInt(block.balance))}`);
+  }
+  return block;
+}
+
+/**
+ * The account's ledger head, verified (see verifiedFrontier), and the
+ * thresholds the service asks for: those in account info, else the active
+ * difficulty, else the live base values.
  */
 export async function readAccountHead(ctx: OpsContext, address: string): Promise<AccountHead> {
   const info = await ctx.api.accountInfo(address);
@@ -32,56 +74,61 @@ export async function readAccountHead(ctx: OpsContext, address: string): Promise
   } else {
     thresholds = (await ctx.api.activeDifficulty().catch(() => null)) ?? LIVE_THRESHOLDS;
   }
-  const state: AccountState =
-    info === null
-      ? { address, frontier: null, balance: 0n, representative: DEFAULT_REPRESENTATIVE }
-      : { address, frontier: info.frontier, balance: info.balanceRaw, representative: info.representative };
-  return { state, thresholds };
+  if (info === null) return { state: { address, frontier: null, balance: 0n, representative: DEFAULT_REPRESENTATIVE }, thresholds };
+  const block = await verifiedFrontier(ctx, address, info);
+  return { state: { address, frontier: info.frontier.toUpperCase(), balance: BigInt(block.balance), representative: block.representative }, thresholds };
 }
-
-export type PublishedBlock = JournalEntry;
 
 /** The ledger refused the block for good: it can never land as it is. */
 export function isDefinitiveRejection(error: unknown): boolean {
-  return error instanceof NanoPayError && (error.code === 'INVALID_BLOCK' || (error.code.startsWith('BLOCK_') && error.code !== 'BLOCK_EXISTS'));
+  if (!(error instanceof NanoPayError)) return false;
+  return error.code === 'INVALID_BLOCK' || error.code === 'PAYMENT_MISMATCH' || (error.code.startsWith('BLOCK_') && error.code !== 'BLOCK_EXISTS');
 }
 
-/**
- * Works, signs, journals and publishes one block. The journal entry is on disk
- * before the block leaves the process; it is cleared only when the outcome is
- * known, so a crash or a lost answer is settled by the next command.
- */
-export async function completeAndPublish(
-  ctx: OpsContext,
-  signer: Signer,
-  block: StateBlock,
-  subtype: Subtype,
-  thresholds: Thresholds,
-  note: BlockNote = {},
-): Promise<PublishedBlock> {
+/** Makes the work, signs, and writes the journal entry: it is on disk before the block can leave the process. */
+export async function signAndJournal(ctx: OpsContext, signer: Signer, block: StateBlock, subtype: Subtype, thresholds: Thresholds, note: BlockNote = {}): Promise<JournalEntry> {
   const threshold = subtype === 'send' || subtype === 'change' ? thresholds.send : thresholds.receive;
   const work = await ctx.work(workRoot(block), threshold, ctx.signal);
   const signed: StateBlock = { ...block, signature: signBlock(block, signer.privateKey), work };
-  const entry: JournalEntry = { hash: hashBlock(signed), subtype, block: signed, createdAt: new Date().toISOString(), ...note };
-  await ctx.journal?.record(signer.address, entry);
-  try {
-    await (ctx.publish ?? ((b, s, h) => ctx.api.publish(b, s, h)))(signed, subtype, entry.hash);
-  } catch (error) {
-    // Already in the ledger means it landed: a retry of our own publish.
-    if (!(error instanceof NanoPayError && error.code === 'BLOCK_EXISTS')) {
-      if (isDefinitiveRejection(error)) await ctx.journal?.clear(signer.address);
-      throw error;
-    }
-  }
-  await ctx.journal?.clear(signer.address);
+  const entry: JournalEntry = { hash: hashBlock(signed), subtype, block: signed, createdAt: new Date(ctx.now()).toISOString(), ...note };
+  await ctx.journal.record(signer.address, entry);
   return entry;
 }
+
+/**
+ * Hands a journaled block to the ledger (`submit`, the API's publish by
+ * default). Already in the ledger counts as landed (a retry of our own
+ * publish). A definitive refusal settles the entry: it can never land, so the
+ * account is free again. Any other failure leaves the entry for the next
+ * command to settle.
+ */
+export async function submitEntry<T>(ctx: OpsContext, entry: JournalEntry, submit: (block: StateBlock) => Promise<T>): Promise<T | undefined> {
+  try {
+    return await submit(entry.block);
+  } catch (error) {
+    if (error instanceof NanoPayError && error.code === 'BLOCK_EXISTS') return undefined;
+    if (isDefinitiveRejection(error)) await ctx.journal.clear(entry.block.account);
+    throw error;
+  }
+}
+
+export const publishTo = (ctx: OpsContext, entry: JournalEntry) => (block: StateBlock) => ctx.api.publish(block, entry.subtype, entry.hash);
 
 export interface ReceivedBlock {
   hash: string;
   sourceHash: string;
   amountRaw: bigint;
   subtype: 'open' | 'receive';
+}
+
+/** A pending send to `address`, checked like a frontier: its hash, its signer's signature, and that it pays `address`. */
+async function verifiedSource(ctx: OpsContext, address: string, sourceHash: string): Promise<bigint> {
+  const source = await ctx.api.blockInfo(sourceHash);
+  const block = source.contents;
+  if (hashBlock(block) !== sourceHash.toUpperCase()) throw inconsistent(`the contents given for pending block ${sourceHash} hash to ${hashBlock(block)}`);
+  if (!verifyBlock(block)) throw inconsistent(`the pending block ${sourceHash} is not signed by its account`);
+  if (block.link.toUpperCase() !== addressToPublicKey(address)) throw inconsistent(`the pending block ${sourceHash} does not pay ${address}`);
+  return source.amountRaw;
 }
 
 /** Receives every pending block of at least `minimumRaw`, oldest first; the first opens the account. */
@@ -91,13 +138,15 @@ export async function receiveAllPending(ctx: OpsContext, signer: Signer, minimum
   if (hashes.length === 0) return received;
   let { state, thresholds } = await readAccountHead(ctx, signer.address);
   for (const sourceHash of hashes) {
-    const source = await ctx.api.blockInfo(sourceHash);
-    if (source.amountRaw < minimumRaw) continue;
+    const amountRaw = await verifiedSource(ctx, signer.address, sourceHash);
+    if (amountRaw < minimumRaw) continue;
     const subtype = state.frontier === null ? 'open' : 'receive';
-    const block = buildReceiveBlock(state, { sourceHash, amount: source.amountRaw });
-    const published = await completeAndPublish(ctx, signer, block, subtype, thresholds);
-    received.push({ hash: published.hash, sourceHash, amountRaw: source.amountRaw, subtype });
-    state = { ...state, frontier: published.hash, balance: BigInt(block.balance) };
+    const block = buildReceiveBlock(state, { sourceHash, amount: amountRaw });
+    const entry = await signAndJournal(ctx, signer, block, subtype, thresholds);
+    await submitEntry(ctx, entry, publishTo(ctx, entry));
+    await ctx.journal.clear(signer.address);
+    received.push({ hash: entry.hash, sourceHash, amountRaw, subtype });
+    state = { ...state, frontier: entry.hash, balance: BigInt(block.balance) };
   }
   return received;
 }
@@ -109,29 +158,20 @@ export interface SendPlan {
   balanceAfterRaw: bigint;
 }
 
-/** Checks a send against the ledger head; INSUFFICIENT_FUNDS before any work is made. */
+/** Checks a send against the verified ledger head; INSUFFICIENT_FUNDS before any work is made. */
 export async function planSend(ctx: OpsContext, address: string, to: string, amountRaw: bigint): Promise<SendPlan> {
   const recipient = normalizeAddress(to);
   if (amountRaw <= 0n) throw new NanoPayError('INVALID_NUMBER_FORMAT', 'The amount must be greater than zero');
   const head = await readAccountHead(ctx, address);
   if (amountRaw > head.state.balance) {
-    throw new NanoPayError('INSUFFICIENT_FUNDS', `Insufficient funds: the balance is ${head.state.balance} raw and the send needs ${amountRaw} raw`, {
+    throw new NanoPayError('INSUFFICIENT_FUNDS', `Insufficient funds: the balance is ${xnoAndRaw(head.state.balance)} and the send needs ${xnoAndRaw(amountRaw)}`, {
       hint: 'Receive pending funds first (nanopay receive) or send less.',
     });
   }
   return { head, to: recipient, amountRaw, balanceAfterRaw: head.state.balance - amountRaw };
 }
 
-export interface SentBlock {
-  hash: string;
-  to: string;
-  amountRaw: bigint;
-  balanceRaw: bigint;
-  entry: JournalEntry;
-}
-
-export async function executeSend(ctx: OpsContext, signer: Signer, plan: SendPlan, note: BlockNote = {}): Promise<SentBlock> {
-  const block = buildSendBlock(plan.head.state, { to: plan.to, amount: plan.amountRaw });
-  const entry = await completeAndPublish(ctx, signer, block, 'send', plan.head.thresholds, { amountRaw: plan.amountRaw.toString(), ...note });
-  return { hash: entry.hash, to: plan.to, amountRaw: plan.amountRaw, balanceRaw: plan.balanceAfterRaw, entry };
+/** The unsigned send block of a plan. */
+export function sendBlockOf(plan: SendPlan): StateBlock {
+  return buildSendBlock(plan.head.state, { to: plan.to, amount: plan.amountRaw });
 }

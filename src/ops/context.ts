@@ -1,26 +1,31 @@
 import type { ApiClient } from '../api/client.js';
-import type { StateBlock, Subtype } from '../nano/block.js';
-import type { JournalEntry } from '../wallet/journal.js';
+import type { Limits } from '../wallet/config.js';
+import type { Journal, JournalEntry } from '../wallet/journal.js';
+import type { SendLog } from '../wallet/send-log.js';
 
 /** Makes proof of work for a root at a threshold. */
 export type WorkProvider = (root: string, threshold: string, signal?: AbortSignal) => Promise<string>;
 
-/** Where signed blocks are recorded before they are published. */
-export interface BlockJournal {
-  record(address: string, entry: JournalEntry): Promise<void>;
-  clear(address: string): Promise<void>;
-}
-
 /** What a journal entry carries besides the block, to finish its purpose after a crash. */
 export type BlockNote = Pick<JournalEntry, 'amountRaw' | 'sendId' | 'topupTransactionId'>;
 
-/** What every operation needs: the remote service and a way to make work. */
+/**
+ * The narrow context every operation that touches the ledger runs in: the
+ * remote service, proof of work, the journal and send log, the account lock,
+ * the profile's limits and a clock. The CLI, toolset and SDK build it from a
+ * Session; tests can build it in-process.
+ */
 export interface OpsContext {
   api: ApiClient;
   work: WorkProvider;
-  journal?: BlockJournal;
-  /** How a signed block reaches the ledger; the API's publish unless a flow submits it otherwise (top-up). */
-  publish?: (block: StateBlock, subtype: Subtype, hash: string) => Promise<void>;
+  journal: Journal;
+  sendLog: SendLog;
+  /** Runs `fn` holding the account's lock (one writer per account, across processes). */
+  lock<T>(address: string, fn: () => Promise<T>): Promise<T>;
+  limits: Limits | undefined;
+  /** Idempotency keys are scoped to the profile. */
+  profile: string;
+  now(): number;
   signal?: AbortSignal;
 }
 

@@ -1,10 +1,12 @@
 import { CREDIT_TIERS, type CreditTier } from '../api/client.js';
 import { NanoPayError } from '../errors.js';
 import { linkAsAccount, rawToXno, xnoToRaw } from '../nano/index.js';
-import { executeSend, planSend } from './chain.js';
-import { checkPerDay, checkPerSend } from './limits.js';
-import { recordLanded } from './recovery.js';
-import { preview, type SendPreview } from './send.js';
+import type { TopupAnswer } from '../wallet/journal.js';
+import { inconsistent } from './chain.js';
+import type { OpsContext, Signer } from './context.js';
+import { xnoAndRaw } from './money.js';
+import { move, type Confirm } from './movement.js';
+import { settleJournal } from './recovery.js';
 import type { Session } from './session.js';
 
 export interface CreditsResult {
@@ -17,12 +19,14 @@ export async function credits(session: Session): Promise<CreditsResult> {
   return { credits: info.credits, tiers: CREDIT_TIERS.map((n) => ({ credits: n, price: info.prices[n] })) };
 }
 
+/** A tier exactly as the service lists it: "10", never "010" or "1e1". */
 export function parseTier(value: string | number): CreditTier {
-  const n = Number(value);
-  if (!/^\d+$/.test(String(value)) || !(CREDIT_TIERS as readonly number[]).includes(n)) {
-    throw new NanoPayError('INVALID_CREDITS_AMOUNT', `Credits are bought in tiers of ${CREDIT_TIERS.join(', ')}; "${String(value).slice(0, 20)}" is not one`);
+  const text = String(value);
+  const tier = CREDIT_TIERS.find((n) => String(n) === text);
+  if (tier === undefined) {
+    throw new NanoPayError('INVALID_CREDITS_AMOUNT', `Credits are bought in tiers of ${CREDIT_TIERS.join(', ')}; "${text.slice(0, 20)}" is not one`);
   }
-  return n as CreditTier;
+  return tier;
 }
 
 export interface TopupResult {
@@ -35,55 +39,70 @@ export interface TopupResult {
   resumed: boolean;
 }
 
-/**
- * Buys credits: the service names address, amount and a transaction id; we
- * send exactly that and submit the block with the id. An interrupted top-up
- * (paid, not credited) is completed by the next run without paying twice.
- */
-export async function topup(session: Session, input: { tier: string | number; confirm?: (p: SendPreview) => Promise<boolean>; signal?: AbortSignal }): Promise<TopupResult> {
-  const tier = parseTier(input.tier);
-  const account = await session.account();
-  const ctx = await session.context(input.signal);
+export interface TopupInput {
+  tier: string | number;
+  confirm?: Confirm;
+  /**
+   * Shows the result to the user. It runs before the top-up's journal entry
+   * goes, so a run killed before the user saw the result is completed by the
+   * next run instead of buying again.
+   */
+  report?: (result: TopupResult) => void | Promise<void>;
+  signal?: AbortSignal;
+}
 
-  const pending = await session.journal.read(account.address);
-  if (pending?.topupTransactionId !== undefined) {
-    const resumed = await session.withAccount(ctx, account, async (_head, settled) => settled);
-    // The earlier top-up is complete now; if it was for this tier, that was what the rerun was for.
-    if (resumed.topup !== undefined && resumed.entry !== undefined && resumed.topup.toppedUp === tier) {
-      return {
-        topped_up_credits: resumed.topup.toppedUp,
-        new_credits_balance: resumed.topup.newBalance,
-        hash: resumed.entry.hash,
-        amount: rawToXno(BigInt(resumed.entry.amountRaw ?? '0')),
-        payment_address: linkAsAccount(resumed.entry.block.link),
-        resumed: true,
-      };
-    }
+function resultOf(answer: TopupAnswer, hash: string, amountRaw: bigint, paymentAddress: string, resumed: boolean): TopupResult {
+  return { topped_up_credits: answer.toppedUp, new_credits_balance: answer.newBalance, hash, amount: rawToXno(amountRaw), payment_address: paymentAddress, resumed };
+}
+
+/** An earlier top-up of the same tier that was paid but not finished (or not reported): completed now, without paying again. */
+async function resume(ctx: OpsContext, signer: Signer, tier: CreditTier): Promise<TopupResult | undefined> {
+  const pending = await ctx.journal.read(signer.address);
+  if (pending?.topupTransactionId === undefined) return undefined;
+  const settled = await ctx.lock(signer.address, () => settleJournal(ctx, signer.address));
+  if (settled.refused !== undefined) throw settled.refused;
+  if (settled.topup === undefined || settled.entry === undefined || settled.topup.toppedUp !== tier) return undefined;
+  const entry = settled.entry;
+  return resultOf(settled.topup, entry.hash, BigInt(entry.amountRaw ?? '0'), linkAsAccount(entry.block.link), true);
+}
+
+/**
+ * Buys credits: the service names an address, an amount and a transaction id;
+ * the amount is checked against the tier's listed price before anything is
+ * signed; the payment goes through the one guarded money path and is
+ * submitted with the transaction id. A final refusal settles the entry; an
+ * interrupted top-up is completed by the next run without paying twice.
+ */
+export async function topup(session: Session, input: TopupInput): Promise<TopupResult> {
+  const tier = parseTier(input.tier);
+  const ctx = await session.context(input.signal);
+  const signer = await session.account();
+  const resumed = await resume(ctx, signer, tier);
+  if (resumed !== undefined) {
+    await input.report?.(resumed);
+    return resumed;
   }
 
+  const listed = xnoToRaw((await ctx.api.credits()).prices[tier]);
   const offer = await ctx.api.topupOffer(tier);
   const amountRaw = xnoToRaw(offer.amountXno);
-  const limits = session.profile().limits;
-  checkPerSend(limits, amountRaw);
-  const first = await planSend(ctx, account.address, offer.paymentAddress, amountRaw);
-  if (input.confirm !== undefined && !(await input.confirm(preview(account.address, first.to, amountRaw, first.head.state.balance)))) {
-    throw new NanoPayError('CANCELLED', 'Top-up cancelled; nothing was paid');
+  if (amountRaw !== listed) {
+    throw inconsistent(`it lists ${tier} credits at ${xnoAndRaw(listed)} but asks ${xnoAndRaw(amountRaw)} for them`);
   }
-  let answer: { toppedUp: number; newBalance: number } | undefined;
-  const submitting = { ...ctx, publish: async (block: Parameters<typeof ctx.api.topupSubmit>[0]) => void (answer = await ctx.api.topupSubmit(block, offer.transactionId)) };
-  return session.withAccount(ctx, account, async () => {
-    const plan = await planSend(submitting, account.address, offer.paymentAddress, amountRaw);
-    checkPerDay(limits, await session.sendLog.spentToday(account.address), amountRaw);
-    const sent = await executeSend(submitting, account, plan, { topupTransactionId: offer.transactionId });
-    await recordLanded(session, sent.entry);
-    if (answer === undefined) throw new NanoPayError('INVALID_DATA', 'The service did not confirm the top-up');
-    return {
-      topped_up_credits: answer.toppedUp,
-      new_credits_balance: answer.newBalance,
-      hash: sent.hash,
-      amount: rawToXno(amountRaw),
-      payment_address: plan.to,
-      resumed: false,
-    };
+  let result: TopupResult | undefined;
+  await move<TopupAnswer>(ctx, {
+    signer,
+    to: offer.paymentAddress,
+    amountRaw,
+    note: { topupTransactionId: offer.transactionId },
+    ...(input.confirm === undefined ? {} : { confirm: input.confirm }),
+    submit: (block) => ctx.api.topupSubmit(block, offer.transactionId),
+    landed: async (answer, entry, plan) => {
+      if (answer === undefined) throw new NanoPayError('INVALID_DATA', 'The service did not confirm the top-up; run the same command again to complete it');
+      await ctx.journal.record(signer.address, { ...entry, topupResult: answer });
+      result = resultOf(answer, entry.hash, amountRaw, plan.to, false);
+      await input.report?.(result);
+    },
   });
+  return result as TopupResult;
 }

@@ -9,9 +9,9 @@ export interface DonateResult extends SendResult {
 
 /** Asks the service where donations go, then sends there like any send (limits, confirmation). */
 export async function donate(session: Session, input: Omit<SendInput, 'to' | 'amountRaw'> & { amount: string }): Promise<DonateResult> {
-  const amountRaw = xnoToRaw(input.amount);
+  const { amount, ...rest } = input;
+  const amountRaw = xnoToRaw(amount);
   const address = await (await session.api()).donationAddress();
-  const { amount: _amount, ...rest } = input;
   const sent = await send(session, { ...rest, to: address, amountRaw });
   return {
     ...sent,

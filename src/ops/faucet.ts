@@ -3,7 +3,7 @@ import type { Session } from './session.js';
 
 /** Test funds from the sandbox's faucet (a real service has none): to any address, or the active account. */
 export async function fundFromFaucet(session: Session, input: { address?: string; amount: string }) {
-  const address = input.address === undefined ? (await session.account()).address : normalizeAddress(input.address);
+  const address = input.address === undefined ? await session.address() : normalizeAddress(input.address);
   xnoToRaw(input.amount);
   const funded = await session.anonymousApi().fund(address, input.amount);
   return { address, hash: funded.hash, amount: rawToXno(funded.amountRaw), amount_raw: funded.amountRaw.toString() };

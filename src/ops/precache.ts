@@ -7,8 +7,8 @@ import type { Session } from './session.js';
  * its key when unopened), at the send threshold, which also covers a receive.
  */
 export async function nextWork(session: Session): Promise<{ root: string; threshold: string }> {
-  const account = await session.account();
   const ctx = await session.context();
-  const { state, thresholds } = await readAccountHead(ctx, account.address);
-  return { root: workRoot({ account: account.address, previous: state.frontier ?? '0'.repeat(64) }), threshold: thresholds.send };
+  const address = await session.address();
+  const { state, thresholds } = await readAccountHead(ctx, address);
+  return { root: workRoot({ account: address, previous: state.frontier ?? '0'.repeat(64) }), threshold: thresholds.send };
 }

@@ -3,7 +3,7 @@ import { LIVE_THRESHOLDS } from '../work/index.js';
 import type { Session } from './session.js';
 
 async function addressOrActive(session: Session, address?: string): Promise<string> {
-  return address === undefined ? (await session.account()).address : normalizeAddress(address);
+  return address === undefined ? session.address() : normalizeAddress(address);
 }
 
 export async function pending(session: Session, input: { address?: string } = {}): Promise<{ account: string; blocks: { hash: string; amount: string; amount_raw: string; source: string }[] }> {

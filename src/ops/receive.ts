@@ -1,5 +1,6 @@
 import { rawToXno } from '../nano/index.js';
 import { receiveAllPending } from './chain.js';
+import { settleJournal } from './recovery.js';
 import type { Session } from './session.js';
 
 export interface ReceiveInput {
@@ -27,10 +28,13 @@ export interface ReceiveResult {
 
 /** Receives every pending block of the account (an open block first for a new account). */
 export async function receive(session: Session, input: ReceiveInput = {}): Promise<ReceiveResult> {
-  const account = await session.account(input.wallet, input.index);
   const ctx = await session.context(input.signal);
+  const account = await session.account(input.wallet, input.index);
   const minimumRaw = input.minimumRaw ?? BigInt(session.profile().receiveMinimum ?? '1');
-  const blocks = await session.withAccount(ctx, account, () => receiveAllPending(ctx, account, minimumRaw));
+  const blocks = await ctx.lock(account.address, async () => {
+    await settleJournal(ctx, account.address);
+    return receiveAllPending(ctx, account, minimumRaw);
+  });
   const total = blocks.reduce((sum, b) => sum + b.amountRaw, 0n);
   return {
     account: account.address,

@@ -1,9 +1,8 @@
 import { NanoPayError } from '../errors.js';
 import { ZERO_HASH, linkAsAccount } from '../nano/index.js';
-import type { JournalEntry } from '../wallet/journal.js';
+import type { JournalEntry, TopupAnswer } from '../wallet/journal.js';
 import { isDefinitiveRejection } from './chain.js';
 import type { OpsContext } from './context.js';
-import type { Session } from './session.js';
 
 export type Outcome = 'none' | 'confirmed' | 'republished' | 'dropped';
 
@@ -11,21 +10,22 @@ export interface Settlement {
   outcome: Outcome;
   /** The entry that was settled, if any. */
   entry?: JournalEntry;
-  /** For a top-up: what the service answered when it was (re)submitted. */
-  topup?: { toppedUp: number; newBalance: number };
+  /** For a top-up: the service's answer (kept in the entry, or given when it was submitted again). */
+  topup?: TopupAnswer;
+  /** For a top-up: the service's final refusal to credit it. */
+  refused?: NanoPayError;
 }
 
-function isNotFound(error: unknown): boolean {
-  return error instanceof NanoPayError && error.status === 404;
-}
-
-
-/** Records what a landed block was for: its spend, and its result under `send --id`. */
-export async function recordLanded(session: Session, entry: JournalEntry): Promise<void> {
+/**
+ * Records what a landed block was for: its spend (daily limit) and its result
+ * under `send --id`. Both are keyed, so recording twice counts once. Called
+ * before the journal entry goes, so a crash at any moment keeps them.
+ */
+export async function recordLanded(ctx: OpsContext, entry: JournalEntry): Promise<void> {
   if (entry.subtype !== 'send' || entry.amountRaw === undefined) return;
-  await session.sendLog.recordSpend(entry.block.account, entry.hash, BigInt(entry.amountRaw));
+  await ctx.sendLog.recordSpend(entry.block.account, entry.hash, BigInt(entry.amountRaw), Date.parse(entry.createdAt));
   if (entry.sendId !== undefined) {
-    await session.sendLog.saveResult(session.profileName, entry.sendId, {
+    await ctx.sendLog.saveResult(ctx.profile, entry.sendId, {
       id: entry.sendId,
       hash: entry.hash,
       from: entry.block.account,
@@ -37,46 +37,65 @@ export async function recordLanded(session: Session, entry: JournalEntry): Promi
   }
 }
 
-/**
- * Settles the block a previous run signed but may not have published. If the
- * account's frontier is still the block's previous, the very same block is
- * published again (never a new one on that previous); if the block is in the
- * ledger it is done; if the account moved on without it, it can never land.
- */
-export async function settleJournal(session: Session, ctx: OpsContext, address: string): Promise<Settlement> {
-  const entry = await session.journal.read(address);
-  if (entry === undefined) return { outcome: 'none' };
-  const info = await ctx.api.accountInfo(address);
+type Fate = 'landed' | 'publishable' | 'gone';
+
+/** Where the journaled block stands: in the ledger, still next in line, or overtaken by another block. */
+async function fateOf(ctx: OpsContext, entry: JournalEntry): Promise<Fate> {
+  const info = await ctx.api.accountInfo(entry.block.account);
   const frontier = info?.frontier.toUpperCase() ?? null;
   const previous = entry.block.previous.toUpperCase() === ZERO_HASH ? null : entry.block.previous.toUpperCase();
-  let outcome: Outcome;
-  let topup: Settlement['topup'];
-  if (entry.topupTransactionId !== undefined && (frontier === previous || frontier === entry.hash)) {
-    // A top-up is completed by submitting its block with the transaction id, whether or not the block
-    // already landed: the service credits it once and answers a repeat with the same result.
-    topup = await ctx.api.topupSubmit(entry.block, entry.topupTransactionId);
-    outcome = frontier === entry.hash ? 'confirmed' : 'republished';
-  } else if (frontier === entry.hash) {
-    outcome = 'confirmed';
-  } else if (frontier === previous) {
-    try {
-      await ctx.api.publish(entry.block, entry.subtype, entry.hash);
-      outcome = 'republished';
-    } catch (error) {
-      if (error instanceof NanoPayError && error.code === 'BLOCK_EXISTS') outcome = 'confirmed';
-      else if (isDefinitiveRejection(error)) outcome = 'dropped';
-      else throw error;
-    }
-  } else {
-    outcome = await ctx.api.blockInfo(entry.hash).then(
-      () => 'confirmed' as const,
-      (error: unknown) => {
-        if (isNotFound(error)) return 'dropped' as const;
-        throw error;
-      },
-    );
+  if (frontier === entry.hash) return 'landed';
+  if (frontier === previous) return 'publishable';
+  return ctx.api.blockInfo(entry.hash).then(
+    () => 'landed' as const,
+    (error: unknown) => {
+      if (error instanceof NanoPayError && error.status === 404) return 'gone' as const;
+      throw error;
+    },
+  );
+}
+
+async function settleTopup(ctx: OpsContext, entry: JournalEntry, transactionId: string, fate: Fate): Promise<Settlement> {
+  if (fate === 'gone') return { outcome: 'dropped', entry };
+  const outcome = fate === 'landed' ? 'confirmed' : 'republished';
+  // Submitting again is how a top-up completes: the service credits a transaction once and answers a repeat alike.
+  try {
+    return { outcome, entry, topup: await ctx.api.topupSubmit(entry.block, transactionId) };
+  } catch (error) {
+    if (!isDefinitiveRejection(error)) throw error;
+    return { outcome: fate === 'landed' ? 'confirmed' : 'dropped', entry, refused: error as NanoPayError };
   }
-  if (outcome !== 'dropped') await recordLanded(session, entry);
-  await session.journal.clear(address);
-  return { outcome, entry, ...(topup === undefined ? {} : { topup }) };
+}
+
+async function settlePublish(ctx: OpsContext, entry: JournalEntry, fate: Fate): Promise<Settlement> {
+  if (fate === 'landed') return { outcome: 'confirmed', entry };
+  if (fate === 'gone') return { outcome: 'dropped', entry };
+  try {
+    await ctx.api.publish(entry.block, entry.subtype, entry.hash);
+    return { outcome: 'republished', entry };
+  } catch (error) {
+    if (error instanceof NanoPayError && error.code === 'BLOCK_EXISTS') return { outcome: 'confirmed', entry };
+    if (isDefinitiveRejection(error)) return { outcome: 'dropped', entry };
+    throw error;
+  }
+}
+
+/**
+ * Settles the block a previous run signed but may not have finished with. A
+ * block still next in line is published again (the very same block, never a
+ * new one on that previous); a block in the ledger is done; a block the
+ * account moved past without can never land. A top-up is submitted again with
+ * its transaction id unless its answer was already kept. Whatever landed is
+ * recorded before the entry is cleared.
+ */
+export async function settleJournal(ctx: OpsContext, address: string): Promise<Settlement> {
+  const entry = await ctx.journal.read(address);
+  if (entry === undefined) return { outcome: 'none' };
+  let settled: Settlement;
+  if (entry.topupResult !== undefined) settled = { outcome: 'confirmed', entry, topup: entry.topupResult };
+  else if (entry.topupTransactionId !== undefined) settled = await settleTopup(ctx, entry, entry.topupTransactionId, await fateOf(ctx, entry));
+  else settled = await settlePublish(ctx, entry, await fateOf(ctx, entry));
+  if (settled.outcome !== 'dropped') await recordLanded(ctx, entry);
+  await ctx.journal.clear(address);
+  return settled;
 }

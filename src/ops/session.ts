@@ -1,7 +1,7 @@
 import { ApiClient } from '../api/client.js';
 import { NanoPayError } from '../errors.js';
 import { deriveAccount, type Account } from '../nano/index.js';
-import { providerSettings, workProvider, type WorkObserver } from '../work/index.js';
+import { WorkCache, providerSettings, workProvider, type WorkObserver } from '../work/index.js';
 import { ConfigStore, type ProfileRecord, type WalletRecord } from '../wallet/config.js';
 import { Journal } from '../wallet/journal.js';
 import { KeyStore } from '../wallet/keystore.js';
@@ -9,9 +9,7 @@ import { withAccountLock } from '../wallet/lock.js';
 import { SendLog } from '../wallet/send-log.js';
 import { WorkStore } from '../wallet/work-store.js';
 import { configDir, keystorePath, stateDir } from '../wallet/paths.js';
-import { type AccountHead, readAccountHead } from './chain.js';
 import type { OpsContext, Signer, WorkProvider } from './context.js';
-import { settleJournal, type Settlement } from './recovery.js';
 
 /** Asks for the key store password; `purpose` says why (for a prompt). */
 export type PasswordSource = (purpose: 'unlock' | 'create') => Promise<string>;
@@ -56,6 +54,8 @@ export class Session {
   readonly sendLog: SendLog;
   readonly workStore: WorkStore;
   private store: Promise<KeyStore> | undefined;
+  private provider: WorkProvider | undefined;
+  private ahead: WorkCache | undefined;
 
   constructor(private readonly options: SessionOptions) {
     this.env = options.env ?? process.env;
@@ -122,20 +122,47 @@ export class Session {
     return this.anonymousApi().withApiKey(apiKey);
   }
 
-  /** Work made ahead if there is some for the root, else the configured provider (NANO_WORK_MODE…). */
+  /** The configured way to make work (NANO_WORK_MODE…), made once. */
+  private workProvider(): WorkProvider {
+    if (this.provider === undefined) {
+      const settings = providerSettings(this.env, this.profile());
+      this.provider = this.options.work ?? workProvider({ ...settings, ...(this.options.workObserver === undefined ? {} : { observer: this.options.workObserver }) });
+    }
+    return this.provider;
+  }
+
+  /**
+   * Work made ahead and kept in memory (the toolset while idle), on top of the
+   * configured provider: it never replaces it, so NANO_WORK_MODE holds.
+   */
+  workAhead(): WorkCache {
+    this.ahead ??= new WorkCache(this.workProvider());
+    return this.ahead;
+  }
+
+  /** Work stored ahead (work precache) or made ahead if there is some for the root, else the configured provider. */
   work(): WorkProvider {
-    if (this.options.work !== undefined) return this.options.work;
-    const settings = providerSettings(this.env, this.profile());
-    const provide = workProvider({ ...settings, ...(this.options.workObserver === undefined ? {} : { observer: this.options.workObserver }) });
+    const provide = this.ahead?.provider ?? this.workProvider();
     return async (root, threshold, signal) => (await this.workStore.take(root, threshold)) ?? provide(root, threshold, signal);
   }
 
   async context(signal?: AbortSignal): Promise<OpsContext> {
-    return { api: await this.api(), work: this.work(), journal: this.journal, ...(signal === undefined ? {} : { signal }) };
+    const lockDir = stateDir(this.dir, 'locks');
+    return {
+      api: await this.api(),
+      work: this.work(),
+      journal: this.journal,
+      sendLog: this.sendLog,
+      lock: (address, fn) => withAccountLock(lockDir, address, fn, signal === undefined ? {} : { signal }),
+      limits: this.profile().limits,
+      profile: this.profileName,
+      now: Date.now,
+      ...(signal === undefined ? {} : { signal }),
+    };
   }
 
-  /** The wallet and account a command acts on: the active ones unless named. */
-  async account(walletName?: string, index?: number): Promise<ActiveAccount> {
+  /** The wallet and account index a command acts on: the active ones unless named. */
+  private pick(walletName?: string, index?: number): { wallet: string; record: WalletRecord; index: number } {
     const profile = this.profile();
     const wallet = walletName ?? profile.activeWallet;
     if (wallet === undefined) {
@@ -143,14 +170,20 @@ export class Session {
     }
     const record = profile.wallets[wallet];
     if (record === undefined) throw new NanoPayError('NOT_FOUND', `No wallet named "${wallet}" in profile "${this.profileName}"`);
-    const accountIndex = index ?? (walletName === undefined ? profile.activeAccount : undefined) ?? 0;
-    const derived = await this.derive(wallet, record, accountIndex);
-    return { wallet, index: accountIndex, address: derived.address, privateKey: derived.privateKey };
+    return { wallet, record, index: index ?? (walletName === undefined ? profile.activeAccount : undefined) ?? 0 };
   }
 
-  /** The address of an account without unlocking, when it was derived before. */
-  knownAddress(wallet: string, index: number): string | undefined {
-    return this.profile().wallets[wallet]?.accounts[String(index)];
+  /** The account a command signs for: unlocks the key store. */
+  async account(walletName?: string, index?: number): Promise<ActiveAccount> {
+    const picked = this.pick(walletName, index);
+    const derived = await this.derive(picked.wallet, picked.record, picked.index);
+    return { wallet: picked.wallet, index: picked.index, address: derived.address, privateKey: derived.privateKey };
+  }
+
+  /** The address of the account a command reads: from the settings when it was derived before, without unlocking. */
+  async address(walletName?: string, index?: number): Promise<string> {
+    const picked = this.pick(walletName, index);
+    return picked.record.accounts[String(picked.index)] ?? (await this.derive(picked.wallet, picked.record, picked.index)).address;
   }
 
   async derive(wallet: string, record: WalletRecord, index: number): Promise<Account> {
@@ -164,22 +197,6 @@ export class Session {
     if (record.kind === 'seed') return deriveAccount({ seed: secret, index });
     const passphrase = store.get(secretIds.passphrase(this.profileName, wallet)) ?? '';
     return deriveAccount({ mnemonic: secret, passphrase, legacy: record.kind === 'legacy-mnemonic', index });
-  }
-
-  /**
-   * Runs `fn` holding the account's lock, after settling any block a previous
-   * run signed but may not have published. Every write to an account goes here.
-   */
-  async withAccount<T>(ctx: OpsContext, signer: Signer, fn: (head: AccountHead, settled: Settlement) => Promise<T>): Promise<T> {
-    return withAccountLock(
-      stateDir(this.dir, 'locks'),
-      signer.address,
-      async () => {
-        const settled = await settleJournal(this, ctx, signer.address);
-        return fn(await readAccountHead(ctx, signer.address), settled);
-      },
-      ctx.signal === undefined ? {} : { signal: ctx.signal },
-    );
   }
 }
 

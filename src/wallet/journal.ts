@@ -21,6 +21,13 @@ export interface JournalEntry {
   sendId?: string;
   /** A credits top-up paid by this block, to be submitted with its transaction id. */
   topupTransactionId?: string;
+  /** The service's answer to the top-up, kept until the result has been reported, so a rerun never pays twice. */
+  topupResult?: TopupAnswer;
+}
+
+export interface TopupAnswer {
+  toppedUp: number;
+  newBalance: number;
 }
 
 export class Journal {

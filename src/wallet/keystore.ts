@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, randomBytes, scrypt as scryptCallback, type ScryptOptions } from 'node:crypto';
 import { NanoPayError } from '../errors.js';
+import { lstat } from 'node:fs/promises';
 import { readIfExists, writeFileAtomic } from './secure-fs.js';
 
 /**
@@ -67,9 +68,34 @@ function corrupt(path: string, why: string): NanoPayError {
   });
 }
 
+/**
+ * The key store is a regular file of ours: a symbolic link in its place is
+ * refused, never followed (it could point anywhere) nor replaced (an atomic
+ * write would silently turn it into a regular file).
+ */
+async function refuseLink(path: string): Promise<void> {
+  const info = await lstat(path).catch(() => undefined);
+  if (info?.isSymbolicLink()) {
+    throw new NanoPayError('STORE_CORRUPT', `The key store ${path} is a symbolic link; nanopay does not follow links for its key store and left it untouched`, {
+      hint: 'Put the key store file itself there (or point NANOPAY_CONFIG_DIR at the directory that holds it).',
+    });
+  }
+}
+
 function isSealed(value: unknown): value is Sealed {
   const v = value as Sealed;
   return typeof v === 'object' && v !== null && [v.iv, v.data, v.tag].every((x) => typeof x === 'string');
+}
+
+/**
+ * KDF parameters a store of ours can have: scrypt's N a power of two from 2^10,
+ * and the memory it needs within what we allow. Anything else is damage (or an
+ * attempt to make the unlock hang or exhaust memory), refused before scrypt runs.
+ */
+function sensibleKdf(kdf: Header['kdf']): boolean {
+  const { N, r, p } = kdf;
+  if (![N, r, p].every((n) => Number.isSafeInteger(n) && n > 0)) return false;
+  return r <= 32 && p <= 16 && 128 * N * r <= MAXMEM && N >= 2 ** 10 && Number.isInteger(Math.log2(N));
 }
 
 function parseFile(path: string, text: string): KeystoreFile {
@@ -81,7 +107,7 @@ function parseFile(path: string, text: string): KeystoreFile {
   }
   const kdf = parsed?.kdf;
   if (parsed?.format !== FORMAT || kdf?.name !== 'scrypt' || typeof kdf.salt !== 'string') throw corrupt(path, 'unknown format');
-  if (![kdf.N, kdf.r, kdf.p].every((n) => Number.isSafeInteger(n) && n > 0)) throw corrupt(path, 'bad KDF parameters');
+  if (!sensibleKdf(kdf)) throw corrupt(path, 'bad KDF parameters');
   if (!isSealed(parsed.key) || typeof parsed.secrets !== 'object' || parsed.secrets === null) throw corrupt(path, 'missing fields');
   if (!Object.values(parsed.secrets).every(isSealed)) throw corrupt(path, 'a secret entry is malformed');
   return parsed;
@@ -95,6 +121,7 @@ export class KeyStore {
   ) {}
 
   static async exists(path: string): Promise<boolean> {
+    await refuseLink(path);
     return (await readIfExists(path)) !== undefined;
   }
 
@@ -115,6 +142,7 @@ export class KeyStore {
 
   /** Unlocks an existing store. A wrong password never changes the file. */
   static async open(path: string, password: string): Promise<KeyStore> {
+    await refuseLink(path);
     const text = await readIfExists(path);
     if (text === undefined) throw new NanoPayError('NOT_FOUND', `No key store at ${path}`, { hint: 'Create a wallet first: nanopay wallet create' });
     const file = parseFile(path, text);
@@ -170,6 +198,7 @@ export class KeyStore {
   }
 
   private async persist(): Promise<void> {
+    await refuseLink(this.path);
     await writeFileAtomic(this.path, `${JSON.stringify(this.file, null, 2)}\n`);
   }
 }

@@ -1,4 +1,4 @@
-import { NanoPayError } from '../errors.js';
+import { NanoPayError, redactUrl } from '../errors.js';
 import { validateWork } from './pow.js';
 
 export interface RemoteOptions {
@@ -36,7 +36,7 @@ export async function remoteWork(servers: string[], root: string, threshold: str
     } catch (error) {
       const reason = error instanceof Error && error.name === 'TimeoutError' ? `no answer in ${options.timeoutMs} ms` : (error as Error).message;
       options.onFailure?.(server, reason);
-      reasons.push(`${server}: ${reason}`);
+      reasons.push(redactUrl(`${server}: ${reason}`));
     }
   }
   throw new NanoPayError('WORK_SERVER_ERROR', `No work server gave valid work (${reasons.join('; ') || 'none configured'})`, {

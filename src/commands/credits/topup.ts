@@ -5,19 +5,30 @@ import { parseTier, topup, type TopupResult } from '../../ops/credits.js';
 
 export default class CreditsTopup extends SessionCommand {
   static override summary = 'Buy credits: pays the service the tier\'s price from the active account.';
-  static override description = `Tiers: 10, 50, 100, 500, 1000, 5000, 10000, 50000, 100000. If a top-up was paid but not credited
-(the connection dropped), running it again completes it without paying twice.`;
+  static override description = `Tiers: 10, 50, 100, 500, 1000, 5000, 10000, 50000, 100000. The service's offer must match the tier's
+listed price, or nothing is signed. If a top-up was interrupted (the connection dropped, the process was killed), running
+it again completes it without paying twice.`;
   static override args = { tier: Args.string({ ignoreStdin: true, description: 'credits to buy', required: true }) };
   static override flags = { yes: Flags.boolean({ char: 'y', description: 'do not ask for confirmation' }) };
 
-  async run(): Promise<TopupResult> {
+  async run(): Promise<TopupResult | void> {
     const { args, flags } = await this.parse(CreditsTopup);
     const tier = parseTier(args.tier);
     const confirm = paymentConfirmation(`Buy ${tier} credits for`, flags);
-    const result = await topup(this.session(flags), { tier, signal: this.signal, ...(confirm === undefined ? {} : { confirm }) });
-    if (result.resumed) this.log(`Completed an interrupted top-up (block ${result.hash}); nothing new was paid.`);
-    else this.log(`Paid ${result.amount} XNO to ${result.payment_address} (block ${result.hash}).`);
-    this.log(`Topped up ${result.topped_up_credits} credits; balance now ${result.new_credits_balance}.`);
-    return result;
+    const json = this.jsonEnabled();
+    const result = await topup(this.session(flags), {
+      tier,
+      signal: this.signal,
+      ...(confirm === undefined ? {} : { confirm }),
+      // Shown before the top-up is finished with, so a run killed before the user saw it is completed by the next one.
+      report: (result) => {
+        if (json) return this.logJson(result);
+        if (result.resumed) this.log(`Completed an interrupted top-up (block ${result.hash}); nothing new was paid.`);
+        else this.log(`Paid ${result.amount} XNO to ${result.payment_address} (block ${result.hash}).`);
+        this.log(`Topped up ${result.topped_up_credits} credits; balance now ${result.new_credits_balance}.`);
+      },
+    });
+    // In JSON mode the document was printed by the report already.
+    return json ? undefined : result;
   }
 }

@@ -1,0 +1,131 @@
+import { NanoPayError } from '../errors.js';
+import { normalizeAddress, rawToXno, type StateBlock } from '../nano/index.js';
+import type { JournalEntry } from '../wallet/journal.js';
+import type { SendRecord } from '../wallet/send-log.js';
+import { planSend, publishTo, sendBlockOf, signAndJournal, submitEntry, type SendPlan } from './chain.js';
+import type { BlockNote, OpsContext, Signer } from './context.js';
+import { checkPerDay, checkPerSend } from './limits.js';
+import { recordLanded, settleJournal } from './recovery.js';
+
+/** What a payment will do, shown before it is confirmed. */
+export interface SendPreview {
+  from: string;
+  to: string;
+  amount: string;
+  amount_raw: string;
+  balance: string;
+  balance_raw: string;
+  balance_after: string;
+  balance_after_raw: string;
+}
+
+export type Confirm = (preview: SendPreview) => Promise<boolean>;
+
+/** The one door money leaves by: send, pay, donate and top-up all come through here. */
+export interface Movement<A> {
+  signer: Signer;
+  to: string;
+  amountRaw: bigint;
+  /** Idempotency key: a repeat with the same parameters returns the first result and moves nothing. */
+  id?: string;
+  dryRun?: boolean;
+  /** Asked once the preview is known, after the limits passed; false cancels. */
+  confirm?: Confirm;
+  /** What the entry carries to finish its purpose after a crash (a top-up's transaction id). */
+  note?: BlockNote;
+  /** How the signed block reaches the ledger; the API's publish by default. */
+  submit?: (block: StateBlock) => Promise<A>;
+  /** Runs on the answer once the block landed and was recorded, before its journal entry goes (a top-up keeps its answer there until reported). */
+  landed?: (answer: A | undefined, entry: JournalEntry, plan: SendPlan) => Promise<void>;
+}
+
+export interface Moved<A> {
+  hash: string | null;
+  from: string;
+  to: string;
+  amountRaw: bigint;
+  balanceRaw: bigint;
+  balanceAfterRaw: bigint;
+  dryRun: boolean;
+  /** True when `id` had already been used: nothing moved this time. */
+  repeated: boolean;
+  answer?: A;
+}
+
+export function preview(from: string, to: string, amountRaw: bigint, balanceRaw: bigint): SendPreview {
+  return {
+    from,
+    to,
+    amount: rawToXno(amountRaw),
+    amount_raw: amountRaw.toString(),
+    balance: rawToXno(balanceRaw),
+    balance_raw: balanceRaw.toString(),
+    balance_after: rawToXno(balanceRaw - amountRaw),
+    balance_after_raw: (balanceRaw - amountRaw).toString(),
+  };
+}
+
+/** The earlier result under `id`, if the parameters are the same; a different payment under the same key is refused. */
+function repeatOf<A>(record: SendRecord, m: { from: string; to: string; amountRaw: bigint; id: string }): Moved<A> {
+  const differs: string[] = [];
+  if (record.from !== m.from) differs.push(`account (first ${record.from}, now ${m.from})`);
+  if (record.to !== m.to) differs.push(`recipient (first ${record.to}, now ${m.to})`);
+  if (BigInt(record.amountRaw) !== m.amountRaw) differs.push(`amount (first ${rawToXno(BigInt(record.amountRaw))} XNO, now ${rawToXno(m.amountRaw)} XNO)`);
+  if (differs.length > 0) {
+    throw new NanoPayError('IDEMPOTENCY_MISMATCH', `The key "${m.id}" was already used for another payment; nothing was sent. It differs in: ${differs.join('; ')}`, {
+      hint: 'Use a new --id for a new payment; repeat the same parameters to get the first result.',
+    });
+  }
+  const amountRaw = BigInt(record.amountRaw);
+  const balanceAfterRaw = BigInt(record.balanceRaw);
+  return { hash: record.hash, from: record.from, to: record.to, amountRaw, balanceRaw: balanceAfterRaw + amountRaw, balanceAfterRaw, dryRun: false, repeated: true };
+}
+
+async function earlier<A>(ctx: OpsContext, m: Movement<A>, to: string): Promise<Moved<A> | undefined> {
+  if (m.id === undefined) return undefined;
+  const record = await ctx.sendLog.result(ctx.profile, m.id);
+  return record === undefined ? undefined : repeatOf<A>(record, { from: m.signer.address, to, amountRaw: m.amountRaw, id: m.id });
+}
+
+function planned<A>(plan: SendPlan, from: string, extra: Pick<Moved<A>, 'hash' | 'dryRun' | 'answer'>): Moved<A> {
+  return { from, to: plan.to, amountRaw: plan.amountRaw, balanceRaw: plan.head.state.balance, balanceAfterRaw: plan.balanceAfterRaw, repeated: false, ...extra };
+}
+
+/**
+ * Moves money, guarded at every step: the per-send limit and the daily window
+ * are checked before any question; the preview is built on the verified head;
+ * the user confirms; then, holding the account lock, any earlier entry is
+ * settled, the send is planned again on the fresh head and the daily limit
+ * re-checked, and the block is signed, journaled, submitted and recorded
+ * (spend and idempotency result) before its journal entry goes.
+ */
+export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<Moved<A>> {
+  const to = normalizeAddress(m.to);
+  if (m.amountRaw <= 0n) throw new NanoPayError('INVALID_NUMBER_FORMAT', 'The amount must be greater than zero');
+  checkPerSend(ctx.limits, m.amountRaw);
+  const repeat = await earlier(ctx, m, to);
+  if (repeat !== undefined) return repeat;
+
+  const first = await planSend(ctx, m.signer.address, to, m.amountRaw);
+  checkPerDay(ctx.limits, await ctx.sendLog.spentToday(m.signer.address, ctx.now()), m.amountRaw);
+  if (m.dryRun) return planned(first, m.signer.address, { hash: null, dryRun: true });
+  if (m.confirm !== undefined && !(await m.confirm(preview(m.signer.address, to, m.amountRaw, first.head.state.balance)))) {
+    throw new NanoPayError('CANCELLED', 'Cancelled; nothing was signed');
+  }
+
+  return ctx.lock(m.signer.address, async () => {
+    await settleJournal(ctx, m.signer.address);
+    const resumed = await earlier(ctx, m, to);
+    if (resumed !== undefined) return resumed;
+    // The head may have moved while the user confirmed: plan again on the fresh one.
+    const plan = await planSend(ctx, m.signer.address, to, m.amountRaw);
+    checkPerDay(ctx.limits, await ctx.sendLog.spentToday(m.signer.address, ctx.now()), m.amountRaw);
+    const note: BlockNote = { amountRaw: m.amountRaw.toString(), ...(m.id === undefined ? {} : { sendId: m.id }), ...m.note };
+    const entry = await signAndJournal(ctx, m.signer, sendBlockOf(plan), 'send', plan.head.thresholds, note);
+    const answer = await submitEntry(ctx, entry, m.submit ?? (publishTo(ctx, entry) as (block: StateBlock) => Promise<A>));
+    await recordLanded(ctx, entry);
+    await m.landed?.(answer, entry, plan);
+    await ctx.journal.clear(m.signer.address);
+    return planned(plan, m.signer.address, { hash: entry.hash, dryRun: false, ...(answer === undefined ? {} : { answer }) });
+  });
+}
