@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -8,6 +8,7 @@ import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { BIN, userWithWallet, type CliUser } from '../helpers/cli.js';
 import { startFaultyProxy, type Fault } from '../helpers/faulty-proxy.js';
 import { ledger, sandbox } from '../helpers/sandbox.js';
+import { addressToPublicKey } from '../../src/nano/index.js';
 
 let sb: RunningSandbox;
 let payer: CliUser;
@@ -24,10 +25,23 @@ function journalFiles(): string[] {
   return existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.json')) : [];
 }
 
-async function waitFor(check: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 400; i++) {
+/** Starts `nanopay args` for the payer as a child that the test may kill. */
+function start(args: string[]): { child: ChildProcess; exited: Promise<void> } {
+  const child = spawn(process.execPath, [BIN, ...args], { env: payer.env, stdio: 'ignore' });
+  return { child, exited: new Promise((resolve) => child.once('exit', () => resolve())) };
+}
+
+function journalText(): string {
+  const file = journalFiles()[0];
+  return file === undefined ? '' : readFileSync(join(payer.configDir, 'journal', file), 'utf8');
+}
+
+/** Polls `check` every `everyMs` for up to 20 s; a wait that runs out fails. */
+async function waitFor(check: () => boolean, what: string, everyMs = 50): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
     if (check()) return;
-    await sleep(50);
+    await sleep(everyMs);
   }
   throw new Error(`timed out waiting for ${what}`);
 }
@@ -113,5 +127,49 @@ describe('upstream faults', () => {
     expect((await payer.json(['receive']))._code).toBe(0);
     expect((await ledger(sb.url)).blocks.filter((b) => b.hash === hash)).toHaveLength(1);
     expect(await balanceRaw()).toBe(before - 10n ** 28n);
+  });
+});
+
+describe('kill -9 at the named moments', () => {
+  it('send --id killed at any moment after signing: each rerun lands exactly one block and the daily total is exact', async () => {
+    const before = await balanceRaw();
+    const delays = [0, 3, 8, 15, 30];
+    for (const [i, delay] of delays.entries()) {
+      const args = ['send', payee, '0.001', '--yes', '--id', `kill-${i}`, '--json'];
+      const run = start(args);
+      await waitFor(() => journalFiles().length === 1 || run.child.exitCode !== null, 'the signed block in the journal');
+      await sleep(delay);
+      run.child.kill('SIGKILL');
+      await run.exited;
+      const rerun = await payer.json<{ hash: string }>(args.slice(0, -1));
+      expect(rerun._code).toBe(0);
+      expect(journalFiles()).toEqual([]);
+    }
+    expect(await balanceRaw()).toBe(before - BigInt(delays.length) * 10n ** 27n);
+  });
+
+  it('a top-up killed just after it completed is completed by the rerun, not bought again', async () => {
+    const service = addressToPublicKey(sb.service.dump().service as string);
+    const payments = async (): Promise<number> => [...sb.service.ledger.blocks.values()].filter((b) => b.subtype === 'send' && b.block.link === service).length;
+    let caught = false;
+    for (let attempt = 0; attempt < 5 && !caught; attempt++) {
+      const paid = await payments();
+      const run = start(['credits', 'topup', '10', '--yes', '--json']);
+      await waitFor(() => journalText().includes('topupResult') || run.child.exitCode !== null, 'the top-up answer in the journal', 1);
+      run.child.kill('SIGSTOP');
+      // Only a stop while the answer is kept and not yet reported is the moment under test.
+      caught = journalText().includes('topupResult');
+      run.child.kill('SIGKILL');
+      await run.exited;
+      const rerun = await payer.json<{ resumed: boolean; topped_up_credits: number }>(['credits', 'topup', '10', '--yes']);
+      expect(rerun._code).toBe(0);
+      expect(rerun.topped_up_credits).toBe(10);
+      if (caught) {
+        expect(rerun.resumed).toBe(true);
+        expect(await payments()).toBe(paid + 1);
+      }
+      expect(journalFiles()).toEqual([]);
+    }
+    expect(caught).toBe(true);
   });
 });

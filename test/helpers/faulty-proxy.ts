@@ -2,10 +2,12 @@ import { createServer, request, type IncomingMessage, type Server, type ServerRe
 import type { AddressInfo, Socket } from 'node:net';
 
 /**
- * What the proxy does with a request: pass it on, or fail in one of the ways
- * a real upstream fails. 'forward-then-drop' delivers the request and loses the answer.
+ * What the proxy does with a request: pass it on, fail in one of the ways a
+ * real upstream fails, or lie: `{rewrite}` passes the request on and changes
+ * the `data` of the answer (a service that answers inconsistently).
+ * 'forward-then-drop' delivers the request and loses the answer.
  */
-export type Fault = 'pass' | '500' | 'hang' | 'drop' | 'bad-json' | 'wrong-shape' | 'forward-then-drop' | 'hold';
+export type Fault = 'pass' | '500' | 'hang' | 'drop' | 'bad-json' | 'wrong-shape' | 'forward-then-drop' | 'hold' | { rewrite: (data: Record<string, any>, body: Record<string, any>) => Record<string, any> };
 
 export interface FaultyProxy {
   url: string;
@@ -33,6 +35,16 @@ export async function startFaultyProxy(target: string, choose: (method: string, 
       const path = new URL(req.url ?? '/', 'http://x').pathname;
       seen.push(`${req.method} ${path}`);
       const fault = choose(req.method ?? 'GET', path);
+      if (typeof fault === 'object') {
+        forward(req, body, (status, _headers, data) => {
+          const answer = JSON.parse(data.toString()) as { success: boolean; data: Record<string, any> | null };
+          const sent = body.length === 0 ? {} : (JSON.parse(body.toString()) as Record<string, any>);
+          if (answer.success && answer.data !== null) answer.data = fault.rewrite(answer.data, sent);
+          res.writeHead(status, { 'content-type': 'application/json' });
+          res.end(JSON.stringify(answer));
+        });
+        return;
+      }
       switch (fault) {
         case 'pass':
           forward(req, body, (status, headers, data) => {

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -65,5 +65,32 @@ describe('KeyStore', () => {
     await store.delete(['a']);
     const reopened = await KeyStore.open(path, 'pw');
     expect(reopened.ids()).toEqual(['b']);
+  });
+});
+
+describe('KeyStore against a tampered file', () => {
+  it.each([
+    ['N = 2^40', { N: 2 ** 40 }],
+    ['N = 1000', { N: 1000 }],
+    ['p = 2^30', { p: 2 ** 30 }],
+    ['r = 0', { r: 0 }],
+  ])('damaged KDF parameters (%s) are STORE_CORRUPT before scrypt runs, the file untouched', async (_name, change) => {
+    await (await KeyStore.create(path, 'right')).set('seed', SECRET);
+    const file = JSON.parse(await readFile(path, 'utf8')) as { kdf: Record<string, number> };
+    file.kdf = { ...file.kdf, ...change };
+    await writeFile(path, JSON.stringify(file));
+    const before = await readFile(path);
+    await expect(KeyStore.open(path, 'right')).rejects.toMatchObject({ code: 'STORE_CORRUPT' });
+    expect(await readFile(path)).toEqual(before);
+  });
+
+  it('a symbolic link in place of the key store is refused, never followed nor replaced', async () => {
+    const real = join(dir, 'elsewhere.json');
+    await (await KeyStore.create(real, 'right')).set('seed', SECRET);
+    await mkdir(join(dir, 'store'), { recursive: true });
+    await symlink(real, path);
+    await expect(KeyStore.open(path, 'right')).rejects.toMatchObject({ code: 'STORE_CORRUPT' });
+    await expect(KeyStore.openOrCreate(path, 'right')).rejects.toMatchObject({ code: 'STORE_CORRUPT' });
+    expect((await lstat(path)).isSymbolicLink()).toBe(true);
   });
 });

@@ -1,0 +1,253 @@
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { NanoPayError } from '../../src/errors.js';
+import { RAW_PER_XNO, addressToPublicKey, deriveAccount, generateSeed, rawToXno } from '../../src/nano/index.js';
+import { balance } from '../../src/ops/balance.js';
+import { setSetting, unsetSetting } from '../../src/ops/config.js';
+import { move } from '../../src/ops/movement.js';
+import { parseTier, topup } from '../../src/ops/credits.js';
+import { paymentStatus, requestPayment } from '../../src/ops/payments.js';
+import { accountInfo, pending } from '../../src/ops/reads.js';
+import { receive } from '../../src/ops/receive.js';
+import { send } from '../../src/ops/send.js';
+import { Session } from '../../src/ops/session.js';
+import { createRemoteWallet } from '../../src/ops/wallet.js';
+import type { RunningSandbox } from '../../src/sandbox/index.js';
+import { shutdownWorkers } from '../../src/work/index.js';
+import { startFaultyProxy, type Fault, type FaultyProxy } from '../helpers/faulty-proxy.js';
+import { fund, sandbox } from '../helpers/sandbox.js';
+
+/**
+ * The operations in-process against the real sandbox behind a proxy that can
+ * lie: whatever the service claims, nanopay signs only what the user asked for,
+ * on top of blocks it verified itself.
+ */
+let sb: RunningSandbox;
+let proxy: FaultyProxy;
+let lie: (method: string, path: string) => Fault = () => 'pass';
+let configDir: string;
+let session: Session;
+let address: string;
+let apiKey: string;
+const payee = deriveAccount({ seed: generateSeed(), index: 0 }).address;
+const XNO = RAW_PER_XNO;
+
+const blocksInLedger = (): number => sb.service.ledger.order.length;
+const journalEntry = () => session.journal.read(address);
+
+async function failure(promise: Promise<unknown>): Promise<NanoPayError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(NanoPayError);
+  return error as NanoPayError;
+}
+
+/** Asserts a lie was caught before anything was signed: a coded error, no journal entry, the ledger unchanged. */
+async function refusedUnsigned(operation: Promise<unknown>, code = 'SERVICE_INCONSISTENT'): Promise<NanoPayError> {
+  const before = blocksInLedger();
+  const error = await failure(operation);
+  expect(error.code).toBe(code);
+  expect(await journalEntry()).toBeUndefined();
+  expect(blocksInLedger()).toBe(before);
+  return error;
+}
+
+beforeAll(async () => {
+  sb = await sandbox();
+  proxy = await startFaultyProxy(sb.url, (method, path) => lie(method, path));
+  configDir = await mkdtemp(join(tmpdir(), 'nanopay-lies-'));
+  session = new Session({ password: async () => 'lies test password', configDir, env: { NANOPAY_API_URL: proxy.url } });
+  address = (await createRemoteWallet(session)).address;
+  apiKey = (await session.apiKey()) as string;
+  await fund(sb.url, address, '20');
+  await receive(session);
+});
+
+afterEach(() => {
+  lie = () => 'pass';
+});
+
+afterAll(async () => {
+  await proxy?.close();
+  await sb?.close();
+  await shutdownWorkers();
+});
+
+const accountInfoLie = (rewrite: (data: Record<string, any>) => Record<string, any>) => (method: string, path: string): Fault =>
+  method === 'POST' && path === '/account/info' ? { rewrite } : 'pass';
+
+describe('the frontier is checked before anything is built on it', () => {
+  it('a balance reported 5 XNO low, with the right frontier: nothing is signed (before: a 6 XNO send past the limit)', async () => {
+    await setSetting(session, 'limit-per-send', '2');
+    lie = accountInfoLie((d) => ({ ...d, balance: (BigInt(d.balance) - 5n * XNO).toString() }));
+    const error = await refusedUnsigned(send(session, { to: payee, amountRaw: XNO }));
+    expect(error.message).toMatch(/balance of .* XNO .*frontier block holds .* XNO/);
+    expect(error.exitCode).toBe(5);
+    await unsetSetting(session, 'limit-per-send');
+  });
+
+  it('a balance reported higher: nothing is signed', async () => {
+    lie = accountInfoLie((d) => ({ ...d, balance: (BigInt(d.balance) + 100n * XNO).toString() }));
+    await refusedUnsigned(send(session, { to: payee, amountRaw: XNO }));
+  });
+
+  it('a random frontier: nothing is signed', async () => {
+    lie = accountInfoLie((d) => ({ ...d, frontier: 'AB'.repeat(32) }));
+    await refusedUnsigned(send(session, { to: payee, amountRaw: XNO }));
+  });
+
+  it("another account's frontier and balance: nothing is signed", async () => {
+    const genesis = sb.service.ledger.order[0] as string;
+    const other = sb.service.ledger.blocks.get(genesis);
+    lie = accountInfoLie((d) => ({ ...d, frontier: genesis, balance: other?.balance.toString() }));
+    await refusedUnsigned(send(session, { to: payee, amountRaw: XNO }));
+  });
+
+  it('an old frontier of the account (it has a successor): nothing is signed', async () => {
+    const first = await send(session, { to: payee, amountRaw: XNO / 100n });
+    const old = sb.service.ledger.blocks.get(sb.service.ledger.blocks.get(first.hash as string)?.block.previous as string);
+    lie = accountInfoLie((d) => ({ ...d, frontier: old?.hash, balance: old?.balance.toString() }));
+    await refusedUnsigned(send(session, { to: payee, amountRaw: XNO / 100n }));
+  });
+
+  it('a pending block whose contents were altered is not received', async () => {
+    await fund(sb.url, address, '1');
+    lie = (method, path) => (method === 'POST' && path === '/block/info' ? { rewrite: (d) => ({ ...d, contents: { ...d.contents, balance: '1' } }) } : 'pass');
+    await refusedUnsigned(receive(session));
+    lie = () => 'pass';
+    expect((await receive(session)).total).toBe('1');
+  });
+
+  it('without lies the same send goes through, with XNO and raw in money messages', async () => {
+    const sent = await send(session, { to: payee, amountRaw: XNO });
+    expect(sent.hash).toMatch(/^[0-9A-F]{64}$/);
+    const error = await failure(send(session, { to: payee, amountRaw: 1000n * XNO }));
+    expect(error.code).toBe('INSUFFICIENT_FUNDS');
+    expect(error.message).toMatch(/the send needs 1000 XNO \(1000000000000000000000000000000000 raw\)/);
+  });
+});
+
+describe('top-up', () => {
+  it('an offer above the listed price is refused before anything is signed', async () => {
+    lie = (method, path) => (method === 'GET' && path === '/credits/topup/10' ? { rewrite: (d) => ({ ...d, nano_amount: '5' }) } : 'pass');
+    const error = await refusedUnsigned(topup(session, { tier: 10 }));
+    expect(error.message).toMatch(/lists 10 credits at 0.001 XNO .* but asks 5 XNO/);
+  });
+
+  it('a final refusal settles the entry: the account stays usable, the message is clear', async () => {
+    // The service lies consistently (listed price and offer), then refuses the block it asked for.
+    lie = (method, path) => {
+      if (method === 'GET' && path === '/credits/info') return { rewrite: (d) => ({ ...d, current_credits_price_10: '0.5' }) };
+      if (method === 'GET' && path === '/credits/topup/10') return { rewrite: (d) => ({ ...d, nano_amount: '0.5' }) };
+      return 'pass';
+    };
+    const before = blocksInLedger();
+    const error = await failure(topup(session, { tier: 10 }));
+    expect(error.code).toBe('PAYMENT_MISMATCH');
+    expect(await journalEntry()).toBeUndefined();
+    expect(blocksInLedger()).toBe(before);
+    lie = () => 'pass';
+    expect((await send(session, { to: payee, amountRaw: XNO / 1000n })).hash).toMatch(/^[0-9A-F]{64}$/);
+  });
+
+  it('a top-up that completed but was not reported is completed by the rerun, never bought twice', async () => {
+    const service = addressToPublicKey(sb.service.dump().service as string);
+    const payments = (): number => [...sb.service.ledger.blocks.values()].filter((b) => b.account === address && b.subtype === 'send' && b.block.link === service).length;
+    const paid = payments();
+    const died = await topup(session, {
+      tier: 10,
+      report: () => {
+        throw new Error('the process died before the user saw the result');
+      },
+    }).catch((e: unknown) => e);
+    expect(died).toBeInstanceOf(Error);
+    expect(payments()).toBe(paid + 1);
+    const kept = (await journalEntry())?.topupResult;
+    expect(kept?.toppedUp).toBe(10);
+    const rerun = await topup(session, { tier: 10 });
+    expect(rerun).toMatchObject({ resumed: true, topped_up_credits: 10, new_credits_balance: kept?.newBalance });
+    expect(payments()).toBe(paid + 1);
+    expect(await journalEntry()).toBeUndefined();
+    // Once reported, the next run buys again.
+    expect(await topup(session, { tier: 10 })).toMatchObject({ resumed: false });
+    expect(payments()).toBe(paid + 2);
+  });
+
+  it('tiers are exact', () => {
+    for (const tier of ['010', '1e1', '10.0', ' 10', '+10', '7']) expect(() => parseTier(tier)).toThrow(expect.objectContaining({ code: 'INVALID_CREDITS_AMOUNT' }));
+    expect(parseTier('10')).toBe(10);
+  });
+});
+
+describe('idempotent sends', () => {
+  it('the same key with the same parameters returns the first result; with others it is IDEMPOTENCY_MISMATCH naming what differs', async () => {
+    const first = await send(session, { to: payee, amountRaw: XNO / 100n, id: 'order-1' });
+    const again = await send(session, { to: payee, amountRaw: XNO / 100n, id: 'order-1' });
+    expect(again).toMatchObject({ repeated: true, hash: first.hash });
+    const before = blocksInLedger();
+    const error = await failure(send(session, { to: payee, amountRaw: XNO / 50n, id: 'order-1' }));
+    expect(error).toMatchObject({ code: 'IDEMPOTENCY_MISMATCH', exitCode: 10 });
+    expect(error.message).toMatch(/amount \(first 0.01 XNO, now 0.02 XNO\)/);
+    const other = await failure(send(session, { to: address, amountRaw: XNO / 100n, id: 'order-1' }));
+    expect(other.message).toMatch(/recipient/);
+    expect(blocksInLedger()).toBe(before);
+  });
+
+  it('a crash after the block landed, before its records: the rerun repeats, and the daily limit counts it once', async () => {
+    // Room for one more 0.001 XNO send today, not two.
+    const spent = await session.sendLog.spentToday(address);
+    await setSetting(session, 'limit-per-day', rawToXno(spent + (15n * XNO) / 10_000n));
+    const ctx = await session.context();
+    // A send log that fails to record the spend: the process dying right after the block landed.
+    const crashing = Object.assign(Object.create(ctx.sendLog) as typeof ctx.sendLog, {
+      recordSpend: () => Promise.reject(new Error('killed before the spend was recorded')),
+    });
+    const before = blocksInLedger();
+    const crashed = await move({ ...ctx, sendLog: crashing }, { signer: await session.account(), to: payee, amountRaw: XNO / 1000n, id: 'crash-1' }).catch((e: unknown) => e);
+    expect(crashed).toMatchObject({ message: 'killed before the spend was recorded' });
+    expect(blocksInLedger()).toBe(before + 1);
+    expect((await journalEntry())?.sendId).toBe('crash-1');
+
+    const rerun = await send(session, { to: payee, amountRaw: XNO / 1000n, id: 'crash-1' });
+    expect(rerun.repeated).toBe(true);
+    expect(blocksInLedger()).toBe(before + 1);
+    expect(await session.sendLog.spentToday(address)).toBe(spent + XNO / 1000n);
+    const over = await failure(send(session, { to: payee, amountRaw: XNO / 1000n, id: 'crash-2' }));
+    expect(over.code).toBe('LIMIT_EXCEEDED');
+    await setSetting(session, 'limit-per-day', '1000');
+  });
+});
+
+describe('reads need no password when the API key is given', () => {
+  it('balance, pending, account info, status, credits and request --to run without unlocking', async () => {
+    const locked = new Session({
+      password: () => Promise.reject(new NanoPayError('PASSWORD_REQUIRED', 'no password in this test')),
+      configDir,
+      env: { NANOPAY_API_URL: sb.url, NANOPAY_API_KEY: apiKey },
+    });
+    expect((await balance(locked)).account).toBe(address);
+    expect((await pending(locked)).account).toBe(address);
+    expect((await accountInfo(locked)).opened).toBe(true);
+    const request = await requestPayment(locked, { amount: '0.1', to: address });
+    expect((await paymentStatus(locked, request.transaction_id)).is_paid).toBe(false);
+    await expect(send(locked, { to: payee, amountRaw: 1n })).rejects.toMatchObject({ code: 'PASSWORD_REQUIRED' });
+  });
+
+  it('balance of another address with --receive is refused rather than reporting the active account', async () => {
+    await expect(balance(session, { address: payee, receive: true })).rejects.toMatchObject({ code: 'USAGE' });
+  });
+});
+
+describe('messages', () => {
+  it('credentials written into the API URL never appear in an error', async () => {
+    const leaky = new Session({ password: async () => 'x', configDir, env: { NANOPAY_API_URL: 'http://user:hunter2secret@127.0.0.1:9', NANOPAY_API_KEY: 'k', NANOPAY_TIMEOUT_MS: '2000' } });
+    const error = await failure(balance(leaky, { address: payee }));
+    expect(error.code).toBe('REQUEST_ERROR');
+    expect(`${error.message} ${error.hint ?? ''}`).not.toContain('hunter2secret');
+    expect(error.message).toContain('***@127.0.0.1:9');
+  });
+});
