@@ -103,7 +103,8 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   let closing = false;
   /** Every open connection, with how many of its requests are being answered. */
   const sockets = new Map<Socket, number>();
-  const inFlight = new Set<AbortController>();
+  /** Answers under way, each with the signal of its handler. */
+  const inFlight = new Map<ServerResponse, AbortController>();
 
   const guard = (headers: IncomingHttpHeaders): void => {
     if (options.checkHost === true) checkHost(headers, hosts);
@@ -155,10 +156,10 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       const socket = req.socket;
       sockets.set(socket, (sockets.get(socket) ?? 0) + 1);
       const controller = new AbortController();
-      inFlight.add(controller);
+      inFlight.set(res, controller);
       const shown = { path: loggablePath(String(req.url ?? '').split('?')[0] as string) };
       res.on('close', () => {
-        inFlight.delete(controller);
+        inFlight.delete(res);
         const finished = res.writableFinished;
         if (!finished) controller.abort();
         const left = (sockets.get(socket) ?? 1) - 1;
@@ -220,7 +221,10 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
         closing = true;
         server.close(() => resolve());
         for (const [socket, active] of sockets) if (active === 0) socket.destroy();
-        for (const controller of inFlight) controller.abort();
+        for (const [res, controller] of inFlight) {
+          if (!res.headersSent) res.setHeader('connection', 'close');
+          controller.abort();
+        }
         const cut = setTimeout(() => {
           for (const socket of sockets.keys()) socket.destroy();
         }, options.closeGraceMs ?? 5_000);
