@@ -141,6 +141,8 @@ describe('bodies', () => {
   it('no body needs no Content-Type and reads as {}', async () => {
     expect((await httpCall(server.url, 'POST', '/echo')).body).toEqual({ success: true, data: { body: {} }, error: null });
     expect((await httpCall(server.url, 'POST', '/echo', { body: '' })).body.data).toEqual({ body: {} });
+    expect((await rawHttp(server.url, 'POST', '/echo', { 'Transfer-Encoding': 'chunked' }, '0\r\n\r\n')).body.data).toEqual({ body: {} });
+    expect((await rawHttp(server.url, 'POST', '/echo', { 'Content-Length': '3' }, ' \r\n')).body.data).toEqual({ body: {} });
   });
 
   it('a body must be a JSON object sent as application/json', async () => {
