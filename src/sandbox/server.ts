@@ -1,8 +1,7 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
-import { NanoPayError, toNanoPayError } from '../errors.js';
-import { readJsonBody, sendJson } from '../net/json-http.js';
+import { NanoPayError } from '../errors.js';
+import { startHttpServer, type Route } from '../http/server.js';
 import { CREDIT_COSTS, type Operation } from './pricing.js';
 import { SandboxService } from './service.js';
 import { StateWriter, corruptState, loadState, type SandboxState } from './state.js';
@@ -29,17 +28,17 @@ export interface RunningSandbox {
 const MAX_BODY = 64 * 1024;
 
 type Body = Record<string, unknown>;
-interface Call {
-  params: string[];
+interface SandboxCall {
+  params: Record<string, string>;
   body: Body;
   apiKey: string;
 }
-interface Route {
+interface SandboxRoute {
   method: 'GET' | 'POST';
-  pattern: RegExp;
+  path: string;
   /** What the call costs (CREDIT_COSTS); public routes have none and need no key. */
   cost?: Operation;
-  handle(service: SandboxService, call: Call): unknown;
+  handle(service: SandboxService, call: SandboxCall): unknown;
 }
 
 function field(body: Body, name: string): string {
@@ -65,50 +64,42 @@ function blockOf(body: Body): unknown {
   return block;
 }
 
-const ROUTES: Route[] = [
-  { method: 'POST', pattern: /^\/wallet\/create$/, handle: (s) => s.createWallet() },
-  { method: 'GET', pattern: /^\/wallet\/balance\/([^/]+)$/, cost: 'balance', handle: (s, c) => s.balance(c.params[0] as string) },
-  { method: 'POST', pattern: /^\/wallet\/pending$/, cost: 'pending', handle: (s, c) => s.pending(field(c.body, 'address')) },
-  { method: 'GET', pattern: /^\/wallet\/pending\/([^/]+)$/, cost: 'pending', handle: (s, c) => s.pending(c.params[0] as string) },
-  { method: 'POST', pattern: /^\/account\/info$/, cost: 'accountInfo', handle: (s, c) => s.accountInfo(field(c.body, 'address')) },
-  { method: 'GET', pattern: /^\/account\/info\/([^/]+)$/, cost: 'accountInfo', handle: (s, c) => s.accountInfo(c.params[0] as string) },
-  { method: 'POST', pattern: /^\/block\/info$/, cost: 'blockInfo', handle: (s, c) => s.blockInfo(field(c.body, 'hash')) },
-  { method: 'GET', pattern: /^\/block\/info\/([^/]+)$/, cost: 'blockInfo', handle: (s, c) => s.blockInfo(c.params[0] as string) },
+const ROUTES: SandboxRoute[] = [
+  { method: 'POST', path: '/wallet/create', handle: (s) => s.createWallet() },
+  { method: 'GET', path: '/wallet/balance/:address', cost: 'balance', handle: (s, c) => s.balance(c.params.address as string) },
+  { method: 'POST', path: '/wallet/pending', cost: 'pending', handle: (s, c) => s.pending(field(c.body, 'address')) },
+  { method: 'GET', path: '/wallet/pending/:address', cost: 'pending', handle: (s, c) => s.pending(c.params.address as string) },
+  { method: 'POST', path: '/account/info', cost: 'accountInfo', handle: (s, c) => s.accountInfo(field(c.body, 'address')) },
+  { method: 'GET', path: '/account/info/:address', cost: 'accountInfo', handle: (s, c) => s.accountInfo(c.params.address as string) },
+  { method: 'POST', path: '/block/info', cost: 'blockInfo', handle: (s, c) => s.blockInfo(field(c.body, 'hash')) },
+  { method: 'GET', path: '/block/info/:hash', cost: 'blockInfo', handle: (s, c) => s.blockInfo(c.params.hash as string) },
   {
     method: 'POST',
-    pattern: /^\/block\/publish$/,
+    path: '/block/publish',
     cost: 'publish',
     handle: (s, c) => ({ hash: s.publish(blockOf(c.body), optionalField(c.body, 'subtype')).hash }),
   },
-  { method: 'GET', pattern: /^\/network\/active-difficulty$/, cost: 'activeDifficulty', handle: (s) => s.activeDifficulty() },
+  { method: 'GET', path: '/network/active-difficulty', cost: 'activeDifficulty', handle: (s) => s.activeDifficulty() },
   {
     method: 'POST',
-    pattern: /^\/payment\/request$/,
+    path: '/payment/request',
     cost: 'paymentRequest',
     handle: (s, c) => s.paymentRequest(field(c.body, 'receive_address'), field(c.body, 'amount'), optionalField(c.body, 'redirect_url') ?? ''),
   },
-  { method: 'GET', pattern: /^\/payment\/status\/([^/]+)$/, cost: 'paymentStatus', handle: (s, c) => s.paymentStatus(c.params[0] as string) },
-  { method: 'GET', pattern: /^\/credits\/info$/, cost: 'creditsInfo', handle: (s, c) => s.credits(c.apiKey, 'string') },
-  { method: 'GET', pattern: /^\/credits$/, cost: 'creditsInfo', handle: (s, c) => s.credits(c.apiKey, 'number') },
-  { method: 'GET', pattern: /^\/credits\/topup\/([^/]+)$/, cost: 'topupOffer', handle: (s, c) => s.topupOffer(c.apiKey, c.params[0] as string) },
+  { method: 'GET', path: '/payment/status/:request_id', cost: 'paymentStatus', handle: (s, c) => s.paymentStatus(c.params.request_id as string) },
+  { method: 'GET', path: '/credits/info', cost: 'creditsInfo', handle: (s, c) => s.credits(c.apiKey, 'string') },
+  { method: 'GET', path: '/credits', cost: 'creditsInfo', handle: (s, c) => s.credits(c.apiKey, 'number') },
+  { method: 'GET', path: '/credits/topup/:tier', cost: 'topupOffer', handle: (s, c) => s.topupOffer(c.apiKey, c.params.tier as string) },
   {
     method: 'POST',
-    pattern: /^\/credits\/topup$/,
+    path: '/credits/topup',
     cost: 'topupSubmit',
     handle: (s, c) => s.topupSubmit(c.apiKey, field(c.body, 'transaction_id'), blockOf(c.body), optionalField(c.body, 'subtype')),
   },
-  { method: 'GET', pattern: /^\/donate\/address$/, cost: 'donateAddress', handle: (s) => s.donationAddress() },
-  { method: 'POST', pattern: /^\/sandbox\/fund$/, handle: (s, c) => s.fund(field(c.body, 'address'), optionalField(c.body, 'amount') ?? '10') },
-  { method: 'GET', pattern: /^\/sandbox\/ledger$/, handle: (s) => s.dump() },
+  { method: 'GET', path: '/donate/address', cost: 'donateAddress', handle: (s) => s.donationAddress() },
+  { method: 'POST', path: '/sandbox/fund', handle: (s, c) => s.fund(field(c.body, 'address'), optionalField(c.body, 'amount') ?? '10') },
+  { method: 'GET', path: '/sandbox/ledger', handle: (s) => s.dump() },
 ];
-
-function pathParameter(raw: string): string {
-  try {
-    return decodeURIComponent(raw);
-  } catch {
-    throw new NanoPayError('INVALID_REQUEST', 'The path has a malformed %-escape');
-  }
-}
 
 /**
  * The state kept in `statePath`, or a fresh one. An explicit `thresholds`
@@ -125,10 +116,10 @@ async function openService(statePath: string | undefined, thresholds: 'dev' | 'l
   }
 }
 
-function apiKeyOf(req: IncomingMessage): string | undefined {
-  const auth = req.headers.authorization;
+function apiKeyOf(headers: IncomingHttpHeaders): string | undefined {
+  const auth = headers.authorization;
   if (typeof auth === 'string' && /^Bearer\s+/i.test(auth)) return auth.replace(/^Bearer\s+/i, '').trim();
-  const header = req.headers['x-api-key'];
+  const header = headers['x-api-key'];
   return typeof header === 'string' ? header.trim() : undefined;
 }
 
@@ -139,23 +130,14 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
   const writer = new StateWriter(statePath);
   await writer.save(() => service.snapshot());
 
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const started = Date.now();
-    let path = req.url ?? '/';
-    let status = 200;
-    try {
-      path = new URL(path, 'http://sandbox').pathname;
-      const route = ROUTES.find((r) => r.method === req.method && r.pattern.test(path));
-      if (route === undefined) {
-        const known = ROUTES.some((r) => r.pattern.test(path));
-        throw new NanoPayError('NOT_FOUND', known ? `${req.method} is not allowed on ${path}` : `No route ${req.method} ${path}`, { status: known ? 405 : 404 });
-      }
-      const body = req.method === 'POST' ? await readJsonBody(req, MAX_BODY) : {};
-      const params = (route.pattern.exec(path) as RegExpExecArray).slice(1).map(pathParameter);
+  const routes: Route[] = ROUTES.map((route) => ({
+    method: route.method,
+    path: route.path,
+    handle: async ({ params, body, headers }) => {
       let apiKey = '';
       const cost = route.cost === undefined ? 0 : CREDIT_COSTS[route.cost];
       if (route.cost !== undefined) {
-        apiKey = service.authenticate(apiKeyOf(req));
+        apiKey = service.authenticate(apiKeyOf(headers));
         service.requireCredits(apiKey, cost);
       }
       // Handlers are synchronous: a call sees and leaves the state whole, with no
@@ -163,45 +145,24 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
       const data = route.handle(service, { params, body, apiKey });
       if (cost > 0) service.charge(apiKey, cost);
       await writer.save(() => service.snapshot());
-      sendJson(res, 200, { success: true, data, error: null });
-    } catch (error) {
-      const failure = toNanoPayError(error);
-      status = failure.status;
-      // Stop reading an oversized body: answer and close instead of draining it.
-      if (failure.code === 'PAYLOAD_TOO_LARGE') res.setHeader('connection', 'close');
-      const internal = failure.code === 'INTERNAL_ERROR';
-      sendJson(res, status, { success: false, data: null, error: { error: failure.code, message: internal ? 'Internal error of the sandbox' : failure.message } });
-      if (internal) options.log?.(`sandbox internal error: ${failure.message}`);
-    }
-    options.log?.(`${req.method} ${path} ${status} ${Date.now() - started}ms`);
-  };
-
-  const sockets = new Set<Socket>();
-  const server = createServer((req, res) => {
-    // Last resort (the answer itself failed, e.g. the client went away): drop the connection, never the process.
-    handle(req, res).catch(() => res.destroy());
+      return data;
+    },
+  }));
+  // The service's clients are programs, not web pages: no guards, and a body is read as JSON whatever type it declares.
+  const server = await startHttpServer({
+    host: options.host ?? '127.0.0.1',
+    port: options.port ?? 0,
+    routes,
+    maxBodyBytes: MAX_BODY,
+    requireJsonContentType: false,
+    ...(options.log === undefined ? {} : { log: options.log }),
   });
-  server.on('connection', (socket: Socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  server.requestTimeout = 30_000;
-  server.headersTimeout = 10_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
-  });
-  const { port, address } = server.address() as AddressInfo;
-  const host = address.includes(':') ? `[${address}]` : address;
   return {
-    url: `http://${host}:${port}`,
-    port,
+    url: server.url,
+    port: server.port,
     service,
     close: async () => {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        for (const socket of sockets) socket.destroy();
-      });
+      await server.close();
       await writer.save(() => service.snapshot());
     },
   };

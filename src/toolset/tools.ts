@@ -32,22 +32,30 @@ function schema(properties: InputSchema['properties'], required: string[] = []):
 
 const str = (description: string) => ({ type: 'string' as const, description });
 
-/** Checks an input against its schema: unknown fields, missing fields and wrong types are INVALID_REQUEST. */
+/**
+ * Checks an input against its schema: unknown fields, missing fields and wrong
+ * types are INVALID_REQUEST. A null field counts as absent, as clients send it
+ * for optional fields. An amount must be a decimal string: a JSON number is a
+ * float, and floats lose money.
+ */
 export function checkInput(tool: Tool, input: unknown): ToolInput {
-  if (input === undefined || input === null) input = {};
-  if (typeof input !== 'object' || Array.isArray(input)) throw new NanoPayError('INVALID_REQUEST', `${tool.name} takes a JSON object`);
-  const given = input as Record<string, unknown>;
-  for (const key of Object.keys(given)) {
-    const property = tool.inputSchema.properties[key];
-    if (property === undefined) throw new NanoPayError('INVALID_REQUEST', `${tool.name} has no parameter "${key}"`);
-    if (given[key] !== undefined && typeof given[key] !== property.type) {
-      throw new NanoPayError('INVALID_REQUEST', `"${key}" must be a ${property.type}`);
+  const given: unknown = input ?? {};
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) throw new NanoPayError('INVALID_REQUEST', `${tool.name} takes a JSON object`);
+  const checked: ToolInput = {};
+  for (const [key, value] of Object.entries(given)) {
+    if (!Object.hasOwn(tool.inputSchema.properties, key)) throw new NanoPayError('INVALID_REQUEST', `${tool.name} has no parameter "${key}"`);
+    if (value === undefined || value === null) continue;
+    const { type } = tool.inputSchema.properties[key] as InputSchema['properties'][string];
+    if (key === 'amount' && typeof value === 'number') {
+      throw new NanoPayError('INVALID_NUMBER_FORMAT', `"amount" must be a decimal string such as "0.5", not a JSON number: floats and money do not mix`);
     }
+    if (typeof value !== type) throw new NanoPayError('INVALID_REQUEST', `"${key}" must be a ${type}`);
+    checked[key] = value as string | boolean;
   }
   for (const key of tool.inputSchema.required) {
-    if (given[key] === undefined || given[key] === '') throw new NanoPayError('INVALID_REQUEST', `${tool.name} needs "${key}"`);
+    if (checked[key] === undefined || checked[key] === '') throw new NanoPayError('INVALID_REQUEST', `${tool.name} needs "${key}"`);
   }
-  return given as ToolInput;
+  return checked;
 }
 
 const text = (input: ToolInput, key: string): string => input[key] as string;

@@ -5,6 +5,7 @@ import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { AgentClient, AgentError } from '../../src/sdk/agent-client.js';
 import { newUser, type CliUser } from '../helpers/cli.js';
 import { fund, ledger, sandbox } from '../helpers/sandbox.js';
+import { expectEnvelopeError as expectRawEnvelopeError, httpCall, sendHostileRequests } from '../helpers/raw-http.js';
 import { startServe, type ServeProcess } from '../helpers/serve.js';
 
 let sb: RunningSandbox;
@@ -170,6 +171,56 @@ describe('guards', () => {
     const result = await user.run(['serve', '--host', '0.0.0.0', '--port', '0']);
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/token/);
+  });
+});
+
+describe('clients of the upstream toolset', () => {
+  // Plain node:http requests with only the headers those clients send: no Content-Type unless a JSON body goes with it.
+  const json = { 'content-type': 'application/json' };
+
+  it('every route answers requests shaped like theirs', async () => {
+    expect((await httpCall(serve.url, 'GET', '/wallet/balance')).body).toMatchObject({ success: true, data: { account: address }, error: null });
+    expect((await httpCall(serve.url, 'GET', '/wallet/balance?auto_receive_pending_blocks=true')).body).toMatchObject({ success: true, data: { pending: '0' } });
+    const sent = await httpCall(serve.url, 'POST', '/wallet/send', { headers: json, body: JSON.stringify({ recipient_address: other, amount: '0.001' }) });
+    expect(sent.body).toMatchObject({ success: true, data: { amount: '0.001', recipient: other }, error: null });
+    const request = await httpCall(serve.url, 'POST', '/payment/request', { headers: json, body: JSON.stringify({ receive_address: address, amount: '0.3', redirect_url: null }) });
+    expect(request.body).toMatchObject({ success: true, data: { receive_address: address }, error: null });
+    const id = request.body.data?.transaction_id as string;
+    expect((await httpCall(serve.url, 'GET', `/payment/status/${id}`)).body).toMatchObject({ success: true, data: { transaction_id: id, is_paid: false } });
+    expect((await httpCall(serve.url, 'GET', '/credits')).body).toMatchObject({ success: true, data: { credits: expect.any(Number) } });
+    const topup = await httpCall(serve.url, 'POST', '/credits/topup/10');
+    expect(topup.body).toEqual({ success: true, data: { topped_up_credits: 10, new_credits_balance: expect.any(Number) }, error: null });
+    const donated = await httpCall(serve.url, 'POST', '/donate/0.01');
+    expect(donated.body).toEqual({ success: true, data: { success: true, amount: '0.01', message: expect.any(String) }, error: null });
+  });
+
+  it('null is an absent optional field; a required one stays required', async () => {
+    const request = await httpCall(serve.url, 'POST', '/payment/request', { headers: json, body: JSON.stringify({ receive_address: null, amount: '0.4', redirect_url: null }) });
+    expect(request.body).toMatchObject({ success: true, data: { receive_address: address } });
+    expectRawEnvelopeError(await httpCall(serve.url, 'POST', '/wallet/send', { headers: json, body: JSON.stringify({ recipient_address: other, amount: null }) }), 400, 'INVALID_REQUEST');
+  });
+
+  it('their failures are envelopes', async () => {
+    const numeric = await httpCall(serve.url, 'POST', '/wallet/send', { headers: json, body: JSON.stringify({ recipient_address: other, amount: 0.1 }) });
+    expectRawEnvelopeError(numeric, 400, 'INVALID_NUMBER_FORMAT');
+    expect(numeric.body.error?.message).toMatch(/string.*not a JSON number/);
+    expectRawEnvelopeError(await httpCall(serve.url, 'POST', '/payment/request', { headers: json, body: '{"amount": 2}' }), 400, 'INVALID_NUMBER_FORMAT');
+    expectRawEnvelopeError(await httpCall(serve.url, 'POST', '/wallet/send', { body: JSON.stringify({ recipient_address: other, amount: '0.1' }) }), 415, 'UNSUPPORTED_MEDIA_TYPE');
+    expectRawEnvelopeError(await httpCall(serve.url, 'GET', '/payment/status/junk'), 404, 'INVALID_TRANSACTION_ID');
+    expectRawEnvelopeError(await httpCall(serve.url, 'GET', '/payment/status/%E0%A4%A'), 400, 'INVALID_REQUEST');
+    expectRawEnvelopeError(await httpCall(serve.url, 'POST', '/credits/topup/7'), 400, 'INVALID_CREDITS_AMOUNT');
+    expectRawEnvelopeError(await httpCall(serve.url, 'POST', '/donate/abc'), 400, 'INVALID_NUMBER_FORMAT');
+    expectRawEnvelopeError(await httpCall(serve.url, 'POST', '/donate/-1'), 400, 'INVALID_NEGATIVE_AMOUNT');
+    expectRawEnvelopeError(await httpCall(serve.url, 'GET', '/donate/1'), 405, 'NOT_FOUND');
+    expectRawEnvelopeError(await httpCall(serve.url, 'POST', '/credits'), 405, 'NOT_FOUND');
+  });
+});
+
+describe('no request ends nanopay serve', () => {
+  it('odd targets, bad escapes, absurd methods, oversized and cut bodies all get an envelope; the toolset keeps answering', async () => {
+    await sendHostileRequests(serve.url, { getWithParam: '/payment/status/', get: '/credits', post: '/wallet/send', headersOnly: [400, 'INVALID_REQUEST'] });
+    expect(serve.child.exitCode).toBe(null);
+    expect((await httpCall(serve.url, 'GET', '/credits')).status).toBe(200);
   });
 });
 

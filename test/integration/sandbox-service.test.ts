@@ -7,6 +7,7 @@ import { buildSendBlock, deriveAccount, hashBlock, xnoToRaw, type Account } from
 import { CREDIT_COSTS, TIERS, startSandbox, tierPriceRaw, type RunningSandbox } from '../../src/sandbox/index.js';
 import { DEV_THRESHOLDS, LIVE_THRESHOLDS, shutdownWorkers } from '../../src/work/index.js';
 import { SandboxClient, newAccount, sandboxWithClient } from '../helpers/chain.js';
+import { sendHostileRequests } from '../helpers/raw-http.js';
 
 let sb: RunningSandbox;
 let client: SandboxClient;
@@ -278,6 +279,13 @@ describe('bad requests get a 4xx envelope', () => {
       expect([r.status, r.success, r.data, r.error?.error]).toEqual([status, false, null, code]);
     }
     // The server is still there after all of that.
+    expect((await client.call('GET', '/credits/info')).status).toBe(200);
+  });
+});
+
+describe('no request ends the sandbox', () => {
+  it('odd targets, bad escapes, absurd methods, oversized and cut bodies all get an envelope; the sandbox keeps answering', async () => {
+    await sendHostileRequests(sb.url, { getWithParam: '/payment/status/', get: '/credits', post: '/account/info', headersOnly: [401, 'MISSING_API_KEY'] });
     expect((await client.call('GET', '/credits/info')).status).toBe(200);
   });
 });

@@ -1,0 +1,237 @@
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { NanoPayError } from '../errors.js';
+import { parseJsonObject, readBody } from './body.js';
+import { checkHost, checkToken, listenHosts, refuseWebPages } from './guards.js';
+import { errorEnvelope, publicFailure, sendJson, sendRawEnvelope, successEnvelope } from './respond.js';
+import { compilePath, decodeParams, loggablePath, matchPath, splitTarget, type PathTemplate } from './routing.js';
+
+/** What a route handler sees of a request. */
+export interface Call {
+  method: string;
+  /** The path as sent (still %-encoded), without the query. */
+  path: string;
+  /** Path parameters, decoded. */
+  params: Record<string, string>;
+  query: URLSearchParams;
+  headers: IncomingHttpHeaders;
+  /** The JSON object sent; `{}` when the request had no body. */
+  body: Record<string, unknown>;
+  /** Aborted when the client goes away or the server closes: long answers (streams) stop on it. */
+  signal: AbortSignal;
+  request: IncomingMessage;
+  response: ServerResponse;
+}
+
+/** Returned by a handler that wrote the response itself (HTML, Server-Sent Events, a stream). */
+export const RESPONDED: unique symbol = Symbol('responded');
+
+export interface Route {
+  method: string;
+  /** Literal segments and `:name` parameters, e.g. `/payment/status/:transaction_id`. */
+  path: string;
+  /** Parameters the log must not show (e.g. a key in the path). */
+  secretParams?: readonly string[];
+  /**
+   * Returns the `data` of a 200 envelope, or throws (a NanoPayError becomes its
+   * envelope, anything else a 500), or writes `call.response` itself and returns RESPONDED.
+   */
+  handle(call: Call): unknown;
+}
+
+export interface HttpServerOptions {
+  host: string;
+  port: number;
+  routes: readonly Route[];
+  /** Largest request body: beyond it 413, and the connection is closed unread. Default 64 KiB. */
+  maxBodyBytes?: number;
+  /** A body must come as application/json (415 otherwise); a request without a body needs no type. Default true. */
+  requireJsonContentType?: boolean;
+  /** Answer only requests whose Host header names the listen address (defeats DNS rebinding). */
+  checkHost?: boolean;
+  /** Refuse what web pages send: any Origin header, or a cross-site Sec-Fetch-Site. */
+  refuseWebPages?: boolean;
+  /** When set, every request needs `Authorization: Bearer <token>`. */
+  token?: string;
+  /** One line per request (method, path, status, ms), and internal errors. Never a secret. */
+  log?: (line: string) => void;
+  /** Time allowed to receive the headers, and the whole request. Defaults 10 s and 30 s. */
+  headersTimeoutMs?: number;
+  requestTimeoutMs?: number;
+  /** How long close() lets answers in flight finish before cutting them. Default 5 s. */
+  closeGraceMs?: number;
+}
+
+export interface HttpServer {
+  url: string;
+  host: string;
+  port: number;
+  /** Stops listening, ends idle keep-alive connections, lets answers in flight finish (within the grace), then cuts the rest. */
+  close(): Promise<void>;
+}
+
+interface CompiledRoute {
+  route: Route;
+  template: PathTemplate;
+}
+
+/** The failure for a request Node could not parse; there is no route or response for it. */
+function transportFailure(error: NodeJS.ErrnoException): NanoPayError {
+  if (error.code === 'HPE_HEADER_OVERFLOW') return new NanoPayError('PAYLOAD_TOO_LARGE', 'The request headers are too large', { status: 431 });
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') return new NanoPayError('TIMEOUT', 'The request took too long to arrive', { status: 408 });
+  return new NanoPayError('INVALID_REQUEST', 'The request is not valid HTTP');
+}
+
+function listenFailure(error: NodeJS.ErrnoException, host: string, port: number): Error {
+  if (error.code === 'EADDRINUSE') return new NanoPayError('CONFLICT', `${host}:${port} is already in use`, { hint: 'Pick another port.' });
+  if (error.code === 'EACCES' || error.code === 'EADDRNOTAVAIL') return new NanoPayError('USAGE', `Cannot listen on ${host}:${port} (${error.code})`);
+  return error;
+}
+
+/**
+ * A JSON-over-HTTP server: routes with path parameters, the guards, bounded
+ * JSON bodies, the `{success, data, error}` envelope for every answer it
+ * writes, one log line per request. No request can end it.
+ */
+export async function startHttpServer(options: HttpServerOptions): Promise<HttpServer> {
+  const routes: CompiledRoute[] = options.routes.map((route) => ({ route, template: compilePath(route.path) }));
+  const maxBody = options.maxBodyBytes ?? 64 * 1024;
+  const requireJsonType = options.requireJsonContentType ?? true;
+  const log = options.log ?? ((): void => undefined);
+  let hosts = new Set<string>();
+  let closing = false;
+  /** Every open connection, with how many of its requests are being answered. */
+  const sockets = new Map<Socket, number>();
+  /** Answers under way, each with the signal of its handler. */
+  const inFlight = new Map<ServerResponse, AbortController>();
+
+  const guard = (headers: IncomingHttpHeaders): void => {
+    if (options.checkHost === true) checkHost(headers, hosts);
+    if (options.refuseWebPages === true) refuseWebPages(headers);
+    if (options.token !== undefined) checkToken(headers, options.token);
+  };
+
+  const answer = async (req: IncomingMessage, res: ServerResponse, signal: AbortSignal, shown: { path: string }): Promise<void> => {
+    const method = req.method ?? 'GET';
+    const { path, query } = splitTarget(req.url ?? '/');
+    shown.path = loggablePath(path);
+    guard(req.headers);
+    const matches = routes.flatMap((r) => {
+      const params = matchPath(r.template, path);
+      return params === undefined ? [] : [{ ...r, params }];
+    });
+    const found = matches.find((m) => m.route.method === method);
+    if (found === undefined) {
+      if (matches.length === 0) throw new NanoPayError('NOT_FOUND', `No route ${method} ${shown.path}`);
+      res.setHeader('allow', [...new Set(matches.map((m) => m.route.method))].join(', '));
+      throw new NanoPayError('NOT_FOUND', `${method} is not allowed on ${shown.path}`, { status: 405 });
+    }
+    shown.path = loggablePath(path, found.template, found.route.secretParams);
+    const params = decodeParams(found.params);
+    const body = parseJsonObject(await readBody(req, maxBody), req.headers['content-type'], requireJsonType);
+    const data: unknown = await found.route.handle({ method, path, params, query, headers: req.headers, body, signal, request: req, response: res });
+    if (data === RESPONDED) return;
+    if (res.headersSent) throw new Error(`${method} ${found.route.path} wrote its response but did not return RESPONDED`);
+    sendJson(res, 200, successEnvelope(data ?? null));
+  };
+
+  const fail = (req: IncomingMessage, res: ServerResponse, error: unknown, shownPath: string): void => {
+    const failure = publicFailure(error);
+    if (failure.code === 'INTERNAL_ERROR') {
+      log(`internal error on ${req.method} ${shownPath}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    // Too late for an envelope (a stream had started): cut it, so the client sees it is incomplete.
+    if (res.headersSent) return void res.destroy();
+    // Leave an unread body unread: answer, then close the connection.
+    if (!req.complete) res.setHeader('connection', 'close');
+    const shown = failure.code === 'INTERNAL_ERROR' ? new NanoPayError('INTERNAL_ERROR', 'Internal error') : failure;
+    sendJson(res, shown.status, errorEnvelope(shown));
+  };
+
+  const server = createServer(
+    { requestTimeout: options.requestTimeoutMs ?? 30_000, headersTimeout: options.headersTimeoutMs ?? 10_000, connectionsCheckingInterval: 1_000 },
+    (req, res) => {
+      const started = performance.now();
+      const socket = req.socket;
+      sockets.set(socket, (sockets.get(socket) ?? 0) + 1);
+      const controller = new AbortController();
+      inFlight.set(res, controller);
+      const shown = { path: loggablePath(String(req.url ?? '').split('?')[0] as string) };
+      res.on('close', () => {
+        inFlight.delete(res);
+        const finished = res.writableFinished;
+        if (!finished) controller.abort();
+        const left = (sockets.get(socket) ?? 1) - 1;
+        if (sockets.has(socket)) sockets.set(socket, left);
+        if (closing && left === 0) socket.end();
+        // 499: the client went away before any answer.
+        const status = res.headersSent ? res.statusCode : 499;
+        log(`${req.method} ${shown.path} ${status} ${Math.round(performance.now() - started)}ms${res.headersSent && !finished ? ' (cut short)' : ''}`);
+      });
+      if (closing) res.setHeader('connection', 'close');
+      answer(req, res, controller.signal, shown)
+        .catch((error: unknown) => fail(req, res, error, shown.path))
+        // Last resort (the answer itself failed): drop this connection, never the process.
+        .catch(() => res.destroy());
+    },
+  );
+
+  server.on('connection', (socket: Socket) => {
+    sockets.set(socket, 0);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
+    if (!socket.writable || (sockets.get(socket) ?? 0) > 0 || error.code === 'ECONNRESET') return void socket.destroy();
+    const failure = transportFailure(error);
+    log(`- (unparsed request: ${error.code ?? 'error'}) ${failure.status}`);
+    sendRawEnvelope(socket, failure);
+  });
+  // Node would answer these by itself, outside the envelope (CONNECT by dropping the connection).
+  server.on('connect', (req: IncomingMessage, socket: Socket) => {
+    log(`${req.method} - 405`);
+    sendRawEnvelope(socket, new NanoPayError('NOT_FOUND', 'CONNECT is not allowed', { status: 405 }));
+  });
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    log(`${req.method} ${loggablePath(String(req.url ?? '').split('?')[0] as string)} 417`);
+    res.setHeader('connection', 'close');
+    sendJson(res, 417, errorEnvelope(new NanoPayError('INVALID_REQUEST', 'Only "Expect: 100-continue" is understood', { status: 417 })));
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    const onError = (error: NodeJS.ErrnoException): void => reject(listenFailure(error, options.host, options.port));
+    server.once('error', onError);
+    server.listen(options.port, options.host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+  server.on('error', (error: Error) => log(`server error: ${error.message}`));
+
+  const { port } = server.address() as AddressInfo;
+  hosts = listenHosts(options.host, port);
+  const shownHost = options.host.includes(':') ? `[${options.host}]` : options.host;
+  let closed: Promise<void> | undefined;
+  return {
+    url: `http://${shownHost}:${port}`,
+    host: options.host,
+    port,
+    close: () => {
+      closed ??= new Promise<void>((resolve) => {
+        closing = true;
+        server.close(() => resolve());
+        for (const [socket, active] of sockets) if (active === 0) socket.destroy();
+        for (const [res, controller] of inFlight) {
+          if (!res.headersSent) res.setHeader('connection', 'close');
+          controller.abort();
+        }
+        const cut = setTimeout(() => {
+          for (const socket of sockets.keys()) socket.destroy();
+        }, options.closeGraceMs ?? 5_000);
+        cut.unref();
+        server.once('close', () => clearTimeout(cut));
+      });
+      return closed;
+    },
+  };
+}
