@@ -1,5 +1,5 @@
-import { readFile } from 'node:fs/promises';
 import { Flags } from '@oclif/core';
+import { readFlagFile } from '../cli/flag-file.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { NanoPayError } from '../errors.js';
 import { startToolset } from '../toolset/http.js';
@@ -15,7 +15,8 @@ function splitListen(value: string | undefined): { host?: string; port?: number 
 export default class Serve extends SessionCommand {
   static override summary = 'Run the local HTTP toolset (the seven tools) on 127.0.0.1:3123.';
   static override description = `Unlocks the wallet once at start and keeps running. Refuses requests whose Host is not the listen
-address, requests from web pages (Origin or cross-site Sec-Fetch-Site), non-JSON POSTs and large bodies. With a token
+address, requests from web pages (Origin or cross-site Sec-Fetch-Site), POST bodies that are not JSON (a POST without a body is
+accepted) and large bodies. With a token
 (--token-file, --token or NANOPAY_TOOLSET_TOKEN) every request needs "Authorization: Bearer <token>"; a non-loopback
 address requires one. Spending limits apply. Logs one line per request to stderr.`;
   static override examples = ['NANOPAY_PASSWORD=… <%= config.bin %> serve', '<%= config.bin %> serve --port 4000 --token-file ~/.nanopay-token'];
@@ -29,7 +30,7 @@ address requires one. Spending limits apply. Logs one line per request to stderr
   async run(): Promise<void> {
     const { flags } = await this.parse(Serve);
     const listen = splitListen(process.env.NANOPAY_HTTP_LISTEN_ADDR ?? process.env.HTTP_LISTEN_ADDR);
-    const token = flags['token-file'] === undefined ? flags.token : (await readFile(flags['token-file'], 'utf8')).trim();
+    const token = flags['token-file'] === undefined ? flags.token : (await readFlagFile(flags['token-file'], '--token-file')).trim();
     if (token !== undefined && token.length < 16) throw new NanoPayError('USAGE', 'The toolset token must be at least 16 characters');
     const log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
     const { session, refreshWork } = await openToolsetSession(

@@ -1,5 +1,6 @@
 import { Flags } from '@oclif/core';
 import { SessionCommand } from '../../cli/session-command.js';
+import { readFlagFile } from '../../cli/flag-file.js';
 import { stdinLine } from '../../cli/stdin.js';
 import { NanoPayError } from '../../errors.js';
 import { importWallet, type CreatedWallet } from '../../ops/wallet.js';
@@ -34,8 +35,7 @@ With --password-stdin too, the first line of stdin is the password and the secon
     // The password (when it comes from stdin) is the first line: ask for it before reading the secret.
     await session.keystore('create');
     const secret = await stdinLine(kind === 'mnemonic' ? 'the mnemonic' : kind === 'seed' ? 'the seed' : 'the private key');
-    const { readFile } = await import('node:fs/promises');
-    const passphrase = flags['passphrase-file'] === undefined ? undefined : (await readFile(flags['passphrase-file'], 'utf8')).replace(/\r?\n$/, '');
+    const passphrase = flags['passphrase-file'] === undefined ? undefined : (await readFlagFile(flags['passphrase-file'], '--passphrase-file')).replace(/\r?\n$/, '');
     const created = await importWallet(session, {
       kind,
       secret,

@@ -1,0 +1,87 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningSandbox } from '../../src/sandbox/index.js';
+import { newUser, userWithWallet, type CliUser } from '../helpers/cli.js';
+import { fund, sandbox } from '../helpers/sandbox.js';
+import { vectors } from '../helpers/vectors.js';
+
+/** One run of each read command through bin/run.js: the front end itself (flags, --json, exit codes). */
+let sb: RunningSandbox;
+let user: CliUser;
+let address: string;
+let dust: string;
+let big: string;
+
+beforeAll(async () => {
+  sb = await sandbox();
+  ({ user, address } = await userWithWallet(sb.url, '5'));
+  dust = await fund(sb.url, address, '0.0001');
+  big = await fund(sb.url, address, '2');
+});
+
+afterAll(async () => {
+  await sb?.close();
+});
+
+describe('read commands', () => {
+  it('pending lists both blocks with amounts and sources', async () => {
+    const result = await user.json<{ account: string; blocks: { hash: string; amount: string }[] }>(['pending']);
+    expect(result._code).toBe(0);
+    expect(result.account).toBe(address);
+    expect(result.blocks.map((b) => [b.hash, b.amount])).toEqual([
+      [dust, '0.0001'],
+      [big, '2'],
+    ]);
+  });
+
+  it('account info shows the verified head; an unopened account says so', async () => {
+    const info = await user.json<{ opened: boolean; balance: string; frontier: string }>(['account', 'info']);
+    expect(info).toMatchObject({ _code: 0, opened: true, balance: '5' });
+    expect(info.frontier).toMatch(/^[0-9A-F]{64}$/);
+    const fresh = await user.json<{ opened: boolean }>(['account', 'info', 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj']);
+    expect(fresh).toMatchObject({ _code: 0, opened: false });
+  });
+
+  it('block info shows a block; a malformed hash is exit 3', async () => {
+    const block = await user.json<{ subtype: string; amount: string; account: string }>(['block', 'info', big]);
+    expect(block).toMatchObject({ _code: 0, subtype: 'send', amount: '2' });
+    expect((await user.json(['block', 'info', 'xyz']))._code).toBe(3);
+  });
+
+  it('network difficulty reports the service thresholds', async () => {
+    const result = await user.json<{ send: string; receive: string; reported: boolean }>(['network', 'difficulty']);
+    expect(result).toMatchObject({ _code: 0, reported: true, send: sb.service.thresholds.send, receive: sb.service.thresholds.receive });
+  });
+
+  it('config list names every setting and never shows the API key', async () => {
+    const result = await user.json<{ settings: { name: string; value: string | null }[] }>(['config', 'list']);
+    expect(result._code).toBe(0);
+    expect(result.settings.map((s) => s.name)).toEqual(expect.arrayContaining(['api-url', 'api-key', 'limit-per-send', 'limit-per-day', 'receive-minimum', 'work-mode', 'work-servers']));
+    expect(result.settings.find((s) => s.name === 'api-key')?.value).toBe('(set, encrypted)');
+  });
+
+  it('receive --min leaves dust pending', async () => {
+    const result = await user.json<{ received: { source: string }[]; total: string }>(['receive', '--min', '0.001']);
+    expect(result).toMatchObject({ _code: 0, total: '2' });
+    expect(result.received.map((r) => r.source)).toEqual([big]);
+    const left = await user.json<{ blocks: { hash: string }[] }>(['pending']);
+    expect(left.blocks.map((b) => b.hash)).toEqual([dust]);
+  });
+});
+
+describe('wallet import --passphrase-file', () => {
+  it('derives the BIP39 account of the mnemonic and passphrase; a missing file is a usage error', async () => {
+    const vector = (vectors.mnemonic as { passphrase?: string; mnemonic: string; accounts: { address: string }[] }[]).find((v) => v.passphrase);
+    if (vector === undefined) throw new Error('the vectors have no mnemonic with a passphrase');
+    const importer = await newUser(sb.url);
+    const file = join(importer.configDir, 'passphrase.txt');
+    await writeFile(file, `${vector.passphrase}\n`);
+    const imported = await importer.json<{ address: string }>(['wallet', 'import', '--mnemonic-stdin', '--passphrase-file', file], { input: `${vector.mnemonic}\n` });
+    expect(imported).toMatchObject({ _code: 0, address: vector.accounts[0]?.address });
+    const missing = await importer.json<{ error: { code: string } }>(['wallet', 'import', '--mnemonic-stdin', '--passphrase-file', join(importer.configDir, 'nope.txt'), '--name', 'other'], {
+      input: `${vector.mnemonic}\n`,
+    });
+    expect(missing).toMatchObject({ _code: 2, error: { code: 'USAGE' } });
+  });
+});
