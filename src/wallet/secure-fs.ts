@@ -11,11 +11,6 @@ function linkRefused(path: string): NanoPayError {
   });
 }
 
-/** mkdir fails with EEXIST on a dangling link: checkOwnDir then names the link. */
-function existing(error: unknown): void {
-  if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-}
-
 function checkOwnDir(dir: string, stats: Stats): void {
   if (stats.isSymbolicLink()) throw linkRefused(dir);
   if (!stats.isDirectory()) throw new NanoPayError('STORE_CORRUPT', `${dir} is not a directory`);
@@ -28,7 +23,12 @@ function checkOwnDir(dir: string, stats: Stats): void {
 export async function ensurePrivateDir(dir: string): Promise<void> {
   // resolve() drops a trailing slash, with which lstat would follow the link.
   const path = resolve(dir);
-  await mkdir(path, { recursive: true, mode: 0o700 }).catch(existing);
+  // Only when nothing is there: mkdir would follow a dangling link and create its target.
+  const before = await lstat(path).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return undefined;
+    throw error;
+  });
+  if (before === undefined) await mkdir(path, { recursive: true, mode: 0o700 });
   checkOwnDir(path, await lstat(path));
   await chmod(path, 0o700);
 }
@@ -36,11 +36,7 @@ export async function ensurePrivateDir(dir: string): Promise<void> {
 /** Synchronous twin of ensurePrivateDir, for the settings store's synchronous start-up. */
 export function ensurePrivateDirSync(dir: string): void {
   const path = resolve(dir);
-  try {
-    mkdirSync(path, { recursive: true, mode: 0o700 });
-  } catch (error) {
-    existing(error);
-  }
+  if (lstatSync(path, { throwIfNoEntry: false }) === undefined) mkdirSync(path, { recursive: true, mode: 0o700 });
   checkOwnDir(path, lstatSync(path));
   chmodSync(path, 0o700);
 }
