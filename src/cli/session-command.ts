@@ -10,8 +10,8 @@ let interrupted: AbortController | undefined;
 function interruption(): AbortSignal {
   if (interrupted === undefined) {
     const controller = new AbortController();
-    // A lasting listener (not `once`): conf's atomic writes (when-exit) re-raise SIGINT after their own
-    // cleanup, which must reach this handler again rather than kill the process before it ends cleanly.
+    // A lasting listener (not `once`): a second Ctrl-C while the command winds down must reach this
+    // handler again rather than kill the process before it ends cleanly.
     process.on('SIGINT', () => controller.abort());
     interrupted = controller;
   }

@@ -1,6 +1,6 @@
-import Conf from 'conf';
+import { join } from 'node:path';
 import { NanoPayError } from '../errors.js';
-import { ensurePrivateDirSync } from './secure-fs.js';
+import { ensurePrivateDirSync, readOwnFileSync, writeFileAtomicSync } from './secure-fs.js';
 
 /** How a wallet's secret was given; it decides how accounts are derived. */
 export type WalletKind = 'seed' | 'mnemonic' | 'legacy-mnemonic' | 'private-key';
@@ -37,44 +37,65 @@ interface ConfigShape {
   profiles: Record<string, ProfileRecord>;
 }
 
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** The shape the store relies on, down to each wallet record; anything else is a damaged file. */
+function isConfigShape(value: unknown): value is ConfigShape {
+  if (!isObject(value) || value.version !== 1 || !isObject(value.profiles)) return false;
+  return Object.values(value.profiles).every(
+    (profile) => isObject(profile) && isObject(profile.wallets) && Object.values(profile.wallets).every((wallet) => isObject(wallet) && isObject(wallet.accounts)),
+  );
+}
+
 /**
- * Plain settings in `config.json` (0600) via conf. Only names, addresses and
- * settings live here; every secret is in the encrypted key store.
+ * Plain settings in `config.json` (0600, in a 0700 dir). Only names, addresses
+ * and settings live here; every secret is in the encrypted key store. Each read
+ * goes to the file, so another process's change is seen; each write replaces
+ * it atomically. A damaged file or a link in its place is refused, never rewritten.
  */
 export class ConfigStore {
-  private readonly conf: Conf<ConfigShape>;
+  private readonly path: string;
 
   constructor(readonly dir: string) {
     ensurePrivateDirSync(dir);
-    try {
-      this.conf = new Conf<ConfigShape>({
-        cwd: dir,
-        configName: 'config',
-        configFileMode: 0o600,
-        clearInvalidConfig: false,
-        accessPropertiesByDotNotation: false,
-        defaults: { version: 1, profiles: {} },
-      });
-    } catch (error) {
-      throw new NanoPayError('STORE_CORRUPT', `The settings file in ${dir} is damaged; it was left untouched`, {
-        hint: 'Fix or move away config.json; your keys are in keystore.json and were not affected.',
-        cause: error,
-      });
-    }
+    this.path = join(dir, 'config.json');
+    this.read();
   }
 
   profile(name: string): ProfileRecord {
-    return this.conf.get('profiles')[name] ?? { wallets: {} };
+    return this.read().profiles[name] ?? { wallets: {} };
   }
 
   profileNames(): string[] {
-    return Object.keys(this.conf.get('profiles'));
+    return Object.keys(this.read().profiles);
   }
 
   updateProfile(name: string, change: (profile: ProfileRecord) => ProfileRecord): ProfileRecord {
-    const profiles = this.conf.get('profiles');
-    const next = change(structuredClone(profiles[name] ?? { wallets: {} }));
-    this.conf.set('profiles', { ...profiles, [name]: next });
+    const config = this.read();
+    const next = change(structuredClone(config.profiles[name] ?? { wallets: {} }));
+    const written: ConfigShape = { ...config, profiles: { ...config.profiles, [name]: next } };
+    writeFileAtomicSync(this.path, `${JSON.stringify(written, null, '\t')}\n`);
     return next;
+  }
+
+  private read(): ConfigShape {
+    const text = readOwnFileSync(this.path);
+    if (text === undefined) return { version: 1, profiles: {} };
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (error) {
+      throw this.damaged(error);
+    }
+    if (!isConfigShape(parsed)) throw this.damaged();
+    return parsed;
+  }
+
+  private damaged(cause?: unknown): NanoPayError {
+    return new NanoPayError('STORE_CORRUPT', `The settings file ${this.path} is damaged; it was left untouched`, {
+      hint: 'Fix or move away config.json; your keys are in keystore.json and were not affected.',
+      ...(cause === undefined ? {} : { cause }),
+    });
   }
 }

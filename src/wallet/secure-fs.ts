@@ -1,18 +1,94 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync } from 'node:fs';
-import { chmod, mkdir, open, readFile, rename, rm } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { chmodSync, closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, type Stats, writeFileSync } from 'node:fs';
+import { chmod, lstat, mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { NanoPayError } from '../errors.js';
 
-/** Creates a private directory (0700), tightening it if it already exists. */
-export async function ensurePrivateDir(dir: string): Promise<void> {
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  await chmod(dir, 0o700);
+/** A link where one of our files or our dir should be: following it would write or chmod what is not ours. */
+function linkRefused(path: string): NanoPayError {
+  return new NanoPayError('STORE_CORRUPT', `${path} is a symbolic link; nanopay does not follow links for its own files and directory`, {
+    hint: 'Point NANOPAY_CONFIG_DIR at the real directory, or replace the link with the file it points to.',
+  });
 }
 
-/** Synchronous twin of ensurePrivateDir, for conf's synchronous start-up. */
+function checkOwnDir(dir: string, stats: Stats): void {
+  if (stats.isSymbolicLink()) throw linkRefused(dir);
+  if (!stats.isDirectory()) throw new NanoPayError('STORE_CORRUPT', `${dir} is not a directory`);
+}
+
+/**
+ * Creates a private directory (0700), tightening it if it already exists.
+ * A link in its place is refused rather than followed: its target may be shared.
+ */
+export async function ensurePrivateDir(dir: string): Promise<void> {
+  // resolve() drops a trailing slash, with which lstat would follow the link.
+  const path = resolve(dir);
+  // Only when nothing is there: mkdir would follow a dangling link and create its target.
+  const before = await lstat(path).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return undefined;
+    throw error;
+  });
+  if (before === undefined) await mkdir(path, { recursive: true, mode: 0o700 });
+  checkOwnDir(path, await lstat(path));
+  await chmod(path, 0o700);
+}
+
+/** Synchronous twin of ensurePrivateDir, for the settings store's synchronous start-up. */
 export function ensurePrivateDirSync(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  chmodSync(dir, 0o700);
+  const path = resolve(dir);
+  if (lstatSync(path, { throwIfNoEntry: false }) === undefined) mkdirSync(path, { recursive: true, mode: 0o700 });
+  checkOwnDir(path, lstatSync(path));
+  chmodSync(path, 0o700);
+}
+
+// O_NOFOLLOW makes the open itself refuse a link, so nothing can swap one in after a check.
+const NO_FOLLOW = constants.O_NOFOLLOW ?? 0;
+
+/** Reads a file of ours, or undefined when there is none; a symbolic link in its place is refused. */
+export function readOwnFileSync(path: string): string | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | NO_FOLLOW);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return undefined;
+    if (code === 'ELOOP' || lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink()) throw linkRefused(path);
+    throw error;
+  }
+  try {
+    return readFileSync(fd, 'utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Synchronous twin of writeFileAtomic. The rename replaces a link in `path`
+ * rather than writing through it.
+ */
+export function writeFileAtomicSync(path: string, data: string | Uint8Array): void {
+  const dir = dirname(path);
+  ensurePrivateDirSync(dir);
+  const temp = join(dir, `.${randomBytes(6).toString('hex')}.tmp`);
+  const fd = openSync(temp, 'wx', 0o600);
+  try {
+    writeFileSync(fd, data);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  try {
+    renameSync(temp, path);
+  } catch (error) {
+    rmSync(temp, { force: true });
+    throw error;
+  }
+  const dirFd = openSync(dir, 'r');
+  try {
+    fsyncSync(dirFd);
+  } finally {
+    closeSync(dirFd);
+  }
 }
 
 /**

@@ -1,0 +1,57 @@
+// Bundles the CLI (entry, every command, the proof-of-work worker) into dist/app with esbuild:
+// loading a few files instead of hundreds (@oclif/core alone is about 160) is most of a
+// command's start-up. tsc's dist/ stays as it is for the library (dist/index.js) and the demo.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const outdir = join(root, 'dist', 'app');
+
+function commandFiles(dir) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? commandFiles(join(dir, entry.name)) : entry.name.endsWith('.ts') ? [join(dir, entry.name)] : [],
+  );
+}
+
+const entryPoints = [
+  { in: join(root, 'src/cli/main.ts'), out: 'main' },
+  // src/work/generator.ts starts workers from './pow-worker.js' beside itself.
+  { in: join(root, 'src/work/pow-worker.ts'), out: 'pow-worker' },
+  ...commandFiles(join(root, 'src/commands')).map((file) => ({
+    in: file,
+    out: relative(join(root, 'src'), file).slice(0, -'.ts'.length).split(sep).join('/'),
+  })),
+];
+
+const result = await build({
+  absWorkingDir: root,
+  entryPoints,
+  outdir,
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  metafile: true,
+  logLevel: 'warning',
+  // oclif compiles TypeScript commands only in development; we ship JavaScript.
+  external: ['typescript', 'ts-node'],
+  // CommonJS dependencies (oclif) call require(); an ES module has none of its own.
+  banner: { js: "import { createRequire as __nanopayCreateRequire } from 'node:module'; const require = __nanopayCreateRequire(import.meta.url);" },
+});
+
+// Code that finds files from its own location (import.meta.url: the native addon, the WASM kernel,
+// the worker) is written for dist/<dir>/<file>.js. It must land in a file directly in dist/app,
+// the same depth, never in a command's file deeper down.
+const misplaced = Object.entries(result.metafile.outputs).flatMap(([output, { inputs }]) => {
+  if (!relative(outdir, join(root, output)).includes(sep)) return [];
+  return Object.keys(inputs)
+    .filter((input) => input.startsWith('src/') && readFileSync(join(root, input), 'utf8').includes('import.meta.url'))
+    .map((input) => `${input} in ${output}`);
+});
+if (misplaced.length > 0) {
+  console.error(`bundle-cli: location-dependent code would be bundled too deep:\n  ${misplaced.join('\n  ')}`);
+  process.exit(1);
+}
