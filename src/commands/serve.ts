@@ -46,7 +46,7 @@ address requires one. Spending limits apply. Logs one line per request to stderr
     });
     log(`nanopay toolset listening on ${toolset.url}${token === undefined ? '' : ' (token required)'}`);
     if (this.jsonEnabled()) process.stdout.write(`${JSON.stringify({ url: toolset.url, token_required: token !== undefined })}\n`);
-    // Lasting listeners: a signal re-raised by conf's exit hook (when-exit) must not kill us mid-close.
+    // Lasting listeners: a second signal while the toolset closes must not kill it mid-close.
     await new Promise<void>((resolve) => {
       process.on('SIGINT', () => resolve());
       process.on('SIGTERM', () => resolve());
