@@ -1,5 +1,6 @@
 import { NanoPayError } from '../errors.js';
 import type { StateBlock, Subtype } from '../nano/block.js';
+import { CREDIT_TIERS, type CreditTier } from './contract.js';
 import { call, type HttpOptions } from './http.js';
 import { asObject, bigIntField, bool, hexField, optStr, str, type Json } from './shape.js';
 
@@ -61,8 +62,6 @@ export interface RemoteTopupOffer {
   transactionId: string;
 }
 
-export const CREDIT_TIERS = [10, 50, 100, 500, 1000, 5000, 10000, 50000, 100000] as const;
-export type CreditTier = (typeof CREDIT_TIERS)[number];
 
 export interface RemoteCredits {
   credits: number;

@@ -1,6 +1,6 @@
-export { ApiClient, CREDIT_TIERS } from './client.js';
+export { ApiClient } from './client.js';
+export { CREDIT_TIERS, isTransactionId, parseTier, type CreditTier } from './contract.js';
 export type {
-  CreditTier,
   RemoteAccountInfo,
   RemoteBalance,
   RemoteBlockInfo,

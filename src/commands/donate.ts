@@ -15,7 +15,7 @@ export default class Donate extends SessionCommand {
     const { args, flags } = await this.parse(Donate);
     const confirm = paymentConfirmation('Donate', flags);
     const result = await donate(this.session(flags), {
-      amount: args.amount,
+      amount: { xno: args.amount },
       dryRun: flags['dry-run'],
       signal: this.signal,
       ...(confirm === undefined ? {} : { confirm }),

@@ -23,7 +23,7 @@ send exactly the amount shown. The QR code encodes nano:<address>?amount=<raw>. 
     const { args, flags } = await this.parse(Request);
     const session = this.session(flags);
     const request = await requestPayment(session, {
-      amount: args.amount,
+      amount: { xno: args.amount },
       ...(flags.to === undefined ? {} : { to: flags.to }),
       ...(flags['redirect-url'] === undefined ? {} : { redirectUrl: flags['redirect-url'] }),
     });

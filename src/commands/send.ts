@@ -1,7 +1,6 @@
 import { Args, Flags } from '@oclif/core';
 import { paymentConfirmation } from '../cli/confirm-send.js';
 import { SessionCommand } from '../cli/session-command.js';
-import { parseRaw, xnoToRaw } from '../nano/index.js';
 import { send, type SendResult } from '../ops/send.js';
 
 export default class Send extends SessionCommand {
@@ -25,11 +24,10 @@ export default class Send extends SessionCommand {
 
   async run(): Promise<SendResult> {
     const { args, flags } = await this.parse(Send);
-    const amountRaw = flags.raw ? parseRaw(args.amount) : xnoToRaw(args.amount);
     const confirm = paymentConfirmation('Send', flags);
     const result = await send(this.session(flags), {
       to: args.address,
-      amountRaw,
+      amount: flags.raw ? { raw: args.amount } : { xno: args.amount },
       dryRun: flags['dry-run'],
       signal: this.signal,
       ...(flags.id === undefined ? {} : { id: flags.id }),

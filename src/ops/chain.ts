@@ -1,4 +1,4 @@
-import type { RemoteAccountInfo } from '../api/client.js';
+import type { ApiClient, RemoteAccountInfo } from '../api/client.js';
 import { NanoPayError } from '../errors.js';
 import {
   DEFAULT_REPRESENTATIVE,
@@ -23,6 +23,16 @@ import { xnoAndRaw } from './money.js';
 export interface AccountHead {
   state: AccountState;
   thresholds: Thresholds;
+}
+
+/**
+ * The thresholds the service reports as the active difficulty, else the live
+ * base values (`reported` says which). Building a block tolerates a failing
+ * read (`orLive`); a user asking for the figures sees the failure.
+ */
+export async function serviceThresholds(api: ApiClient, orLive = true): Promise<{ thresholds: Thresholds; reported: boolean }> {
+  const reported = await (orLive ? api.activeDifficulty().catch(() => null) : api.activeDifficulty());
+  return { thresholds: reported ?? LIVE_THRESHOLDS, reported: reported !== null };
 }
 
 /** The service said something about a block that the block itself contradicts. */
@@ -68,12 +78,10 @@ async function verifiedFrontier(ctx: OpsContext, address: string, info: RemoteAc
  */
 export async function readAccountHead(ctx: OpsContext, address: string): Promise<AccountHead> {
   const info = await ctx.api.accountInfo(address);
-  let thresholds: Thresholds | undefined;
-  if (info?.difficultySend !== undefined && info.difficultyReceive !== undefined) {
-    thresholds = { send: info.difficultySend, receive: info.difficultyReceive };
-  } else {
-    thresholds = (await ctx.api.activeDifficulty().catch(() => null)) ?? LIVE_THRESHOLDS;
-  }
+  const thresholds =
+    info?.difficultySend !== undefined && info.difficultyReceive !== undefined
+      ? { send: info.difficultySend, receive: info.difficultyReceive }
+      : (await serviceThresholds(ctx.api)).thresholds;
   if (info === null) return { state: { address, frontier: null, balance: 0n, representative: DEFAULT_REPRESENTATIVE }, thresholds };
   const block = await verifiedFrontier(ctx, address, info);
   return { state: { address, frontier: info.frontier.toUpperCase(), balance: BigInt(block.balance), representative: block.representative }, thresholds };

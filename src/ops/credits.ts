@@ -1,4 +1,4 @@
-import { CREDIT_TIERS, type CreditTier } from '../api/client.js';
+import { CREDIT_TIERS, parseTier, type CreditTier } from '../api/contract.js';
 import { NanoPayError } from '../errors.js';
 import { linkAsAccount, rawToXno, xnoToRaw } from '../nano/index.js';
 import type { TopupAnswer } from '../wallet/journal.js';
@@ -9,6 +9,8 @@ import { move, type Confirm } from './movement.js';
 import { settleJournal } from './recovery.js';
 import type { Session } from './session.js';
 
+export { parseTier };
+
 export interface CreditsResult {
   credits: number;
   tiers: { credits: number; price: string }[];
@@ -17,16 +19,6 @@ export interface CreditsResult {
 export async function credits(session: Session): Promise<CreditsResult> {
   const info = await (await session.api()).credits();
   return { credits: info.credits, tiers: CREDIT_TIERS.map((n) => ({ credits: n, price: info.prices[n] })) };
-}
-
-/** A tier exactly as the service lists it: "10", never "010" or "1e1". */
-export function parseTier(value: string | number): CreditTier {
-  const text = String(value);
-  const tier = CREDIT_TIERS.find((n) => String(n) === text);
-  if (tier === undefined) {
-    throw new NanoPayError('INVALID_CREDITS_AMOUNT', `Credits are bought in tiers of ${CREDIT_TIERS.join(', ')}; "${text.slice(0, 20)}" is not one`);
-  }
-  return tier;
 }
 
 export interface TopupResult {

@@ -1,4 +1,4 @@
-import { xnoToRaw } from '../nano/index.js';
+import { rawOf } from './money.js';
 import { send, type SendInput, type SendResult } from './send.js';
 import type { Session } from './session.js';
 
@@ -8,11 +8,10 @@ export interface DonateResult extends SendResult {
 }
 
 /** Asks the service where donations go, then sends there like any send (limits, confirmation). */
-export async function donate(session: Session, input: Omit<SendInput, 'to' | 'amountRaw'> & { amount: string }): Promise<DonateResult> {
-  const { amount, ...rest } = input;
-  const amountRaw = xnoToRaw(amount);
+export async function donate(session: Session, input: Omit<SendInput, 'to'>): Promise<DonateResult> {
+  const amount = { raw: rawOf(input.amount) };
   const address = await (await session.api()).donationAddress();
-  const sent = await send(session, { ...rest, to: address, amountRaw });
+  const sent = await send(session, { ...input, to: address, amount });
   return {
     ...sent,
     success: true,

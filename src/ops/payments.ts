@@ -1,6 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { isTransactionId } from '../api/contract.js';
 import { NanoPayError } from '../errors.js';
-import { buildNanoUri, normalizeAddress, parseNanoUri, xnoToRaw } from '../nano/index.js';
+import { buildNanoUri, normalizeAddress, parseNanoUri, rawToXno, xnoToRaw } from '../nano/index.js';
+import { rawOf, type Amount } from './money.js';
 import { send, type SendInput, type SendResult } from './send.js';
 import type { Session } from './session.js';
 
@@ -15,17 +17,17 @@ export interface PaymentRequestResult {
   redirect_url?: string;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Creates a payment request; the receive address defaults to the active account. */
-export async function requestPayment(session: Session, input: { amount: string; to?: string; redirectUrl?: string }): Promise<PaymentRequestResult> {
-  if (xnoToRaw(input.amount) <= 0n) throw new NanoPayError('INVALID_NUMBER_FORMAT', 'The amount must be greater than zero');
+export async function requestPayment(session: Session, input: { amount: Amount; to?: string; redirectUrl?: string }): Promise<PaymentRequestResult> {
+  const baseRaw = rawOf(input.amount);
+  if (baseRaw <= 0n) throw new NanoPayError('INVALID_NUMBER_FORMAT', 'The amount must be greater than zero');
   if (input.redirectUrl !== undefined && !/^https?:\/\/\S+$/i.test(input.redirectUrl)) {
     throw new NanoPayError('INVALID_REQUEST', `"${input.redirectUrl}" is not an http(s) URL`);
   }
   const to = input.to === undefined ? (await session.account()).address : normalizeAddress(input.to);
   const api = await session.api();
-  const created = await api.paymentRequest({ receiveAddress: to, amount: input.amount, ...(input.redirectUrl === undefined ? {} : { redirectUrl: input.redirectUrl }) });
+  const created = await api.paymentRequest({ receiveAddress: to, amount: rawToXno(baseRaw), ...(input.redirectUrl === undefined ? {} : { redirectUrl: input.redirectUrl }) });
   const amountRaw = xnoToRaw(created.amount);
   const address = normalizeAddress(created.receiveAddress);
   return {
@@ -46,7 +48,7 @@ export interface PaymentStatusResult {
 }
 
 function checkTransactionId(id: string): string {
-  if (!UUID.test(id)) throw new NanoPayError('INVALID_TRANSACTION_ID', `"${id.slice(0, 80)}" is not a transaction id (a UUID)`);
+  if (!isTransactionId(id)) throw new NanoPayError('INVALID_TRANSACTION_ID', `"${id.slice(0, 80)}" is not a transaction id (a UUID)`);
   return id;
 }
 
@@ -113,11 +115,11 @@ export async function watchPayment(session: Session, transactionId: string, opti
 }
 
 /** Pays a nano: URI exactly: its address and raw amount, through the same path as send. */
-export async function payUri(session: Session, uri: string, input: Omit<SendInput, 'to' | 'amountRaw'>): Promise<SendResult & { uri: string }> {
+export async function payUri(session: Session, uri: string, input: Omit<SendInput, 'to' | 'amount'>): Promise<SendResult & { uri: string }> {
   const parsed = parseNanoUri(uri);
   if (parsed.scheme !== 'nano' && parsed.scheme !== 'xrb') throw new NanoPayError('INVALID_URI', `A ${parsed.scheme}: URI is not a payment`);
   if (parsed.amountRaw === undefined || parsed.amountRaw === 0n) {
     throw new NanoPayError('INVALID_URI', 'The URI has no amount: use nanopay send <address> <amount> to choose one');
   }
-  return { ...(await send(session, { ...input, to: parsed.address, amountRaw: parsed.amountRaw })), uri };
+  return { ...(await send(session, { ...input, to: parsed.address, amount: { raw: parsed.amountRaw } })), uri };
 }

@@ -1,5 +1,5 @@
 import { normalizeAddress, parseHash, rawToXno } from '../nano/index.js';
-import { LIVE_THRESHOLDS } from '../work/index.js';
+import { serviceThresholds } from './chain.js';
 import type { Session } from './session.js';
 
 async function addressOrActive(session: Session, address?: string): Promise<string> {
@@ -50,6 +50,6 @@ export async function blockInfo(session: Session, input: { hash: string }) {
 }
 
 export async function networkDifficulty(session: Session) {
-  const reported = await (await session.api()).activeDifficulty();
-  return { send: reported?.send ?? LIVE_THRESHOLDS.send, receive: reported?.receive ?? LIVE_THRESHOLDS.receive, reported: reported !== null };
+  const { thresholds, reported } = await serviceThresholds(await session.api(), false);
+  return { ...thresholds, reported };
 }

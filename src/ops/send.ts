@@ -1,4 +1,5 @@
 import { normalizeAddress, rawToXno } from '../nano/index.js';
+import { rawOf, type Amount } from './money.js';
 import { move, type Confirm, type Moved, type SendPreview } from './movement.js';
 import type { Session } from './session.js';
 
@@ -6,7 +7,7 @@ export type { SendPreview } from './movement.js';
 
 export interface SendInput {
   to: string;
-  amountRaw: bigint;
+  amount: Amount;
   /** Idempotency key: a repeat with the same parameters returns the first result and sends nothing. */
   id?: string;
   dryRun?: boolean;
@@ -49,7 +50,7 @@ export async function send(session: Session, input: SendInput): Promise<SendResu
     await move(ctx, {
       signer,
       to: input.to,
-      amountRaw: input.amountRaw,
+      amountRaw: rawOf(input.amount),
       ...(input.id === undefined ? {} : { id: input.id }),
       ...(input.dryRun === undefined ? {} : { dryRun: input.dryRun }),
       ...(input.confirm === undefined ? {} : { confirm: input.confirm }),

@@ -1,6 +1,7 @@
 import { NanoPayError } from '../errors.js';
 import { parseHash } from '../nano/index.js';
 import { LIVE_THRESHOLDS, expectedHashes, generateWork, parseThreshold, validateWork, workEngine, workValue, type EngineName } from '../work/index.js';
+import { serviceThresholds } from './chain.js';
 import { nextWork } from './precache.js';
 import type { Session } from './session.js';
 
@@ -11,8 +12,7 @@ export async function resolveThreshold(session: Session, input: { threshold?: st
     return input.threshold.toLowerCase();
   }
   if (input.subtype === undefined) throw new NanoPayError('USAGE', 'Give --threshold HEX or --subtype send|receive');
-  const reported = await (await session.api()).activeDifficulty().catch(() => null);
-  return (reported ?? LIVE_THRESHOLDS)[input.subtype];
+  return (await serviceThresholds(await session.api())).thresholds[input.subtype];
 }
 
 export async function generate(session: Session, input: { root: string; threshold: string; signal?: AbortSignal }) {

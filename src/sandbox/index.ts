@@ -1,2 +1,2 @@
 export { startSandbox, type RunningSandbox, type SandboxOptions } from './server.js';
-export { CREDIT_COSTS, FREE_CREDITS, TIERS, tierPriceRaw } from './pricing.js';
+export { CREDIT_COSTS, FREE_CREDITS, tierPriceRaw } from './pricing.js';

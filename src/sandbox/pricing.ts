@@ -1,8 +1,5 @@
+import type { CreditTier } from '../api/contract.js';
 import { RAW_PER_XNO } from '../nano/index.js';
-
-/** The nine top-up tiers of the service. */
-export const TIERS = [10, 50, 100, 500, 1000, 5000, 10000, 50000, 100000] as const;
-export type Tier = (typeof TIERS)[number];
 
 /** Credits a new API key starts with (the service's monthly free allowance). */
 export const FREE_CREDITS = 1000;
@@ -32,12 +29,8 @@ export type Operation = keyof typeof CREDIT_COSTS;
  * Price of a tier in raw: 0.0001 XNO a credit (0.001 XNO for 10), 10 % off
  * from 1,000 credits, 20 % off from 10,000.
  */
-export function tierPriceRaw(tier: Tier): bigint {
+export function tierPriceRaw(tier: CreditTier): bigint {
   const base = BigInt(tier) * (RAW_PER_XNO / 10_000n);
   const percent = tier >= 10000 ? 80n : tier >= 1000 ? 90n : 100n;
   return (base * percent) / 100n;
-}
-
-export function isTier(value: number): value is Tier {
-  return (TIERS as readonly number[]).includes(value);
 }

@@ -17,13 +17,13 @@ import {
 } from '../nano/index.js';
 import { DEV_THRESHOLDS, LIVE_THRESHOLDS, type Thresholds } from '../work/index.js';
 import { Ledger, parseBlock, type LedgerBlock } from './ledger.js';
-import { FREE_CREDITS, TIERS, isTier, tierPriceRaw } from './pricing.js';
+import { CREDIT_TIERS, isTransactionId, parseTier } from '../api/contract.js';
+import { FREE_CREDITS, tierPriceRaw } from './pricing.js';
 import type { SandboxState, TopupRecord } from './state.js';
 
 /** Payment request amounts are raised by 1..MAX_OFFSET raw, far below anything a person would notice. */
 const MAX_OFFSET = 999_999n;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function unknownTransaction(id: string): NanoPayError {
   return new NanoPayError('INVALID_TRANSACTION_ID', `Unknown transaction id "${id.slice(0, 80)}"`);
@@ -115,7 +115,7 @@ export class SandboxService {
 
   credits(apiKey: string, pricesAs: 'string' | 'number'): Record<string, string | number> {
     const out: Record<string, string | number> = { credits: this.state.apiKeys[apiKey]?.credits ?? 0 };
-    for (const tier of TIERS) {
+    for (const tier of CREDIT_TIERS) {
       const price = rawToXno(tierPriceRaw(tier));
       out[`current_credits_price_${tier}`] = pricesAs === 'string' ? price : Number(price);
     }
@@ -221,7 +221,7 @@ export class SandboxService {
   }
 
   paymentStatus(id: string): Record<string, string> {
-    const request = UUID.test(id) ? this.state.payments[id.toLowerCase()] : undefined;
+    const request = isTransactionId(id) ? this.state.payments[id.toLowerCase()] : undefined;
     if (request === undefined) throw unknownTransaction(id);
     const paid = request.paidBy !== null;
     return {
@@ -248,10 +248,7 @@ export class SandboxService {
   // --- top-ups and donations ------------------------------------------------
 
   topupOffer(apiKey: string, tierText: string): Record<string, string> {
-    const tier = Number(tierText);
-    if (!/^\d+$/.test(tierText) || !isTier(tier)) {
-      throw new NanoPayError('INVALID_CREDITS_AMOUNT', `Top-up tiers are ${TIERS.join(', ')}; "${tierText.slice(0, 20)}" is not one`);
-    }
+    const tier = parseTier(tierText);
     const id = randomUUID();
     const amount = tierPriceRaw(tier);
     this.state.topups[id] = {

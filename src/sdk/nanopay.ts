@@ -1,4 +1,3 @@
-import { parseRaw, xnoToRaw } from '../nano/index.js';
 import { balance, type BalanceResult } from '../ops/balance.js';
 import { credits, topup, type CreditsResult, type TopupResult } from '../ops/credits.js';
 import { donate, type DonateResult } from '../ops/donate.js';
@@ -57,11 +56,11 @@ export class NanoPay {
   }
 
   send(to: string, amountXno: string, options: { id?: string; dryRun?: boolean } = {}): Promise<SendResult> {
-    return send(this.session, { to, amountRaw: xnoToRaw(amountXno), ...options });
+    return send(this.session, { to, amount: { xno: amountXno }, ...options });
   }
 
   sendRaw(to: string, amountRaw: bigint | string, options: { id?: string; dryRun?: boolean } = {}): Promise<SendResult> {
-    return send(this.session, { to, amountRaw: typeof amountRaw === 'bigint' ? amountRaw : parseRaw(amountRaw), ...options });
+    return send(this.session, { to, amount: { raw: amountRaw }, ...options });
   }
 
   pay(uri: string, options: { id?: string; dryRun?: boolean } = {}): Promise<SendResult & { uri: string }> {
@@ -69,7 +68,7 @@ export class NanoPay {
   }
 
   requestPayment(amountXno: string, options: { to?: string; redirectUrl?: string } = {}): Promise<PaymentRequestResult> {
-    return requestPayment(this.session, { amount: amountXno, ...options });
+    return requestPayment(this.session, { amount: { xno: amountXno }, ...options });
   }
 
   paymentStatus(transactionId: string): Promise<PaymentStatusResult> {
@@ -89,6 +88,6 @@ export class NanoPay {
   }
 
   donate(amountXno: string): Promise<DonateResult> {
-    return donate(this.session, { amount: amountXno });
+    return donate(this.session, { amount: { xno: amountXno } });
   }
 }

@@ -1,5 +1,4 @@
 import { NanoPayError } from '../errors.js';
-import { xnoToRaw } from '../nano/index.js';
 import { balance } from '../ops/balance.js';
 import { credits, parseTier, topup } from '../ops/credits.js';
 import { donate } from '../ops/donate.js';
@@ -81,7 +80,7 @@ export const TOOLS: Tool[] = [
     inputSchema: schema({ recipient_address: str('destination address (nano_… or xrb_…)'), amount: str('amount in XNO, e.g. "0.5"') }, ['recipient_address', 'amount']),
     writes: true,
     handler: async (session, input, signal) => {
-      const sent = await send(session, { to: text(input, 'recipient_address'), amountRaw: xnoToRaw(text(input, 'amount')), ...(signal === undefined ? {} : { signal }) });
+      const sent = await send(session, { to: text(input, 'recipient_address'), amount: { xno: text(input, 'amount') }, ...(signal === undefined ? {} : { signal }) });
       return { amount: sent.amount, recipient: sent.to, hash: sent.hash };
     },
   },
@@ -99,7 +98,7 @@ export const TOOLS: Tool[] = [
     writes: false,
     handler: async (session, input) => {
       const r = await requestPayment(session, {
-        amount: text(input, 'amount'),
+        amount: { xno: text(input, 'amount') },
         ...(input.receive_address === undefined ? {} : { to: text(input, 'receive_address') }),
         ...(input.redirect_url === undefined || input.redirect_url === '' ? {} : { redirectUrl: text(input, 'redirect_url') }),
       });
@@ -142,7 +141,7 @@ export const TOOLS: Tool[] = [
     inputSchema: schema({ amount: str('amount in XNO') }, ['amount']),
     writes: true,
     handler: async (session, input, signal) => {
-      const result = await donate(session, { amount: text(input, 'amount'), ...(signal === undefined ? {} : { signal }) });
+      const result = await donate(session, { amount: { xno: text(input, 'amount') }, ...(signal === undefined ? {} : { signal }) });
       return { success: result.success, amount: result.amount, message: result.message };
     },
   },

@@ -7,7 +7,8 @@ import { RAW_PER_XNO, addressToPublicKey, deriveAccount, generateSeed, rawToXno 
 import { balance } from '../../src/ops/balance.js';
 import { setSetting, unsetSetting } from '../../src/ops/config.js';
 import { move } from '../../src/ops/movement.js';
-import { parseTier, topup } from '../../src/ops/credits.js';
+import { parseTier } from '../../src/api/contract.js';
+import { topup } from '../../src/ops/credits.js';
 import { paymentStatus, requestPayment } from '../../src/ops/payments.js';
 import { accountInfo, pending } from '../../src/ops/reads.js';
 import { receive } from '../../src/ops/receive.js';
@@ -84,7 +85,7 @@ describe('the frontier is checked before anything is built on it', () => {
   it('a balance reported 5 XNO low, with the right frontier: nothing is signed (before: a 6 XNO send past the limit)', async () => {
     await setSetting(session, 'limit-per-send', '2');
     lie = accountInfoLie((d) => ({ ...d, balance: (BigInt(d.balance) - 5n * XNO).toString() }));
-    const error = await refusedUnsigned(send(session, { to: payee, amountRaw: XNO }));
+    const error = await refusedUnsigned(send(session, { to: payee, amount: { raw: XNO } }));
     expect(error.message).toMatch(/balance of .* XNO .*frontier block holds .* XNO/);
     expect(error.exitCode).toBe(5);
     await unsetSetting(session, 'limit-per-send');
@@ -92,26 +93,26 @@ describe('the frontier is checked before anything is built on it', () => {
 
   it('a balance reported higher: nothing is signed', async () => {
     lie = accountInfoLie((d) => ({ ...d, balance: (BigInt(d.balance) + 100n * XNO).toString() }));
-    await refusedUnsigned(send(session, { to: payee, amountRaw: XNO }));
+    await refusedUnsigned(send(session, { to: payee, amount: { raw: XNO } }));
   });
 
   it('a random frontier: nothing is signed', async () => {
     lie = accountInfoLie((d) => ({ ...d, frontier: 'AB'.repeat(32) }));
-    await refusedUnsigned(send(session, { to: payee, amountRaw: XNO }));
+    await refusedUnsigned(send(session, { to: payee, amount: { raw: XNO } }));
   });
 
   it("another account's frontier and balance: nothing is signed", async () => {
     const genesis = sb.service.ledger.order[0] as string;
     const other = sb.service.ledger.blocks.get(genesis);
     lie = accountInfoLie((d) => ({ ...d, frontier: genesis, balance: other?.balance.toString() }));
-    await refusedUnsigned(send(session, { to: payee, amountRaw: XNO }));
+    await refusedUnsigned(send(session, { to: payee, amount: { raw: XNO } }));
   });
 
   it('an old frontier of the account (it has a successor): nothing is signed', async () => {
-    const first = await send(session, { to: payee, amountRaw: XNO / 100n });
+    const first = await send(session, { to: payee, amount: { raw: XNO / 100n } });
     const old = sb.service.ledger.blocks.get(sb.service.ledger.blocks.get(first.hash as string)?.block.previous as string);
     lie = accountInfoLie((d) => ({ ...d, frontier: old?.hash, balance: old?.balance.toString() }));
-    await refusedUnsigned(send(session, { to: payee, amountRaw: XNO / 100n }));
+    await refusedUnsigned(send(session, { to: payee, amount: { raw: XNO / 100n } }));
   });
 
   it('a pending block whose contents were altered is not received', async () => {
@@ -123,9 +124,9 @@ describe('the frontier is checked before anything is built on it', () => {
   });
 
   it('without lies the same send goes through, with XNO and raw in money messages', async () => {
-    const sent = await send(session, { to: payee, amountRaw: XNO });
+    const sent = await send(session, { to: payee, amount: { raw: XNO } });
     expect(sent.hash).toMatch(/^[0-9A-F]{64}$/);
-    const error = await failure(send(session, { to: payee, amountRaw: 1000n * XNO }));
+    const error = await failure(send(session, { to: payee, amount: { raw: 1000n * XNO } }));
     expect(error.code).toBe('INSUFFICIENT_FUNDS');
     expect(error.message).toMatch(/the send needs 1000 XNO \(1000000000000000000000000000000000 raw\)/);
   });
@@ -151,7 +152,7 @@ describe('top-up', () => {
     expect(await journalEntry()).toBeUndefined();
     expect(blocksInLedger()).toBe(before);
     lie = () => 'pass';
-    expect((await send(session, { to: payee, amountRaw: XNO / 1000n })).hash).toMatch(/^[0-9A-F]{64}$/);
+    expect((await send(session, { to: payee, amount: { raw: XNO / 1000n } })).hash).toMatch(/^[0-9A-F]{64}$/);
   });
 
   it('a top-up that completed but was not reported is completed by the rerun, never bought twice', async () => {
@@ -185,14 +186,14 @@ describe('top-up', () => {
 
 describe('idempotent sends', () => {
   it('the same key with the same parameters returns the first result; with others it is IDEMPOTENCY_MISMATCH naming what differs', async () => {
-    const first = await send(session, { to: payee, amountRaw: XNO / 100n, id: 'order-1' });
-    const again = await send(session, { to: payee, amountRaw: XNO / 100n, id: 'order-1' });
+    const first = await send(session, { to: payee, amount: { raw: XNO / 100n }, id: 'order-1' });
+    const again = await send(session, { to: payee, amount: { raw: XNO / 100n }, id: 'order-1' });
     expect(again).toMatchObject({ repeated: true, hash: first.hash });
     const before = blocksInLedger();
-    const error = await failure(send(session, { to: payee, amountRaw: XNO / 50n, id: 'order-1' }));
+    const error = await failure(send(session, { to: payee, amount: { raw: XNO / 50n }, id: 'order-1' }));
     expect(error).toMatchObject({ code: 'IDEMPOTENCY_MISMATCH', exitCode: 10 });
     expect(error.message).toMatch(/amount \(first 0.01 XNO, now 0.02 XNO\)/);
-    const other = await failure(send(session, { to: address, amountRaw: XNO / 100n, id: 'order-1' }));
+    const other = await failure(send(session, { to: address, amount: { raw: XNO / 100n }, id: 'order-1' }));
     expect(other.message).toMatch(/recipient/);
     expect(blocksInLedger()).toBe(before);
   });
@@ -212,11 +213,11 @@ describe('idempotent sends', () => {
     expect(blocksInLedger()).toBe(before + 1);
     expect((await journalEntry())?.sendId).toBe('crash-1');
 
-    const rerun = await send(session, { to: payee, amountRaw: XNO / 1000n, id: 'crash-1' });
+    const rerun = await send(session, { to: payee, amount: { raw: XNO / 1000n }, id: 'crash-1' });
     expect(rerun.repeated).toBe(true);
     expect(blocksInLedger()).toBe(before + 1);
     expect(await session.sendLog.spentToday(address)).toBe(spent + XNO / 1000n);
-    const over = await failure(send(session, { to: payee, amountRaw: XNO / 1000n, id: 'crash-2' }));
+    const over = await failure(send(session, { to: payee, amount: { raw: XNO / 1000n }, id: 'crash-2' }));
     expect(over.code).toBe('LIMIT_EXCEEDED');
     await setSetting(session, 'limit-per-day', '1000');
   });
@@ -232,9 +233,9 @@ describe('reads need no password when the API key is given', () => {
     expect((await balance(locked)).account).toBe(address);
     expect((await pending(locked)).account).toBe(address);
     expect((await accountInfo(locked)).opened).toBe(true);
-    const request = await requestPayment(locked, { amount: '0.1', to: address });
+    const request = await requestPayment(locked, { amount: { xno: '0.1' }, to: address });
     expect((await paymentStatus(locked, request.transaction_id)).is_paid).toBe(false);
-    await expect(send(locked, { to: payee, amountRaw: 1n })).rejects.toMatchObject({ code: 'PASSWORD_REQUIRED' });
+    await expect(send(locked, { to: payee, amount: { raw: 1n } })).rejects.toMatchObject({ code: 'PASSWORD_REQUIRED' });
   });
 
   it('balance of another address with --receive is refused rather than reporting the active account', async () => {
