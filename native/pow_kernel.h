@@ -140,16 +140,17 @@ static inline int pow_search(const uint8_t root_bytes[32], uint64_t threshold, u
     root[w] = word;
   }
   uint64_t seen_clear = 0, done = 0;
-  for (; done < count; done += POW_LANES) {
-    if (done % POW_STOP_EVERY == 0) {
-      if (POW_STOP_REQUESTED(stop)) return pow_end(out, POW_STOPPED, done, seen_clear);
-      seen_clear = done;
-    }
-    lanes_t values = pow_values(root, start + done);
-    for (int i = 0; i < POW_LANES; i++) {
-      if (values[i] >= threshold) {
-        out->nonce = start + done + (uint64_t)i;
-        return pow_end(out, POW_FOUND, done + (uint64_t)i + 1, seen_clear);
+  while (done < count) {
+    if (POW_STOP_REQUESTED(stop)) return pow_end(out, POW_STOPPED, done, seen_clear);
+    seen_clear = done;
+    const uint64_t chunk_end = count - done < POW_STOP_EVERY ? count : done + POW_STOP_EVERY;
+    for (; done < chunk_end; done += POW_LANES) {
+      lanes_t values = pow_values(root, start + done);
+      for (int i = 0; i < POW_LANES; i++) {
+        if (values[i] >= threshold) {
+          out->nonce = start + done + (uint64_t)i;
+          return pow_end(out, POW_FOUND, done + (uint64_t)i + 1, seen_clear);
+        }
       }
     }
   }
