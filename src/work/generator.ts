@@ -40,10 +40,11 @@ function checkRoot(root: string): string {
 const cancelled = (): NanoPayError => new NanoPayError('CANCELLED', 'Proof of work cancelled');
 
 /**
- * Finds a nonce for `root` that meets `threshold` on worker threads (the event
- * loop stays free). Worker i searches its own range from base + i·2^60; the
- * worker that finds a nonce sets the shared stop flag, which the others' kernels
- * read every few thousand nonces; `signal` terminates them all.
+ * Finds a nonce for `root` that meets `threshold` on worker threads of the pool
+ * (the event loop stays free; concurrent searches take turns). Worker i searches
+ * its own range from base + i·2^60; the worker that finds a nonce sets the
+ * shared stop flag, which the others' kernels read every few thousand nonces;
+ * `signal` terminates them all.
  */
 export async function generateWork(root: string, threshold: string, opts: GenerateOptions = {}): Promise<string> {
   const checkedRoot = checkRoot(root);
