@@ -11,6 +11,8 @@
 #include "../native/pow_kernel.h"
 
 static volatile int stop_all = 0;
+/* The kernel reads a stop flag as nanopay's does; this one is never set (batches end the run). */
+static const int32_t never = 0;
 
 struct job {
   uint64_t start;
@@ -20,11 +22,12 @@ struct job {
 static void *run(void *arg) {
   struct job *job = arg;
   uint8_t root[32] = {0};
-  uint64_t found, nonce = job->start;
+  uint64_t nonce = job->start;
   const uint64_t batch = 1 << 20;
+  struct pow_outcome out;
   while (!stop_all) {
     /* An unreachable threshold: every nonce is hashed and compared. */
-    if (pow_search(root, UINT64_MAX, nonce, batch, &found) && found == 0) break;
+    if (pow_search(root, UINT64_MAX, nonce, batch, &never, &out) == POW_FOUND && out.nonce == 0) break;
     nonce += batch;
     job->hashes += batch;
   }

@@ -4,12 +4,16 @@
 
 #define CHECK(call) if ((call) != napi_ok) { napi_throw_error(env, NULL, "nanopay_pow: bad arguments"); return NULL; }
 
-/* search(root: Buffer(32), threshold: bigint, start: bigint, count: number) -> bigint | null */
+/*
+ * search(root: Buffer(32), threshold: bigint, start: bigint, count: number, stop?: Int32Array)
+ *   -> { nonce: bigint | null, hashes: number, stopped: boolean, unseen: number }
+ * `stop` is read inside the loop, so another thread can end the call within POW_STOP_EVERY nonces.
+ */
 static napi_value search(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value argv[4];
+  size_t argc = 5;
+  napi_value argv[5];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc != 4) { napi_throw_error(env, NULL, "nanopay_pow.search takes 4 arguments"); return NULL; }
+  if (argc < 4) { napi_throw_error(env, NULL, "nanopay_pow.search takes 4 or 5 arguments"); return NULL; }
   void *root;
   size_t length;
   CHECK(napi_get_buffer_info(env, argv[0], &root, &length));
@@ -20,13 +24,35 @@ static napi_value search(napi_env env, napi_callback_info info) {
   CHECK(napi_get_value_bigint_uint64(env, argv[2], &start, &lossless));
   int64_t count;
   CHECK(napi_get_value_int64(env, argv[3], &count));
-  uint64_t found;
-  napi_value result;
-  if (count > 0 && pow_search((const uint8_t *)root, threshold, start, (uint64_t)count, &found)) {
-    CHECK(napi_create_bigint_uint64(env, found, &result));
-  } else {
-    CHECK(napi_get_null(env, &result));
+  /* Without a flag the kernel reads this one, which no one sets. */
+  static const int32_t never = 0;
+  const int32_t *stop = &never;
+  napi_valuetype kind = napi_undefined;
+  if (argc == 5) CHECK(napi_typeof(env, argv[4], &kind));
+  if (kind != napi_undefined) {
+    napi_typedarray_type type;
+    size_t elements;
+    void *data;
+    CHECK(napi_get_typedarray_info(env, argv[4], &type, &elements, &data, NULL, NULL));
+    if (type != napi_int32_array || elements < 1) { napi_throw_error(env, NULL, "stop must be an Int32Array"); return NULL; }
+    stop = data;
   }
+  struct pow_outcome out = {0, 0, 0};
+  int status = count > 0 ? pow_search((const uint8_t *)root, threshold, start, (uint64_t)count, stop, &out) : POW_EXHAUSTED;
+  napi_value result, nonce, hashes, stopped, unseen;
+  CHECK(napi_create_object(env, &result));
+  if (status == POW_FOUND) {
+    CHECK(napi_create_bigint_uint64(env, out.nonce, &nonce));
+  } else {
+    CHECK(napi_get_null(env, &nonce));
+  }
+  CHECK(napi_create_double(env, (double)out.hashes, &hashes));
+  CHECK(napi_get_boolean(env, status == POW_STOPPED, &stopped));
+  CHECK(napi_create_double(env, (double)out.unseen, &unseen));
+  CHECK(napi_set_named_property(env, result, "nonce", nonce));
+  CHECK(napi_set_named_property(env, result, "hashes", hashes));
+  CHECK(napi_set_named_property(env, result, "stopped", stopped));
+  CHECK(napi_set_named_property(env, result, "unseen", unseen));
   return result;
 }
 

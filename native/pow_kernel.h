@@ -97,26 +97,64 @@ static inline lanes_t pow_values(const uint64_t root[4], uint64_t nonce) {
 }
 
 /*
- * Searches nonces start, start+1, … (count of them, rounded up to whole lane
- * groups). Returns 1 and sets *found when one meets the threshold.
+ * How often the search looks at its stop flag, in nonces: a fraction of a millisecond of work on
+ * any kernel, so a search stops at once when another thread has answered, yet too rare to cost
+ * anything measurable.
  */
-static inline int pow_search(const uint8_t root_bytes[32], uint64_t threshold, uint64_t start, uint64_t count, uint64_t *found) {
+#define POW_STOP_EVERY 4096
+
+/*
+ * How a search reads its stop flag; a build without shared memory (WASM) defines its own. The flag
+ * is written by other threads; a relaxed atomic load is enough because nothing else is read
+ * through it.
+ */
+#ifndef POW_STOP_REQUESTED
+#define POW_STOP_REQUESTED(stop) (__atomic_load_n((stop), __ATOMIC_RELAXED) != 0)
+#endif
+
+enum { POW_EXHAUSTED = 0, POW_FOUND = 1, POW_STOPPED = 2 };
+
+struct pow_outcome {
+  uint64_t nonce;   /* POW_FOUND: the nonce that meets the threshold */
+  uint64_t hashes;  /* nonces tried, up to and including the one found */
+  uint64_t unseen;  /* nonces tried after the flag was last read as clear: a bound on work done after a stop */
+};
+
+static inline int pow_end(struct pow_outcome *out, int status, uint64_t hashes, uint64_t seen_clear) {
+  out->hashes = hashes;
+  out->unseen = hashes - seen_clear;
+  return status;
+}
+
+/*
+ * Searches nonces start, start+1, … (count of them, rounded up to whole lane groups) until one
+ * meets the threshold or the stop flag is set; the flag is read before every POW_STOP_EVERY
+ * nonces.
+ */
+static inline int pow_search(const uint8_t root_bytes[32], uint64_t threshold, uint64_t start, uint64_t count,
+                             const int32_t *stop, struct pow_outcome *out) {
   uint64_t root[4];
   for (int w = 0; w < 4; w++) {
     uint64_t word = 0;
     for (int b = 7; b >= 0; b--) word = (word << 8) | root_bytes[w * 8 + b];
     root[w] = word;
   }
-  for (uint64_t done = 0; done < count; done += POW_LANES) {
-    lanes_t values = pow_values(root, start + done);
-    for (int i = 0; i < POW_LANES; i++) {
-      if (values[i] >= threshold) {
-        *found = start + done + (uint64_t)i;
-        return 1;
+  uint64_t seen_clear = 0, done = 0;
+  while (done < count) {
+    if (POW_STOP_REQUESTED(stop)) return pow_end(out, POW_STOPPED, done, seen_clear);
+    seen_clear = done;
+    const uint64_t chunk_end = count - done < POW_STOP_EVERY ? count : done + POW_STOP_EVERY;
+    for (; done < chunk_end; done += POW_LANES) {
+      lanes_t values = pow_values(root, start + done);
+      for (int i = 0; i < POW_LANES; i++) {
+        if (values[i] >= threshold) {
+          out->nonce = start + done + (uint64_t)i;
+          return pow_end(out, POW_FOUND, done + (uint64_t)i + 1, seen_clear);
+        }
       }
     }
   }
-  return 0;
+  return pow_end(out, POW_EXHAUSTED, done, seen_clear);
 }
 
 #endif

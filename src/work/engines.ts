@@ -6,23 +6,39 @@ import { blake2b } from '@noble/hashes/blake2.js';
  * The search kernels, fastest first: the native addon (multi-lane C, built at
  * install for this CPU), the WASM SIMD build of the same kernel, and plain JS.
  * Each searches `count` consecutive nonces from `start` and returns the first
- * that meets the threshold. Only workers call them: they block while they run.
+ * that meets the threshold. Only workers call them: they block while they run,
+ * reading the shared stop flag every few thousand nonces so another thread can
+ * end them within a fraction of a millisecond.
  */
 export type EngineName = 'native' | 'wasm' | 'js';
 
+export interface SearchResult {
+  /** The first nonce that meets the threshold, or null. */
+  nonce: bigint | null;
+  /** Nonces tried, up to and including the one found. */
+  hashes: number;
+  /** The call ended because the stop flag was set. */
+  stopped: boolean;
+  /** Nonces tried after the flag was last read as clear: when stopped, a bound on the work done after the stop. */
+  unseen: number;
+}
+
 export interface Engine {
   name: EngineName;
-  /** Nonces per call: about 10-50 ms of work, so a stop request is seen quickly. */
+  /** Nonces per call: how often a worker can report progress (the stop flag is read far more often). */
   batch: number;
-  search(root: Uint8Array, threshold: bigint, start: bigint, count: number): bigint | null;
+  /** `stop`: Int32 flag, non-zero means stop (without it, a flag no one sets). */
+  search(root: Uint8Array, threshold: bigint, start: bigint, count: number, stop?: Int32Array): SearchResult;
 }
 
 const MASK = 2n ** 64n - 1n;
+/** The flag of a call given none: no one sets it. */
+const NEVER = new Int32Array(1);
 
 function nativeEngine(): Engine {
   const require = createRequire(import.meta.url);
-  const addon = require('../../build/Release/nanopay_pow.node') as { search(root: Uint8Array, threshold: bigint, start: bigint, count: number): bigint | null };
-  return { name: 'native', batch: 1 << 20, search: (root, threshold, start, count) => addon.search(root, threshold, start, count) };
+  const addon = require('../../build/Release/nanopay_pow.node') as Pick<Engine, 'search'>;
+  return { name: 'native', batch: 1 << 20, search: (root, threshold, start, count, stop) => addon.search(root, threshold, start, count, stop) };
 }
 
 /** The part of the WebAssembly global used here (@types/node 20 does not declare it). */
@@ -31,40 +47,64 @@ interface WasmApi {
   Instance: new (module: object, imports: object) => { exports: unknown };
 }
 
+/** The kernels' outcome codes (native/pow_kernel.h). */
+const FOUND = 1;
+const STOPPED = 2;
+
 function wasmEngine(): Engine {
   const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
   const module = new wasm.Module(readFileSync(new URL('../../native/pow.wasm', import.meta.url)));
-  const exports = new wasm.Instance(module, {}).exports as {
+  // The flag of the call running now; the kernel asks for it through this import.
+  let flag: Int32Array = NEVER;
+  const env = { stop_requested: (): number => Atomics.load(flag, 0) };
+  const exports = new wasm.Instance(module, { env }).exports as {
     memory: { buffer: ArrayBuffer };
     root_ptr(): number;
     found(): bigint;
+    hashes(): bigint;
+    unseen(): bigint;
     search(threshold: bigint, start: bigint, count: number): number;
   };
   const rootView = new Uint8Array(exports.memory.buffer, exports.root_ptr(), 32);
   return {
     name: 'wasm',
-    batch: 1 << 16,
-    search: (root, threshold, start, count) => {
+    batch: 1 << 18,
+    search: (root, threshold, start, count, stop) => {
       rootView.set(root);
+      flag = stop ?? NEVER;
       // WASM i64 values cross into JS as signed BigInts.
-      return exports.search(BigInt.asIntN(64, threshold), BigInt.asIntN(64, start), count) === 1 ? exports.found() & MASK : null;
+      const status = exports.search(BigInt.asIntN(64, threshold), BigInt.asIntN(64, start), count);
+      return {
+        nonce: status === FOUND ? exports.found() & MASK : null,
+        hashes: Number(exports.hashes()),
+        stopped: status === STOPPED,
+        unseen: Number(exports.unseen()),
+      };
     },
   };
 }
+
+/** The JS kernel is ~100x slower: it reads the flag more often to stop as soon as the others. */
+const JS_STOP_EVERY = 64;
 
 function jsEngine(): Engine {
   const input = Buffer.alloc(40);
   return {
     name: 'js',
     batch: 1 << 12,
-    search: (root, threshold, start, count) => {
+    search: (root, threshold, start, count, stop = NEVER) => {
       input.set(root, 8);
+      let seenClear = 0;
       for (let i = 0; i < count; i++) {
+        if (i % JS_STOP_EVERY === 0) {
+          if (Atomics.load(stop, 0) !== 0) return { nonce: null, hashes: i, stopped: true, unseen: i - seenClear };
+          seenClear = i;
+        }
         const nonce = (start + BigInt(i)) & MASK;
         input.writeBigUInt64LE(nonce, 0);
-        if (Buffer.from(blake2b(input, { dkLen: 8 })).readBigUInt64LE(0) >= threshold) return nonce;
+        if (Buffer.from(blake2b(input, { dkLen: 8 })).readBigUInt64LE(0) >= threshold) return { nonce, hashes: i + 1, stopped: false, unseen: i + 1 - seenClear };
       }
-      return null;
+      return { nonce: null, hashes: count, stopped: false, unseen: count - seenClear };
     },
   };
 }

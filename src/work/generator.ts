@@ -1,14 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import { Worker } from 'node:worker_threads';
 import { NanoPayError } from '../errors.js';
 import { loadEngine, type EngineName } from './engines.js';
-import type { SearchAnswer, SearchJob } from './pow-worker.js';
+import { acquire, discard, type SearchWorker } from './pool.js';
+import type { SearchJob } from './pow-worker.js';
 import { validateWork } from './pow.js';
 import { parseThreshold } from './thresholds.js';
-
-// vitest runs the TypeScript sources; workers always run the compiled copy in dist/.
-const WORKER_URL = new URL(import.meta.url.endsWith('.ts') ? '../../dist/work/pow-worker.js' : './pow-worker.js', import.meta.url);
 
 export interface GenerateOptions {
   signal?: AbortSignal;
@@ -18,58 +15,15 @@ export interface GenerateOptions {
   engine?: EngineName;
   /** Hashes tried so far, reported a few times a second. */
   onProgress?: (hashes: number) => void;
+  /**
+   * Called for each worker whose answer is not the one returned, once it has stopped (possibly
+   * after the search settled), with the nonces it tried after it last saw the stop flag clear: a
+   * bound on the work it did after the stop.
+   */
+  onWorkerStopped?: (unseen: number) => void;
 }
 
-/**
- * Warm pools of search workers, one per engine: started on first use, reused
- * across calls, unref'd while idle so they never keep a process alive.
- */
-const idle = new Map<string, Worker[]>();
-let live = 0;
 let nextJob = 1;
-
-function takeWorker(engine: string): Worker {
-  const pool = idle.get(engine) ?? [];
-  idle.set(engine, pool);
-  const worker = pool.pop();
-  if (worker !== undefined) {
-    worker.ref();
-    return worker;
-  }
-  live++;
-  // The worker is compiled code of ours and needs none of the parent's flags; some
-  // (--input-type, as in `node --input-type=module -e`) would even stop it starting.
-  const fresh = new Worker(WORKER_URL, { workerData: { engine }, execArgv: [] });
-  fresh.once('exit', () => {
-    live--;
-    const at = pool.indexOf(fresh);
-    if (at !== -1) pool.splice(at, 1);
-  });
-  return fresh;
-}
-
-function giveBack(engine: string, worker: Worker): void {
-  worker.removeAllListeners('message');
-  worker.removeAllListeners('error');
-  worker.unref();
-  idle.get(engine)?.push(worker);
-}
-
-/** Workers alive now (busy or idle); for tests that check nothing leaks. */
-export function liveWorkers(): number {
-  return live;
-}
-
-/** Workers waiting in the pools; equal to liveWorkers() once every search has stopped. */
-export function idleWorkers(): number {
-  return [...idle.values()].reduce((sum, pool) => sum + pool.length, 0);
-}
-
-/** Stops the idle workers. */
-export async function shutdownWorkers(): Promise<void> {
-  const all = [...idle.values()].flatMap((pool) => pool.splice(0));
-  await Promise.all(all.map((w) => w.terminate()));
-}
 
 /** The kernel `generateWork` uses on this machine. */
 export function workEngine(preferred = process.env.NANOPAY_POW_ENGINE): EngineName {
@@ -83,10 +37,14 @@ function checkRoot(root: string): string {
   return root.toUpperCase();
 }
 
+const cancelled = (): NanoPayError => new NanoPayError('CANCELLED', 'Proof of work cancelled');
+
 /**
- * Finds a nonce for `root` that meets `threshold` on worker threads (the event
- * loop stays free). Worker i searches its own range from base + i·2^60; the
- * first answer stops the others; `signal` terminates them all.
+ * Finds a nonce for `root` that meets `threshold` on worker threads of the pool
+ * (the event loop stays free; concurrent searches take turns). Worker i searches
+ * its own range from base + i·2^60; the worker that finds a nonce sets the
+ * shared stop flag, which the others' kernels read every few thousand nonces;
+ * `signal` terminates them all.
  */
 export async function generateWork(root: string, threshold: string, opts: GenerateOptions = {}): Promise<string> {
   const checkedRoot = checkRoot(root);
@@ -97,21 +55,29 @@ export async function generateWork(root: string, threshold: string, opts: Genera
     throw new NanoPayError('USAGE', `The number of work threads must be a whole number of at least 1, not ${count}`);
   }
   const { signal } = opts;
-  if (signal?.aborted) throw new NanoPayError('CANCELLED', 'Proof of work cancelled');
+  if (signal?.aborted) throw cancelled();
   const engine = opts.engine ?? process.env.NANOPAY_POW_ENGINE ?? 'auto';
+  const workers = await acquire(count, signal, cancelled);
+  // Aborted between the grant and now: the workers may still be starting; end them.
+  if (signal?.aborted) {
+    await Promise.all(workers.map(discard));
+    throw cancelled();
+  }
+  return search(workers, { root: checkedRoot, threshold, engine }, opts);
+}
+
+function search(workers: SearchWorker[], task: { root: string; threshold: string; engine: string }, opts: GenerateOptions): Promise<string> {
+  const { signal } = opts;
   const stop = new SharedArrayBuffer(4);
   const flag = new Int32Array(stop);
   const base = randomBytes(8).readBigUInt64LE(0);
   const id = nextJob++;
-  const workers = Array.from({ length: count }, () => takeWorker(engine));
   let hashes = 0;
 
   return new Promise<string>((resolve, reject) => {
     let settled = false;
-    // Set on cancel: the workers are being terminated, so nothing they still say counts
-    // and none of them may go back to a pool where another search could take it.
-    let cancelling = false;
     const finish = (outcome: { work: string } | { error: NanoPayError }): void => {
+      // Every way a search ends stops its other workers, which then go back to the pool.
       Atomics.store(flag, 0, 1);
       if (settled) return;
       settled = true;
@@ -121,48 +87,43 @@ export async function generateWork(root: string, threshold: string, opts: Genera
     };
     // A cancel ends the workers themselves: none is left searching or holding the process.
     const onAbort = (): void => {
-      cancelling = true;
       Atomics.store(flag, 0, 1);
-      Promise.all(workers.map((w) => w.terminate())).then(() => finish({ error: new NanoPayError('CANCELLED', 'Proof of work cancelled') }));
+      Promise.all(workers.map(discard)).then(() => finish({ error: cancelled() }));
     };
     signal?.addEventListener('abort', onAbort, { once: true });
 
     workers.forEach((worker, i) => {
-      // A worker that dies mid-search would otherwise leave the search waiting for ever.
-      const onExit = (code: number): void => {
-        if (!cancelling) finish({ error: new NanoPayError('INTERNAL_ERROR', `A proof of work worker stopped (exit code ${code})`) });
-      };
-      worker.once('exit', onExit);
-      worker.on('message', (answer: SearchAnswer | { engine: string }) => {
-        if (cancelling || !('id' in answer) || answer.id !== id) return;
-        if ('hashes' in answer) {
-          hashes += answer.hashes;
-          opts.onProgress?.(hashes);
-          return;
-        }
-        if ('work' in answer) {
-          // Never trust the searcher: check with the reference implementation.
-          if (validateWork(checkedRoot, answer.work, threshold)) finish({ work: answer.work });
-          else finish({ error: new NanoPayError('INTERNAL_ERROR', `The ${engine} kernel returned invalid work ${answer.work}`) });
-        } else if ('error' in answer) {
-          finish({ error: new NanoPayError('INTERNAL_ERROR', `Proof of work failed: ${answer.error}`) });
-        }
-        // Any final answer (work, stopped, error) means this worker is idle again.
-        worker.off('exit', onExit);
-        giveBack(engine, worker);
-      });
-      worker.once('error', (error) => {
-        if (!cancelling) finish({ error: new NanoPayError('INTERNAL_ERROR', `Proof of work worker failed: ${error.message}`) });
-        worker.terminate().catch(() => undefined);
-      });
-      const job: SearchJob = {
-        id,
-        root: checkedRoot,
-        threshold,
-        start: ((base + (BigInt(i) << 60n)) & (2n ** 64n - 1n)).toString(),
-        stop,
-      };
-      worker.postMessage(job);
+      worker.run(
+        {
+          id,
+          engine: task.engine,
+          root: task.root,
+          threshold: task.threshold,
+          start: ((base + (BigInt(i) << 60n)) & (2n ** 64n - 1n)).toString(),
+          stop,
+        } satisfies SearchJob,
+        {
+          answer: (answer) => {
+            if (answer.id !== id) return;
+            if ('error' in answer) {
+              finish({ error: new NanoPayError('INTERNAL_ERROR', `Proof of work failed: ${answer.error}`) });
+              return;
+            }
+            hashes += answer.hashes;
+            if ('work' in answer && !settled) {
+              // Never trust the searcher: check with the reference implementation.
+              if (validateWork(task.root, answer.work, task.threshold)) finish({ work: answer.work });
+              else finish({ error: new NanoPayError('INTERNAL_ERROR', `The ${task.engine} kernel returned invalid work ${answer.work}`) });
+            } else if ('unseen' in answer) {
+              opts.onWorkerStopped?.(answer.unseen);
+            } else if (!settled) {
+              opts.onProgress?.(hashes);
+            }
+          },
+          // A worker that dies mid-search would otherwise leave the search waiting for ever.
+          failed: (why) => finish({ error: new NanoPayError('INTERNAL_ERROR', why) }),
+        },
+      );
     });
   });
 }

@@ -1,6 +1,7 @@
 export { DEV_THRESHOLDS, LIVE_THRESHOLDS, expectedHashes, multiplierOf, parseThreshold, type Thresholds } from './thresholds.js';
 export { validateWork, workValue } from './pow.js';
-export { generateWork, idleWorkers, liveWorkers, shutdownWorkers, workEngine, type GenerateOptions } from './generator.js';
+export { generateWork, workEngine, type GenerateOptions } from './generator.js';
+export { idleWorkers, liveWorkers, shutdownWorkers } from './pool.js';
 export type { EngineName } from './engines.js';
 export { WorkCache } from './cache.js';
 export { remoteWork } from './remote.js';

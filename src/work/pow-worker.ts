@@ -1,9 +1,11 @@
-import { parentPort, workerData } from 'node:worker_threads';
-import { loadEngine } from './engines.js';
+import { parentPort } from 'node:worker_threads';
+import { loadEngine, type Engine } from './engines.js';
 
 /** One search: consecutive nonces from `start` until found or the shared stop flag is set. */
 export interface SearchJob {
   id: number;
+  /** The kernel asked for (the fastest that loads when it does not). */
+  engine: string;
   root: string;
   threshold: string;
   start: string;
@@ -11,38 +13,60 @@ export interface SearchJob {
   stop: SharedArrayBuffer;
 }
 
+/**
+ * A job's answers: progress (`hashes` since the last report), then one final answer, after which
+ * the worker is idle. `hashes` on a final answer completes the count; `unseen` bounds the nonces
+ * tried after the stop flag was set.
+ */
 export type SearchAnswer =
-  | { id: number; work: string }
-  | { id: number; stopped: true }
-  | { id: number; error: string }
-  | { id: number; hashes: number };
+  | { id: number; hashes: number }
+  | { id: number; work: string; hashes: number; unseen: number }
+  | { id: number; stopped: true; hashes: number; unseen: number }
+  | { id: number; error: string };
 
-const engine = loadEngine((workerData as { engine?: string } | undefined)?.engine);
 const MASK = 2n ** 64n - 1n;
 const PROGRESS_MS = 250;
+/** Loaded once per worker and engine name: a worker serves every search of the process. */
+const engines = new Map<string, Engine>();
+
+function engineFor(name: string): Engine {
+  let engine = engines.get(name);
+  if (engine === undefined) {
+    engine = loadEngine(name);
+    engines.set(name, engine);
+  }
+  return engine;
+}
 
 function search(job: SearchJob): SearchAnswer {
+  const engine = engineFor(job.engine);
   const stop = new Int32Array(job.stop);
   const root = Buffer.from(job.root, 'hex');
   const threshold = BigInt(`0x${job.threshold}`);
   let nonce = BigInt(job.start);
   let hashes = 0;
+  let unseen = 0;
   let reported = Date.now();
   while (Atomics.load(stop, 0) === 0) {
-    const found = engine.search(root, threshold, nonce, engine.batch);
-    if (found !== null) return { id: job.id, work: found.toString(16).padStart(16, '0') };
-    nonce = (nonce + BigInt(engine.batch)) & MASK;
-    hashes += engine.batch;
+    const result = engine.search(root, threshold, nonce, engine.batch, stop);
+    hashes += result.hashes;
+    unseen = result.unseen;
+    if (result.nonce !== null) {
+      // The other workers stop now, without waiting for the answer to reach the main thread.
+      Atomics.store(stop, 0, 1);
+      return { id: job.id, work: result.nonce.toString(16).padStart(16, '0'), hashes, unseen };
+    }
+    if (result.stopped) break;
+    nonce = (nonce + BigInt(result.hashes)) & MASK;
     if (Date.now() - reported >= PROGRESS_MS) {
       parentPort?.postMessage({ id: job.id, hashes });
       hashes = 0;
       reported = Date.now();
     }
   }
-  return { id: job.id, stopped: true };
+  return { id: job.id, stopped: true, hashes, unseen };
 }
 
-parentPort?.postMessage({ engine: engine.name });
 parentPort?.on('message', (job: SearchJob) => {
   try {
     parentPort?.postMessage(search(job));

@@ -15,6 +15,19 @@ import { vectors } from '../../helpers/vectors.js';
 
 type Vec = Record<string, any>;
 
+/** Every search thread the pool starts, so a test can make one die. */
+const threads = vi.hoisted(() => [] as import('node:worker_threads').Worker[]);
+vi.mock('node:worker_threads', async (original) => {
+  const actual = await original<typeof import('node:worker_threads')>();
+  class Recorded extends actual.Worker {
+    constructor(...args: ConstructorParameters<typeof actual.Worker>) {
+      super(...args);
+      threads.push(this);
+    }
+  }
+  return { ...actual, Worker: Recorded };
+});
+
 const root = '718CC2121C3E641059BC1C2CFC45666C99E8AE922F7A807B7D07B62C995D79E2';
 /** No nonce can reach it: a search for it runs until it is cancelled. */
 const IMPOSSIBLE = 'ffffffffffffffff';
@@ -79,6 +92,35 @@ describe('generateWork', () => {
     expect(liveWorkers()).toBe(0);
   });
 
+  it.each([1, 2, 3])('many searches in a row, on every engine, leave exactly %i worker(s) alive', async (workers) => {
+    const engines: EngineName[] = ['native', 'wasm', 'js'];
+    for (let i = 0; i < 24; i++) {
+      const r = randomRoot();
+      // The easy dev receive threshold: the losing workers are still mid-batch when the next search starts.
+      const work = await generateWork(r, DEV_THRESHOLDS.receive, { workers, engine: engines[i % engines.length] });
+      expect(validateWork(r, work, DEV_THRESHOLDS.receive)).toBe(true);
+      expect(liveWorkers()).toBe(workers);
+    }
+  });
+
+  // The kernels read the flag before every 4096 nonces (the JS one every 64); a batch used to be 2^20.
+  it.each([
+    ['native', 'fffff00000000000', 4096],
+    ['wasm', 'fffff00000000000', 4096],
+    ['js', 'fff0000000000000', 64],
+  ] as [EngineName, string, number][])('after an answer, every other %s worker (threshold %s) stops within %i nonces of the stop', async (engine, threshold, bound) => {
+    const workers = 3;
+    const searches = 4;
+    const unseen: number[] = [];
+    for (let i = 0; i < searches; i++) {
+      const r = randomRoot();
+      const work = await generateWork(r, threshold, { workers, engine, onWorkerStopped: (n) => unseen.push(n) });
+      expect(validateWork(r, work, threshold)).toBe(true);
+    }
+    await vi.waitFor(() => expect(unseen).toHaveLength(searches * (workers - 1)), SETTLE);
+    for (const n of unseen) expect(n).toBeLessThanOrEqual(bound);
+  });
+
   it('reports progress while the event loop stays free', async () => {
     const { search, cancel } = await runningSearch(2);
     // Timers still fire while the search runs.
@@ -112,6 +154,19 @@ describe('generateWork', () => {
     expect(validateWork(root, await next, DEV_THRESHOLDS.send)).toBe(true);
     // Only the second search's workers remain, idle.
     await vi.waitFor(() => expect(idleWorkers()).toBe(2), SETTLE);
+    expect(liveWorkers()).toBe(2);
+  });
+
+  it('a worker that dies mid-search fails the search; the others stop and stay in the pool', async () => {
+    const { search } = await runningSearch(2);
+    const [dying] = threads.slice(-2);
+    await dying?.terminate();
+    await expect(search).rejects.toMatchObject({ code: 'INTERNAL_ERROR', message: expect.stringMatching(/worker stopped/) });
+    await vi.waitFor(() => expect(idleWorkers()).toBe(1), SETTLE);
+    expect(liveWorkers()).toBe(1);
+    // The pool starts a thread in place of the dead one.
+    const work = await generateWork(root, DEV_THRESHOLDS.send, { workers: 2 });
+    expect(validateWork(root, work, DEV_THRESHOLDS.send)).toBe(true);
     expect(liveWorkers()).toBe(2);
   });
 

@@ -104,8 +104,20 @@ describe('kernels', () => {
       const value = BigInt(`0x${workValue(v.root, v.work)}`);
       const root = Buffer.from(v.root, 'hex');
       // Searching from a few nonces before, with the exact value as threshold, lands on the vector's nonce.
-      expect(engine.search(root, value, nonce - 3n, 8)).toBe(nonce);
-      expect(engine.search(root, value + 1n, nonce, 1)).toBeNull();
+      expect(engine.search(root, value, nonce - 3n, 8)).toMatchObject({ nonce, hashes: 4, stopped: false });
+      expect(engine.search(root, value + 1n, nonce, 1).nonce).toBeNull();
     }
+  });
+
+  it.each(engines)('%s reads the stop flag inside its loop and counts the nonces it tried', (name) => {
+    const engine = loadEngine(name);
+    if (name === 'native' && engine.name !== 'native') return;
+    const root = Buffer.alloc(32);
+    const stop = new Int32Array(new SharedArrayBuffer(4));
+    // No nonce meets the threshold: without a stop, the whole count is tried.
+    expect(engine.search(root, 2n ** 64n - 1n, 0n, 256, stop)).toMatchObject({ nonce: null, hashes: 256, stopped: false });
+    Atomics.store(stop, 0, 1);
+    // A set flag is seen before the first nonce: a call of a whole batch ends at once.
+    expect(engine.search(root, 2n ** 64n - 1n, 0n, engine.batch, stop)).toEqual({ nonce: null, hashes: 0, stopped: true, unseen: 0 });
   });
 });
