@@ -28,7 +28,7 @@ function describe(options: HttpOptions, call: CallOptions): string {
  * Accepts the envelope `{success, data, error}` or a bare object, and turns
  * upstream failures into NanoPayErrors that keep the upstream code and message.
  */
-export function unwrap(status: number, text: string, where: string): Json {
+function unwrap(status: number, text: string, where: string): Json {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);

@@ -52,7 +52,7 @@ export interface Moved<A> {
   answer?: A;
 }
 
-export function preview(from: string, to: string, amountRaw: bigint, balanceRaw: bigint): SendPreview {
+function preview(from: string, to: string, amountRaw: bigint, balanceRaw: bigint): SendPreview {
   return {
     from,
     to,
@@ -104,7 +104,11 @@ export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<M
   if (m.amountRaw <= 0n) throw new NanoPayError('INVALID_NUMBER_FORMAT', 'The amount must be greater than zero');
   checkPerSend(ctx.limits, m.amountRaw);
   const repeat = await earlier(ctx, m, to);
-  if (repeat !== undefined) return repeat;
+  if (repeat !== undefined) {
+    // A run killed after recording but before clearing its entry leaves it for the next command: settle it now.
+    if ((await ctx.journal.read(m.signer.address)) !== undefined) await ctx.lock(m.signer.address, () => settleJournal(ctx, m.signer.address));
+    return repeat;
+  }
 
   const first = await planSend(ctx, m.signer.address, to, m.amountRaw);
   checkPerDay(ctx.limits, await ctx.sendLog.spentToday(m.signer.address, ctx.now()), m.amountRaw);

@@ -26,7 +26,7 @@ export interface SendResult extends Omit<SendPreview, 'balance' | 'balance_raw'>
 }
 
 /** The edge form of a movement: amounts as XNO and raw strings. */
-export function sendResult(moved: Moved<unknown>): SendResult {
+function sendResult(moved: Moved<unknown>): SendResult {
   return {
     hash: moved.hash,
     from: moved.from,

@@ -1,0 +1,66 @@
+// Fails when a module under src/ exports a value (function, class, constant) that no
+// other module of src/ uses: dead code, or code kept alive only by tests. Types stay
+// free to export: they describe the signatures of what is used. Entry points are the roots: the SDK
+// (src/index.ts, whose exports the README documents), the commands, and the
+// programs started by file (the CLI entry, the demo, the proof-of-work worker).
+import { relative, resolve } from 'node:path';
+import ts from 'typescript';
+
+const root = resolve(import.meta.dirname, '..');
+const config = ts.getParsedCommandLineOfConfigFile(resolve(root, 'tsconfig.build.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined });
+const program = ts.createProgram(config.fileNames, config.options);
+const checker = program.getTypeChecker();
+const sources = program.getSourceFiles().filter((f) => f.fileName.startsWith(resolve(root, 'src')));
+
+const ENTRY = [/^src\/index\.ts$/, /^src\/commands\//, /^src\/cli\/main\.ts$/, /^src\/demo\/main\.ts$/, /^src\/work\/pow-worker\.ts$/];
+const isEntry = (file) => ENTRY.some((pattern) => pattern.test(relative(root, file.fileName)));
+
+const resolved = (symbol) => (symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol);
+const used = new Set();
+
+for (const file of sources) {
+  const visit = (node) => {
+    // Every name another module refers to through an import or a re-export.
+    if (ts.isImportSpecifier(node) || ts.isExportSpecifier(node) || ts.isImportClause(node) || ts.isNamespaceImport(node)) {
+      const symbol = checker.getSymbolAtLocation(node.name ?? node);
+      if (symbol !== undefined) used.add(resolved(symbol));
+    }
+    if (ts.isExportDeclaration(node) && node.exportClause === undefined && node.moduleSpecifier !== undefined) {
+      const target = checker.getSymbolAtLocation(node.moduleSpecifier);
+      if (target !== undefined) for (const s of checker.getExportsOfModule(target)) used.add(resolved(s));
+    }
+    // import('./x.js') used as a type or value.
+    if (ts.isImportTypeNode(node) || (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword)) {
+      node.forEachChild(visit);
+      return;
+    }
+    node.forEachChild(visit);
+  };
+  visit(file);
+  // Names of a namespace import used as `ns.name` count too.
+  const walk = (node) => {
+    if (ts.isPropertyAccessExpression(node)) {
+      const symbol = checker.getSymbolAtLocation(node.name);
+      if (symbol !== undefined) used.add(resolved(symbol));
+    }
+    node.forEachChild(walk);
+  };
+  walk(file);
+}
+
+const unused = [];
+for (const file of sources) {
+  if (isEntry(file)) continue;
+  const moduleSymbol = checker.getSymbolAtLocation(file);
+  if (moduleSymbol === undefined) continue;
+  for (const symbol of checker.getExportsOfModule(moduleSymbol)) {
+    const isValue = (resolved(symbol).flags & ts.SymbolFlags.Value) !== 0;
+    if (isValue && !used.has(resolved(symbol))) unused.push(`${relative(root, file.fileName)}: ${symbol.getName()}`);
+  }
+}
+
+if (unused.length > 0) {
+  console.error(`Exported but used by no other module of src/ (remove them, or stop exporting them):\n  ${unused.join('\n  ')}`);
+  process.exit(1);
+}
+console.log(`check-exports: every export of ${sources.length} modules is used`);
