@@ -70,11 +70,15 @@ function chatInput(body: Record<string, unknown>): ChatTurn {
  * payment status) answered in the toolset envelope, GET /status, and POST /chat
  * answered as a stream of events. Guards as `serve`.
  */
-export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
-  const loopback = isLoopback(options.host);
-  if (!loopback && options.token === undefined) {
-    throw new NanoPayError('USAGE', `Listening on ${options.host} (not loopback) requires a token`, { hint: 'Pass --token-file or set NANOPAY_AGENT_TOKEN.' });
+export function requireTokenOffLoopback(host: string, token: string | undefined): void {
+  if (!isLoopback(host) && token === undefined) {
+    throw new NanoPayError('USAGE', `Listening on ${host} (not loopback) requires a token`, { hint: 'Pass --token-file or set NANOPAY_AGENT_TOKEN.' });
   }
+}
+
+export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
+  requireTokenOffLoopback(options.host, options.token);
+  const loopback = isLoopback(options.host);
   const holder: WalletHolder = options.holder;
   const origins = new Set(options.allowOrigins ?? []);
 

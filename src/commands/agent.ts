@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { Confirmations } from '../agent/confirmations.js';
 import { modelFromEnv } from '../agent/model.js';
-import { DEFAULT_AGENT_PORT, startAgent } from '../agent/server.js';
+import { DEFAULT_AGENT_PORT, requireTokenOffLoopback, startAgent } from '../agent/server.js';
 import { profileHolder, strictHolder, type WalletHolder } from '../agent/wallet-holder.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { NanoPayError } from '../errors.js';
@@ -49,6 +49,9 @@ is used, unlocked once like serve. Spending limits apply; chat sends above --con
     const token = flags['token-file'] === undefined ? flags.token : (await readFile(flags['token-file'], 'utf8')).trim();
     if (token !== undefined && token.length < 16) throw new NanoPayError('USAGE', 'The agent token must be at least 16 characters');
     const confirmAboveRaw = flags['confirm-above'] === undefined ? undefined : xnoToRaw(flags['confirm-above']);
+    const host = flags.host ?? listen.host ?? '127.0.0.1';
+    // Before the wallet is made or unlocked: a refused start leaves nothing behind.
+    requireTokenOffLoopback(host, token);
     const strict = flags.strict || env.AGENT_MODE === 'production';
     const log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
     const holder: WalletHolder = strict
@@ -56,7 +59,7 @@ is used, unlocked once like serve. Spending limits apply; chat sends above --con
       : await profileHolder({ password: this.passwordSource(flags), ...(flags.profile === undefined ? {} : { profile: flags.profile }) }, log);
     const model = modelFromEnv(env);
     const agent = await startAgent({
-      host: flags.host ?? listen.host ?? '127.0.0.1',
+      host,
       port: flags.port ?? listen.port ?? DEFAULT_AGENT_PORT,
       holder,
       confirmations: new Confirmations(),
