@@ -25,11 +25,10 @@ export interface EventStream {
  * application/x-ndjson, or ?format=ndjson), else Server-Sent Events. Headers
  * go out at once and every event is written as it happens.
  */
-export function openEventStream(call: Call, extraHeaders: Record<string, string> = {}): EventStream {
+export function openEventStream(call: Call): EventStream {
   const ndjson = /application\/x-ndjson/i.test(String(call.headers.accept ?? '')) || call.query.get('format') === 'ndjson';
   const res = call.response;
   res.writeHead(200, {
-    ...extraHeaders,
     'content-type': ndjson ? 'application/x-ndjson; charset=utf-8' : 'text/event-stream; charset=utf-8',
     'cache-control': 'no-store',
     // Proxies such as nginx would otherwise hold the events back.

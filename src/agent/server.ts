@@ -89,10 +89,9 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     refuseWebPages(headers);
     return {};
   };
-  const guarded = (handle: (call: Call, cors: Record<string, string>) => unknown): Route['handle'] => (call) => {
-    const cors = corsHeaders(call.headers);
-    for (const [name, value] of Object.entries(cors)) call.response.setHeader(name, value);
-    return handle(call, cors);
+  const guarded = (handle: (call: Call) => unknown): Route['handle'] => (call) => {
+    for (const [name, value] of Object.entries(corsHeaders(call.headers))) call.response.setHeader(name, value);
+    return handle(call);
   };
 
   const toolRoutes: Route[] = TOOL_ROUTES.map((route) => ({
@@ -124,9 +123,9 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     {
       method: 'POST',
       path: '/chat',
-      handle: guarded(async (call, cors) => {
+      handle: guarded(async (call) => {
         const turn = chatInput(call.body);
-        const stream = openEventStream(call, cors);
+        const stream = openEventStream(call);
         await chatTurn(options, turn, stream.send, call.signal);
         stream.end();
         return RESPONDED;

@@ -7,7 +7,7 @@ import { isValidAddress, xnoToRaw } from '../../src/nano/index.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { AgentClient, AgentError } from '../../src/sdk/agent-client.js';
 import { chat, startAgentProcess, type AgentProcess, type StreamEvent } from '../helpers/agent.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli, userWithWallet } from '../helpers/cli.js';
 import { startGateProxy, type GateProxy } from '../helpers/gate-proxy.js';
 import { fund, sandbox } from '../helpers/sandbox.js';
 
@@ -217,5 +217,18 @@ describe('the agent command', () => {
     expect(result.code).toBe(2);
     expect(JSON.parse(result.stdout)).toMatchObject({ error: { code: 'USAGE' } });
     await expect(stat(join(empty, 'agent'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('without strict mode, uses the profile\'s wallet and password sources, like serve', async () => {
+    const { user, address } = await userWithWallet(sb.url, '1');
+    const profileAgent = await startAgentProcess(user.env);
+    try {
+      expect(profileAgent.started).toMatchObject({ strict: false, address });
+      expect(await new AgentClient(profileAgent.url).check_balance()).toEqual({ balance: '1', address });
+      const events = await (await chat(profileAgent.url, { message: 'balance' })).all();
+      expect(events[1]).toMatchObject({ type: 'tool_result', ok: true, data: { account: address } });
+    } finally {
+      await profileAgent.stop();
+    }
   });
 });
