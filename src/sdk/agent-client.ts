@@ -1,4 +1,4 @@
-/** A failure reported by the toolset, with the spec's code. */
+/** A failure reported by the agent (or the toolset), with the spec's code. */
 export class AgentError extends Error {
   constructor(
     readonly error_code: string,
@@ -16,13 +16,13 @@ interface Envelope<T> {
 }
 
 /**
- * The spec's client surface over a running `nanopay serve`
- * (default http://127.0.0.1:3123). Amounts are XNO strings.
+ * The spec's client surface over a running `nanopay agent`
+ * (default http://127.0.0.1:7860) or `nanopay serve` (same routes, http://127.0.0.1:3123). Amounts are XNO strings.
  */
 export class AgentClient {
   readonly agent_url: string;
 
-  constructor(agent_url = 'http://127.0.0.1:3123', private readonly options: { token?: string; timeoutMs?: number } = {}) {
+  constructor(agent_url = 'http://127.0.0.1:7860', private readonly options: { token?: string; timeoutMs?: number } = {}) {
     this.agent_url = agent_url.replace(/\/+$/, '');
   }
 
@@ -40,13 +40,13 @@ export class AgentClient {
         signal: AbortSignal.timeout(this.options.timeoutMs ?? 120_000),
       });
     } catch (error) {
-      throw new AgentError('REQUEST_ERROR', `Could not reach the toolset at ${this.agent_url}: ${(error as Error).message}`);
+      throw new AgentError('REQUEST_ERROR', `Could not reach the agent at ${this.agent_url}: ${(error as Error).message}`);
     }
     let envelope: Envelope<T>;
     try {
       envelope = (await response.json()) as Envelope<T>;
     } catch {
-      throw new AgentError('PARSE_ERROR', `The toolset answered ${method} ${path} with something that is not JSON (HTTP ${response.status})`);
+      throw new AgentError('PARSE_ERROR', `The agent answered ${method} ${path} with something that is not JSON (HTTP ${response.status})`);
     }
     if (!envelope.success || envelope.data === null) {
       throw new AgentError(envelope.error?.error ?? 'REQUEST_ERROR', envelope.error?.message ?? `HTTP ${response.status}`);

@@ -1,0 +1,84 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Flags } from '@oclif/core';
+import { Confirmations } from '../agent/confirmations.js';
+import { modelFromEnv } from '../agent/model.js';
+import { DEFAULT_AGENT_PORT, requireTokenOffLoopback, startAgent } from '../agent/server.js';
+import { profileHolder, strictHolder, type WalletHolder } from '../agent/wallet-holder.js';
+import { SessionCommand } from '../cli/session-command.js';
+import { NanoPayError } from '../errors.js';
+import { xnoToRaw } from '../nano/index.js';
+import { configDir } from '../wallet/paths.js';
+
+function splitListen(value: string | undefined): { host?: string; port?: number } {
+  if (value === undefined || value === '') return {};
+  const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d+)$/.exec(value);
+  if (!match) throw new NanoPayError('USAGE', `NANOPAY_AGENT_LISTEN_ADDR must be host:port, not "${value}"`);
+  return { host: match[1] ?? match[2], port: Number(match[3]) };
+}
+
+export default class Agent extends SessionCommand {
+  static override summary = `Run the payment agent on 127.0.0.1:${DEFAULT_AGENT_PORT}: the SDK's calls and a streaming chat.`;
+  static override description = `Routes: GET /wallet/balance, POST /wallet/send, POST /payment/request, GET /payment/status/:id (the
+toolset envelope), GET /status, and POST /chat ({"message": …} or {"confirm": TOKEN}), answered as Server-Sent
+Events or NDJSON (Accept: application/x-ndjson). The chat reasons with an OpenAI-compatible model when
+NANOPAY_AGENT_MODEL_URL and NANOPAY_AGENT_MODEL are set, else with a plain grammar ("help" lists it).
+Strict mode (--strict or AGENT_MODE=production) owns its wallet in its own directory: made at first start with a random
+password (a 0600 file, or AI_WALLET_PASSWORD), unlocked per request and let go after. Otherwise the profile's wallet
+is used, unlocked once like serve. Spending limits apply; chat sends above --confirm-above wait for a confirmation.`;
+  static override examples = [
+    'AGENT_MODE=production <%= config.bin %> agent --json',
+    '<%= config.bin %> agent --port 7861 --confirm-above 1',
+    'NANOPAY_AGENT_TOKEN=… <%= config.bin %> agent --host 0.0.0.0 --strict',
+  ];
+  static override flags = {
+    host: Flags.string({ description: 'address to listen on (default 127.0.0.1, or NANOPAY_AGENT_LISTEN_ADDR)' }),
+    port: Flags.integer({ description: `port (default ${DEFAULT_AGENT_PORT}; 0 picks a free one)`, min: 0, max: 65535 }),
+    strict: Flags.boolean({ description: 'custodial mode: the agent owns its wallet (also AGENT_MODE=production)' }),
+    dir: Flags.string({ description: 'strict mode: the agent\'s own directory (default NANOPAY_AGENT_DIR, or "agent" in the config dir)' }),
+    'confirm-above': Flags.string({ description: 'chat sends above this many XNO need a confirmation token' }),
+    'allow-origin': Flags.string({ description: 'a web origin allowed to call the agent (repeatable)', multiple: true }),
+    token: Flags.string({ description: 'require this bearer token (prefer --token-file: flags show in ps)', env: 'NANOPAY_AGENT_TOKEN' }),
+    'token-file': Flags.string({ description: 'require the bearer token read from this file' }),
+  };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(Agent);
+    const env = process.env;
+    const listen = splitListen(env.NANOPAY_AGENT_LISTEN_ADDR);
+    const token = flags['token-file'] === undefined ? flags.token : (await readFile(flags['token-file'], 'utf8')).trim();
+    if (token !== undefined && token.length < 16) throw new NanoPayError('USAGE', 'The agent token must be at least 16 characters');
+    const confirmAboveRaw = flags['confirm-above'] === undefined ? undefined : xnoToRaw(flags['confirm-above']);
+    const host = flags.host ?? listen.host ?? '127.0.0.1';
+    // Before the wallet is made or unlocked: a refused start leaves nothing behind.
+    requireTokenOffLoopback(host, token);
+    const strict = flags.strict || env.AGENT_MODE === 'production';
+    const log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
+    const holder: WalletHolder = strict
+      ? await strictHolder({ dir: flags.dir ?? env.NANOPAY_AGENT_DIR ?? join(configDir(env), 'agent'), env, log })
+      : await profileHolder({ password: this.passwordSource(flags), ...(flags.profile === undefined ? {} : { profile: flags.profile }) }, log);
+    const model = modelFromEnv(env);
+    const agent = await startAgent({
+      host,
+      port: flags.port ?? listen.port ?? DEFAULT_AGENT_PORT,
+      holder,
+      confirmations: new Confirmations(),
+      log,
+      ...(token === undefined ? {} : { token }),
+      ...(confirmAboveRaw === undefined ? {} : { confirmAboveRaw }),
+      ...(model === undefined ? {} : { model }),
+      ...(flags['allow-origin'] === undefined ? {} : { allowOrigins: flags['allow-origin'] }),
+    });
+    const address = await holder.address();
+    log(`nanopay agent listening on ${agent.url} (${strict ? 'strict' : 'profile wallet'}, ${model === undefined ? 'plain grammar' : `model ${model.model}`}); fund ${address}`);
+    if (this.jsonEnabled()) {
+      process.stdout.write(`${JSON.stringify({ url: agent.url, address, strict, model: model?.model ?? null, token_required: token !== undefined })}\n`);
+    }
+    // Lasting listeners: a signal re-raised by conf's exit hook (when-exit) must not kill us mid-close.
+    await new Promise<void>((resolve) => {
+      process.on('SIGINT', () => resolve());
+      process.on('SIGTERM', () => resolve());
+    });
+    await agent.close();
+  }
+}
