@@ -19,7 +19,7 @@ ENV NODE_ENV=production \
     NANO_WORK_MODE=auto \
     NANOPAY_CONFIG_DIR=/data
 WORKDIR /app
-COPY --from=build /app/package.json ./
+COPY --from=build /app/package.json /app/oclif.manifest.json ./
 COPY --from=build /app/bin bin
 COPY --from=build /app/dist dist
 COPY --from=build /app/build build

@@ -9,7 +9,6 @@ import { openEventStream } from './events.js';
 import type { WalletHolder } from './wallet-holder.js';
 
 export const DEFAULT_AGENT_PORT = 7860;
-export const DEFAULT_AGENT_URL = `http://127.0.0.1:${DEFAULT_AGENT_PORT}`;
 
 export interface AgentOptions extends ChatDeps {
   host: string;

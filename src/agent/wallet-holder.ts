@@ -38,7 +38,7 @@ export interface StrictOptions {
   log: (line: string) => void;
 }
 
-export const PASSWORD_FILE = 'agent-password';
+const PASSWORD_FILE = 'agent-password';
 
 /**
  * Strict (custodial) mode: the agent owns its wallet. At first start it makes

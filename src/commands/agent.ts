@@ -1,10 +1,10 @@
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { Confirmations } from '../agent/confirmations.js';
 import { modelFromEnv } from '../agent/model.js';
 import { DEFAULT_AGENT_PORT, requireTokenOffLoopback, startAgent } from '../agent/server.js';
 import { profileHolder, strictHolder, type WalletHolder } from '../agent/wallet-holder.js';
+import { readFlagFile } from '../cli/flag-file.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { NanoPayError } from '../errors.js';
 import { xnoToRaw } from '../nano/index.js';
@@ -46,7 +46,7 @@ is used, unlocked once like serve. Spending limits apply; chat sends above --con
     const { flags } = await this.parse(Agent);
     const env = process.env;
     const listen = splitListen(env.NANOPAY_AGENT_LISTEN_ADDR);
-    const token = flags['token-file'] === undefined ? flags.token : (await readFile(flags['token-file'], 'utf8')).trim();
+    const token = flags['token-file'] === undefined ? flags.token : (await readFlagFile(flags['token-file'], '--token-file')).trim();
     if (token !== undefined && token.length < 16) throw new NanoPayError('USAGE', 'The agent token must be at least 16 characters');
     const confirmAboveRaw = flags['confirm-above'] === undefined ? undefined : xnoToRaw(flags['confirm-above']);
     const host = flags.host ?? listen.host ?? '127.0.0.1';
