@@ -34,7 +34,7 @@ button:hover{border-color:var(--accent)}
 .note{color:var(--muted);font-size:.9rem;margin:1rem 0 0}
 .paid p{margin:.75rem 0 0}a{color:var(--accent)}
 .sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
-@media (min-width:48rem){main{max-width:52rem;padding:3rem 1.5rem}.card{padding:2rem}.layout{grid-template-columns:17rem 1fr;align-items:start;gap:2rem}}`;
+@media (min-width:48rem){main{max-width:52rem;padding:3rem 1.5rem}.card{padding:2rem}.layout{grid-template-columns:17rem 1fr;align-items:start;gap:2rem}[data-state=paid] .layout,[data-state=expired] .layout{grid-template-columns:1fr}}`;
 
 /** Copy buttons, live updates over Server-Sent Events, the countdown; the page works without it. */
 const SCRIPT = `(() => {
