@@ -54,6 +54,11 @@ export interface RemotePaymentStatus {
   isPaid: boolean;
   message: string;
   amount?: string;
+  /** Optional extras the spec does not show (the sandbox reports them): the request's address, the paying block, an expiry. */
+  receiveAddress?: string;
+  blockHash?: string;
+  /** Milliseconds since the epoch; the service may send ISO 8601 or Unix seconds. */
+  expiresAt?: number;
 }
 
 export interface RemoteTopupOffer {
@@ -71,6 +76,15 @@ export interface RemoteCredits {
 /** The node's answer for an account with no block yet; any other failure stays a failure. */
 function isAccountNotFound(error: unknown): boolean {
   return error instanceof NanoPayError && (error.code === 'ACCOUNT_NOT_FOUND' || /account not found/i.test(error.message));
+}
+
+/** `expires_at` as ISO 8601 text or Unix seconds; absent when the service has no expiry. */
+function expiryOf(d: Json, what: string): number | undefined {
+  const v = d.expires_at;
+  if (v === undefined || v === null) return undefined;
+  const ms = typeof v === 'number' ? v * 1000 : typeof v === 'string' ? Date.parse(v) : NaN;
+  if (!Number.isFinite(ms)) throw new NanoPayError('INVALID_DATA', `The service answered ${what} with an unexpected shape: "expires_at" should be a date`);
+  return ms;
 }
 
 function block(value: unknown, what: string): StateBlock {
@@ -200,11 +214,17 @@ export class ApiClient {
     const what = 'GET /payment/status';
     const d = await call(this.options, { method: 'GET', path: `/payment/status/${encodeURIComponent(transactionId)}`, safe: true });
     const amount = optStr(d, 'amount', what);
+    const receiveAddress = optStr(d, 'receive_address', what);
+    const blockHash = d.block_hash === undefined || d.block_hash === null ? undefined : hexField(d, 'block_hash', 32, what).toUpperCase();
+    const expiresAt = expiryOf(d, what);
     return {
       transactionId: optStr(d, 'transaction_id', what) ?? transactionId,
       isPaid: bool(d, 'is_paid', what),
       message: optStr(d, 'message', what) ?? '',
       ...(amount === undefined ? {} : { amount }),
+      ...(receiveAddress === undefined ? {} : { receiveAddress }),
+      ...(blockHash === undefined ? {} : { blockHash }),
+      ...(expiresAt === undefined ? {} : { expiresAt }),
     };
   }
 

@@ -17,6 +17,11 @@ export function parseTier(value: string | number): CreditTier {
   return tier;
 }
 
+/** Where a customer is sent after paying: only http(s), never javascript: or data:. */
+export function checkRedirectUrl(url: string | undefined): void {
+  if (url !== undefined && !/^https?:\/\/\S+$/i.test(url)) throw new NanoPayError('INVALID_REQUEST', `"${url.slice(0, 200)}" is not an http(s) URL`);
+}
+
 const TRANSACTION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Transaction ids (payment requests, top-ups) are UUIDs. */

@@ -1,10 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isTransactionId } from '../api/contract.js';
+import { checkRedirectUrl, isTransactionId } from '../api/contract.js';
 import { NanoPayError } from '../errors.js';
 import { buildNanoUri, normalizeAddress, parseNanoUri, rawToXno, xnoToRaw } from '../nano/index.js';
 import { rawOf, type Amount } from './money.js';
 import { send, type SendInput, type SendResult } from './send.js';
 import type { Session } from './session.js';
+
+export { checkRedirectUrl };
 
 export interface PaymentRequestResult {
   transaction_id: string;
@@ -22,9 +24,7 @@ export interface PaymentRequestResult {
 export async function requestPayment(session: Session, input: { amount: Amount; to?: string; redirectUrl?: string }): Promise<PaymentRequestResult> {
   const baseRaw = rawOf(input.amount);
   if (baseRaw <= 0n) throw new NanoPayError('INVALID_NUMBER_FORMAT', 'The amount must be greater than zero');
-  if (input.redirectUrl !== undefined && !/^https?:\/\/\S+$/i.test(input.redirectUrl)) {
-    throw new NanoPayError('INVALID_REQUEST', `"${input.redirectUrl}" is not an http(s) URL`);
-  }
+  checkRedirectUrl(input.redirectUrl);
   const to = input.to === undefined ? (await session.account()).address : normalizeAddress(input.to);
   const api = await session.api();
   const created = await api.paymentRequest({ receiveAddress: to, amount: rawToXno(baseRaw), ...(input.redirectUrl === undefined ? {} : { redirectUrl: input.redirectUrl }) });
@@ -47,7 +47,7 @@ export interface PaymentStatusResult {
   amount?: string;
 }
 
-function checkTransactionId(id: string): string {
+export function checkTransactionId(id: string): string {
   if (!isTransactionId(id)) throw new NanoPayError('INVALID_TRANSACTION_ID', `"${id.slice(0, 80)}" is not a transaction id (a UUID)`);
   return id;
 }

@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
 import { NanoPayError } from '../errors.js';
 import { startHttpServer, type Route } from '../http/server.js';
+import { sandboxCheckout } from './checkout.js';
 import { CREDIT_COSTS, type Operation } from './pricing.js';
 import { SandboxService } from './service.js';
 import { StateWriter, corruptState, loadState, type SandboxState } from './state.js';
@@ -148,11 +149,12 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
       return data;
     },
   }));
+  const checkout = sandboxCheckout(service, () => writer.save(() => service.snapshot()));
   // The service's clients are programs, not web pages: no guards, and a body is read as JSON whatever type it declares.
   const server = await startHttpServer({
     host: options.host ?? '127.0.0.1',
     port: options.port ?? 0,
-    routes,
+    routes: [...routes, ...checkout.routes],
     maxBodyBytes: MAX_BODY,
     requireJsonContentType: false,
     ...(options.log === undefined ? {} : { log: options.log }),
@@ -162,6 +164,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
     port: server.port,
     service,
     close: async () => {
+      checkout.close();
       await server.close();
       await writer.save(() => service.snapshot());
     },

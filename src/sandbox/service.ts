@@ -232,6 +232,9 @@ export class SandboxService {
       amount: rawToXno(BigInt(request.amountRaw)),
       transaction_id: id.toLowerCase(),
       is_paid: paid ? 'true' : 'false',
+      // Beyond the spec's fields, for checkout pages: which address to show, and the paying block.
+      receive_address: request.receiveAddress,
+      ...(request.paidBy === null ? {} : { block_hash: request.paidBy }),
     };
   }
 

@@ -158,10 +158,13 @@ describe('payment requests', () => {
     const unpaid = await client.call('GET', `/payment/status/${request.data.transaction_id}`);
     expect(unpaid.data).toMatchObject({ success: 'true', is_paid: 'false', amount: request.data.amount, transaction_id: request.data.transaction_id });
 
-    await client.send(customer, shop.address, exact);
+    expect(Object.keys(unpaid.data).sort()).toEqual(['amount', 'is_paid', 'message', 'receive_address', 'success', 'transaction_id']);
+    expect(unpaid.data.receive_address).toBe(shop.address);
+
+    const paying = await client.send(customer, shop.address, exact);
     const paid = await client.call('GET', `/payment/status/${request.data.transaction_id}`);
-    expect(Object.keys(paid.data).sort()).toEqual(['amount', 'is_paid', 'message', 'success', 'transaction_id']);
-    expect(paid.data).toMatchObject({ is_paid: 'true', success: 'true', transaction_id: request.data.transaction_id });
+    expect(Object.keys(paid.data).sort()).toEqual(['amount', 'block_hash', 'is_paid', 'message', 'receive_address', 'success', 'transaction_id']);
+    expect(paid.data).toMatchObject({ is_paid: 'true', success: 'true', transaction_id: request.data.transaction_id, block_hash: paying });
     expect(paid.data.message).toMatch(/has been paid/i);
     expect(paid.data.message).toMatch(/receive/i);
     expect((await client.call('GET', `/payment/status/${second.data.transaction_id}`)).data.is_paid).toBe('false');

@@ -1,0 +1,65 @@
+import { startHttpServer } from '../http/server.js';
+import type { CheckoutObservation, CheckoutReader, CheckoutRequest } from '../ops/checkout.js';
+import { REFRESH_SECONDS, renderMessagePage } from './page.js';
+import { checkoutPath, checkoutRoutes, sendHtml, type CheckoutRoutesOptions } from './routes.js';
+import { CheckoutWatcher } from './watcher.js';
+
+export interface CheckoutServerOptions extends CheckoutRoutesOptions {
+  host: string;
+  port: number;
+  /** Reads a request's status: the only thing this server asks the service. */
+  read: CheckoutReader;
+  /** Milliseconds between status reads of a watched request. Default 1000. */
+  intervalMs?: number;
+  /** One line per request; never a key (the paths hold transaction ids only). */
+  log?: (line: string) => void;
+}
+
+export interface CheckoutServer {
+  url: string;
+  /** Serves this request's page; returns its URL. */
+  add(request: CheckoutRequest, observation: CheckoutObservation): string;
+  close(): Promise<void>;
+}
+
+/**
+ * The checkout server: pages for the requests it is given, kept up to date by
+ * one shared poller. It holds a status reader and nothing that can sign, and
+ * has no route that creates, signs or sends, so it may face a shop's customers.
+ */
+export async function startCheckoutServer(options: CheckoutServerOptions): Promise<CheckoutServer> {
+  const watcher = new CheckoutWatcher({
+    read: options.read,
+    intervalMs: options.intervalMs ?? 1000,
+    // A page without JavaScript reloads every REFRESH_SECONDS: three missed reloads and nobody is looking.
+    viewGraceMs: REFRESH_SECONDS * 3_000,
+    ...(options.log === undefined ? {} : { log: options.log }),
+  });
+  const server = await startHttpServer({
+    host: options.host,
+    port: options.port,
+    routes: [
+      ...checkoutRoutes(watcher, options),
+      {
+        method: 'GET',
+        path: '/',
+        handle: ({ response }) => sendHtml(response, 404, renderMessagePage('nanopay checkout', 'Open the checkout link the shop gave you.')),
+      },
+    ],
+    // Only GETs without bodies are served.
+    maxBodyBytes: 0,
+    ...(options.log === undefined ? {} : { log: options.log }),
+  });
+  watcher.start();
+  return {
+    url: server.url,
+    add: (request, observation) => {
+      watcher.add(request, observation);
+      return `${server.url}${checkoutPath(request.transaction_id)}`;
+    },
+    close: async () => {
+      watcher.stop();
+      await server.close();
+    },
+  };
+}

@@ -1,0 +1,120 @@
+import { NanoPayError } from '../errors.js';
+import type { CheckoutObservation, CheckoutReader, CheckoutRequest } from '../ops/checkout.js';
+import { sameView, viewOf, type CheckoutView } from './view.js';
+
+export interface WatcherOptions {
+  read: CheckoutReader;
+  /** One status read per watched request per interval, however many pages show it. */
+  intervalMs: number;
+  /** A page view keeps its request watched this long (pages without JavaScript reload within it). */
+  viewGraceMs: number;
+  log?: (line: string) => void;
+  now?: () => number;
+}
+
+type Listener = (view: CheckoutView) => void;
+
+interface Entry {
+  request: CheckoutRequest;
+  observation: CheckoutObservation;
+  view: CheckoutView;
+  lastViewed: number;
+  listeners: Set<Listener>;
+  reading: boolean;
+  lastFailure?: string;
+}
+
+/**
+ * The shared poller: knows the requests it was given (and no others, so a
+ * viewer cannot make it read, and spend credits on, anything else), reads the
+ * status of those someone watches at one interval, and tells the watchers of
+ * each change. Paid and expired are final: they are not read again.
+ */
+export class CheckoutWatcher {
+  private readonly entries = new Map<string, Entry>();
+  private readonly now: () => number;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: WatcherOptions) {
+    this.now = options.now ?? Date.now;
+  }
+
+  add(request: CheckoutRequest, observation: CheckoutObservation): void {
+    const id = request.transaction_id.toLowerCase();
+    const view = viewOf(observation, this.now());
+    this.entries.set(id, { request, observation, view, lastViewed: -Infinity, listeners: new Set(), reading: false });
+  }
+
+  request(id: string): CheckoutRequest | undefined {
+    return this.entries.get(id.toLowerCase())?.request;
+  }
+
+  /** The current view of a request, for a page being shown: it counts as watching for a while. */
+  view(id: string): CheckoutView | undefined {
+    const entry = this.entries.get(id.toLowerCase());
+    if (entry === undefined) return undefined;
+    entry.lastViewed = this.now();
+    this.refresh(entry);
+    return entry.view;
+  }
+
+  /** Follows a request's changes until the returned function is called. */
+  subscribe(id: string, listener: Listener): () => void {
+    const entry = this.entries.get(id.toLowerCase());
+    if (entry === undefined) throw new NanoPayError('NOT_FOUND', 'Unknown checkout');
+    entry.listeners.add(listener);
+    return () => {
+      entry.listeners.delete(listener);
+      entry.lastViewed = this.now();
+    };
+  }
+
+  start(): void {
+    this.timer ??= setInterval(() => void this.tick(), this.options.intervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** One round: reads every watched, open request once (a read still under way is not doubled). */
+  async tick(): Promise<void> {
+    const due = [...this.entries.values()].filter((e) => !e.reading && this.isOpen(e) && this.isWatched(e));
+    await Promise.all(due.map((entry) => this.read(entry)));
+  }
+
+  private isOpen(entry: Entry): boolean {
+    this.refresh(entry);
+    return entry.view.state === 'waiting';
+  }
+
+  private isWatched(entry: Entry): boolean {
+    return entry.listeners.size > 0 || this.now() - entry.lastViewed <= this.options.viewGraceMs;
+  }
+
+  private async read(entry: Entry): Promise<void> {
+    entry.reading = true;
+    try {
+      entry.observation = await this.options.read(entry.request.transaction_id);
+      delete entry.lastFailure;
+      this.refresh(entry);
+    } catch (error) {
+      const failure = error instanceof NanoPayError ? `${error.code}: ${error.message}` : 'unexpected error';
+      // A lasting failure (no credits, a key revoked) is logged once, not every round.
+      if (failure !== entry.lastFailure) this.options.log?.(`status of ${entry.request.transaction_id} failed (${failure}); retrying`);
+      entry.lastFailure = failure;
+    } finally {
+      entry.reading = false;
+    }
+  }
+
+  /** Recomputes the view (an expiry can pass between reads) and tells the watchers when it changed. */
+  private refresh(entry: Entry): void {
+    const view = viewOf(entry.observation, this.now());
+    if (sameView(view, entry.view)) return;
+    entry.view = view;
+    for (const listener of entry.listeners) listener(view);
+  }
+}

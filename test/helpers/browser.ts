@@ -1,0 +1,86 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import jsqr from 'jsqr';
+import { PNG } from 'pngjs';
+import { BIN, type CliUser } from './cli.js';
+
+// jsqr is CommonJS: under NodeNext its typed default export sits on `.default`.
+const jsQR = jsqr.default;
+
+export const CHROMIUM = '/usr/bin/chromium';
+
+/**
+ * Whether the browser tests run: always in CI (where a missing Chromium is a
+ * failure), elsewhere only when Chromium is installed, and never silently skipped.
+ */
+export function browserAvailability(): { available: boolean; inCi: boolean; reason?: string } {
+  const inCi = process.env.CI !== undefined && process.env.CI !== '' && process.env.CI !== 'false';
+  if (existsSync(CHROMIUM)) return { available: true, inCi };
+  return { available: false, inCi, reason: `${CHROMIUM} is missing (install it with: apt-get install chromium)` };
+}
+
+/** Headless Chromium with nothing that phones home (this machine's network is closed). */
+export async function launchChromium(): Promise<import('playwright-core').Browser> {
+  const { chromium } = await import('playwright-core');
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
+
+/** The text of the QR code in a PNG screenshot, or undefined. */
+export function readQr(png: Buffer): string | undefined {
+  const image = PNG.sync.read(png);
+  return jsQR(new Uint8ClampedArray(image.data.buffer, image.data.byteOffset, image.data.length), image.width, image.height)?.data;
+}
+
+export interface CheckoutProcess {
+  url: string;
+  transaction_id: string;
+  amount: string;
+  receive_address: string;
+  stderr: () => string;
+  stop(): Promise<void>;
+}
+
+/** Runs `nanopay checkout … --json` as a child process and waits for its one document. */
+export async function startCheckout(user: CliUser, args: string[]): Promise<CheckoutProcess> {
+  const child: ChildProcess = spawn(process.execPath, [BIN, 'checkout', ...args, '--json'], { env: user.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+  const printed = await new Promise<Omit<CheckoutProcess, 'stderr' | 'stop'>>((resolve, reject) => {
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (!out.includes('\n')) return;
+      try {
+        resolve(JSON.parse(out.split('\n')[0] as string) as Omit<CheckoutProcess, 'stderr' | 'stop'>);
+      } catch {
+        reject(new Error(`checkout printed ${out}`));
+      }
+    });
+    child.on('close', (code) => reject(new Error(`checkout exited ${code}: ${err}${out}`)));
+  });
+  return {
+    ...printed,
+    stderr: () => err,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('close', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+/** A shop's thank-you page on loopback: where a paid checkout sends the customer. */
+export async function startShop(): Promise<{ url: string; server: Server }> {
+  const server = createServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+    res.end('<!doctype html><title>Thanks</title><link rel="icon" href="data:,"><h1>Thank you for your order</h1>');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}

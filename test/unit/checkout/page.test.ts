@@ -1,0 +1,173 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { PAGE_HEADERS, renderCheckoutPage, renderMessagePage } from '../../../src/checkout/page.js';
+
+const CONTENT_SECURITY_POLICY = PAGE_HEADERS['content-security-policy'] as string;
+import { checkoutRoutes } from '../../../src/checkout/routes.js';
+import { viewOf } from '../../../src/checkout/view.js';
+import { CheckoutWatcher } from '../../../src/checkout/watcher.js';
+import type { CheckoutObservation, CheckoutRequest } from '../../../src/ops/checkout.js';
+
+const address = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
+const request: CheckoutRequest = {
+  transaction_id: '0b8f2a8e-1c1d-4c4e-9a55-1f0f7f3a9b10',
+  receive_address: address,
+  amount: '1.500000000000000000000000203744',
+  amount_raw: '1500000000000000000000000203744',
+  uri: `nano:${address}?amount=1500000000000000000000000203744`,
+  redirect_url: 'https://shop.example/thanks?order=7&x=1',
+};
+const render = (over: Partial<CheckoutRequest>, observation: CheckoutObservation, now = 0): string =>
+  renderCheckoutPage({ request: { ...request, ...over }, view: viewOf(observation, now), qrSvg: '<svg></svg>', eventsPath: '/checkout/x/events' });
+const visible = (html: string, when: string): boolean => new RegExp(`data-when="${when}"(?! hidden)`).test(html);
+
+describe('checkout page rendering', () => {
+  it('waiting: amount, address, wallet link, a reload for pages without JavaScript, no redirect yet', () => {
+    const html = render({}, { paid: false });
+    expect(html).toContain('data-state="waiting"');
+    expect(html).toContain(`>${request.amount}<`);
+    expect(html).toContain(`>${address}<`);
+    expect(html).toContain(`href="nano:${address}?amount=1500000000000000000000000203744"`);
+    expect(html).toMatch(/<noscript><meta http-equiv="refresh" content="\d+"><\/noscript>/);
+    expect(visible(html, 'waiting')).toBe(true);
+    expect(visible(html, 'paid')).toBe(false);
+    expect(html).toContain('role="status"');
+  });
+
+  it('paid: the block hash, the QR code hidden, a redirect after a countdown (also without JavaScript)', () => {
+    const hash = 'A'.repeat(64);
+    const html = render({}, { paid: true, block_hash: hash });
+    expect(html).toContain('data-state="paid"');
+    expect(html).toContain(`>${hash}<`);
+    expect(visible(html, 'waiting')).toBe(false);
+    expect(visible(html, 'paid')).toBe(true);
+    expect(html).toContain('<noscript><meta http-equiv="refresh" content="5;url=https://shop.example/thanks?order=7&#38;x=1"></noscript>');
+    expect(html).toContain('data-href="https://shop.example/thanks?order=7&#38;x=1"');
+  });
+
+  it('expired only when the service gives an expiry that has passed, and never once paid', () => {
+    expect(viewOf({ paid: false, expires_at: 1_000 }, 2_000)).toEqual({ state: 'expired' });
+    expect(viewOf({ paid: false, expires_at: 3_000 }, 2_000)).toEqual({ state: 'waiting' });
+    expect(viewOf({ paid: true, expires_at: 1_000 }, 2_000)).toEqual({ state: 'paid' });
+    const html = render({}, { paid: false, expires_at: 1 }, 2);
+    expect(html).toContain('data-state="expired"');
+    expect(visible(html, 'expired')).toBe(true);
+    expect(visible(html, 'waiting')).toBe(false);
+    expect(html).not.toContain('http-equiv="refresh"');
+  });
+
+  it('redirects only to http(s) URLs, and escapes everything that comes from outside', () => {
+    for (const url of ['javascript:alert(1)', 'data:text/html,<script>alert(1)</script>', 'nano:x', 'not a url']) {
+      const html = render({ redirect_url: url }, { paid: true });
+      expect(html).not.toContain('id="redirect"');
+      expect(html).not.toContain(';url=');
+      expect(html).not.toContain('alert(1)</script>');
+    }
+    const hostile = render({ redirect_url: 'https://x.example/"><script>alert(1)</script>', amount: '<b>1</b>' }, { paid: true, block_hash: '"><i>' });
+    expect(hostile).not.toMatch(/<script>alert|<b>1|<i>/);
+    expect(hostile).toContain('&#60;b&#62;1&#60;/b&#62;');
+    expect(renderMessagePage('<x>', '"y"')).toContain('<h1>&#60;x&#62;</h1><p>&#34;y&#34;</p>');
+  });
+
+  it('the Content-Security-Policy allows exactly the inline style and script it serves, and nothing from elsewhere', () => {
+    const html = render({}, { paid: false });
+    const hash = (s: string): string => `'sha256-${createHash('sha256').update(s).digest('base64')}'`;
+    const style = /<style>([\s\S]*?)<\/style>/.exec(html)?.[1] as string;
+    const script = /<script>([\s\S]*?)<\/script>/.exec(html)?.[1] as string;
+    expect(CONTENT_SECURITY_POLICY).toContain(`style-src ${hash(style)}`);
+    expect(CONTENT_SECURITY_POLICY).toContain(`script-src ${hash(script)}`);
+    expect(CONTENT_SECURITY_POLICY).toMatch(/^default-src 'none'/);
+    // Nothing is loaded from elsewhere: no src at all, one link (the empty icon, so no favicon request).
+    expect(html).not.toMatch(/\ssrc=/);
+    expect(html.match(/<link[^>]*>/g)).toEqual(['<link rel="icon" href="data:,">']);
+  });
+});
+
+describe('the shared poller', () => {
+  const setup = (): { watcher: CheckoutWatcher; reads: string[]; clock: { now: number }; answer: { paid: boolean } } => {
+    const reads: string[] = [];
+    const clock = { now: 0 };
+    const answer = { paid: false };
+    const watcher = new CheckoutWatcher({
+      read: async (id) => {
+        reads.push(id);
+        return { ...answer };
+      },
+      intervalMs: 1000,
+      viewGraceMs: 10_000,
+      now: () => clock.now,
+    });
+    watcher.add(request, { paid: false });
+    return { watcher, reads, clock, answer };
+  };
+
+  it('reads nothing for a request nobody watches, and does not know any other request', async () => {
+    const { watcher, reads } = setup();
+    await watcher.tick();
+    expect(reads).toEqual([]);
+    expect(watcher.view('11111111-1111-4111-8111-111111111111')).toBeUndefined();
+    await watcher.tick();
+    expect(reads).toEqual([]);
+  });
+
+  it('reads once a round however many pages watch, tells every page, and stops once paid', async () => {
+    const { watcher, reads, answer } = setup();
+    const seen: string[][] = Array.from({ length: 25 }, () => []);
+    seen.forEach((log) => watcher.subscribe(request.transaction_id, (v) => log.push(v.state)));
+    for (let i = 0; i < 100; i++) watcher.view(request.transaction_id);
+    await watcher.tick();
+    await watcher.tick();
+    expect(reads).toHaveLength(2);
+    answer.paid = true;
+    await watcher.tick();
+    expect(reads).toHaveLength(3);
+    expect(seen.every((log) => log.join() === 'paid')).toBe(true);
+    await watcher.tick();
+    expect(reads).toHaveLength(3);
+  });
+
+  it('stops reading when the last page has gone and page views grow old', async () => {
+    const { watcher, reads, clock } = setup();
+    const leave = watcher.subscribe(request.transaction_id, () => undefined);
+    await watcher.tick();
+    leave();
+    clock.now = 5_000;
+    await watcher.tick();
+    expect(reads).toHaveLength(2);
+    clock.now = 20_000;
+    await watcher.tick();
+    expect(reads).toHaveLength(2);
+    watcher.view(request.transaction_id);
+    await watcher.tick();
+    expect(reads).toHaveLength(3);
+  });
+});
+
+describe('the checkout server cannot move money', () => {
+  const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+
+  /** Every module of ours src/checkout/server.ts loads at run time (type-only imports vanish). */
+  function runtimeGraph(file: string, seen = new Set<string>()): Set<string> {
+    seen.add(relative(root, file));
+    const source = readFileSync(file, 'utf8');
+    for (const match of source.matchAll(/^import\s+(?!type\s)[^'"]*?from\s+'(\.[^']+)'|^export\s+(?!type\s)[^'"]*?from\s+'(\.[^']+)'/gm)) {
+      const target = join(dirname(file), (match[1] ?? match[2]) as string).replace(/\.js$/, '.ts');
+      if (!seen.has(relative(root, target))) runtimeGraph(target, seen);
+    }
+    return seen;
+  }
+
+  it('loads no operation, key store, signer, proof of work or API client', () => {
+    const graph = [...runtimeGraph(join(root, 'src/checkout/server.ts'))];
+    expect(graph).toContain('src/checkout/routes.ts');
+    expect(graph.filter((f) => /^src\/(ops|wallet|work|api|nano|sandbox)\//.test(f))).toEqual([]);
+  });
+
+  it('serves GETs only', () => {
+    const watcher = new CheckoutWatcher({ read: async () => ({ paid: false }), intervalMs: 1000, viewGraceMs: 1000 });
+    expect(checkoutRoutes(watcher).map((r) => r.method)).toEqual(['GET', 'GET']);
+  });
+});
