@@ -1,6 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { xnoToRaw } from '../../src/nano/index.js';
+import { Session } from '../../src/ops/session.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { AgentClient, AgentError } from '../../src/sdk/agent-client.js';
 import { newUser, type CliUser } from '../helpers/cli.js';
@@ -136,9 +137,14 @@ describe('the seven routes', () => {
     expect(serve.stderr()).toMatch(/work ready for the next block/);
   });
 
-  it('logs one line per request without secrets', () => {
+  it('logs one line per request, with none of the actual secrets', async () => {
     expect(serve.stderr()).toMatch(/POST \/wallet\/send 200 \d+ms/);
-    expect(serve.stderr()).not.toMatch(/password|private|seed/i);
+    const exported = await user.json<{ secret: string; accounts: { private_key: string }[] }>(['wallet', 'export', '--yes']);
+    const apiKey = await new Session({ password: async () => user.env.NANOPAY_PASSWORD as string, configDir: user.configDir }).apiKey();
+    const secrets = [exported.secret, ...exported.accounts.map((a) => a.private_key), apiKey as string, user.env.NANOPAY_PASSWORD as string];
+    expect(secrets.every((s) => s.length >= 8)).toBe(true);
+    const log = serve.stderr().toLowerCase();
+    for (const secret of secrets) expect(log).not.toContain(secret.toLowerCase());
   });
 });
 
@@ -238,5 +244,18 @@ describe('AgentClient', () => {
     const failure = await agent.pay('nano_nope', '1').catch((e: unknown) => e);
     expect(failure).toBeInstanceOf(AgentError);
     expect(failure).toMatchObject({ error_code: 'INVALID_ADDRESS' });
+  });
+});
+
+describe('proof of work as configured', () => {
+  it('with NANO_WORK_MODE=remote and no reachable work server, a send is WORK_SERVER_ERROR, never made on this machine', async () => {
+    const remote = await startServe(user, [], { NANO_WORK_MODE: 'remote', NANO_WORK_SERVER_URL: 'http://127.0.0.1:9', NANO_WORK_TIMEOUT_MS: '500' });
+    try {
+      const before = (await ledger(sb.url)).blocks.length;
+      expectEnvelopeError(await call('POST', '/wallet/send', { base: remote.url, body: JSON.stringify({ recipient_address: other, amount: '0.01' }) }), 502, 'WORK_SERVER_ERROR');
+      expect((await ledger(sb.url)).blocks.length).toBe(before);
+    } finally {
+      await remote.stop();
+    }
   });
 });
