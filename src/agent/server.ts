@@ -3,7 +3,7 @@ import { NanoPayError } from '../errors.js';
 import { isLoopback, refuseWebPages } from '../http/guards.js';
 import { RESPONDED, startHttpServer, type Call, type HttpServer, type Route } from '../http/server.js';
 import { rawToXno } from '../nano/index.js';
-import { checkInput, findTool } from '../toolset/tools.js';
+import { TOOL_ROUTES, routesFor } from '../toolset/http.js';
 import { chatTurn, type ChatDeps, type ChatTurn } from './chat.js';
 import { openEventStream } from './events.js';
 import type { WalletHolder } from './wallet-holder.js';
@@ -28,20 +28,7 @@ const MAX_BODY = 32 * 1024;
 const MAX_HISTORY = 50;
 
 /** The SDK's calls, on the toolset's paths, so one client speaks to both `agent` and `serve`. */
-const TOOL_ROUTES: { method: 'GET' | 'POST'; path: string; tool: string; input(call: Call): unknown }[] = [
-  {
-    method: 'GET',
-    path: '/wallet/balance',
-    tool: 'wallet.balance',
-    input: ({ query }) => {
-      const flag = query.get('auto_receive_pending_blocks');
-      return flag === null ? {} : { auto_receive_pending_blocks: /^(true|1)$/i.test(flag) };
-    },
-  },
-  { method: 'POST', path: '/wallet/send', tool: 'wallet.send', input: ({ body }) => body },
-  { method: 'POST', path: '/payment/request', tool: 'payment.request', input: ({ body }) => body },
-  { method: 'GET', path: '/payment/status/:transaction_id', tool: 'payment.status', input: ({ params }) => ({ transaction_id: params.transaction_id }) },
-];
+const SDK_ROUTES = TOOL_ROUTES.filter((route) => ['wallet.balance', 'wallet.send', 'payment.request', 'payment.status'].includes(route.tool));
 
 function chatInput(body: Record<string, unknown>): ChatTurn {
   for (const key of Object.keys(body)) {
@@ -93,17 +80,11 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     return handle(call);
   };
 
-  const toolRoutes: Route[] = TOOL_ROUTES.map((route) => ({
-    method: route.method,
-    path: route.path,
-    handle: guarded(async (call) => {
-      const tool = findTool(route.tool);
-      const input = checkInput(tool, route.input(call));
-      const data = await holder.use((session) => tool.handler(session, input, call.signal));
-      if (tool.writes) holder.afterWrite();
-      return data;
-    }),
-  }));
+  const toolRoutes: Route[] = routesFor(SDK_ROUTES, async (tool, input, call) => {
+    const data = await holder.use((session) => tool.handler(session, input, call.signal));
+    if (tool.writes) holder.afterWrite();
+    return data;
+  }).map((route) => ({ ...route, handle: guarded(route.handle) }));
 
   const routes: Route[] = [
     ...toolRoutes,
@@ -131,7 +112,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       }),
     },
     // A preflight from an allowed origin (browsers send it without credentials, so only without a token).
-    ...['/chat', '/status', ...TOOL_ROUTES.map((r) => r.path)]
+    ...['/chat', '/status', ...SDK_ROUTES.map((r) => r.path)]
       .filter((path, i, all) => all.indexOf(path) === i)
       .map((path) => ({
         method: 'OPTIONS',

@@ -1,20 +1,11 @@
 import type { ApiClient } from '../api/client.js';
 import { NanoPayError } from '../errors.js';
 import { buildNanoUri, normalizeAddress, xnoToRaw } from '../nano/index.js';
-import { checkRedirectUrl, checkTransactionId, requestPayment } from './payments.js';
+import { checkRedirectUrl, checkTransactionId, requestPayment, type PaymentRequestResult } from './payments.js';
 import type { Session } from './session.js';
 
-/** What a checkout page shows of a payment request; nothing secret. */
-export interface CheckoutRequest {
-  transaction_id: string;
-  receive_address: string;
-  /** The exact amount to send, in XNO. */
-  amount: string;
-  amount_raw: string;
-  /** nano:<address>?amount=<raw>, the QR content and the wallet link. */
-  uri: string;
-  redirect_url?: string;
-}
+/** What a checkout page shows of a payment request: the request itself, nothing secret. */
+export type CheckoutRequest = PaymentRequestResult;
 
 /** One status read, as a checkout page needs it. */
 export interface CheckoutObservation {

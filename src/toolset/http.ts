@@ -2,7 +2,7 @@ import { NanoPayError } from '../errors.js';
 import { isLoopback } from '../http/guards.js';
 import { startHttpServer, type Call, type Route } from '../http/server.js';
 import type { Session } from '../ops/session.js';
-import { checkInput, findTool } from './tools.js';
+import { checkInput, findTool, type Tool, type ToolInput } from './tools.js';
 
 export interface ToolsetOptions {
   host: string;
@@ -22,7 +22,7 @@ export interface RunningToolset {
 
 const MAX_BODY = 16 * 1024;
 
-interface ToolRoute {
+export interface ToolRoute {
   method: 'GET' | 'POST';
   path: string;
   tool: string;
@@ -31,7 +31,7 @@ interface ToolRoute {
 }
 
 /** The spec's routes (section B), each a thin mapping onto one tool. */
-const ROUTES: ToolRoute[] = [
+export const TOOL_ROUTES: readonly ToolRoute[] = [
   {
     method: 'GET',
     path: '/wallet/balance',
@@ -54,20 +54,27 @@ const ROUTES: ToolRoute[] = [
  * guards that keep web pages out (Host, Origin, Sec-Fetch-Site, JSON bodies)
  * and, when set, the token.
  */
+/** HTTP routes for tool routes: each checks its input against the tool's schema, then `run`s the tool. */
+export function routesFor(tools: readonly ToolRoute[], run: (tool: Tool, input: ToolInput, call: Call) => Promise<unknown>): Route[] {
+  return tools.map((route) => ({
+    method: route.method,
+    path: route.path,
+    handle: (call) => {
+      const tool = findTool(route.tool);
+      return run(tool, checkInput(tool, route.input(call)), call);
+    },
+  }));
+}
+
 export async function startToolset(session: Session, options: ToolsetOptions): Promise<RunningToolset> {
   if (!isLoopback(options.host) && options.token === undefined) {
     throw new NanoPayError('USAGE', `Listening on ${options.host} (not loopback) requires a token`, { hint: 'Pass --token-file or set NANOPAY_TOOLSET_TOKEN.' });
   }
-  const routes: Route[] = ROUTES.map((route) => ({
-    method: route.method,
-    path: route.path,
-    handle: async (call) => {
-      const tool = findTool(route.tool);
-      const data = await tool.handler(session, checkInput(tool, route.input(call)));
-      if (tool.writes) options.afterWrite?.();
-      return data;
-    },
-  }));
+  const routes = routesFor(TOOL_ROUTES, async (tool, input, call) => {
+    const data = await tool.handler(session, input, call.signal);
+    if (tool.writes) options.afterWrite?.();
+    return data;
+  });
   const server = await startHttpServer({
     host: options.host,
     port: options.port,

@@ -1,48 +1,15 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { BIN } from './cli.js';
+import { startCommand, type RunningCommand } from './serve.js';
 
-export interface AgentProcess {
+export interface AgentProcess extends RunningCommand {
   url: string;
   address: string;
   started: Record<string, unknown>;
-  child: ChildProcess;
-  stderr: () => string;
-  stop(): Promise<void>;
 }
 
 /** Runs `nanopay agent` as a child process on a free port and waits for its --json line. */
 export async function startAgentProcess(env: NodeJS.ProcessEnv, args: string[] = []): Promise<AgentProcess> {
-  const child = spawn(process.execPath, [BIN, 'agent', '--port', '0', '--json', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-  const started = await new Promise<Record<string, unknown>>((resolve, reject) => {
-    child.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      const line = out.split('\n')[0];
-      if (out.includes('\n') && line !== undefined) {
-        try {
-          resolve(JSON.parse(line) as Record<string, unknown>);
-        } catch {
-          reject(new Error(`agent printed ${line}`));
-        }
-      }
-    });
-    child.on('close', (code) => reject(new Error(`agent exited ${code}: ${err}${out}`)));
-  });
-  return {
-    url: started.url as string,
-    address: started.address as string,
-    started,
-    child,
-    stderr: () => err,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('close', () => resolve());
-        child.kill('SIGTERM');
-      }),
-  };
+  const running = await startCommand(['agent', '--port', '0', '--json', ...args], env);
+  return { ...running, started: running.printed, url: running.printed.url as string, address: running.printed.address as string };
 }
 
 export type StreamEvent = { type: string } & Record<string, any>;

@@ -1,10 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import jsqr from 'jsqr';
 import { PNG } from 'pngjs';
-import { BIN, type CliUser } from './cli.js';
+import type { CliUser } from './cli.js';
+import { startCommand } from './serve.js';
 
 // jsqr is CommonJS: under NodeNext its typed default export sits on `.default`.
 const jsQR = jsqr.default;
@@ -47,32 +47,8 @@ export interface CheckoutProcess {
 
 /** Runs `nanopay checkout … --json` as a child process and waits for its one document. */
 export async function startCheckout(user: CliUser, args: string[]): Promise<CheckoutProcess> {
-  const child: ChildProcess = spawn(process.execPath, [BIN, 'checkout', ...args, '--json'], { env: user.env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-  const printed = await new Promise<Omit<CheckoutProcess, 'stderr' | 'stop'>>((resolve, reject) => {
-    child.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (!out.includes('\n')) return;
-      try {
-        resolve(JSON.parse(out.split('\n')[0] as string) as Omit<CheckoutProcess, 'stderr' | 'stop'>);
-      } catch {
-        reject(new Error(`checkout printed ${out}`));
-      }
-    });
-    child.on('close', (code) => reject(new Error(`checkout exited ${code}: ${err}${out}`)));
-  });
-  return {
-    ...printed,
-    stderr: () => err,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('close', () => resolve());
-        child.kill('SIGTERM');
-      }),
-  };
+  const running = await startCommand<Omit<CheckoutProcess, 'stderr' | 'stop'>>(['checkout', ...args, '--json'], user.env);
+  return { ...running.printed, stderr: running.stderr, stop: running.stop };
 }
 
 /** A shop's thank-you page on loopback: where a paid checkout sends the customer. */

@@ -1,35 +1,36 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { BIN, type CliUser } from './cli.js';
 
-export interface ServeProcess {
-  url: string;
+/** A long-running nanopay command (serve, agent, checkout) started as a child process. */
+export interface RunningCommand<T = Record<string, unknown>> {
+  /** The one JSON document it printed once ready. */
+  printed: T;
   child: ChildProcess;
   stderr: () => string;
   stop(): Promise<void>;
 }
 
-/** Runs `nanopay serve` as a child process on a free port and waits until it listens. */
-export async function startServe(user: CliUser, args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--json', ...args], { env: { ...user.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Runs `nanopay ARGS` and waits for the first line of stdout, its --json document; fails if it exits first. */
+export async function startCommand<T = Record<string, unknown>>(args: string[], env: NodeJS.ProcessEnv): Promise<RunningCommand<T>> {
+  const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-  const url = await new Promise<string>((resolve, reject) => {
+  const printed = await new Promise<T>((resolve, reject) => {
     child.stdout?.on('data', (d: Buffer) => {
       out += d.toString();
-      const line = out.split('\n')[0];
-      if (out.includes('\n') && line !== undefined) {
-        try {
-          resolve((JSON.parse(line) as { url: string }).url);
-        } catch {
-          reject(new Error(`serve printed ${line}`));
-        }
+      if (!out.includes('\n')) return;
+      const line = out.split('\n')[0] as string;
+      try {
+        resolve(JSON.parse(line) as T);
+      } catch {
+        reject(new Error(`nanopay ${args[0]} printed ${line}`));
       }
     });
-    child.on('close', (code) => reject(new Error(`serve exited ${code}: ${err}${out}`)));
+    child.on('close', (code) => reject(new Error(`nanopay ${args[0]} exited ${code}: ${err}${out}`)));
   });
   return {
-    url,
+    printed,
     child,
     stderr: () => err,
     stop: () =>
@@ -39,4 +40,14 @@ export async function startServe(user: CliUser, args: string[] = [], env: NodeJS
         child.kill('SIGTERM');
       }),
   };
+}
+
+export interface ServeProcess extends RunningCommand<{ url: string }> {
+  url: string;
+}
+
+/** Runs `nanopay serve` on a free port and waits until it listens. */
+export async function startServe(user: CliUser, args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<ServeProcess> {
+  const running = await startCommand<{ url: string }>(['serve', '--port', '0', '--json', ...args], { ...user.env, ...env });
+  return { ...running, url: running.printed.url };
 }
