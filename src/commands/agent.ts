@@ -4,18 +4,11 @@ import { Confirmations } from '../agent/confirmations.js';
 import { modelFromEnv } from '../agent/model.js';
 import { DEFAULT_AGENT_PORT, requireTokenOffLoopback, startAgent } from '../agent/server.js';
 import { profileHolder, strictHolder, type WalletHolder } from '../agent/wallet-holder.js';
-import { readFlagFile } from '../cli/flag-file.js';
+import { bearerToken } from '../cli/flag-file.js';
+import { listenAddress } from '../cli/listen-address.js';
 import { SessionCommand } from '../cli/session-command.js';
-import { NanoPayError } from '../errors.js';
 import { xnoToRaw } from '../nano/index.js';
 import { configDir } from '../wallet/paths.js';
-
-function splitListen(value: string | undefined): { host?: string; port?: number } {
-  if (value === undefined || value === '') return {};
-  const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d+)$/.exec(value);
-  if (!match) throw new NanoPayError('USAGE', `NANOPAY_AGENT_LISTEN_ADDR must be host:port, not "${value}"`);
-  return { host: match[1] ?? match[2], port: Number(match[3]) };
-}
 
 export default class Agent extends SessionCommand {
   static override summary = `Run the payment agent on 127.0.0.1:${DEFAULT_AGENT_PORT}: the SDK's calls and a streaming chat.`;
@@ -45,9 +38,8 @@ is used, unlocked once like serve. Spending limits apply; chat sends above --con
   async run(): Promise<void> {
     const { flags } = await this.parse(Agent);
     const env = process.env;
-    const listen = splitListen(env.NANOPAY_AGENT_LISTEN_ADDR);
-    const token = flags['token-file'] === undefined ? flags.token : (await readFlagFile(flags['token-file'], '--token-file')).trim();
-    if (token !== undefined && token.length < 16) throw new NanoPayError('USAGE', 'The agent token must be at least 16 characters');
+    const listen = listenAddress(env.NANOPAY_AGENT_LISTEN_ADDR, 'NANOPAY_AGENT_LISTEN_ADDR');
+    const token = await bearerToken(flags, 'agent');
     const confirmAboveRaw = flags['confirm-above'] === undefined ? undefined : xnoToRaw(flags['confirm-above']);
     const host = flags.host ?? listen.host ?? '127.0.0.1';
     // Before the wallet is made or unlocked: a refused start leaves nothing behind.

@@ -1,16 +1,9 @@
 import { Flags } from '@oclif/core';
-import { readFlagFile } from '../cli/flag-file.js';
+import { bearerToken } from '../cli/flag-file.js';
+import { listenAddress } from '../cli/listen-address.js';
 import { SessionCommand } from '../cli/session-command.js';
-import { NanoPayError } from '../errors.js';
 import { startToolset } from '../toolset/http.js';
 import { openToolsetSession } from '../toolset/session.js';
-
-function splitListen(value: string | undefined): { host?: string; port?: number } {
-  if (value === undefined || value === '') return {};
-  const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d+)$/.exec(value);
-  if (!match) throw new NanoPayError('USAGE', `NANOPAY_HTTP_LISTEN_ADDR must be host:port, not "${value}"`);
-  return { host: match[1] ?? match[2], port: Number(match[3]) };
-}
 
 export default class Serve extends SessionCommand {
   static override summary = 'Run the local HTTP toolset (the seven tools) on 127.0.0.1:3123.';
@@ -29,9 +22,8 @@ address requires one. Spending limits apply. Logs one line per request to stderr
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Serve);
-    const listen = splitListen(process.env.NANOPAY_HTTP_LISTEN_ADDR ?? process.env.HTTP_LISTEN_ADDR);
-    const token = flags['token-file'] === undefined ? flags.token : (await readFlagFile(flags['token-file'], '--token-file')).trim();
-    if (token !== undefined && token.length < 16) throw new NanoPayError('USAGE', 'The toolset token must be at least 16 characters');
+    const listen = listenAddress(process.env.NANOPAY_HTTP_LISTEN_ADDR ?? process.env.HTTP_LISTEN_ADDR, 'NANOPAY_HTTP_LISTEN_ADDR');
+    const token = await bearerToken(flags, 'toolset');
     const log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
     const { session, refreshWork } = await openToolsetSession(
       { password: this.passwordSource(flags), ...(flags.profile === undefined ? {} : { profile: flags.profile }) },
