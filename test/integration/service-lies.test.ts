@@ -252,3 +252,38 @@ describe('messages', () => {
     expect(error.message).toContain('***@127.0.0.1:9');
   });
 });
+
+describe('upstream faults', () => {
+  const cases: [Fault, string][] = [
+    ['500', 'REQUEST_ERROR'],
+    ['hang', 'REQUEST_ERROR'],
+    ['drop', 'REQUEST_ERROR'],
+    ['bad-json', 'PARSE_ERROR'],
+    ['wrong-shape', 'INVALID_DATA'],
+  ];
+  /** The same profile with a short timeout, so a hanging service fails fast (unlocked once). */
+  let shortTimeout: Session | undefined;
+  const impatient = (): Session =>
+    (shortTimeout ??= new Session({ password: async () => 'lies test password', configDir, env: { NANOPAY_API_URL: proxy.url, NANOPAY_TIMEOUT_MS: '300' } }));
+
+  it.each(cases)('%s on account info gives %s (exit 5) and signs nothing', async (fault, code) => {
+    lie = (_method, path) => (path === '/account/info' ? fault : 'pass');
+    const error = await refusedUnsigned(send(impatient(), { to: payee, amount: { raw: XNO / 100n } }), code);
+    expect(error.exitCode).toBe(5);
+  });
+
+  it.each(cases)('%s on publish gives an upstream error; the next command lands the very same block once', async (fault) => {
+    const before = blocksInLedger();
+    lie = (method, path) => (method === 'POST' && path === '/block/publish' ? fault : 'pass');
+    const error = await failure(send(impatient(), { to: payee, amount: { raw: XNO / 100n } }));
+    expect(error.exitCode).toBe(5);
+    const entry = await journalEntry();
+    expect(entry).toBeDefined();
+    expect(blocksInLedger()).toBe(before);
+    lie = () => 'pass';
+    await receive(session);
+    expect(await journalEntry()).toBeUndefined();
+    expect([...sb.service.ledger.blocks.keys()].filter((hash) => hash === entry?.hash)).toHaveLength(1);
+    expect(blocksInLedger()).toBe(before + 1);
+  });
+});
