@@ -28,7 +28,6 @@ export {
   type Subtype,
 } from './nano/index.js';
 export { workValue, validateWork, generateWork, shutdownWorkers, LIVE_THRESHOLDS, DEV_THRESHOLDS, type Thresholds } from './work/index.js';
-export { ApiClient } from './api/index.js';
 export { NanoPay, type NanoPayOptions } from './sdk/nanopay.js';
 export { AgentClient, AgentError } from './sdk/agent-client.js';
 export { startSandbox, type RunningSandbox, type SandboxOptions } from './sandbox/index.js';

@@ -1,5 +1,5 @@
 import { NanoPayError } from '../errors.js';
-import { readIfExists, writeFileAtomic } from '../wallet/secure-fs.js';
+import { readIfExists, writeFileAtomic } from '../fs/secure-fs.js';
 import type { LedgerSnapshot } from './ledger.js';
 
 export interface PaymentRequestRecord {

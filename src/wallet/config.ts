@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { NanoPayError } from '../errors.js';
-import { ensurePrivateDirSync, readOwnFileSync, writeFileAtomicSync } from './secure-fs.js';
+import { ensurePrivateDirSync, readOwnFileSync, writeFileAtomicSync } from '../fs/secure-fs.js';
 
 /** How a wallet's secret was given; it decides how accounts are derived. */
 export type WalletKind = 'seed' | 'mnemonic' | 'legacy-mnemonic' | 'private-key';

@@ -2,7 +2,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { NanoPayError } from '../errors.js';
 import type { StateBlock, Subtype } from '../nano/block.js';
-import { readIfExists, syncDir, writeFileAtomic } from './secure-fs.js';
+import { readIfExists, syncDir, writeFileAtomic } from '../fs/secure-fs.js';
 
 /**
  * The journal of signed blocks: one entry per account, written and fsynced

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes, scrypt as scryptCallback, type ScryptOptions } from 'node:crypto';
 import { NanoPayError } from '../errors.js';
 import { lstat } from 'node:fs/promises';
-import { readIfExists, writeFileAtomic } from './secure-fs.js';
+import { readIfExists, writeFileAtomic } from '../fs/secure-fs.js';
 
 /**
  * The encrypted secret store. A random 256-bit data key encrypts every secret

@@ -4,7 +4,7 @@ import { open, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NanoPayError } from '../errors.js';
-import { ensurePrivateDir } from './secure-fs.js';
+import { ensurePrivateDir } from '../fs/secure-fs.js';
 
 /**
  * One account's blocks are built and published one at a time: an in-process

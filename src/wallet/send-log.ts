@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { NanoPayError } from '../errors.js';
-import { readIfExists, writeFileAtomic } from './secure-fs.js';
+import { readIfExists, writeFileAtomic } from '../fs/secure-fs.js';
 
 /** What a completed send returns; kept so `send --id KEY` can answer a repeat. */
 export interface SendRecord {

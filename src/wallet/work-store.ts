@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { validateWork } from '../work/pow.js';
-import { readIfExists, writeFileAtomic } from './secure-fs.js';
+import { readIfExists, writeFileAtomic } from '../fs/secure-fs.js';
 
 interface StoredWork {
   threshold: string;

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { ConfigStore } from '../../../src/wallet/config.js';
-import { ensurePrivateDir } from '../../../src/wallet/secure-fs.js';
+import { ensurePrivateDir } from '../../../src/fs/secure-fs.js';
 
 let root: string;
 let dir: string;
