@@ -1,6 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Session } from '../../src/ops/session.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { newUser, userWithWallet, type CliUser } from '../helpers/cli.js';
 import { fund, sandbox } from '../helpers/sandbox.js';
@@ -67,6 +68,18 @@ describe('read commands', () => {
     expect(result.received.map((r) => r.source)).toEqual([big]);
     const left = await user.json<{ blocks: { hash: string }[] }>(['pending']);
     expect(left.blocks.map((b) => b.hash)).toEqual([dust]);
+  });
+});
+
+describe('reads without the key store password', () => {
+  it('balance, status and credits succeed with NANOPAY_API_KEY and no password source', async () => {
+    const apiKey = (await new Session({ password: async () => user.env.NANOPAY_PASSWORD as string, configDir: user.configDir }).apiKey()) as string;
+    const env = { NANOPAY_PASSWORD: '', NANOPAY_API_KEY: apiKey };
+    expect(await user.json(['balance'], { env })).toMatchObject({ _code: 0, account: address });
+    expect(await user.json(['credits'], { env })).toMatchObject({ _code: 0 });
+    const request = await user.json<{ transaction_id: string }>(['request', '0.1', '--to', address], { env });
+    expect(request._code).toBe(0);
+    expect(await user.json(['status', request.transaction_id], { env })).toMatchObject({ _code: 0, is_paid: false });
   });
 });
 
