@@ -1,4 +1,4 @@
-import type { ApiClient, RemoteAccountInfo } from '../api/client.js';
+import type { ApiClient, RemoteAccountInfo, RemoteBlockInfo } from '../api/client.js';
 import { NanoPayError } from '../errors.js';
 import {
   DEFAULT_REPRESENTATIVE,
@@ -46,23 +46,45 @@ function sameAccount(a: string, b: string): boolean {
   return addressToPublicKey(a) === addressToPublicKey(b);
 }
 
+/** The links of epoch blocks ("epoch v1 block", "epoch v2 block"): upgrades signed by the network's epoch signer, not the owner. */
+const EPOCH_LINKS = new Set(['65706F636820763120626C6F636B000000000000000000000000000000000000', '65706F636820763220626C6F636B000000000000000000000000000000000000']);
+
 /**
- * The frontier the service reports, checked before anything is built on it:
- * the block is fetched, its hash recomputed, its signature verified against the
- * account's key, it must have no successor, and the balance and representative
- * come from the block itself, never from the service's summary.
+ * A block of `address` whose contents are checked: fetched by hash, the hash
+ * recomputed, the account ours, and signed by the account's key. An epoch block
+ * is signed by the network instead; it is accepted only when it changes neither
+ * the balance nor the representative of the checked block before it (or opens
+ * the account with nothing), so everything built on it rests on our own blocks.
  */
-async function verifiedFrontier(ctx: OpsContext, address: string, info: RemoteAccountInfo): Promise<StateBlock> {
-  const frontier = info.frontier.toUpperCase();
-  const found = await ctx.api.blockInfo(frontier).catch((error: unknown) => {
-    if (error instanceof NanoPayError && error.status === 404) throw inconsistent(`the frontier ${frontier} of ${address} is not a known block`);
+async function ownBlock(ctx: OpsContext, address: string, hash: string, epochsAbove = 0): Promise<RemoteBlockInfo> {
+  const found = await ctx.api.blockInfo(hash).catch((error: unknown) => {
+    if (error instanceof NanoPayError && error.status === 404) throw inconsistent(`block ${hash} of ${address} is not a known block`);
     throw error;
   });
   const block = found.contents;
-  if (hashBlock(block) !== frontier) throw inconsistent(`the contents given for block ${frontier} hash to ${hashBlock(block)}`);
-  if (!sameAccount(block.account, address)) throw inconsistent(`the frontier ${frontier} of ${address} belongs to ${block.account}`);
-  if (!verifyBlock(block)) throw inconsistent(`the frontier ${frontier} is not signed by the key of ${address}`);
-  if (found.successor !== undefined && found.successor !== ZERO_HASH) {
+  if (hashBlock(block) !== hash) throw inconsistent(`the contents given for block ${hash} hash to ${hashBlock(block)}`);
+  if (!sameAccount(block.account, address)) throw inconsistent(`block ${hash} of ${address} belongs to ${block.account}`);
+  if (verifyBlock(block)) return found;
+  if (!EPOCH_LINKS.has(block.link.toUpperCase()) || epochsAbove >= EPOCH_LINKS.size) throw inconsistent(`block ${hash} is not signed by the key of ${address}`);
+  const before =
+    block.previous.toUpperCase() === ZERO_HASH
+      ? { balance: '0', representative: block.representative }
+      : (await ownBlock(ctx, address, block.previous.toUpperCase(), epochsAbove + 1)).contents;
+  if (BigInt(block.balance) !== BigInt(before.balance) || !sameAccount(block.representative, before.representative)) {
+    throw inconsistent(`the epoch block ${hash} of ${address} changes its balance or representative`);
+  }
+  return found;
+}
+
+/**
+ * The frontier the service reports, checked before anything is built on it
+ * (see ownBlock); it must have no successor, and the balance and
+ * representative come from the block itself, never from the service's summary.
+ */
+async function verifiedFrontier(ctx: OpsContext, address: string, info: RemoteAccountInfo): Promise<StateBlock> {
+  const frontier = info.frontier.toUpperCase();
+  const { contents: block, successor } = await ownBlock(ctx, address, frontier);
+  if (successor !== undefined && successor !== ZERO_HASH) {
     throw inconsistent(`the frontier ${frontier} of ${address} already has a successor, so it is not the head of the account`);
   }
   if (BigInt(block.balance) !== info.balanceRaw) {

@@ -4,16 +4,26 @@ import type { AddressInfo, Socket } from 'node:net';
 /**
  * What the proxy does with a request: pass it on, fail in one of the ways a
  * real upstream fails, or lie: `{rewrite}` passes the request on and changes
- * the `data` of the answer (a service that answers inconsistently).
+ * the `data` of the answer (a service that answers inconsistently); `{answer}`
+ * answers by itself when it returns data for the request's body (else passes it on).
  * 'forward-then-drop' delivers the request and loses the answer.
  */
-export type Fault = 'pass' | '500' | 'hang' | 'drop' | 'bad-json' | 'wrong-shape' | 'forward-then-drop' | 'hold' | { rewrite: (data: Record<string, any>, body: Record<string, any>) => Record<string, any> };
+export type Fault = 'pass' | '500' | 'hang' | 'drop' | 'bad-json' | 'wrong-shape' | 'forward-then-drop' | 'hold' | { rewrite: (data: Record<string, any>, body: Record<string, any>) => Record<string, any> }
+  | { answer: (body: Record<string, any>) => Record<string, any> | undefined };
 
 export interface FaultyProxy {
   url: string;
   /** Requests seen, as "METHOD /path". */
   seen: string[];
   close(): Promise<void>;
+}
+
+function parseBody(body: Buffer): Record<string, any> {
+  try {
+    return body.length === 0 ? {} : (JSON.parse(body.toString()) as Record<string, any>);
+  } catch {
+    return {};
+  }
 }
 
 export async function startFaultyProxy(target: string, choose: (method: string, path: string) => Fault): Promise<FaultyProxy> {
@@ -35,17 +45,23 @@ export async function startFaultyProxy(target: string, choose: (method: string, 
       const path = new URL(req.url ?? '/', 'http://x').pathname;
       seen.push(`${req.method} ${path}`);
       const fault = choose(req.method ?? 'GET', path);
-      if (typeof fault === 'object') {
+      const sent = parseBody(body);
+      const invented = typeof fault === 'object' && 'answer' in fault ? fault.answer(sent) : undefined;
+      if (invented !== undefined) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ success: true, data: invented, error: null }));
+        return;
+      }
+      if (typeof fault === 'object' && 'rewrite' in fault) {
         forward(req, body, (status, _headers, data) => {
           const answer = JSON.parse(data.toString()) as { success: boolean; data: Record<string, any> | null };
-          const sent = body.length === 0 ? {} : (JSON.parse(body.toString()) as Record<string, any>);
           if (answer.success && answer.data !== null) answer.data = fault.rewrite(answer.data, sent);
           res.writeHead(status, { 'content-type': 'application/json' });
           res.end(JSON.stringify(answer));
         });
         return;
       }
-      switch (fault) {
+      switch (typeof fault === 'object' ? 'pass' : fault) {
         case 'pass':
           forward(req, body, (status, headers, data) => {
             res.writeHead(status, { 'content-type': headers['content-type'] ?? 'application/json' });

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NanoPayError } from '../../src/errors.js';
-import { RAW_PER_XNO, addressToPublicKey, deriveAccount, generateSeed, rawToXno } from '../../src/nano/index.js';
+import { RAW_PER_XNO, ZERO_HASH, addressToPublicKey, deriveAccount, generateSeed, hashBlock, rawToXno, signBlock, type AccountState, type StateBlock } from '../../src/nano/index.js';
+import { readAccountHead } from '../../src/ops/chain.js';
 import { balance } from '../../src/ops/balance.js';
 import { setSetting, unsetSetting } from '../../src/ops/config.js';
 import { move } from '../../src/ops/movement.js';
@@ -129,6 +130,40 @@ describe('the frontier is checked before anything is built on it', () => {
     const error = await failure(send(session, { to: payee, amount: { raw: 1000n * XNO } }));
     expect(error.code).toBe('INSUFFICIENT_FUNDS');
     expect(error.message).toMatch(/the send needs 1000 XNO \(1000000000000000000000000000000000 raw\)/);
+  });
+});
+
+describe('epoch blocks', () => {
+  const EPOCH_V2 = '65706F636820763220626C6F636B000000000000000000000000000000000000';
+  const network = deriveAccount({ seed: generateSeed(), index: 0 });
+
+  /** A service whose account head is an epoch block on top of our real frontier, signed by the network. */
+  async function epochHead(change: (head: AccountState) => Partial<StateBlock>): Promise<string> {
+    lie = () => 'pass';
+    const head = (await readAccountHead(await session.context(), address)).state;
+    const unsigned: StateBlock = { type: 'state', account: address, previous: head.frontier as string, representative: head.representative, balance: head.balance.toString(), link: EPOCH_V2, ...change(head) };
+    const block: StateBlock = { ...unsigned, signature: signBlock(unsigned, network.privateKey), work: '0'.repeat(16) };
+    const hash = hashBlock(block);
+    lie = (method, path) => {
+      if (method === 'POST' && path === '/account/info') return { rewrite: (d) => ({ ...d, frontier: hash, balance: block.balance }) };
+      if (method === 'POST' && path === '/block/info') {
+        return { answer: (body) => (body.hash === hash ? { block_account: address, amount: '0', balance: block.balance, height: '9', confirmed: 'true', subtype: 'epoch', successor: ZERO_HASH, contents: block } : undefined) };
+      }
+      return 'pass';
+    };
+    return hash;
+  }
+
+  it('an epoch block that keeps the balance and representative is a valid head, though not signed by the owner', async () => {
+    const hash = await epochHead(() => ({}));
+    expect((await readAccountHead(await session.context(), address)).state.frontier).toBe(hash);
+  });
+
+  it('an epoch block that moves the balance or the representative is refused', async () => {
+    await epochHead((head) => ({ balance: (head.balance + XNO).toString() }));
+    await refusedUnsigned(send(session, { to: payee, amount: { raw: XNO } }));
+    await epochHead(() => ({ representative: payee }));
+    await refusedUnsigned(send(session, { to: payee, amount: { raw: XNO } }));
   });
 });
 
