@@ -1,6 +1,6 @@
 import { NanoPayError } from '../errors.js';
 import type { StateBlock, Subtype } from '../nano/block.js';
-import { call, type HttpOptions } from './http.js';
+import { call, type CallOptions, type HttpOptions } from './http.js';
 import { asObject, bigIntField, bool, hexField, optStr, str, type Json } from './shape.js';
 
 export interface RemoteWallet {
@@ -197,9 +197,9 @@ export class ApiClient {
     return { transactionId: str(d, 'transaction_id', what), receiveAddress: str(d, 'receive_address', what), amount: str(d, 'amount', what) };
   }
 
-  async paymentStatus(transactionId: string): Promise<RemotePaymentStatus> {
+  async paymentStatus(transactionId: string, options: Pick<CallOptions, 'signal' | 'once'> = {}): Promise<RemotePaymentStatus> {
     const what = 'GET /payment/status';
-    const d = await call(this.options, { method: 'GET', path: `/payment/status/${encodeURIComponent(transactionId)}`, safe: true });
+    const d = await call(this.options, { method: 'GET', path: `/payment/status/${encodeURIComponent(transactionId)}`, safe: true, ...options });
     const amount = optStr(d, 'amount', what);
     return {
       transactionId: optStr(d, 'transaction_id', what) ?? transactionId,

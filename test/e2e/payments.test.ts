@@ -51,10 +51,10 @@ describe('request, pay, status', () => {
     expect(status.message).toMatch(/receive/i);
   });
 
-  it('unknown and malformed transaction ids fail with INVALID_TRANSACTION_ID', async () => {
-    for (const id of ['00000000-0000-4000-8000-000000000000', 'nope']) {
+  it('a malformed transaction id is invalid input (3); an unknown well-formed one is not found (9)', async () => {
+    for (const [id, code] of [['00000000-0000-4000-8000-000000000000', 9], ['nope', 3], ['abc', 3]] as const) {
       const result = await merchant.run(['status', id, '--json']);
-      expect(result.code).toBe(9);
+      expect(result.code).toBe(code);
       expect(JSON.parse(result.stdout)).toMatchObject({ error: { code: 'INVALID_TRANSACTION_ID' } });
     }
   });

@@ -1,0 +1,93 @@
+import { createServer, type Server } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningSandbox } from '../../src/sandbox/index.js';
+import { userWithWallet, type CliUser } from '../helpers/cli.js';
+import { startFaultyProxy } from '../helpers/faulty-proxy.js';
+import { ledger, sandbox } from '../helpers/sandbox.js';
+
+// What a demanding user met at the command line (issue 12): each case as they typed it.
+let sb: RunningSandbox;
+let payer: CliUser;
+let payee: string;
+
+beforeAll(async () => {
+  sb = await sandbox();
+  ({ user: payer } = await userWithWallet(sb.url, '5'));
+  ({ address: payee } = await userWithWallet(sb.url));
+});
+
+afterAll(async () => {
+  await sb?.close();
+});
+
+/** A loopback port nothing listens on: the service is down. */
+async function closedPort(): Promise<string> {
+  const server: Server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return `http://127.0.0.1:${port}`;
+}
+
+const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
+
+describe('send --id', () => {
+  it('the same key with another amount is IDEMPOTENCY_MISMATCH (exit 10) naming what differs; the same parameters repeat the first result', async () => {
+    const first = await payer.json<{ hash: string }>(['send', payee, '0.01', '--yes', '--id', 'order-1']);
+    expect(first._code).toBe(0);
+    const blocks = (await ledger(sb.url)).blocks.length;
+    const other = await payer.run(['send', payee, '0.02', '--yes', '--id', 'order-1', '--json']);
+    expect(other.code).toBe(10);
+    const error = (JSON.parse(other.stdout) as { error: { code: string; message: string } }).error;
+    expect(error.code).toBe('IDEMPOTENCY_MISMATCH');
+    expect(error.message).toMatch(/amount/i);
+    const plain = await payer.run(['send', payee, '0.02', '--yes', '--id', 'order-1']);
+    expect(plain.code).toBe(10);
+    expect(plain.stdout).not.toContain('Already sent');
+    const same = await payer.json<{ hash: string; repeated: boolean }>(['send', payee, '0.01', '--yes', '--id', 'order-1']);
+    expect(same).toMatchObject({ _code: 0, hash: first.hash, repeated: true });
+    expect((await ledger(sb.url)).blocks.length).toBe(blocks);
+  });
+});
+
+describe('status --watch when the service fails', () => {
+  it('with the service down: failures on stderr, and at the timeout exit 5 saying it could not be reached', async () => {
+    const down = await closedPort();
+    const result = await payer.run(['status', UNKNOWN_ID, '--watch', '--interval', '1', '--timeout', '3'], { env: { NANOPAY_API_URL: down } });
+    expect(result.code).toBe(5);
+    expect(result.stderr).toMatch(/Warning \[REQUEST_ERROR\]/);
+    expect(result.stderr).toMatch(/\[REQUEST_ERROR\] The service could not be asked for 3 s/);
+    expect(result.stderr).not.toMatch(/Not paid/);
+  });
+
+  it('--json: NDJSON error events within the timeout, then one error document', async () => {
+    const down = await closedPort();
+    const result = await payer.run(['status', UNKNOWN_ID, '--watch', '--interval', '1', '--timeout', '3', '--json'], { env: { NANOPAY_API_URL: down } });
+    expect(result.code).toBe(5);
+    const lines = result.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const events = lines.slice(0, -1);
+    expect(events.length).toBeGreaterThan(0);
+    for (const e of events) {
+      expect(e).toMatchObject({ event: 'error', code: 'REQUEST_ERROR' });
+      expect(e.elapsed_ms as number).toBeLessThanOrEqual(3000);
+    }
+    expect(lines.at(-1)).toMatchObject({ error: { code: 'REQUEST_ERROR' } });
+  });
+
+  it('a service that never answers is cut at the timeout (not after its own request timeout), exit 5', async () => {
+    const proxy = await startFaultyProxy(sb.url, () => 'hang');
+    const result = await payer.run(['status', UNKNOWN_ID, '--watch', '--timeout', '2', '--json'], { env: { NANOPAY_API_URL: proxy.url, NANOPAY_TIMEOUT_MS: '600000' }, timeoutMs: 60_000 });
+    await proxy.close();
+    expect(result.signal).toBeNull();
+    expect(result.code).toBe(5);
+    expect(JSON.parse(result.stdout.trim().split('\n').at(-1) as string)).toMatchObject({ error: { code: 'REQUEST_ERROR', message: expect.stringMatching(/2 s/) } });
+  });
+
+  it('a service that answers but nobody pays: TIMEOUT, exit 8, naming the timeout given', async () => {
+    const request = await payer.json<{ transaction_id: string }>(['request', '0.5']);
+    const result = await payer.run(['status', request.transaction_id, '--watch', '--interval', '1', '--timeout', '2']);
+    expect(result.code).toBe(8);
+    expect(result.stderr).toContain('Not paid after 2 s');
+  });
+});
