@@ -8,3 +8,8 @@ export function table(rows: string[][]): string {
 export function xno(amount: string): string {
   return `${amount} XNO`;
 }
+
+/** Where a setting's value in effect comes from, for people. */
+export function describeSource(s: { source: 'env' | 'profile' | 'default'; variable?: string }): string {
+  return s.source === 'env' ? `from ${s.variable ?? 'the environment'}` : s.source === 'profile' ? 'from the profile' : 'default';
+}

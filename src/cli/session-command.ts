@@ -1,7 +1,8 @@
 import { Flags } from '@oclif/core';
 import { Session, type PasswordSource } from '../ops/session.js';
 import { BaseCommand } from './base-command.js';
-import { passwordSource, type PasswordFlags } from './password.js';
+import { NanoPayError } from '../errors.js';
+import { passwordSource, promptingUnlock, type PasswordFlags } from './password.js';
 import { workSpinner } from './work-progress.js';
 
 /** Commands that use a profile: the key store, the API, the ledger. */
@@ -16,11 +17,26 @@ export abstract class SessionCommand extends BaseCommand {
     return passwordSource(flags);
   }
 
+  /** Commands that may make a new profile (by storing something in it); the others refuse a profile that does not exist. */
+  protected static makesProfile = false;
+
   protected session(flags: { profile?: string } & PasswordFlags): Session {
-    return new Session({
-      password: passwordSource(flags),
+    const password = passwordSource(flags);
+    const session = new Session({
+      password,
+      unlock: promptingUnlock(flags, password),
       workObserver: workSpinner(!this.jsonEnabled()),
       ...(flags.profile === undefined ? {} : { profile: flags.profile }),
     });
+    const named = flags.profile ?? process.env.NANOPAY_PROFILE;
+    if (named !== undefined && !(this.constructor as typeof SessionCommand).makesProfile) {
+      const profiles = session.config.profileNames();
+      if (!profiles.includes(named)) {
+        throw new NanoPayError('NOT_FOUND', `There is no profile "${named}"; ${profiles.length === 0 ? 'there are no profiles yet' : `the profiles are: ${profiles.join(', ')}`}`, {
+          hint: 'Create a wallet in a new profile with: nanopay wallet create --profile NAME',
+        });
+      }
+    }
+    return session;
   }
 }

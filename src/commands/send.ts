@@ -26,7 +26,7 @@ export default class Send extends SessionCommand {
   async run(): Promise<SendResult> {
     const { args, flags } = await this.parse(Send);
     const amountRaw = flags.raw ? parseRaw(args.amount) : xnoToRaw(args.amount);
-    const confirm = paymentConfirmation('Send', flags);
+    const confirm = paymentConfirmation({ action: 'Sending', question: (a) => `Send ${a} XNO?` }, flags);
     const result = await send(this.session(flags), {
       to: args.address,
       amountRaw,

@@ -91,3 +91,55 @@ describe('status --watch when the service fails', () => {
     expect(result.stderr).toContain('Not paid after 2 s');
   });
 });
+
+describe('profiles and settings', () => {
+  it('a profile that does not exist is named, with those that do', async () => {
+    const result = await payer.run(['balance', '--profile', 'nosuch']);
+    expect(result.code).toBe(9);
+    expect(result.stderr).toMatch(/no profile "nosuch"; the profiles are: default/);
+    expect(result.stderr).not.toMatch(/No active wallet/);
+  });
+
+  it('config get shows the value in effect and its source; --json keeps the value clean', async () => {
+    const fromEnv = await payer.json<{ value: string; source: string; variable: string }>(['config', 'get', 'api-url']);
+    expect(fromEnv).toMatchObject({ value: sb.url, source: 'env', variable: 'NANOPAY_API_URL' });
+    const human = await payer.run(['config', 'get', 'api-url']);
+    expect(human.stdout.trim()).toBe(`${sb.url}  (from NANOPAY_API_URL)`);
+    const { NANOPAY_API_URL: _, ...noUrl } = payer.env;
+    const fallback = await payer.run(['config', 'get', 'api-url', '--json'], { env: { ...noUrl, NANOPAY_API_URL: '' } });
+    expect(JSON.parse(fallback.stdout)).toMatchObject({ value: 'http://127.0.0.1:7076', source: 'default' });
+    const set = await payer.run(['config', 'set', 'work-mode', 'cpu', '--json']);
+    expect(JSON.parse(set.stdout)).toMatchObject({ value: 'cpu', source: 'profile' });
+  });
+});
+
+describe('credits topup', () => {
+  it('without a terminal and without --yes it says plainly what needs confirming', async () => {
+    const result = await payer.run(['credits', 'topup', '10']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('Buying 10 credits needs confirmation, and there is no terminal to ask on');
+  });
+
+  it('reports what the top-up\'s own calls cost', async () => {
+    const before = (await payer.json<{ credits: number }>(['credits'])).credits;
+    const result = await payer.json<{ credits_before: number; calls_cost: number; new_credits_balance: number }>(['credits', 'topup', '10', '--yes']);
+    expect(result.credits_before).toBe(before);
+    expect(result.calls_cost).toBeGreaterThan(0);
+    expect(result.new_credits_balance).toBe(before + 10 - result.calls_cost);
+    const human = await payer.run(['credits', 'topup', '10', '--yes']);
+    expect(human.stdout).toMatch(/Topped up 10 credits; balance now \d+ \(\d+ before; the top-up's own calls cost \d+\)\./);
+  });
+});
+
+describe('work bench', () => {
+  it('shows progress on stderr and prints an aligned table', async () => {
+    const result = await payer.run(['work', 'bench', '--seconds', '1', '--workers', '2']);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain('Measuring 1 thread for 1 s…');
+    expect(result.stderr).toContain('Measuring 2 threads for 1 s…');
+    const rows = result.stdout.split('\n').filter((l) => /^(THREADS|\d+ )/.test(l));
+    expect(rows).toHaveLength(3);
+    const column = (l: string): number => l.search(/SPEED|\d+\.\d+ MH\/s/);
+    expect(new Set(rows.map(column)).size).toBe(1);
+  });
+});

@@ -59,7 +59,7 @@ describe('request, pay, status', () => {
     }
   });
 
-  it('the QR code encodes the standard URI with the raw amount', async () => {
+  it('the QR code encodes the standard URI with the raw amount, and reads on the terminal theme it is drawn for', async () => {
     const result = await merchant.run(['request', '0.75', '--qr']);
     expect(result.code).toBe(0);
     const decoded = decodeTerminalQr(result.stdout);
@@ -70,6 +70,14 @@ describe('request, pay, status', () => {
     expect(result.stdout).toContain(`Link: ${decoded}`);
     expect(uri.amountRaw).toBeGreaterThan(xnoToRaw('0.75'));
     expect(uri.amountRaw).toBeLessThan(xnoToRaw('0.75') + 10n ** 6n);
+    // The default is drawn for a dark terminal: it does not read on a light one, and --qr-style light is the reverse.
+    expect(decodeTerminalQr(result.stdout, 'light')).toBeUndefined();
+    const light = await merchant.run(['request', '0.75', '--qr', '--qr-style', 'light']);
+    expect(light.code).toBe(0);
+    const lightDecoded = decodeTerminalQr(light.stdout, 'light');
+    expect(lightDecoded).toMatch(/^nano:nano_[13][0-9a-z]{59}\?amount=\d+$/);
+    expect(light.stdout).toContain(`Link: ${lightDecoded}`);
+    expect(decodeTerminalQr(light.stdout, 'dark')).toBeUndefined();
     const quiet = await merchant.run(['request', '0.75', '--no-qr']);
     expect(decodeTerminalQr(quiet.stdout)).toBeUndefined();
   });

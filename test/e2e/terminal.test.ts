@@ -77,4 +77,49 @@ describe.skipIf(ptyMissing !== undefined)(`on a terminal${ptyMissing === undefin
     expect(terminal.output).not.toContain('INTERNAL_ERROR');
     expect((await ledger(sb.url)).blocks.length).toBe(blocksBefore);
   });
+
+  it('wallet create asks again when the two passwords differ, and unlock gives three tries', async () => {
+    const user = await newUser(sb.url, { NANOPAY_PASSWORD: '' });
+    const create = onTerminal(['wallet', 'create'], user.env, { columns: 80 });
+    await create.waitFor('New key store password');
+    create.type('first password\r');
+    await create.waitFor('Repeat the password');
+    create.type('other password\r');
+    await create.waitFor('differ; try again (2 tries left)');
+    await create.waitFor(/differ; try again[\s\S]*New key store password/);
+    create.type('good password\r');
+    await create.waitFor(/differ; try again[\s\S]*Repeat the password/);
+    create.type('good password\r');
+    expect(await create.exited).toBe(0);
+    expect(create.output).toContain('Created wallet');
+
+    const unlock = onTerminal(['wallet', 'export', '--yes'], user.env, { columns: 80 });
+    await unlock.waitFor('Key store password');
+    unlock.type('wrong password\r');
+    await unlock.waitFor('Wrong password; 2 tries left');
+    unlock.type('good password\r');
+    expect(await unlock.exited).toBe(0);
+    expect(unlock.output).toContain('Secret:');
+
+    const fail = onTerminal(['wallet', 'export', '--yes'], user.env, { columns: 80 });
+    for (const left of ['2 tries', '1 try']) {
+      await fail.waitFor(/Key store password/);
+      fail.type('wrong password\r');
+      await fail.waitFor(`Wrong password; ${left} left`);
+    }
+    fail.type('wrong password\r');
+    expect(await fail.exited).toBe(6);
+    expect(fail.output).toContain('[WRONG_PASSWORD]');
+    expect(fail.output).not.toContain('Secret:');
+  });
+
+  it('NO_COLOR: the status --watch spinner has no colour codes', async () => {
+    const { user } = await walletUser();
+    const request = await user.json<{ transaction_id: string }>(['request', '0.5']);
+    const terminal = onTerminal(['status', request.transaction_id, '--watch', '--interval', '1', '--timeout', '2'], { ...user.env, NO_COLOR: '1' }, { columns: 80 });
+    expect(await terminal.exited).toBe(8);
+    expect(terminal.output).toContain('Waiting for payment');
+    // SGR sequences (colours, bold, dim): ESC [ … m.
+    expect(terminal.output).not.toMatch(/\u001B\[[0-9;]*m/);
+  });
 });
