@@ -143,3 +143,37 @@ describe('work bench', () => {
     expect(new Set(rows.map(column)).size).toBe(1);
   });
 });
+
+describe('help, version, completion, unknown commands', () => {
+  it('-h, --help and help print the top-level help; -v, --version and version the version', async () => {
+    for (const args of [['-h'], ['--help'], ['help']]) {
+      const result = await payer.run(args);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toContain('USAGE');
+      expect(result.stdout).toContain('send');
+    }
+    for (const args of [['-v'], ['--version'], ['version']]) {
+      const result = await payer.run(args);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(/^nanopay-cli\/\d+\.\d+\.\d+ /);
+    }
+  });
+
+  it('autocomplete prints a completion script for bash and zsh', async () => {
+    for (const shell of ['bash', 'zsh']) {
+      const result = await payer.run(['autocomplete', 'script', shell]);
+      expect(result.code).toBe(0);
+      expect(result.stdout.length).toBeGreaterThan(0);
+    }
+  });
+
+  it('an unknown command suggests the nearest, shows no internal id, runs nothing; --json is an error document', async () => {
+    const result = await payer.run(['sned', payee, '1', '--yes']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('"sned" is not a nanopay command. Did you mean send?');
+    expect(result.stderr).not.toMatch(/sned:|nano_1\w*:/);
+    const json = await payer.run(['walet', 'list', '--json']);
+    expect(json.code).toBe(2);
+    expect(JSON.parse(json.stdout)).toMatchObject({ error: { code: 'USAGE', message: expect.stringContaining('Did you mean wallet list?') } });
+  });
+});
