@@ -17,8 +17,8 @@ export abstract class SessionCommand extends BaseCommand {
     return passwordSource(flags);
   }
 
-  /** Commands that may make a new profile (by storing something in it); the others refuse a profile that does not exist. */
-  protected static makesProfile = false;
+  /** Commands that store into a new profile, or list an empty one; the others refuse a profile that does not exist. */
+  protected static allowsNewProfile = false;
 
   protected session(flags: { profile?: string } & PasswordFlags): Session {
     const password = passwordSource(flags);
@@ -29,7 +29,7 @@ export abstract class SessionCommand extends BaseCommand {
       ...(flags.profile === undefined ? {} : { profile: flags.profile }),
     });
     const named = flags.profile ?? process.env.NANOPAY_PROFILE;
-    if (named !== undefined && !(this.constructor as typeof SessionCommand).makesProfile) {
+    if (named !== undefined && !(this.constructor as typeof SessionCommand).allowsNewProfile) {
       const profiles = session.config.profileNames();
       if (!profiles.includes(named)) {
         throw new NanoPayError('NOT_FOUND', `There is no profile "${named}"; ${profiles.length === 0 ? 'there are no profiles yet' : `the profiles are: ${profiles.join(', ')}`}`, {

@@ -7,7 +7,7 @@ import { SETTING_NAMES, setSetting, unsetSetting, type SettingValue } from '../.
 
 export default class ConfigSet extends SessionCommand {
   static override summary = 'Change a setting of the profile (api-key only from stdin).';
-  protected static override makesProfile = true;
+  protected static override allowsNewProfile = true;
   static override examples = [
     '<%= config.bin %> config set api-url https://api.example.com',
     '<%= config.bin %> config set limit-per-send 5',
