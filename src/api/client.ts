@@ -1,7 +1,7 @@
 import { NanoPayError } from '../errors.js';
 import type { StateBlock, Subtype } from '../nano/block.js';
 import { CREDIT_TIERS, type CreditTier } from './contract.js';
-import { call, type HttpOptions } from './http.js';
+import { call, type CallOptions, type HttpOptions } from './http.js';
 import { asObject, bigIntField, bool, hexField, optStr, str, type Json } from './shape.js';
 
 export interface RemoteWallet {
@@ -210,9 +210,9 @@ export class ApiClient {
     return { transactionId: str(d, 'transaction_id', what), receiveAddress: str(d, 'receive_address', what), amount: str(d, 'amount', what) };
   }
 
-  async paymentStatus(transactionId: string): Promise<RemotePaymentStatus> {
+  async paymentStatus(transactionId: string, options: Pick<CallOptions, 'signal' | 'once'> = {}): Promise<RemotePaymentStatus> {
     const what = 'GET /payment/status';
-    const d = await call(this.options, { method: 'GET', path: `/payment/status/${encodeURIComponent(transactionId)}`, safe: true });
+    const d = await call(this.options, { method: 'GET', path: `/payment/status/${encodeURIComponent(transactionId)}`, safe: true, ...options });
     const amount = optStr(d, 'amount', what);
     const receiveAddress = optStr(d, 'receive_address', what);
     const blockHash = d.block_hash === undefined || d.block_hash === null ? undefined : hexField(d, 'block_hash', 32, what).toUpperCase();

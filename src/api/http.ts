@@ -17,6 +17,10 @@ export interface CallOptions {
   /** A read that may be repeated without effect (GET, or a POST that only reads). */
   safe: boolean;
   auth?: boolean;
+  /** Stops the call (its retries too), e.g. at a caller's deadline. */
+  signal?: AbortSignal;
+  /** No retry of a safe call: for callers that retry themselves and report each failure. */
+  once?: boolean;
 }
 
 /** Where the answer came from, for messages: never includes the API key or credentials in the URL. */
@@ -72,11 +76,12 @@ export async function call(options: HttpOptions, request: CallOptions): Promise<
       headers,
       ...(request.body === undefined ? {} : { json: request.body }),
       timeout: { request: options.timeoutMs ?? 15_000 },
-      retry: request.safe
+      retry: request.safe && request.once !== true
         ? { limit: options.retries ?? 2, methods: ['GET', 'POST'], backoffLimit: 2_000 }
         : { limit: 0 },
       throwHttpErrors: false,
       responseType: 'text',
+      ...(request.signal === undefined ? {} : { signal: request.signal }),
     });
     return unwrap(response.statusCode, response.body, where);
   } catch (error) {

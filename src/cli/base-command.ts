@@ -1,6 +1,7 @@
 import { Command, Errors } from '@oclif/core';
 import { ExitCode, NanoPayError, toNanoPayError } from '../errors.js';
-import { stopSpinners } from './spinner.js';
+import { commandFinished, interruption } from './interrupt.js';
+import { colourless, endSpinners, stopSpinners } from './spinner.js';
 
 /** oclif's own failures (bad flags, missing args) are usage errors. */
 function fromOclif(error: unknown): NanoPayError | undefined {
@@ -13,28 +14,57 @@ function fromOclif(error: unknown): NanoPayError | undefined {
   return undefined;
 }
 
+/** Ctrl-C at a prompt: the terminal is in raw mode there, so inquirer sees the key and rejects instead of a SIGINT. */
+function fromPrompt(error: unknown): NanoPayError | undefined {
+  if (error instanceof Error && (error.name === 'ExitPromptError' || error.name === 'AbortPromptError')) {
+    return new NanoPayError('CANCELLED', 'Cancelled; nothing was changed');
+  }
+  return undefined;
+}
+
 /**
  * Every command: `--json` prints exactly one JSON document on stdout (the value
  * `run` returns, or `{"error": {code, message}}`), and errors end the process
- * with the stable exit code of their NanoPayError code.
+ * with the stable exit code of their NanoPayError code. Ctrl-C ends any command
+ * with exit 130.
  */
 export abstract class BaseCommand extends Command {
   static override enableJsonFlag = true;
 
+  protected override async init(): Promise<void> {
+    interruption((error) => this.printError(error));
+    await super.init();
+  }
+
+  /** Aborted on Ctrl-C, so work and waits stop at once (exit 130). */
+  protected get signal(): AbortSignal {
+    return interruption();
+  }
+
   protected override async catch(error: unknown): Promise<void> {
     if (error instanceof Errors.ExitError) throw error;
-    const failure = fromOclif(error) ?? toNanoPayError(error);
+    const failure = fromOclif(error) ?? fromPrompt(error) ?? toNanoPayError(error);
     process.exitCode = failure.exitCode;
+    this.printError(failure);
+  }
+
+  protected override async finally(error: Error | undefined): Promise<void> {
+    endSpinners();
+    commandFinished();
+    await super.finally(error);
+  }
+
+  private printError(failure: NanoPayError): void {
     stopSpinners();
     if (this.jsonEnabled()) {
       process.stdout.write(`${JSON.stringify({ error: failure.toJSON() })}\n`);
       return;
     }
-    const { Chalk } = await import('chalk');
-    // No colour when NO_COLOR is set or stderr is not a terminal.
-    const chalk = new Chalk({ level: process.env.NO_COLOR || !process.stderr.isTTY ? 0 : 1 });
-    process.stderr.write(`${chalk.red('Error')} ${chalk.dim(`[${failure.code}]`)} ${failure.message}\n`);
-    if (failure.hint !== undefined) process.stderr.write(`${chalk.dim('Hint:')} ${failure.hint}\n`);
+    const plain = colourless();
+    const red = (s: string): string => (plain ? s : `\u001B[31m${s}\u001B[39m`);
+    const dim = (s: string): string => (plain ? s : `\u001B[2m${s}\u001B[22m`);
+    process.stderr.write(`${red('Error')} ${dim(`[${failure.code}]`)} ${failure.message}\n`);
+    if (failure.hint !== undefined) process.stderr.write(`${dim('Hint:')} ${failure.hint}\n`);
   }
 
   protected override logJson(json: unknown): void {

@@ -4,3 +4,8 @@ export function table(rows: string[][]): string {
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
   return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n');
 }
+
+/** Where a setting's value in effect comes from, for people. */
+export function describeSource(s: { source: 'env' | 'profile' | 'default'; variable?: string }): string {
+  return s.source === 'env' ? `from ${s.variable ?? 'the environment'}` : s.source === 'profile' ? 'from the profile' : 'default';
+}

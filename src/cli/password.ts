@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { NanoPayError } from '../errors.js';
 import type { PasswordSource } from '../ops/session.js';
+import { KeyStore } from '../wallet/keystore.js';
 import { stdinLine } from './stdin.js';
 
 export interface PasswordFlags {
@@ -9,6 +10,8 @@ export interface PasswordFlags {
 }
 
 const OPTIONS = '--password-file PATH, --password-stdin, or the variable NANOPAY_PASSWORD';
+/** Tries a user at a terminal gets, for a wrong password and for two entries that differ. */
+const TRIES = 3;
 
 /**
  * Where the key store password comes from, in order: --password-file,
@@ -23,6 +26,40 @@ export function passwordSource(flags: PasswordFlags, env: NodeJS.ProcessEnv = pr
   };
 }
 
+/** True when the password will be asked on the terminal (no file, stdin or variable gives it). */
+function prompting(flags: PasswordFlags, env: NodeJS.ProcessEnv): boolean {
+  return flags['password-file'] === undefined && !flags['password-stdin'] && !(env.NANOPAY_PASSWORD || env.AI_WALLET_PASSWORD);
+}
+
+/**
+ * Opens the key store: once with a given password; on a terminal, a wrong
+ * password is asked again, up to three tries.
+ */
+export function promptingUnlock(flags: PasswordFlags, source: PasswordSource, env: NodeJS.ProcessEnv = process.env): (path: string) => Promise<KeyStore> {
+  return async (path) => {
+    if (!prompting(flags, env)) return KeyStore.open(path, await source('unlock'));
+    for (let attempt = 1; ; attempt++) {
+      const password = await ask('Key store password:');
+      try {
+        return await KeyStore.open(path, password);
+      } catch (error) {
+        if (!(error instanceof NanoPayError) || error.code !== 'WRONG_PASSWORD' || attempt === TRIES) throw error;
+        process.stderr.write(`Wrong password; ${TRIES - attempt} ${TRIES - attempt === 1 ? 'try' : 'tries'} left.\n`);
+      }
+    }
+  };
+}
+
+async function ask(message: string, validate?: (v: string) => boolean | string): Promise<string> {
+  if (!process.stdin.isTTY || !process.stderr.isTTY) {
+    throw new NanoPayError('PASSWORD_REQUIRED', 'The key store password is needed and there is no terminal to ask on', {
+      hint: `Give it with ${OPTIONS}.`,
+    });
+  }
+  const { password } = await import('@inquirer/prompts');
+  return password({ message, mask: true, ...(validate === undefined ? {} : { validate }) }, { output: process.stderr });
+}
+
 async function resolve(flags: PasswordFlags, env: NodeJS.ProcessEnv, purpose: 'unlock' | 'create'): Promise<string> {
   if (flags['password-file'] !== undefined) {
     const text = await readFile(flags['password-file'], 'utf8').catch((error: NodeJS.ErrnoException) => {
@@ -35,16 +72,12 @@ async function resolve(flags: PasswordFlags, env: NodeJS.ProcessEnv, purpose: 'u
   if (flags['password-stdin']) return stdinLine('the password');
   const fromEnv = env.NANOPAY_PASSWORD || env.AI_WALLET_PASSWORD;
   if (fromEnv) return fromEnv;
-  if (!process.stdin.isTTY || !process.stderr.isTTY) {
-    throw new NanoPayError('PASSWORD_REQUIRED', 'The key store password is needed and there is no terminal to ask on', {
-      hint: `Give it with ${OPTIONS}.`,
-    });
+  if (purpose === 'unlock') return ask('Key store password:');
+  for (let attempt = 1; ; attempt++) {
+    const first = await ask('New key store password:', (v) => v.length >= 8 || 'Use at least 8 characters');
+    const again = await ask('Repeat the password:');
+    if (first === again) return first;
+    if (attempt === TRIES) throw new NanoPayError('PASSWORD_REQUIRED', `The two passwords differed ${TRIES} times; nothing was changed`);
+    process.stderr.write(`The two passwords differ; try again (${TRIES - attempt} ${TRIES - attempt === 1 ? 'try' : 'tries'} left).\n`);
   }
-  const { password } = await import('@inquirer/prompts');
-  const output = { output: process.stderr };
-  if (purpose === 'unlock') return password({ message: 'Key store password:', mask: true }, output);
-  const first = await password({ message: 'New key store password:', mask: true, validate: (v) => v.length >= 8 || 'Use at least 8 characters' }, output);
-  const again = await password({ message: 'Repeat the password:', mask: true }, output);
-  if (first !== again) throw new NanoPayError('PASSWORD_REQUIRED', 'The two passwords differ; nothing was changed');
-  return first;
 }

@@ -1,22 +1,9 @@
 import { Flags } from '@oclif/core';
 import { Session, type PasswordSource } from '../ops/session.js';
 import { BaseCommand } from './base-command.js';
-import { passwordSource, type PasswordFlags } from './password.js';
+import { NanoPayError } from '../errors.js';
+import { passwordSource, promptingUnlock, type PasswordFlags } from './password.js';
 import { workSpinner } from './work-progress.js';
-
-let interrupted: AbortController | undefined;
-
-/** One process-wide Ctrl-C signal, however many commands run in this process. */
-function interruption(): AbortSignal {
-  if (interrupted === undefined) {
-    const controller = new AbortController();
-    // A lasting listener (not `once`): a second Ctrl-C while the command winds down must reach this
-    // handler again rather than kill the process before it ends cleanly.
-    process.on('SIGINT', () => controller.abort());
-    interrupted = controller;
-  }
-  return interrupted.signal;
-}
 
 /** Commands that use a profile: the key store, the API, the ledger. */
 export abstract class SessionCommand extends BaseCommand {
@@ -26,20 +13,30 @@ export abstract class SessionCommand extends BaseCommand {
     'password-stdin': Flags.boolean({ description: 'read the key store password from the first line of stdin', helpGroup: 'GLOBAL' }),
   };
 
-  /** Aborted on Ctrl-C, so work and waits stop at once (exit 130). */
-  protected get signal(): AbortSignal {
-    return interruption();
-  }
-
   protected passwordSource(flags: PasswordFlags): PasswordSource {
     return passwordSource(flags);
   }
 
+  /** Commands that store into a new profile, or list an empty one; the others refuse a profile that does not exist. */
+  protected static allowsNewProfile = false;
+
   protected session(flags: { profile?: string } & PasswordFlags): Session {
-    return new Session({
-      password: passwordSource(flags),
+    const password = passwordSource(flags);
+    const session = new Session({
+      password,
+      unlock: promptingUnlock(flags, password),
       workObserver: workSpinner(!this.jsonEnabled()),
       ...(flags.profile === undefined ? {} : { profile: flags.profile }),
     });
+    const named = flags.profile ?? process.env.NANOPAY_PROFILE;
+    if (named !== undefined && !(this.constructor as typeof SessionCommand).allowsNewProfile) {
+      const profiles = session.config.profileNames();
+      if (!profiles.includes(named)) {
+        throw new NanoPayError('NOT_FOUND', `There is no profile "${named}"; ${profiles.length === 0 ? 'there are no profiles yet' : `the profiles are: ${profiles.join(', ')}`}`, {
+          hint: 'Create a wallet in a new profile with: nanopay wallet create --profile NAME',
+        });
+      }
+    }
+    return session;
   }
 }

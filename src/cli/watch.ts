@@ -11,7 +11,9 @@ export async function watch(
 ): Promise<PaymentStatusResult> {
   const spinner = await progress(`Waiting for payment ${id}`, !options.json);
   const started = Date.now();
-  const tick = setInterval(() => spinner.update(`Waiting for payment ${id} (${Math.round((Date.now() - started) / 1000)} s)`), 1000);
+  let failing = '';
+  const show = (): void => spinner.update(`Waiting for payment ${id} (${Math.round((Date.now() - started) / 1000)} s)${failing}`);
+  const tick = setInterval(show, 1000);
   try {
     const paid = await watchPayment(session, id, {
       intervalMs: options.interval * 1000,
@@ -19,7 +21,13 @@ export async function watch(
       ...(options.timeout === undefined ? {} : { timeoutMs: options.timeout * 1000 }),
       onEvent: (event) => {
         if (options.json) process.stdout.write(`${JSON.stringify(event)}\n`);
-        else if (event.event === 'error') spinner.update(`${event.message}; retrying in ${Math.round(event.retry_in_ms / 1000)} s`);
+        else if (event.event === 'error') {
+          // Each failure gets its own line (a spinner's text alone would vanish, and there is none off a terminal).
+          const retry = `retrying in ${Math.round(event.retry_in_ms / 1000)} s`;
+          process.stderr.write(`Warning [${event.code}] ${event.message}; ${retry}\n`);
+          failing = `; the service is failing, ${retry}`;
+          show();
+        } else failing = '';
       },
     });
     spinner.succeed(`Paid: ${paid.message}`);

@@ -6,30 +6,51 @@ function seconds(s: number): string {
   return s < 100 ? `${s.toFixed(1)} s` : `${Math.round(s)} s`;
 }
 
+/** Workers report every 250 ms: this long without a report means the search is over. */
+const SILENT_MS = 1500;
+/** Reports still in flight when a search ends arrive within a batch (tens of ms): they are not a new search. */
+const LATE_MS = 200;
+
 /**
  * A spinner on stderr while this machine makes proof of work: hashes per
  * second, the expected time for the threshold, and the time so far. Nothing
  * when stderr is not a terminal or output is JSON.
+ *
+ * It ends with its work: on done(), and also when reports stop coming, so a
+ * report that arrives after done() can never leave a spinner running (and the
+ * process alive) after the command.
  */
 export function workSpinner(enabled: boolean): WorkObserver {
   let spinner: Promise<Progress> | undefined;
   let started = 0;
+  let endedAt = -Infinity;
+  let silence: NodeJS.Timeout | undefined;
+
+  const close = (): void => {
+    clearTimeout(silence);
+    silence = undefined;
+    const current = spinner;
+    spinner = undefined;
+    endedAt = Date.now();
+    void current?.then((s) => s.stop());
+  };
+
   return {
     progress(hashes, threshold) {
       if (!enabled || !process.stderr.isTTY) return;
       if (spinner === undefined) {
+        if (Date.now() - endedAt < LATE_MS) return;
         started = Date.now() - 250;
         spinner = progress('Proof of work…', true);
       }
+      clearTimeout(silence);
+      silence = setTimeout(close, SILENT_MS).unref();
       const elapsed = (Date.now() - started) / 1000;
       const rate = hashes / Math.max(elapsed, 0.001);
       const expected = expectedHashes(threshold) / rate;
-      void spinner.then((s) => s.update(`Proof of work: ${(rate / 1e6).toFixed(1)} MH/s, expected ~${seconds(expected)}, elapsed ${seconds(elapsed)}`));
+      const text = `Proof of work: ${(rate / 1e6).toFixed(1)} MH/s, expected ~${seconds(expected)}, elapsed ${seconds(elapsed)}`;
+      void spinner.then((s) => s.update(text));
     },
-    done() {
-      const current = spinner;
-      spinner = undefined;
-      void current?.then((s) => s.stop());
-    },
+    done: close,
   };
 }

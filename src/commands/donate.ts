@@ -13,7 +13,7 @@ export default class Donate extends SessionCommand {
 
   async run(): Promise<DonateResult> {
     const { args, flags } = await this.parse(Donate);
-    const confirm = paymentConfirmation('Donate', flags);
+    const confirm = paymentConfirmation({ action: 'Donating', question: (a) => `Donate ${a} XNO?` }, flags);
     const result = await donate(this.session(flags), {
       amount: { xno: args.amount },
       dryRun: flags['dry-run'],

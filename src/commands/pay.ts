@@ -16,7 +16,7 @@ export default class Pay extends SessionCommand {
 
   async run(): Promise<SendResult & { uri: string }> {
     const { args, flags } = await this.parse(Pay);
-    const confirm = paymentConfirmation('Pay', flags);
+    const confirm = paymentConfirmation({ action: 'Paying', question: (a) => `Pay ${a} XNO?` }, flags);
     const result = await payUri(this.session(flags), args.uri, {
       dryRun: flags['dry-run'],
       signal: this.signal,

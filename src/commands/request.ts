@@ -1,5 +1,5 @@
 import { Args, Flags } from '@oclif/core';
-import { renderQr } from '../cli/qr.js';
+import { QR_STYLES, renderQr, type QrStyle } from '../cli/qr.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { requestPayment, type PaymentRequestResult } from '../ops/payments.js';
 import { watch } from '../cli/watch.js';
@@ -8,12 +8,18 @@ export default class Request extends SessionCommand {
   static override summary = 'Create a payment request; prints the exact amount to pay and a QR code of the nano: URI.';
   static override description = `The service raises the amount by a tiny offset so the payment can be matched: the payer must
 send exactly the amount shown. The QR code encodes nano:<address>?amount=<raw>. --watch waits for the payment like status --watch.`;
-  static override examples = ['<%= config.bin %> request 1.5', '<%= config.bin %> request 0.25 --to nano_1… --no-qr --json', '<%= config.bin %> request 2 --watch --timeout 600'];
+  static override examples = ['<%= config.bin %> request 1.5', '<%= config.bin %> request 0.25 --to nano_1… --no-qr --json', '<%= config.bin %> request 2 --watch --timeout 600', '<%= config.bin %> request 1 --qr-style light'];
   static override args = { amount: Args.string({ ignoreStdin: true, description: 'amount in XNO', required: true }) };
   static override flags = {
     to: Flags.string({ description: 'receive address (default: the active account)' }),
     'redirect-url': Flags.string({ description: 'where the customer goes after paying' }),
     qr: Flags.boolean({ description: 'print a QR code (default: on a terminal)', allowNo: true }),
+    'qr-style': Flags.string({
+      description: 'the terminal background the QR code is drawn for: dark (light blocks) or light (dark blocks)',
+      options: QR_STYLES,
+      default: 'dark',
+      env: 'NANOPAY_QR_STYLE',
+    }),
     watch: Flags.boolean({ description: 'then wait until it is paid' }),
     interval: Flags.integer({ description: 'seconds between checks with --watch', default: 2, min: 1 }),
     timeout: Flags.integer({ description: 'give up after this many seconds with --watch (exit 8)', min: 1 }),
@@ -33,7 +39,7 @@ send exactly the amount shown. The QR code encodes nano:<address>?amount=<raw>. 
       this.log(`Payment request ${request.transaction_id}`);
       this.log(`Pay exactly ${request.amount} XNO to ${request.receive_address}`);
       this.log('The amount carries a small offset that identifies this request: the payer must send exactly that amount, not a rounded one.');
-      if (flags.qr ?? process.stdout.isTTY) this.log(`\n${await renderQr(request.uri)}`);
+      if (flags.qr ?? process.stdout.isTTY) this.log(`\n${await renderQr(request.uri, flags['qr-style'] as QrStyle)}`);
       this.log(`Link: ${request.uri}`);
     }
     if (!flags.watch) return request;

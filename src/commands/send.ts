@@ -24,7 +24,7 @@ export default class Send extends SessionCommand {
 
   async run(): Promise<SendResult> {
     const { args, flags } = await this.parse(Send);
-    const confirm = paymentConfirmation('Send', flags);
+    const confirm = paymentConfirmation({ action: 'Sending', question: (a) => `Send ${a} XNO?` }, flags);
     const result = await send(this.session(flags), {
       to: args.address,
       amount: flags.raw ? { raw: args.amount } : { xno: args.amount },

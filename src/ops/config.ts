@@ -7,6 +7,8 @@ import { DEFAULT_API_URL, secretIds, type Session } from './session.js';
 const SETTINGS = {
   'api-url': {
     describe: 'base URL of the payment service',
+    env: 'NANOPAY_API_URL',
+    fallback: DEFAULT_API_URL,
     get: (p: ProfileRecord) => p.apiUrl,
     set: (p: ProfileRecord, v: string): ProfileRecord => {
       let url: URL;
@@ -36,6 +38,8 @@ const SETTINGS = {
   },
   'work-mode': {
     describe: 'proof of work: auto, cpu or remote',
+    env: 'NANO_WORK_MODE',
+    fallback: 'auto',
     get: (p: ProfileRecord) => p.workMode,
     set: (p: ProfileRecord, v: string): ProfileRecord => {
       if (v !== 'auto' && v !== 'cpu' && v !== 'remote') throw new NanoPayError('INVALID_REQUEST', 'work-mode is auto, cpu or remote');
@@ -44,6 +48,7 @@ const SETTINGS = {
   },
   'work-servers': {
     describe: 'comma-separated work server URLs',
+    env: 'NANO_WORK_SERVER_URL',
     get: (p: ProfileRecord) => p.workServers,
     set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, workServers: v }),
   },
@@ -60,22 +65,30 @@ function setting(name: string): (typeof SETTINGS)[keyof typeof SETTINGS] {
 
 export interface SettingValue {
   name: string;
+  /** The value in effect, clean (no annotation): a variable's, else the profile's, else the default. */
   value: string | null;
+  /** Where the value in effect comes from; `env` names the variable in `variable`. */
+  source: 'env' | 'profile' | 'default';
+  variable?: string;
   description: string;
 }
 
-/** The API key is a secret: list and get only say whether it is set. */
-async function apiKeyState(session: Session): Promise<string | null> {
-  if (session.env.NANOPAY_API_KEY) return '(set by NANOPAY_API_KEY)';
-  if (!(await session.hasKeystore())) return null;
-  return (await session.keystore()).get(secretIds.apiKey(session.profileName)) === undefined ? null : '(set, encrypted)';
+/** The API key is a secret: list and get only say whether it is set, and where. */
+async function apiKeySetting(session: Session): Promise<SettingValue> {
+  const description = 'API key for the service (secret)';
+  if (session.env.NANOPAY_API_KEY) return { name: 'api-key', value: '(set)', source: 'env', variable: 'NANOPAY_API_KEY', description };
+  const stored = (await session.hasKeystore()) && (await session.keystore()).get(secretIds.apiKey(session.profileName)) !== undefined;
+  return { name: 'api-key', value: stored ? '(set, encrypted)' : null, source: stored ? 'profile' : 'default', description };
 }
 
 export async function getSetting(session: Session, name: string): Promise<SettingValue> {
-  if (name === 'api-key') return { name, value: await apiKeyState(session), description: 'API key for the service (secret)' };
-  const s = setting(name);
-  const value = s.get(session.profile()) ?? (name === 'api-url' ? `${DEFAULT_API_URL} (default)` : undefined);
-  return { name, value: value ?? null, description: s.describe };
+  if (name === 'api-key') return apiKeySetting(session);
+  const s: { describe: string; get(p: ProfileRecord): string | undefined; env?: string; fallback?: string } = setting(name);
+  const fromEnv = s.env === undefined ? undefined : session.env[s.env];
+  if (s.env !== undefined && fromEnv) return { name, value: fromEnv, source: 'env', variable: s.env, description: s.describe };
+  const stored = s.get(session.profile());
+  if (stored !== undefined) return { name, value: stored, source: 'profile', description: s.describe };
+  return { name, value: s.fallback ?? null, source: 'default', description: s.describe };
 }
 
 export async function listSettings(session: Session): Promise<{ profile: string; settings: SettingValue[] }> {

@@ -29,6 +29,10 @@ export interface TopupResult {
   payment_address: string;
   /** True when this run completed an earlier, interrupted top-up instead of paying again. */
   resumed: boolean;
+  /** Credits just before this top-up (not known for a resumed one). */
+  credits_before?: number;
+  /** What the top-up's own protected calls (balance, publish…) cost: before + bought - after. */
+  calls_cost?: number;
 }
 
 export interface TopupInput {
@@ -75,7 +79,9 @@ export async function topup(session: Session, input: TopupInput): Promise<TopupR
     return resumed;
   }
 
-  const listed = xnoToRaw((await ctx.api.credits()).prices[tier]);
+  // The credits call is free: the balance before the top-up, to say what its own calls cost.
+  const before = await ctx.api.credits();
+  const listed = xnoToRaw(before.prices[tier]);
   const offer = await ctx.api.topupOffer(tier);
   const amountRaw = xnoToRaw(offer.amountXno);
   if (amountRaw !== listed) {
@@ -92,7 +98,8 @@ export async function topup(session: Session, input: TopupInput): Promise<TopupR
     landed: async (answer, entry, plan) => {
       if (answer === undefined) throw new NanoPayError('INVALID_DATA', 'The service did not confirm the top-up; run the same command again to complete it');
       await ctx.journal.record(signer.address, { ...entry, topupResult: answer });
-      result = resultOf(answer, entry.hash, amountRaw, plan.to, false);
+      const made = resultOf(answer, entry.hash, amountRaw, plan.to, false);
+      result = { ...made, credits_before: before.credits, calls_cost: before.credits + made.topped_up_credits - made.new_credits_balance };
       await input.report?.(result);
     },
   });

@@ -24,6 +24,8 @@ export interface SessionOptions {
   timeoutMs?: number;
   /** Follows local proof-of-work searches (for a spinner). */
   workObserver?: WorkObserver;
+  /** Opens the existing key store instead of KeyStore.open with `password` (the CLI: an unlocked session, or prompts with retries). */
+  unlock?: (path: string) => Promise<KeyStore>;
 }
 
 /** The service a fresh profile talks to: the sandbox's default address. */
@@ -83,7 +85,7 @@ export class Session {
   async keystore(mode: 'open' | 'create' = 'open'): Promise<KeyStore> {
     this.store ??= (async () => {
       const path = keystorePath(this.dir);
-      if (await KeyStore.exists(path)) return KeyStore.open(path, await this.options.password('unlock'));
+      if (await KeyStore.exists(path)) return this.options.unlock?.(path) ?? KeyStore.open(path, await this.options.password('unlock'));
       if (mode === 'open') {
         throw new NanoPayError('NOT_FOUND', 'There is no wallet yet', { hint: 'Create one with: nanopay wallet create' });
       }

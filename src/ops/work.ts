@@ -67,9 +67,11 @@ async function measure(engine: EngineName, workers: number, ms: number): Promise
 }
 
 /** The engine in use and its speed on one and on all threads, with what that means for live blocks. */
-export async function bench(input: { workers: number; ms: number }) {
+export async function bench(input: { workers: number; ms: number; onPhase?: (threads: number) => void }) {
   const engine = workEngine();
+  input.onPhase?.(1);
   const one = await measure(engine, 1, input.ms);
+  input.onPhase?.(input.workers);
   const all = await measure(engine, input.workers, input.ms);
   return {
     engine,

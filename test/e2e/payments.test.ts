@@ -51,15 +51,15 @@ describe('request, pay, status', () => {
     expect(status.message).toMatch(/receive/i);
   });
 
-  it('unknown and malformed transaction ids fail with INVALID_TRANSACTION_ID', async () => {
-    for (const id of ['00000000-0000-4000-8000-000000000000', 'nope']) {
+  it('a malformed transaction id is invalid input (3); an unknown well-formed one is not found (9)', async () => {
+    for (const [id, code] of [['00000000-0000-4000-8000-000000000000', 9], ['nope', 3], ['abc', 3]] as const) {
       const result = await merchant.run(['status', id, '--json']);
-      expect(result.code).toBe(9);
+      expect(result.code).toBe(code);
       expect(JSON.parse(result.stdout)).toMatchObject({ error: { code: 'INVALID_TRANSACTION_ID' } });
     }
   });
 
-  it('the QR code encodes the standard URI with the raw amount', async () => {
+  it('the QR code encodes the standard URI with the raw amount, and reads on the terminal theme it is drawn for', async () => {
     const result = await merchant.run(['request', '0.75', '--qr']);
     expect(result.code).toBe(0);
     const decoded = decodeTerminalQr(result.stdout);
@@ -70,6 +70,14 @@ describe('request, pay, status', () => {
     expect(result.stdout).toContain(`Link: ${decoded}`);
     expect(uri.amountRaw).toBeGreaterThan(xnoToRaw('0.75'));
     expect(uri.amountRaw).toBeLessThan(xnoToRaw('0.75') + 10n ** 6n);
+    // The default is drawn for a dark terminal: it does not read on a light one, and --qr-style light is the reverse.
+    expect(decodeTerminalQr(result.stdout, 'light')).toBeUndefined();
+    const light = await merchant.run(['request', '0.75', '--qr', '--qr-style', 'light']);
+    expect(light.code).toBe(0);
+    const lightDecoded = decodeTerminalQr(light.stdout, 'light');
+    expect(lightDecoded).toMatch(/^nano:nano_[13][0-9a-z]{59}\?amount=\d+$/);
+    expect(light.stdout).toContain(`Link: ${lightDecoded}`);
+    expect(decodeTerminalQr(light.stdout, 'dark')).toBeUndefined();
     const quiet = await merchant.run(['request', '0.75', '--no-qr']);
     expect(decodeTerminalQr(quiet.stdout)).toBeUndefined();
   });

@@ -94,7 +94,7 @@ describe('the seven routes', () => {
     const status = await call('GET', `/payment/status/${id}`);
     expect(status.body.data).toEqual({ success: true, message: expect.any(String), transaction_id: id, is_paid: false });
     expectEnvelopeError(await call('GET', '/payment/status/00000000-0000-4000-8000-000000000000'), 404, 'INVALID_TRANSACTION_ID');
-    expectEnvelopeError(await call('GET', '/payment/status/junk'), 404, 'INVALID_TRANSACTION_ID');
+    expectEnvelopeError(await call('GET', '/payment/status/junk'), 400, 'INVALID_TRANSACTION_ID');
   });
 
   it('GET /credits, POST /credits/topup/{n}', async () => {
@@ -212,7 +212,7 @@ describe('clients of the upstream toolset', () => {
     expect(numeric.body.error?.message).toMatch(/string.*not a JSON number/);
     expectRawEnvelopeError(await httpCall(serve.url, 'POST', '/payment/request', { headers: json, body: '{"amount": 2}' }), 400, 'INVALID_NUMBER_FORMAT');
     expectRawEnvelopeError(await httpCall(serve.url, 'POST', '/wallet/send', { body: JSON.stringify({ recipient_address: other, amount: '0.1' }) }), 415, 'UNSUPPORTED_MEDIA_TYPE');
-    expectRawEnvelopeError(await httpCall(serve.url, 'GET', '/payment/status/junk'), 404, 'INVALID_TRANSACTION_ID');
+    expectRawEnvelopeError(await httpCall(serve.url, 'GET', '/payment/status/junk'), 400, 'INVALID_TRANSACTION_ID');
     expectRawEnvelopeError(await httpCall(serve.url, 'GET', '/payment/status/%E0%A4%A'), 400, 'INVALID_REQUEST');
     expectRawEnvelopeError(await httpCall(serve.url, 'POST', '/credits/topup/7'), 400, 'INVALID_CREDITS_AMOUNT');
     expectRawEnvelopeError(await httpCall(serve.url, 'POST', '/donate/abc'), 400, 'INVALID_NUMBER_FORMAT');

@@ -1,4 +1,4 @@
-import { table } from '../../cli/format.js';
+import { describeSource, table } from '../../cli/format.js';
 import { SessionCommand } from '../../cli/session-command.js';
 import { listSettings } from '../../ops/config.js';
 
@@ -9,7 +9,7 @@ export default class ConfigList extends SessionCommand {
     const { flags } = await this.parse(ConfigList);
     const result = await listSettings(this.session(flags));
     this.log(`Profile: ${result.profile}`);
-    this.log(table([['SETTING', 'VALUE', 'MEANING'], ...result.settings.map((s) => [s.name, s.value ?? '(not set)', s.description])]));
+    this.log(table([['SETTING', 'VALUE', 'FROM', 'MEANING'], ...result.settings.map((s) => [s.name, s.value ?? '(not set)', describeSource(s), s.description])]));
     return result;
   }
 }

@@ -1,11 +1,13 @@
 import { Args, Flags } from '@oclif/core';
 import { SessionCommand } from '../../cli/session-command.js';
+import { describeSource } from '../../cli/format.js';
 import { stdinLine } from '../../cli/stdin.js';
 import { NanoPayError } from '../../errors.js';
 import { SETTING_NAMES, setSetting, unsetSetting, type SettingValue } from '../../ops/config.js';
 
 export default class ConfigSet extends SessionCommand {
   static override summary = 'Change a setting of the profile (api-key only from stdin).';
+  protected static override allowsNewProfile = true;
   static override examples = [
     '<%= config.bin %> config set api-url https://api.example.com',
     '<%= config.bin %> config set limit-per-send 5',
@@ -37,7 +39,8 @@ export default class ConfigSet extends SessionCommand {
       if (value === undefined) throw new NanoPayError('USAGE', `Give a value for ${args.name}, or --unset`);
       result = await setSetting(session, args.name, value);
     }
-    this.log(`${result.name} = ${result.value ?? '(not set)'}`);
+    this.log(`${result.name} = ${result.value ?? '(not set)'}  (${describeSource(result)})`);
+    if (result.source === 'env') process.stderr.write(`Warning: ${result.variable} is set and overrides the profile's value.\n`);
     return result;
   }
 }

@@ -14,7 +14,7 @@ it again completes it without paying twice.`;
   async run(): Promise<TopupResult | void> {
     const { args, flags } = await this.parse(CreditsTopup);
     const tier = parseTier(args.tier);
-    const confirm = paymentConfirmation(`Buy ${tier} credits for`, flags);
+    const confirm = paymentConfirmation({ action: `Buying ${tier} credits`, question: (a) => `Buy ${tier} credits for ${a} XNO?` }, flags);
     const json = this.jsonEnabled();
     const result = await topup(this.session(flags), {
       tier,
@@ -25,7 +25,8 @@ it again completes it without paying twice.`;
         if (json) return this.logJson(result);
         if (result.resumed) this.log(`Completed an interrupted top-up (block ${result.hash}); nothing new was paid.`);
         else this.log(`Paid ${result.amount} XNO to ${result.payment_address} (block ${result.hash}).`);
-        this.log(`Topped up ${result.topped_up_credits} credits; balance now ${result.new_credits_balance}.`);
+        const cost = result.calls_cost === undefined || result.calls_cost === 0 ? '' : ` (${result.credits_before} before; the top-up's own calls cost ${result.calls_cost})`;
+        this.log(`Topped up ${result.topped_up_credits} credits; balance now ${result.new_credits_balance}${cost}.`);
       },
     });
     // In JSON mode the document was printed by the report already.

@@ -4,6 +4,7 @@ import { createRemoteWallet, createWallet, type CreatedWallet } from '../../ops/
 
 export default class WalletCreate extends SessionCommand {
   static override summary = 'Create a wallet: a new seed made on this machine, stored encrypted.';
+  protected static override allowsNewProfile = true;
   static override description = 'With --remote the service makes the wallet (POST /wallet/create) and its secrets and API key are stored encrypted.';
   static override examples = ['<%= config.bin %> wallet create', 'NANOPAY_PASSWORD=… <%= config.bin %> wallet create --name savings --json'];
   static override flags = {

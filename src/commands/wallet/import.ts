@@ -7,6 +7,7 @@ import { importWallet, type CreatedWallet } from '../../ops/wallet.js';
 
 export default class WalletImport extends SessionCommand {
   static override summary = 'Import a wallet from a seed, a mnemonic or a private key read from stdin.';
+  protected static override allowsNewProfile = true;
   static override description = `Secrets are read from stdin only, never from flags (they would stay in shell history).
 A 64-hex seed uses the node's derivation, a 128-hex seed BIP39 (m/44'/165'/i'). A mnemonic is BIP39 (12 or 24 words,
 optional passphrase); --legacy reads a 24-word mnemonic that encodes a 64-hex seed, as some mobile wallets show it.

@@ -4,6 +4,7 @@ import { listWallets, type WalletSummary } from '../../ops/wallet.js';
 
 export default class WalletList extends SessionCommand {
   static override summary = 'List the wallets of the profile and their accounts.';
+  protected static override allowsNewProfile = true;
 
   async run(): Promise<WalletSummary[]> {
     const { flags } = await this.parse(WalletList);

@@ -1,10 +1,14 @@
 import { availableParallelism } from 'node:os';
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
+import { table } from '../../cli/format.js';
+import { progress } from '../../cli/spinner.js';
 import { bench } from '../../ops/work.js';
 
 export default class WorkBench extends BaseCommand {
   static override summary = 'Measure this machine\'s proof-of-work speed and say which engine is in use.';
+  static override description = 'It measures one thread, then all of them, for --seconds each, showing what it is doing on stderr. The expected times are for the live network\'s thresholds.';
+  static override examples = ['<%= config.bin %> work bench', '<%= config.bin %> work bench --seconds 10 --json'];
   static override flags = {
     seconds: Flags.integer({ description: 'seconds per measurement', default: 3, min: 1 }),
     workers: Flags.integer({ description: 'threads for the all-threads figure', default: availableParallelism(), min: 1 }),
@@ -12,10 +16,27 @@ export default class WorkBench extends BaseCommand {
 
   async run(): Promise<Awaited<ReturnType<typeof bench>>> {
     const { flags } = await this.parse(WorkBench);
-    const result = await bench({ workers: flags.workers, ms: flags.seconds * 1000 });
+    const json = this.jsonEnabled();
+    const spinner = await progress('Measuring…', !json);
+    const result = await bench({
+      workers: flags.workers,
+      ms: flags.seconds * 1000,
+      onPhase: (threads) => {
+        const text = `Measuring ${threads} ${threads === 1 ? 'thread' : 'threads'} for ${flags.seconds} s…`;
+        // Off a terminal there is no spinner: one line per step, so a long silence is explained.
+        if (process.stderr.isTTY) spinner.update(text);
+        else if (!json) process.stderr.write(`${text}\n`);
+      },
+    });
+    spinner.stop();
     this.log(`Engine: ${result.engine}`);
-    this.log(`1 thread:   ${(result.single_thread / 1e6).toFixed(2)} MH/s`);
-    this.log(`${result.workers} threads: ${(result.all_threads / 1e6).toFixed(2)} MH/s`);
+    this.log(
+      table([
+        ['THREADS', 'SPEED'],
+        ['1', `${(result.single_thread / 1e6).toFixed(2)} MH/s`],
+        [String(result.workers), `${(result.all_threads / 1e6).toFixed(2)} MH/s`],
+      ]),
+    );
     this.log(`Expected time on the live network: send ${result.live_send_seconds.toFixed(1)} s, receive ${result.live_receive_seconds.toFixed(2)} s`);
     return result;
   }

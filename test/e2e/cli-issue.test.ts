@@ -1,0 +1,179 @@
+import { createServer, type Server } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningSandbox } from '../../src/sandbox/index.js';
+import { userWithWallet, type CliUser } from '../helpers/cli.js';
+import { startFaultyProxy } from '../helpers/faulty-proxy.js';
+import { ledger, sandbox } from '../helpers/sandbox.js';
+
+// What a demanding user met at the command line (issue 12): each case as they typed it.
+let sb: RunningSandbox;
+let payer: CliUser;
+let payee: string;
+
+beforeAll(async () => {
+  sb = await sandbox();
+  ({ user: payer } = await userWithWallet(sb.url, '5'));
+  ({ address: payee } = await userWithWallet(sb.url));
+});
+
+afterAll(async () => {
+  await sb?.close();
+});
+
+/** A loopback port nothing listens on: the service is down. */
+async function closedPort(): Promise<string> {
+  const server: Server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return `http://127.0.0.1:${port}`;
+}
+
+const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
+
+describe('send --id', () => {
+  it('the same key with another amount is IDEMPOTENCY_MISMATCH (exit 10) naming what differs; the same parameters repeat the first result', async () => {
+    const first = await payer.json<{ hash: string }>(['send', payee, '0.01', '--yes', '--id', 'order-1']);
+    expect(first._code).toBe(0);
+    const blocks = (await ledger(sb.url)).blocks.length;
+    const other = await payer.run(['send', payee, '0.02', '--yes', '--id', 'order-1', '--json']);
+    expect(other.code).toBe(10);
+    const error = (JSON.parse(other.stdout) as { error: { code: string; message: string } }).error;
+    expect(error.code).toBe('IDEMPOTENCY_MISMATCH');
+    expect(error.message).toMatch(/amount/i);
+    const plain = await payer.run(['send', payee, '0.02', '--yes', '--id', 'order-1']);
+    expect(plain.code).toBe(10);
+    expect(plain.stdout).not.toContain('Already sent');
+    const same = await payer.json<{ hash: string; repeated: boolean }>(['send', payee, '0.01', '--yes', '--id', 'order-1']);
+    expect(same).toMatchObject({ _code: 0, hash: first.hash, repeated: true });
+    expect((await ledger(sb.url)).blocks.length).toBe(blocks);
+  });
+});
+
+describe('status --watch when the service fails', () => {
+  it('with the service down: failures on stderr, and at the timeout exit 5 saying it could not be reached', async () => {
+    const down = await closedPort();
+    const result = await payer.run(['status', UNKNOWN_ID, '--watch', '--interval', '1', '--timeout', '3'], { env: { NANOPAY_API_URL: down } });
+    expect(result.code).toBe(5);
+    expect(result.stderr).toMatch(/Warning \[REQUEST_ERROR\]/);
+    expect(result.stderr).toMatch(/\[REQUEST_ERROR\] The service could not be asked for 3 s/);
+    expect(result.stderr).not.toMatch(/Not paid/);
+  });
+
+  it('--json: NDJSON error events within the timeout, then one error document', async () => {
+    const down = await closedPort();
+    const result = await payer.run(['status', UNKNOWN_ID, '--watch', '--interval', '1', '--timeout', '3', '--json'], { env: { NANOPAY_API_URL: down } });
+    expect(result.code).toBe(5);
+    const lines = result.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const events = lines.slice(0, -1);
+    expect(events.length).toBeGreaterThan(0);
+    for (const e of events) {
+      expect(e).toMatchObject({ event: 'error', code: 'REQUEST_ERROR' });
+      expect(e.elapsed_ms as number).toBeLessThanOrEqual(3000);
+    }
+    expect(lines.at(-1)).toMatchObject({ error: { code: 'REQUEST_ERROR' } });
+  });
+
+  it('a service that never answers is cut at the timeout (not after its own request timeout), exit 5', async () => {
+    const proxy = await startFaultyProxy(sb.url, () => 'hang');
+    const result = await payer.run(['status', UNKNOWN_ID, '--watch', '--timeout', '2', '--json'], { env: { NANOPAY_API_URL: proxy.url, NANOPAY_TIMEOUT_MS: '600000' }, timeoutMs: 60_000 });
+    await proxy.close();
+    expect(result.signal).toBeNull();
+    expect(result.code).toBe(5);
+    expect(JSON.parse(result.stdout.trim().split('\n').at(-1) as string)).toMatchObject({ error: { code: 'REQUEST_ERROR', message: expect.stringMatching(/2 s/) } });
+  });
+
+  it('a service that answers but nobody pays: TIMEOUT, exit 8, naming the timeout given', async () => {
+    const request = await payer.json<{ transaction_id: string }>(['request', '0.5']);
+    const result = await payer.run(['status', request.transaction_id, '--watch', '--interval', '1', '--timeout', '2']);
+    expect(result.code).toBe(8);
+    expect(result.stderr).toContain('Not paid after 2 s');
+  });
+});
+
+describe('profiles and settings', () => {
+  it('a profile that does not exist is named, with those that do', async () => {
+    const result = await payer.run(['balance', '--profile', 'nosuch']);
+    expect(result.code).toBe(9);
+    expect(result.stderr).toMatch(/no profile "nosuch"; the profiles are: default/);
+    expect(result.stderr).not.toMatch(/No active wallet/);
+  });
+
+  it('config get shows the value in effect and its source; --json keeps the value clean', async () => {
+    const fromEnv = await payer.json<{ value: string; source: string; variable: string }>(['config', 'get', 'api-url']);
+    expect(fromEnv).toMatchObject({ value: sb.url, source: 'env', variable: 'NANOPAY_API_URL' });
+    const human = await payer.run(['config', 'get', 'api-url']);
+    expect(human.stdout.trim()).toBe(`${sb.url}  (from NANOPAY_API_URL)`);
+    const { NANOPAY_API_URL: _, ...noUrl } = payer.env;
+    const fallback = await payer.run(['config', 'get', 'api-url', '--json'], { env: { ...noUrl, NANOPAY_API_URL: '' } });
+    expect(JSON.parse(fallback.stdout)).toMatchObject({ value: 'http://127.0.0.1:7076', source: 'default' });
+    const set = await payer.run(['config', 'set', 'work-mode', 'cpu', '--json']);
+    expect(JSON.parse(set.stdout)).toMatchObject({ value: 'cpu', source: 'profile' });
+  });
+});
+
+describe('credits topup', () => {
+  it('without a terminal and without --yes it says plainly what needs confirming', async () => {
+    const result = await payer.run(['credits', 'topup', '10']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('Buying 10 credits needs confirmation, and there is no terminal to ask on');
+  });
+
+  it('reports what the top-up\'s own calls cost', async () => {
+    const before = (await payer.json<{ credits: number }>(['credits'])).credits;
+    const result = await payer.json<{ credits_before: number; calls_cost: number; new_credits_balance: number }>(['credits', 'topup', '10', '--yes']);
+    expect(result.credits_before).toBe(before);
+    expect(result.calls_cost).toBeGreaterThan(0);
+    expect(result.new_credits_balance).toBe(before + 10 - result.calls_cost);
+    const human = await payer.run(['credits', 'topup', '10', '--yes']);
+    expect(human.stdout).toMatch(/Topped up 10 credits; balance now \d+ \(\d+ before; the top-up's own calls cost \d+\)\./);
+  });
+});
+
+describe('work bench', () => {
+  it('shows progress on stderr and prints an aligned table', async () => {
+    const result = await payer.run(['work', 'bench', '--seconds', '1', '--workers', '2']);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain('Measuring 1 thread for 1 s…');
+    expect(result.stderr).toContain('Measuring 2 threads for 1 s…');
+    const rows = result.stdout.split('\n').filter((l) => /^(THREADS|\d+ )/.test(l));
+    expect(rows).toHaveLength(3);
+    const column = (l: string): number => l.search(/SPEED|\d+\.\d+ MH\/s/);
+    expect(new Set(rows.map(column)).size).toBe(1);
+  });
+});
+
+describe('help, version, completion, unknown commands', () => {
+  it('-h, --help and help print the top-level help; -v, --version and version the version', async () => {
+    for (const args of [['-h'], ['--help'], ['help']]) {
+      const result = await payer.run(args);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toContain('USAGE');
+      expect(result.stdout).toContain('send');
+    }
+    for (const args of [['-v'], ['--version'], ['version']]) {
+      const result = await payer.run(args);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(/^nanopay-cli\/\d+\.\d+\.\d+ /);
+    }
+  });
+
+  it('autocomplete prints a completion script for bash and zsh', async () => {
+    for (const shell of ['bash', 'zsh']) {
+      const result = await payer.run(['autocomplete', 'script', shell]);
+      expect(result.code).toBe(0);
+      expect(result.stdout.length).toBeGreaterThan(0);
+    }
+  });
+
+  it('an unknown command suggests the nearest, shows no internal id, runs nothing; --json is an error document', async () => {
+    const result = await payer.run(['sned', payee, '1', '--yes']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('"sned" is not a nanopay command. Did you mean send?');
+    expect(result.stderr).not.toMatch(/sned:|nano_1\w*:/);
+    const json = await payer.run(['walet', 'list', '--json']);
+    expect(json.code).toBe(2);
+    expect(JSON.parse(json.stdout)).toMatchObject({ error: { code: 'USAGE', message: expect.stringContaining('Did you mean wallet list?') } });
+  });
+});

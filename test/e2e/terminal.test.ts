@@ -1,0 +1,125 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningSandbox } from '../../src/sandbox/index.js';
+import { newUser, type CliUser } from '../helpers/cli.js';
+import { onTerminal, ptyMissing } from '../helpers/pty.js';
+import { fund, ledger, sandbox } from '../helpers/sandbox.js';
+
+// On a real pseudo-terminal, against live proof-of-work thresholds: spinners, prompts and Ctrl-C as a user meets them.
+let sb: RunningSandbox;
+
+beforeAll(async () => {
+  if (ptyMissing === undefined) sb = await sandbox({ thresholds: 'live' });
+});
+
+afterAll(async () => {
+  await sb?.close();
+});
+
+async function walletUser(): Promise<{ user: CliUser; address: string }> {
+  const user = await newUser(sb.url);
+  const created = await user.json<{ address: string }>(['wallet', 'create', '--remote']);
+  expect(created._code).toBe(0);
+  return { user, address: created.address };
+}
+
+const lines = (text: string, pattern: RegExp): number => text.split('\n').filter((l) => pattern.test(l)).length;
+
+describe.skipIf(ptyMissing !== undefined)(`on a terminal${ptyMissing === undefined ? '' : ` (skipped: ${ptyMissing})`}`, { timeout: 120_000 }, () => {
+  for (const columns of [undefined, 80]) {
+    it(`receive of several pending blocks ends, its spinner with it (${columns ?? 'unsized'} columns)`, async () => {
+      const { user, address } = await walletUser();
+      for (let i = 0; i < 3; i++) await fund(sb.url, address, '5');
+      const terminal = onTerminal(['receive'], user.env, columns === undefined ? {} : { columns });
+      expect(await terminal.exited).toBe(0);
+      expect(lines(terminal.output, /Received 5 XNO \((open|receive) [0-9A-F]{64}\)/)).toBe(3);
+      expect(terminal.output).toContain('Total: 15 XNO');
+      // The spinner was shown and cleared before the results, and nothing was drawn after them.
+      expect(terminal.output).toContain('Proof of work');
+      // It kept moving while the work ran: more than one frame was drawn.
+      expect(new Set(terminal.output.match(/[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]/g)).size).toBeGreaterThan(1);
+      expect(terminal.output.slice(terminal.output.indexOf('Total: 15 XNO'))).not.toMatch(/Proof of work|[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]/);
+    });
+  }
+
+  it('Ctrl-C during proof of work ends the command with 130, and nothing is published', async () => {
+    const { user, address } = await walletUser();
+    await fund(sb.url, address, '5');
+    expect((await user.json(['receive']))._code).toBe(0);
+    const blocksBefore = (await ledger(sb.url)).blocks.length;
+    const terminal = onTerminal(['send', address, '1', '--yes'], user.env, { columns: 80 });
+    await terminal.waitFor('Proof of work');
+    terminal.type('\x03');
+    expect(await terminal.exited).toBe(130);
+    expect(terminal.output).toContain('[CANCELLED]');
+    expect((await ledger(sb.url)).blocks.length).toBe(blocksBefore);
+  });
+
+  it('Ctrl-C at the password prompt is CANCELLED, exit 130', async () => {
+    const { user } = await walletUser();
+    const terminal = onTerminal(['receive'], { ...user.env, NANOPAY_PASSWORD: '' }, { columns: 80 });
+    await terminal.waitFor('password');
+    terminal.type('\x03');
+    expect(await terminal.exited).toBe(130);
+    expect(terminal.output).toContain('[CANCELLED]');
+    expect(terminal.output).not.toContain('INTERNAL_ERROR');
+  });
+
+  it('Ctrl-C at the confirmation prompt is CANCELLED, exit 130, and nothing is sent', async () => {
+    const { user, address } = await walletUser();
+    await fund(sb.url, address, '1');
+    expect((await user.json(['receive']))._code).toBe(0);
+    const blocksBefore = (await ledger(sb.url)).blocks.length;
+    const terminal = onTerminal(['send', address, '0.1'], user.env, { columns: 80 });
+    await terminal.waitFor('Send 0.1 XNO?');
+    terminal.type('\x03');
+    expect(await terminal.exited).toBe(130);
+    expect(terminal.output).toContain('[CANCELLED]');
+    expect(terminal.output).not.toContain('INTERNAL_ERROR');
+    expect((await ledger(sb.url)).blocks.length).toBe(blocksBefore);
+  });
+
+  it('wallet create asks again when the two passwords differ, and unlock gives three tries', async () => {
+    const user = await newUser(sb.url, { NANOPAY_PASSWORD: '' });
+    const create = onTerminal(['wallet', 'create'], user.env, { columns: 80 });
+    await create.waitFor('New key store password');
+    create.type('first password\r');
+    await create.waitFor('Repeat the password');
+    create.type('other password\r');
+    await create.waitFor('differ; try again (2 tries left)');
+    await create.waitFor(/differ; try again[\s\S]*New key store password/);
+    create.type('good password\r');
+    await create.waitFor(/differ; try again[\s\S]*Repeat the password/);
+    create.type('good password\r');
+    expect(await create.exited).toBe(0);
+    expect(create.output).toContain('Created wallet');
+
+    const unlock = onTerminal(['wallet', 'export', '--yes'], user.env, { columns: 80 });
+    await unlock.waitFor('Key store password');
+    unlock.type('wrong password\r');
+    await unlock.waitFor('Wrong password; 2 tries left');
+    unlock.type('good password\r');
+    expect(await unlock.exited).toBe(0);
+    expect(unlock.output).toContain('Secret:');
+
+    const fail = onTerminal(['wallet', 'export', '--yes'], user.env, { columns: 80 });
+    for (const left of ['2 tries', '1 try']) {
+      await fail.waitFor(/Key store password/);
+      fail.type('wrong password\r');
+      await fail.waitFor(`Wrong password; ${left} left`);
+    }
+    fail.type('wrong password\r');
+    expect(await fail.exited).toBe(6);
+    expect(fail.output).toContain('[WRONG_PASSWORD]');
+    expect(fail.output).not.toContain('Secret:');
+  });
+
+  it('NO_COLOR: the status --watch spinner has no colour codes', async () => {
+    const { user } = await walletUser();
+    const request = await user.json<{ transaction_id: string }>(['request', '0.5']);
+    const terminal = onTerminal(['status', request.transaction_id, '--watch', '--interval', '1', '--timeout', '2'], { ...user.env, NO_COLOR: '1' }, { columns: 80 });
+    expect(await terminal.exited).toBe(8);
+    expect(terminal.output).toContain('Waiting for payment');
+    // SGR sequences (colours, bold, dim): ESC [ … m.
+    expect(terminal.output).not.toMatch(/\u001B\[[0-9;]*m/);
+  });
+});
