@@ -1,8 +1,9 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { isTransactionId } from '../api/contract.js';
 import { NanoPayError } from '../errors.js';
 import { buildNanoUri, normalizeAddress, parseNanoUri, rawToXno, xnoToRaw } from '../nano/index.js';
 import { rawOf, type Amount } from './money.js';
+import { createNodeRequest, nodePaymentStatus } from './node-requests.js';
+import { SAFETY_POLL_MS, Wakeup, confirmations } from './confirmations.js';
 import { send, type SendInput, type SendResult } from './send.js';
 import type { Session } from './session.js';
 
@@ -18,22 +19,38 @@ export interface PaymentRequestResult {
 }
 
 
-/** Creates a payment request; the receive address defaults to the active account. */
-export async function requestPayment(session: Session, input: { amount: Amount; to?: string; redirectUrl?: string }): Promise<PaymentRequestResult> {
+/** Creates a payment request; the receive address defaults to the active account. On a node, nanopay keeps it. */
+export async function requestPayment(
+  session: Session,
+  input: { amount: Amount; to?: string; redirectUrl?: string; freshAddress?: boolean; expiresInS?: number },
+): Promise<PaymentRequestResult> {
   const baseRaw = rawOf(input.amount);
   if (baseRaw <= 0n) throw new NanoPayError('INVALID_NUMBER_FORMAT', 'The amount must be greater than zero');
   if (input.redirectUrl !== undefined && !/^https?:\/\/\S+$/i.test(input.redirectUrl)) {
     throw new NanoPayError('INVALID_REQUEST', `"${input.redirectUrl}" is not an http(s) URL`);
   }
-  const to = input.to === undefined ? (await session.account()).address : normalizeAddress(input.to);
-  const api = await session.api();
-  const created = await api.paymentRequest({ receiveAddress: to, amount: rawToXno(baseRaw), ...(input.redirectUrl === undefined ? {} : { redirectUrl: input.redirectUrl }) });
-  const amountRaw = xnoToRaw(created.amount);
-  const address = normalizeAddress(created.receiveAddress);
+  if (input.freshAddress === true && input.to !== undefined) throw new NanoPayError('USAGE', 'Give --to or --fresh-address, not both');
+  let id: string;
+  let address: string;
+  let amountRaw: bigint;
+  if (session.backendKind() === 'node') {
+    const record = await createNodeRequest(session, await session.nodeClient(), { ...input, baseRaw });
+    ({ id, address } = record);
+    amountRaw = BigInt(record.amountRaw);
+  } else {
+    if (input.freshAddress === true || input.expiresInS !== undefined) {
+      throw new NanoPayError('USAGE', '--fresh-address and --expires are for requests nanopay keeps itself (backend node)', { hint: 'The service keeps its requests; use --to to name another address.' });
+    }
+    const to = input.to === undefined ? (await session.account()).address : normalizeAddress(input.to);
+    const created = await (await session.serviceApi()).paymentRequest({ receiveAddress: to, amount: rawToXno(baseRaw), ...(input.redirectUrl === undefined ? {} : { redirectUrl: input.redirectUrl }) });
+    id = created.transactionId;
+    address = normalizeAddress(created.receiveAddress);
+    amountRaw = xnoToRaw(created.amount);
+  }
   return {
-    transaction_id: created.transactionId,
+    transaction_id: id,
     receive_address: address,
-    amount: created.amount,
+    amount: rawToXno(amountRaw),
     amount_raw: amountRaw.toString(),
     uri: buildNanoUri({ address, amountRaw }),
     ...(input.redirectUrl === undefined ? {} : { redirect_url: input.redirectUrl }),
@@ -52,15 +69,18 @@ function checkTransactionId(id: string): string {
   return id;
 }
 
+/** One look at a request: the service's answer, or on a node nanopay's own matching. */
+async function checkOnce(session: Session, id: string): Promise<PaymentStatusResult> {
+  if (session.backendKind() === 'node') {
+    const { record, isPaid, message } = await nodePaymentStatus(session, await session.nodeClient(), id);
+    return { transaction_id: record.id, is_paid: isPaid, message, amount: rawToXno(BigInt(record.amountRaw)) };
+  }
+  const s = await (await session.serviceApi()).paymentStatus(id);
+  return { transaction_id: s.transactionId, is_paid: s.isPaid, message: s.message, ...(s.amount === undefined ? {} : { amount: s.amount }) };
+}
+
 export async function paymentStatus(session: Session, transactionId: string): Promise<PaymentStatusResult> {
-  const id = checkTransactionId(transactionId);
-  const status = await (await session.api()).paymentStatus(id);
-  return {
-    transaction_id: status.transactionId,
-    is_paid: status.isPaid,
-    message: status.message,
-    ...(status.amount === undefined ? {} : { amount: status.amount }),
-  };
+  return checkOnce(session, checkTransactionId(transactionId));
 }
 
 export type WatchEvent =
@@ -75,42 +95,48 @@ export interface WatchOptions {
   onEvent?: (event: WatchEvent) => void;
 }
 
+const TRANSIENT = ['REQUEST_ERROR', 'PARSE_ERROR', 'INVALID_DATA', 'RATE_LIMIT_EXCEEDED'];
+
 /**
- * Polls until the request is paid. Network failures back off and keep trying
- * until the timeout; a failure that will not go away (unknown id, bad key) ends it.
+ * Checks until the request is paid: at each interval, or, where the node's
+ * WebSocket is known, the moment a send to the address is confirmed and after
+ * every (re)connect (with a slow poll behind, as delivery is not guaranteed).
+ * Network failures back off and keep trying until the timeout; a failure that
+ * will not go away (unknown id, bad key) ends it.
  */
 export async function watchPayment(session: Session, transactionId: string, options: WatchOptions): Promise<PaymentStatusResult> {
   const id = checkTransactionId(transactionId);
-  const api = await session.api();
   const started = Date.now();
   const deadline = options.timeoutMs === undefined ? Infinity : started + options.timeoutMs;
+  const address = session.backendKind() === 'node' ? (await session.requests.get(id.toLowerCase()))?.address : undefined;
+  const wake = new Wakeup();
+  const feed = address === undefined ? undefined : await confirmations(session, [address], wake, (c) => c.subtype === 'send' && c.linkAsAccount === address);
   let last: string | undefined;
   let backoff = options.intervalMs;
-  for (;;) {
-    let wait = options.intervalMs;
-    try {
-      const s = await api.paymentStatus(id);
-      const result: PaymentStatusResult = { transaction_id: s.transactionId, is_paid: s.isPaid, message: s.message, ...(s.amount === undefined ? {} : { amount: s.amount }) };
-      const key = `${result.is_paid}|${result.message}`;
-      if (key !== last) options.onEvent?.({ event: 'status', elapsed_ms: Date.now() - started, ...result });
-      last = key;
-      backoff = options.intervalMs;
-      if (result.is_paid) return result;
-    } catch (error) {
-      if (!(error instanceof NanoPayError) || !['REQUEST_ERROR', 'PARSE_ERROR', 'INVALID_DATA', 'RATE_LIMIT_EXCEEDED'].includes(error.code)) throw error;
-      backoff = Math.min(backoff * 2, 30_000);
-      wait = backoff;
-      options.onEvent?.({ event: 'error', elapsed_ms: Date.now() - started, code: error.code, message: error.message, retry_in_ms: wait });
+  try {
+    for (;;) {
+      let wait = feed?.live() ? Math.max(options.intervalMs, SAFETY_POLL_MS) : options.intervalMs;
+      try {
+        const result = await checkOnce(session, id);
+        const key = `${result.is_paid}|${result.message}`;
+        if (key !== last) options.onEvent?.({ event: 'status', elapsed_ms: Date.now() - started, ...result });
+        last = key;
+        backoff = options.intervalMs;
+        if (result.is_paid) return result;
+      } catch (error) {
+        if (!(error instanceof NanoPayError) || !TRANSIENT.includes(error.code)) throw error;
+        backoff = Math.min(backoff * 2, 30_000);
+        wait = backoff;
+        options.onEvent?.({ event: 'error', elapsed_ms: Date.now() - started, code: error.code, message: error.message, retry_in_ms: wait });
+      }
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) {
+        throw new NanoPayError('TIMEOUT', `Not paid after ${Math.round((Date.now() - started) / 1000)} s`, { hint: 'Run the watch again, or a longer --timeout.' });
+      }
+      await wake.wait(Math.min(wait, remaining), options.signal);
     }
-    const remaining = deadline - Date.now();
-    if (remaining <= 0) {
-      throw new NanoPayError('TIMEOUT', `Not paid after ${Math.round((Date.now() - started) / 1000)} s`, { hint: 'Run the watch again, or a longer --timeout.' });
-    }
-    try {
-      await sleep(Math.min(wait, remaining), undefined, options.signal === undefined ? {} : { signal: options.signal });
-    } catch {
-      throw new NanoPayError('CANCELLED', 'Stopped watching');
-    }
+  } finally {
+    feed?.close();
   }
 }
 
