@@ -91,6 +91,7 @@ export class ConfirmationFeed {
     const socket = new WebSocket(this.url, { handshakeTimeout: 10_000 });
     this.socket = socket;
     let heard = true;
+    let opened = false;
     let connected = false;
     let ping: NodeJS.Timeout | undefined;
     let ackWait: NodeJS.Timeout | undefined;
@@ -109,6 +110,7 @@ export class ConfirmationFeed {
       ping = this.later(PING_MS, keepalive);
     };
     socket.on('open', () => {
+      opened = true;
       this.subscribe();
       // A proxy that never acknowledges still delivers: go on after a short wait.
       ackWait = this.later(ACK_WAIT_MS, ready);
@@ -130,7 +132,8 @@ export class ConfirmationFeed {
     socket.on('close', (code) => {
       for (const t of [ping, ackWait]) if (t !== undefined) clearTimeout(t);
       if (this.closed) return;
-      this.handlers.onDisconnected?.(`the WebSocket ${redactUrl(this.url)} closed (${code})`);
+      // Told once per lost connection, not for each failed attempt to get it back.
+      if (opened) this.handlers.onDisconnected?.(`the WebSocket ${redactUrl(this.url)} closed (${code})`);
       const wait = this.backoff;
       this.backoff = Math.min(this.backoff * 2, MAX_BACKOFF_MS);
       this.later(wait, () => this.connect());
