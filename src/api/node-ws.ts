@@ -77,6 +77,7 @@ export class ConfirmationFeed {
       this.timers.delete(timer);
       fn();
     }, ms);
+    timer.unref();
     this.timers.add(timer);
     return timer;
   }
@@ -109,6 +110,8 @@ export class ConfirmationFeed {
       if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ action: 'ping' }));
       ping = this.later(PING_MS, keepalive);
     };
+    // The feed serves whoever runs it and never keeps the process alive by itself.
+    socket.on('upgrade', (response) => response.socket.unref());
     socket.on('open', () => {
       opened = true;
       this.subscribe();

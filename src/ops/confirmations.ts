@@ -44,11 +44,12 @@ export interface LiveFeed {
 
 /**
  * Confirmations for `accounts` from the node's WebSocket, when one is known
- * (NANOPAY_NODE_WS_URL or node-ws-url): each one `relevant` wakes `wake`, and
- * so does every (re)connect, so the caller checks at once. Undefined without a
- * WebSocket: the caller polls as before.
+ * (NANOPAY_NODE_WS_URL or node-ws-url): each one `relevant` calls `check`, and
+ * so does every (re)connect and loss of the connection, so the caller looks at
+ * once. Undefined without a WebSocket: the caller polls as before. The feed
+ * never keeps the process alive by itself.
  */
-export async function confirmations(session: Session, accounts: string[], wake: Wakeup, relevant: (c: Confirmation) => boolean): Promise<LiveFeed | undefined> {
+export async function confirmations(session: Session, accounts: string[], check: () => void, relevant: (c: Confirmation) => boolean): Promise<LiveFeed | undefined> {
   const url = session.nodeWsUrl();
   if (url === undefined) return undefined;
   // Loaded only here: most commands never open a WebSocket.
@@ -56,15 +57,15 @@ export async function confirmations(session: Session, accounts: string[], wake: 
   let connected = false;
   const feed = new ws.ConfirmationFeed(url, accounts, {
     onConfirmation: (c) => {
-      if (relevant(c)) wake.wake();
+      if (relevant(c)) check();
     },
     onConnected: () => {
       connected = true;
-      wake.wake();
+      check();
     },
     onDisconnected: () => {
       connected = false;
-      wake.wake();
+      check();
     },
   });
   return { live: () => connected, follow: (list) => feed.follow(list), close: () => feed.close() };

@@ -77,7 +77,7 @@ export async function watchReceive(session: Session, options: ReceiveWatchOption
   const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
   const wake = new Wakeup();
   let watched = new Set((await accountsToReceive(session, options)).map((a) => a.address));
-  const feed = await confirmations(session, [...watched], wake, (c) => c.subtype === 'send' && c.linkAsAccount !== undefined && watched.has(c.linkAsAccount));
+  const feed = await confirmations(session, [...watched], () => wake.wake(), (c) => c.subtype === 'send' && c.linkAsAccount !== undefined && watched.has(c.linkAsAccount));
   const all: ReceivedItem[] = [];
   try {
     for (;;) {
