@@ -65,6 +65,7 @@ const CATALOG: Record<string, CodeInfo> = {
   BLOCK_FORK: conflict,
   BLOCK_EXISTS: conflict,
   BLOCK_GAP_PREVIOUS: conflict,
+  BLOCK_GAP_SOURCE: conflict,
   BLOCK_ALREADY_RECEIVED: conflict,
   BLOCK_UNRECEIVABLE: conflict,
   BLOCK_BAD_SIGNATURE: invalid,
@@ -76,6 +77,8 @@ const CATALOG: Record<string, CodeInfo> = {
   CONFLICT: conflict,
   ACCOUNT_BUSY: conflict,
   IDEMPOTENCY_MISMATCH: conflict,
+  // A command of the payment service asked of a node backend (credits, top-up, the donation address).
+  SERVICE_ONLY: { status: 400, exit: ExitCode.USAGE },
   // Auth and the local store.
   MISSING_API_KEY: auth,
   INVALID_API_KEY: auth,

@@ -2,7 +2,8 @@ import { NanoPayError } from '../errors.js';
 import type { StateBlock, Subtype } from '../nano/block.js';
 import { CREDIT_TIERS, type CreditTier } from './contract.js';
 import { call, type CallOptions, type HttpOptions } from './http.js';
-import { asObject, bigIntField, bool, hexField, optStr, str, type Json } from './shape.js';
+import type { LedgerBackend } from './backend.js';
+import { asObject, bigIntField, bool, hexField, optStr, stateBlock, str, type Json } from './shape.js';
 
 export interface RemoteWallet {
   address: string;
@@ -87,23 +88,10 @@ function expiryOf(d: Json, what: string): number | undefined {
   return ms;
 }
 
-function block(value: unknown, what: string): StateBlock {
-  const raw = typeof value === 'string' ? (JSON.parse(value) as unknown) : value;
-  const b = asObject(raw, what);
-  return {
-    type: 'state',
-    account: str(b, 'account', what),
-    previous: hexField(b, 'previous', 32, what),
-    representative: str(b, 'representative', what),
-    balance: bigIntField(b, 'balance', what).toString(),
-    link: hexField(b, 'link', 32, what),
-    ...(b.signature === undefined ? {} : { signature: hexField(b, 'signature', 64, what) }),
-    ...(b.work === undefined ? {} : { work: hexField(b, 'work', 8, what) }),
-  };
-}
-
 /** The Protected API. One form per endpoint: the spec's documented ones. */
-export class ApiClient {
+export class ApiClient implements LedgerBackend {
+  readonly kind = 'service' as const;
+
   constructor(private readonly options: HttpOptions) {}
 
   get baseUrl(): string {
@@ -176,7 +164,7 @@ export class ApiClient {
       amountRaw: bigIntField(d, 'amount', what),
       balanceRaw: bigIntField(d, 'balance', what),
       subtype: str(d, 'subtype', what),
-      contents: block(d.contents, what),
+      contents: stateBlock(d.contents, what),
     };
   }
 

@@ -1,4 +1,5 @@
 import { NanoPayError } from '../errors.js';
+import type { StateBlock } from '../nano/block.js';
 
 /** Field readers for upstream answers: a wrong shape is INVALID_DATA, never a crash later. */
 export type Json = Record<string, unknown>;
@@ -43,4 +44,27 @@ export function hexField(obj: Json, key: string, bytes: number, what: string): s
   const v = str(obj, key, what);
   if (v.length !== bytes * 2 || !/^[0-9a-fA-F]+$/.test(v)) bad(what, key, `${bytes * 2} hex characters`);
   return v;
+}
+
+/** A state block in the node's JSON names (as an object or a JSON string), checked field by field. */
+export function stateBlock(value: unknown, what: string): StateBlock {
+  let raw = value;
+  if (typeof value === 'string') {
+    try {
+      raw = JSON.parse(value) as unknown;
+    } catch {
+      bad(what, 'contents', 'a block');
+    }
+  }
+  const b = asObject(raw, what);
+  return {
+    type: 'state',
+    account: str(b, 'account', what),
+    previous: hexField(b, 'previous', 32, what),
+    representative: str(b, 'representative', what),
+    balance: bigIntField(b, 'balance', what).toString(),
+    link: hexField(b, 'link', 32, what),
+    ...(b.signature === undefined ? {} : { signature: hexField(b, 'signature', 64, what) }),
+    ...(b.work === undefined ? {} : { work: hexField(b, 'work', 8, what) }),
+  };
 }

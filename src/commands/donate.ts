@@ -4,11 +4,12 @@ import { SessionCommand } from '../cli/session-command.js';
 import { donate, type DonateResult } from '../ops/donate.js';
 
 export default class Donate extends SessionCommand {
-  static override summary = 'Donate XNO to the service (it names the address); confirmed and limited like send.';
+  static override summary = 'Donate XNO to the service (it names the address) or to --to; confirmed and limited like send.';
   static override args = { amount: Args.string({ ignoreStdin: true, description: 'amount in XNO', required: true }) };
   static override flags = {
     yes: Flags.boolean({ char: 'y', description: 'do not ask for confirmation' }),
     'dry-run': Flags.boolean({ description: 'show what would happen; sign nothing' }),
+    to: Flags.string({ description: 'the address to donate to (required with backend node: only the service names one)' }),
   };
 
   async run(): Promise<DonateResult> {
@@ -17,6 +18,7 @@ export default class Donate extends SessionCommand {
     const result = await donate(this.session(flags), {
       amount: { xno: args.amount },
       dryRun: flags['dry-run'],
+      ...(flags.to === undefined ? {} : { to: flags.to }),
       signal: this.signal,
       ...(confirm === undefined ? {} : { confirm }),
     });

@@ -1,26 +1,48 @@
 import { Flags } from '@oclif/core';
 import { SessionCommand } from '../cli/session-command.js';
 import { xnoToRaw } from '../nano/index.js';
-import { receive, type ReceiveResult } from '../ops/receive.js';
+import { receive, watchReceive, type ReceiveResult } from '../ops/receive.js';
 
 export default class Receive extends SessionCommand {
   static override summary = 'Receive every pending block of the active account (opening it if new).';
+  static override description = `On a node backend, the fresh accounts of your payment requests (request --fresh-address) too.
+--watch keeps receiving as payments confirm (at once where the node's WebSocket is known), until Ctrl-C or --timeout;
+with --json it prints one JSON document per receive (NDJSON).`;
   static override flags = {
     min: Flags.string({ description: 'leave pending blocks below this many XNO (dust) alone' }),
     wallet: Flags.string({ description: 'wallet to use instead of the active one' }),
     account: Flags.integer({ description: 'account index within the wallet', min: 0 }),
+    watch: Flags.boolean({ description: 'keep receiving as payments arrive' }),
+    interval: Flags.integer({ description: 'seconds between checks with --watch (without a WebSocket)', default: 2, min: 1 }),
+    timeout: Flags.integer({ description: 'with --watch, stop after this many seconds', min: 1 }),
   };
 
-  async run(): Promise<ReceiveResult> {
+  async run(): Promise<ReceiveResult | void> {
     const { flags } = await this.parse(Receive);
-    const result = await receive(this.session(flags), {
+    const input = {
       signal: this.signal,
       ...(flags.min === undefined ? {} : { minimumRaw: xnoToRaw(flags.min) }),
       ...(flags.wallet === undefined ? {} : { wallet: flags.wallet }),
       ...(flags.account === undefined ? {} : { index: flags.account }),
-    });
+    };
+    const session = this.session(flags);
+    if (flags.watch) {
+      const json = this.jsonEnabled();
+      const result = await watchReceive(session, {
+        ...input,
+        intervalMs: flags.interval * 1000,
+        ...(flags.timeout === undefined ? {} : { timeoutMs: flags.timeout * 1000 }),
+        onReceived: (r) => {
+          if (json) process.stdout.write(`${JSON.stringify(r)}\n`);
+          else for (const item of r.received) this.log(`Received ${item.amount} XNO on ${item.account} (${item.subtype} ${item.hash})`);
+        },
+      });
+      if (!json) this.log(`Stopped watching; received ${result.total} XNO in all.`);
+      return;
+    }
+    const result = await receive(session, input);
     if (result.received.length === 0) this.log('Nothing to receive.');
-    for (const r of result.received) this.log(`Received ${r.amount} XNO (${r.subtype} ${r.hash})`);
+    for (const r of result.received) this.log(`Received ${r.amount} XNO${r.account === result.account ? '' : ` on ${r.account}`} (${r.subtype} ${r.hash})`);
     if (result.received.length > 1) this.log(`Total: ${result.total} XNO`);
     return result;
   }

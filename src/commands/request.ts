@@ -6,12 +6,14 @@ import { watch } from '../cli/watch.js';
 
 export default class Request extends SessionCommand {
   static override summary = 'Create a payment request; prints the exact amount to pay and a QR code of the nano: URI.';
-  static override description = `The service raises the amount by a tiny offset so the payment can be matched: the payer must
-send exactly the amount shown. The QR code encodes nano:<address>?amount=<raw>. --watch waits for the payment like status --watch.`;
+  static override description = `The amount is raised by a tiny offset so the payment can be matched (by the service, or on a node
+backend by nanopay itself): the payer must send exactly the amount shown. --fresh-address (node backend) uses an unused account instead. The QR code encodes nano:<address>?amount=<raw>. --watch waits for the payment like status --watch.`;
   static override examples = ['<%= config.bin %> request 1.5', '<%= config.bin %> request 0.25 --to nano_1… --no-qr --json', '<%= config.bin %> request 2 --watch --timeout 600', '<%= config.bin %> request 1 --qr-style light'];
   static override args = { amount: Args.string({ ignoreStdin: true, description: 'amount in XNO', required: true }) };
   static override flags = {
     to: Flags.string({ description: 'receive address (default: the active account)' }),
+    'fresh-address': Flags.boolean({ description: 'backend node: an unused account of the wallet for this request alone (the amount is then exact, no offset)' }),
+    expires: Flags.integer({ description: 'backend node: the request expires after this many seconds', min: 1 }),
     'redirect-url': Flags.string({ description: 'where the customer goes after paying' }),
     qr: Flags.boolean({ description: 'print a QR code (default: on a terminal)', allowNo: true }),
     'qr-style': Flags.string({
@@ -31,6 +33,8 @@ send exactly the amount shown. The QR code encodes nano:<address>?amount=<raw>. 
     const request = await requestPayment(session, {
       amount: { xno: args.amount },
       ...(flags.to === undefined ? {} : { to: flags.to }),
+      ...(flags['fresh-address'] ? { freshAddress: true } : {}),
+      ...(flags.expires === undefined ? {} : { expiresInS: flags.expires }),
       ...(flags['redirect-url'] === undefined ? {} : { redirectUrl: flags['redirect-url'] }),
     });
     const json = this.jsonEnabled();

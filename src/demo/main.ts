@@ -26,13 +26,23 @@ import { startSandbox } from '../sandbox/index.js';
  */
 const say = (line = ''): void => void process.stdout.write(`${line}\n`);
 
+/** `--backend node`: the same flow through the sandbox's node RPC and WebSocket instead of the service's API. */
+function backendOf(argv: string[]): 'service' | 'node' {
+  const i = argv.indexOf('--backend');
+  const value = i === -1 ? 'service' : argv[i + 1];
+  if (value !== 'service' && value !== 'node') throw new Error('--backend is service or node');
+  return value;
+}
+
 async function main(): Promise<void> {
+  const backend = backendOf(process.argv.slice(2));
   const sandbox = await startSandbox({ port: 0 });
   const configDir = await mkdtemp(join(tmpdir(), 'nanopay-demo-'));
   Object.assign(process.env, {
     NANOPAY_CONFIG_DIR: configDir,
     NANOPAY_API_URL: sandbox.url,
     NANOPAY_PASSWORD: randomBytes(12).toString('base64url'),
+    ...(backend === 'node' ? { NANOPAY_BACKEND: 'node', NANOPAY_NODE_URL: sandbox.url, NANOPAY_NODE_WS_URL: sandbox.wsUrl } : {}),
   });
   const config = await Config.load(new URL('../../', import.meta.url).pathname);
 
@@ -46,10 +56,13 @@ async function main(): Promise<void> {
 
   try {
     say(`nanopay demo: sandbox at ${sandbox.url}, config in ${configDir}`);
+    if (backend === 'node') say(`Backend: node — the sandbox's node RPC (${sandbox.url}) and WebSocket (${sandbox.wsUrl}); nanopay keeps the payment requests.`);
     say('Two profiles share this machine: "merchant" (a shop) and "customer".');
 
-    const merchant = await nanopay<CreatedWallet>(WalletCreate, 'wallet create', ['--remote', '--name', 'shop', '--profile', 'merchant']);
-    const customer = await nanopay<CreatedWallet>(WalletCreate, 'wallet create', ['--remote', '--name', 'everyday', '--profile', 'customer']);
+    // On a node there is no service to make wallets: the keys are made here.
+    const remote = backend === 'service' ? ['--remote'] : [];
+    const merchant = await nanopay<CreatedWallet>(WalletCreate, 'wallet create', [...remote, '--name', 'shop', '--profile', 'merchant']);
+    const customer = await nanopay<CreatedWallet>(WalletCreate, 'wallet create', [...remote, '--name', 'everyday', '--profile', 'customer']);
 
     await nanopay(SandboxFund, 'sandbox fund', ['--amount', '10', '--profile', 'customer']);
     await nanopay(Balance, 'balance', ['--receive', '--profile', 'customer']);
@@ -66,12 +79,17 @@ async function main(): Promise<void> {
     const shop = await nanopay<BalanceResult>(Balance, 'balance', ['--profile', 'merchant']);
     const wallet = await nanopay<BalanceResult>(Balance, 'balance', ['--profile', 'customer']);
 
-    await nanopay(Credits, 'credits', ['--profile', 'merchant']);
-    await nanopay(CreditsTopup, 'credits topup', ['100', '--yes', '--profile', 'merchant']);
-    await nanopay(Donate, 'donate', ['0.1', '--yes', '--profile', 'customer']);
+    if (backend === 'service') {
+      await nanopay(Credits, 'credits', ['--profile', 'merchant']);
+      await nanopay(CreditsTopup, 'credits topup', ['100', '--yes', '--profile', 'merchant']);
+      await nanopay(Donate, 'donate', ['0.1', '--yes', '--profile', 'customer']);
+    } else {
+      say('\n# Credits and top-ups belong to the service; on a node, donate names the address');
+      await nanopay(Donate, 'donate', ['0.1', '--yes', '--to', merchant.address, '--profile', 'customer']);
+    }
 
     say('\n# Summary');
-    say(`merchant ${merchant.address}: received ${request.amount} XNO for request ${request.transaction_id}, balance ${shop.balance} XNO before buying credits`);
+    say(`merchant ${merchant.address}: received ${request.amount} XNO for request ${request.transaction_id}, balance ${shop.balance} XNO${backend === 'service' ? ' before buying credits' : ''}`);
     say(`customer ${customer.address}: funded 10 XNO, paid ${request.amount} XNO, balance ${wallet.balance} XNO before donating 0.1 XNO`);
     say('Demo complete.');
   } finally {

@@ -61,6 +61,12 @@ export interface HttpServerOptions {
   requestTimeoutMs?: number;
   /** How long close() lets answers in flight finish before cutting them. Default 5 s. */
   closeGraceMs?: number;
+  /**
+   * Takes over requests that ask to upgrade the connection (a WebSocket). It
+   * owns the socket from then on; if it throws, the socket is destroyed. The
+   * guards apply first.
+   */
+  upgrade?: (req: IncomingMessage, socket: Socket, head: Buffer) => void;
 }
 
 export interface HttpServer {
@@ -187,6 +193,21 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     log(`- (unparsed request: ${error.code ?? 'error'}) ${failure.status}`);
     sendRawEnvelope(socket, failure);
   });
+  const upgrade = options.upgrade;
+  // Only with a handler: without one, Node answers an Upgrade header as a plain request.
+  if (upgrade !== undefined) {
+    server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+      try {
+        if (closing) throw new NanoPayError('NOT_FOUND', 'The server is closing');
+        guard(req.headers);
+        log(`${req.method} ${loggablePath(String(req.url ?? '').split('?')[0] as string)} upgrade`);
+        upgrade(req, socket, head);
+      } catch (error) {
+        if (!(error instanceof NanoPayError)) log(`upgrade failed: ${error instanceof Error ? error.message : String(error)}`);
+        socket.destroy();
+      }
+    });
+  }
   // Node would answer these by itself, outside the envelope (CONNECT by dropping the connection).
   server.on('connect', (req: IncomingMessage, socket: Socket) => {
     log(`${req.method} - 405`);

@@ -1,4 +1,5 @@
-import type { ApiClient, RemoteAccountInfo, RemoteBlockInfo } from '../api/client.js';
+import type { LedgerBackend } from '../api/backend.js';
+import type { RemoteAccountInfo, RemoteBlockInfo } from '../api/client.js';
 import { NanoPayError } from '../errors.js';
 import {
   DEFAULT_REPRESENTATIVE,
@@ -30,7 +31,7 @@ export interface AccountHead {
  * base values (`reported` says which). Building a block tolerates a failing
  * read (`orLive`); a user asking for the figures sees the failure.
  */
-export async function serviceThresholds(api: ApiClient, orLive = true): Promise<{ thresholds: Thresholds; reported: boolean }> {
+export async function serviceThresholds(api: LedgerBackend, orLive = true): Promise<{ thresholds: Thresholds; reported: boolean }> {
   const reported = await (orLive ? api.activeDifficulty().catch(() => null) : api.activeDifficulty());
   return { thresholds: reported ?? LIVE_THRESHOLDS, reported: reported !== null };
 }

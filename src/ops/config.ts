@@ -4,21 +4,54 @@ import type { ProfileRecord } from '../wallet/config.js';
 import { DEFAULT_API_URL, secretIds, type Session } from './session.js';
 
 /** Settings a user can change, with how each is checked and stored. Amounts are XNO at the edge, raw inside. */
+function checkUrl(v: string, what: string, protocols: string[]): string {
+  let url: URL;
+  try {
+    url = new URL(v);
+  } catch {
+    throw new NanoPayError('INVALID_REQUEST', `"${v}" is not a URL`);
+  }
+  if (!protocols.includes(url.protocol)) throw new NanoPayError('INVALID_REQUEST', `The ${what} must be ${protocols.map((p) => p.slice(0, -1)).join(' or ')}`);
+  return v.replace(/\/+$/, '');
+}
+
 const SETTINGS = {
   'api-url': {
     describe: 'base URL of the payment service',
     env: 'NANOPAY_API_URL',
     fallback: DEFAULT_API_URL,
     get: (p: ProfileRecord) => p.apiUrl,
+    set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, apiUrl: checkUrl(v, 'API URL', ['http:', 'https:']) }),
+  },
+  backend: {
+    describe: 'who answers for the ledger: service (the payment service) or node (a Nano node\'s RPC)',
+    env: 'NANOPAY_BACKEND',
+    fallback: 'service',
+    get: (p: ProfileRecord) => p.backend,
     set: (p: ProfileRecord, v: string): ProfileRecord => {
-      let url: URL;
-      try {
-        url = new URL(v);
-      } catch {
-        throw new NanoPayError('INVALID_REQUEST', `"${v}" is not a URL`);
-      }
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new NanoPayError('INVALID_REQUEST', 'The API URL must be http(s)');
-      return { ...p, apiUrl: v.replace(/\/+$/, '') };
+      if (v !== 'service' && v !== 'node') throw new NanoPayError('INVALID_REQUEST', 'backend is service or node');
+      return { ...p, backend: v };
+    },
+  },
+  'node-url': {
+    describe: 'the node\'s HTTP RPC URL (backend node)',
+    env: 'NANOPAY_NODE_URL',
+    get: (p: ProfileRecord) => p.nodeUrl,
+    set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, nodeUrl: checkUrl(v, 'node URL', ['http:', 'https:']) }),
+  },
+  'node-ws-url': {
+    describe: 'the node\'s WebSocket URL, for instant detection (optional)',
+    env: 'NANOPAY_NODE_WS_URL',
+    get: (p: ProfileRecord) => p.nodeWsUrl,
+    set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, nodeWsUrl: checkUrl(v, 'node WebSocket URL', ['ws:', 'wss:']) }),
+  },
+  'node-auth-scheme': {
+    describe: 'how node-auth is sent: bearer, basic (user:password) or key (a "key" field in the body)',
+    fallback: 'bearer',
+    get: (p: ProfileRecord) => p.nodeAuthScheme,
+    set: (p: ProfileRecord, v: string): ProfileRecord => {
+      if (v !== 'bearer' && v !== 'basic' && v !== 'key') throw new NanoPayError('INVALID_REQUEST', 'node-auth-scheme is bearer, basic or key');
+      return { ...p, nodeAuthScheme: v };
     },
   },
   'limit-per-send': {
@@ -54,8 +87,19 @@ const SETTINGS = {
   },
 } as const;
 
-export type SettingName = keyof typeof SETTINGS | 'api-key';
-export const SETTING_NAMES = [...Object.keys(SETTINGS), 'api-key'] as SettingName[];
+/** Settings kept encrypted in the key store, set only from stdin. */
+const SECRETS = {
+  'api-key': { id: secretIds.apiKey, env: 'NANOPAY_API_KEY', describe: 'API key for the service (secret)' },
+  'node-auth': { id: secretIds.nodeAuth, env: 'NANOPAY_NODE_AUTH', describe: 'key for a node provider that wants one (secret; see node-auth-scheme)' },
+} as const;
+type SecretName = keyof typeof SECRETS;
+
+export type SettingName = keyof typeof SETTINGS | SecretName;
+export const SETTING_NAMES = [...Object.keys(SETTINGS), ...Object.keys(SECRETS)] as SettingName[];
+
+export function isSecretSetting(name: string): name is SecretName {
+  return name in SECRETS;
+}
 
 function setting(name: string): (typeof SETTINGS)[keyof typeof SETTINGS] {
   const s = SETTINGS[name as keyof typeof SETTINGS];
@@ -73,16 +117,17 @@ export interface SettingValue {
   description: string;
 }
 
-/** The API key is a secret: list and get only say whether it is set, and where. */
-async function apiKeySetting(session: Session): Promise<SettingValue> {
-  const description = 'API key for the service (secret)';
-  if (session.env.NANOPAY_API_KEY) return { name: 'api-key', value: '(set)', source: 'env', variable: 'NANOPAY_API_KEY', description };
-  const stored = (await session.hasKeystore()) && (await session.keystore()).get(secretIds.apiKey(session.profileName)) !== undefined;
-  return { name: 'api-key', value: stored ? '(set, encrypted)' : null, source: stored ? 'profile' : 'default', description };
+/** A secret: list and get only say whether it is set, and where. */
+async function secretSetting(session: Session, name: SecretName): Promise<SettingValue> {
+  const secret = SECRETS[name];
+  const base = { name, description: secret.describe };
+  if (session.env[secret.env]) return { ...base, value: '(set)', source: 'env', variable: secret.env };
+  const stored = (await session.hasKeystore()) && (await session.keystore()).get(secret.id(session.profileName)) !== undefined;
+  return { ...base, value: stored ? '(set, encrypted)' : null, source: stored ? 'profile' : 'default' };
 }
 
 export async function getSetting(session: Session, name: string): Promise<SettingValue> {
-  if (name === 'api-key') return apiKeySetting(session);
+  if (isSecretSetting(name)) return secretSetting(session, name);
   const s: { describe: string; get(p: ProfileRecord): string | undefined; env?: string; fallback?: string } = setting(name);
   const fromEnv = s.env === undefined ? undefined : session.env[s.env];
   if (s.env !== undefined && fromEnv) return { name, value: fromEnv, source: 'env', variable: s.env, description: s.describe };
@@ -98,8 +143,8 @@ export async function listSettings(session: Session): Promise<{ profile: string;
 }
 
 export async function setSetting(session: Session, name: string, value: string): Promise<SettingValue> {
-  if (name === 'api-key') {
-    await (await session.keystore('create')).set(secretIds.apiKey(session.profileName), value.trim());
+  if (isSecretSetting(name)) {
+    await (await session.keystore('create')).set(SECRETS[name].id(session.profileName), value.trim());
   } else {
     const s = setting(name);
     session.updateProfile((p) => s.set(p, value.trim()));
@@ -108,13 +153,17 @@ export async function setSetting(session: Session, name: string, value: string):
 }
 
 export async function unsetSetting(session: Session, name: string): Promise<SettingValue> {
-  if (name === 'api-key') {
-    await (await session.keystore()).delete([secretIds.apiKey(session.profileName)]);
+  if (isSecretSetting(name)) {
+    await (await session.keystore()).delete([SECRETS[name].id(session.profileName)]);
     return getSetting(session, name);
   }
   setting(name);
   const fields: Record<string, (p: ProfileRecord) => ProfileRecord> = {
     'api-url': ({ apiUrl: _, ...p }) => p,
+    backend: ({ backend: _, ...p }) => p,
+    'node-url': ({ nodeUrl: _, ...p }) => p,
+    'node-ws-url': ({ nodeWsUrl: _, ...p }) => p,
+    'node-auth-scheme': ({ nodeAuthScheme: _, ...p }) => p,
     'limit-per-send': (p) => ({ ...p, limits: { ...(p.limits?.perDay === undefined ? {} : { perDay: p.limits.perDay }) } }),
     'limit-per-day': (p) => ({ ...p, limits: { ...(p.limits?.perSend === undefined ? {} : { perSend: p.limits.perSend }) } }),
     'receive-minimum': ({ receiveMinimum: _, ...p }) => p,

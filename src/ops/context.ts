@@ -1,4 +1,4 @@
-import type { ApiClient } from '../api/client.js';
+import type { LedgerBackend } from '../api/backend.js';
 import type { Limits } from '../wallet/config.js';
 import type { Journal, JournalEntry } from '../wallet/journal.js';
 import type { SendLog } from '../wallet/send-log.js';
@@ -16,7 +16,8 @@ export type BlockNote = Pick<JournalEntry, 'amountRaw' | 'sendId' | 'topupTransa
  * Session; tests can build it in-process.
  */
 export interface OpsContext {
-  api: ApiClient;
+  /** The ledger's backend: the payment service or a node. */
+  api: LedgerBackend;
   work: WorkProvider;
   journal: Journal;
   sendLog: SendLog;

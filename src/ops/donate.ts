@@ -7,10 +7,10 @@ export interface DonateResult extends SendResult {
   message: string;
 }
 
-/** Asks the service where donations go, then sends there like any send (limits, confirmation). */
-export async function donate(session: Session, input: Omit<SendInput, 'to'>): Promise<DonateResult> {
+/** Asks the service where donations go (unless `to` names the address), then sends there like any send (limits, confirmation). */
+export async function donate(session: Session, input: Omit<SendInput, 'to'> & { to?: string }): Promise<DonateResult> {
   const amount = { raw: rawOf(input.amount) };
-  const address = await (await session.api()).donationAddress();
+  const address = input.to ?? (await (await session.api()).donationAddress());
   const sent = await send(session, { ...input, to: address, amount });
   return {
     ...sent,

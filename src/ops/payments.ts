@@ -1,8 +1,10 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { checkRedirectUrl, isTransactionId } from '../api/contract.js';
+import type { CallOptions } from '../api/http.js';
 import { ExitCode, NanoPayError } from '../errors.js';
 import { buildNanoUri, normalizeAddress, parseNanoUri, rawToXno, xnoToRaw } from '../nano/index.js';
 import { rawOf, type Amount } from './money.js';
+import { createNodeRequest, nodePaymentStatus } from './node-requests.js';
+import { SAFETY_POLL_MS, Wakeup, confirmations } from './confirmations.js';
 import { send, type SendInput, type SendResult } from './send.js';
 import type { Session } from './session.js';
 
@@ -20,20 +22,36 @@ export interface PaymentRequestResult {
 }
 
 
-/** Creates a payment request; the receive address defaults to the active account. */
-export async function requestPayment(session: Session, input: { amount: Amount; to?: string; redirectUrl?: string }): Promise<PaymentRequestResult> {
+/** Creates a payment request; the receive address defaults to the active account. On a node, nanopay keeps it. */
+export async function requestPayment(
+  session: Session,
+  input: { amount: Amount; to?: string; redirectUrl?: string; freshAddress?: boolean; expiresInS?: number },
+): Promise<PaymentRequestResult> {
   const baseRaw = rawOf(input.amount);
   if (baseRaw <= 0n) throw new NanoPayError('INVALID_NUMBER_FORMAT', 'The amount must be greater than zero');
   checkRedirectUrl(input.redirectUrl);
-  const to = input.to === undefined ? (await session.account()).address : normalizeAddress(input.to);
-  const api = await session.api();
-  const created = await api.paymentRequest({ receiveAddress: to, amount: rawToXno(baseRaw), ...(input.redirectUrl === undefined ? {} : { redirectUrl: input.redirectUrl }) });
-  const amountRaw = xnoToRaw(created.amount);
-  const address = normalizeAddress(created.receiveAddress);
+  if (input.freshAddress === true && input.to !== undefined) throw new NanoPayError('USAGE', 'Give --to or --fresh-address, not both');
+  let id: string;
+  let address: string;
+  let amountRaw: bigint;
+  if (session.backendKind() === 'node') {
+    const record = await createNodeRequest(session, await session.nodeClient(), { ...input, baseRaw });
+    ({ id, address } = record);
+    amountRaw = BigInt(record.amountRaw);
+  } else {
+    if (input.freshAddress === true || input.expiresInS !== undefined) {
+      throw new NanoPayError('USAGE', '--fresh-address and --expires are for requests nanopay keeps itself (backend node)', { hint: 'The service keeps its requests; use --to to name another address.' });
+    }
+    const to = input.to === undefined ? (await session.account()).address : normalizeAddress(input.to);
+    const created = await (await session.serviceApi()).paymentRequest({ receiveAddress: to, amount: rawToXno(baseRaw), ...(input.redirectUrl === undefined ? {} : { redirectUrl: input.redirectUrl }) });
+    id = created.transactionId;
+    address = normalizeAddress(created.receiveAddress);
+    amountRaw = xnoToRaw(created.amount);
+  }
   return {
-    transaction_id: created.transactionId,
+    transaction_id: id,
     receive_address: address,
-    amount: created.amount,
+    amount: rawToXno(amountRaw),
     amount_raw: amountRaw.toString(),
     uri: buildNanoUri({ address, amountRaw }),
     ...(input.redirectUrl === undefined ? {} : { redirect_url: input.redirectUrl }),
@@ -55,15 +73,34 @@ export function checkTransactionId(id: string): string {
   return id;
 }
 
+/** The work's answer, or REQUEST_ERROR the moment the signal aborts (the work itself is left to finish). */
+async function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return work;
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(new NanoPayError('REQUEST_ERROR', 'The check was stopped'));
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([work, aborted]);
+  } finally {
+    if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
+  }
+}
+
+/** One look at a request: the service's answer, or on a node nanopay's own matching. */
+async function checkOnce(session: Session, id: string, options: Pick<CallOptions, 'signal' | 'once'> = {}): Promise<PaymentStatusResult> {
+  if (session.backendKind() === 'node') {
+    const { record, isPaid, message } = await untilAborted(nodePaymentStatus(session, await session.nodeClient(), id), options.signal);
+    return { transaction_id: record.id, is_paid: isPaid, message, amount: rawToXno(BigInt(record.amountRaw)) };
+  }
+  const s = await (await session.serviceApi()).paymentStatus(id, options);
+  return { transaction_id: s.transactionId, is_paid: s.isPaid, message: s.message, ...(s.amount === undefined ? {} : { amount: s.amount }) };
+}
+
 export async function paymentStatus(session: Session, transactionId: string): Promise<PaymentStatusResult> {
-  const id = checkTransactionId(transactionId);
-  const status = await (await session.api()).paymentStatus(id);
-  return {
-    transaction_id: status.transactionId,
-    is_paid: status.isPaid,
-    message: status.message,
-    ...(status.amount === undefined ? {} : { amount: status.amount }),
-  };
+  return checkOnce(session, checkTransactionId(transactionId));
 }
 
 export type WatchEvent =
@@ -81,58 +118,62 @@ export interface WatchOptions {
 const TRANSIENT = ['REQUEST_ERROR', 'PARSE_ERROR', 'INVALID_DATA', 'RATE_LIMIT_EXCEEDED'];
 
 /**
- * Polls until the request is paid. Network failures back off and keep trying
- * until the timeout; a failure that will not go away (unknown id, bad key) ends it.
- * The timeout is exact: a poll in flight at the deadline is stopped. When it
- * runs out, TIMEOUT (exit 8) if the service answered at all, else the service's
- * failure (exit 5), so a script can tell "not paid" from "could not ask".
+ * Checks until the request is paid: at each interval, or, where the node's
+ * WebSocket is known, the moment a send to the address is confirmed and after
+ * every (re)connect (with a slow poll behind, as delivery is not guaranteed).
+ * Network failures back off and keep trying until the timeout; a failure that
+ * will not go away (unknown id, bad key) ends it. The timeout is exact: a check
+ * in flight at the deadline is stopped. When it runs out, TIMEOUT (exit 8) if
+ * the ledger answered at all, else its failure (exit 5), so a script can tell
+ * "not paid" from "could not ask".
  */
 export async function watchPayment(session: Session, transactionId: string, options: WatchOptions): Promise<PaymentStatusResult> {
   const id = checkTransactionId(transactionId);
-  const api = await session.api();
   const started = Date.now();
   const deadline = options.timeoutMs === undefined ? Infinity : started + options.timeoutMs;
-  const cancelled = (): NanoPayError => new NanoPayError('CANCELLED', 'Stopped watching');
+  const address = session.backendKind() === 'node' ? (await session.requests.get(id.toLowerCase()))?.address : undefined;
+  const wake = new Wakeup();
+  const feed = address === undefined ? undefined : await confirmations(session, [address], () => wake.wake(), (c) => c.subtype === 'send' && c.linkAsAccount === address);
   let last: string | undefined;
   let backoff = options.intervalMs;
   let answered = false;
   let failure: NanoPayError | undefined;
-  while (Date.now() < deadline) {
-    let wait = options.intervalMs;
-    const limits = [options.signal, deadline === Infinity ? undefined : AbortSignal.timeout(Math.max(1, deadline - Date.now()))];
-    const signals = limits.filter((s): s is AbortSignal => s !== undefined);
-    try {
-      // Once per poll: this loop retries, and reports each failure.
-      const s = await api.paymentStatus(id, { once: true, ...(signals.length === 0 ? {} : { signal: AbortSignal.any(signals) }) });
-      answered = true;
-      const result: PaymentStatusResult = { transaction_id: s.transactionId, is_paid: s.isPaid, message: s.message, ...(s.amount === undefined ? {} : { amount: s.amount }) };
-      const key = `${result.is_paid}|${result.message}`;
-      if (key !== last) options.onEvent?.({ event: 'status', elapsed_ms: Date.now() - started, ...result });
-      last = key;
-      backoff = options.intervalMs;
-      if (result.is_paid) return result;
-    } catch (error) {
-      if (options.signal?.aborted) throw cancelled();
-      if (Date.now() >= deadline) break;
-      if (!(error instanceof NanoPayError) || !TRANSIENT.includes(error.code)) throw error;
-      failure = error;
-      backoff = Math.min(backoff * 2, 30_000);
-      wait = backoff;
-      options.onEvent?.({ event: 'error', elapsed_ms: Date.now() - started, code: error.code, message: error.message, retry_in_ms: wait });
+  try {
+    while (Date.now() < deadline) {
+      let wait = feed?.live() ? Math.max(options.intervalMs, SAFETY_POLL_MS) : options.intervalMs;
+      const limits = [options.signal, deadline === Infinity ? undefined : AbortSignal.timeout(Math.max(1, deadline - Date.now()))];
+      const signals = limits.filter((s): s is AbortSignal => s !== undefined);
+      try {
+        // Once per check: this loop retries, and reports each failure.
+        const result = await checkOnce(session, id, { once: true, ...(signals.length === 0 ? {} : { signal: AbortSignal.any(signals) }) });
+        answered = true;
+        const key = `${result.is_paid}|${result.message}`;
+        if (key !== last) options.onEvent?.({ event: 'status', elapsed_ms: Date.now() - started, ...result });
+        last = key;
+        backoff = options.intervalMs;
+        if (result.is_paid) return result;
+      } catch (error) {
+        if (options.signal?.aborted) throw new NanoPayError('CANCELLED', 'Stopped watching');
+        if (Date.now() >= deadline) break;
+        if (!(error instanceof NanoPayError) || !TRANSIENT.includes(error.code)) throw error;
+        failure = error;
+        backoff = Math.min(backoff * 2, 30_000);
+        wait = backoff;
+        options.onEvent?.({ event: 'error', elapsed_ms: Date.now() - started, code: error.code, message: error.message, retry_in_ms: wait });
+      }
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) break;
+      await wake.wait(Math.min(wait, remaining), options.signal);
     }
-    const remaining = deadline - Date.now();
-    if (remaining <= 0) break;
-    try {
-      await sleep(Math.min(wait, remaining), undefined, options.signal === undefined ? {} : { signal: options.signal });
-    } catch {
-      throw cancelled();
-    }
+  } finally {
+    feed?.close();
   }
   const seconds = Math.round((options.timeoutMs ?? 0) / 1000);
   if (!answered) {
     const why = failure === undefined ? 'it did not answer' : failure.message;
-    throw new NanoPayError(failure?.code ?? 'REQUEST_ERROR', `The service could not be asked for ${seconds} s: ${why}`, {
-      hint: 'Check the API URL (NANOPAY_API_URL) and your network, then watch again.',
+    const node = session.backendKind() === 'node';
+    throw new NanoPayError(failure?.code ?? 'REQUEST_ERROR', `The ${node ? 'node' : 'service'} could not be asked for ${seconds} s: ${why}`, {
+      hint: `Check the ${node ? 'node URL (NANOPAY_NODE_URL)' : 'API URL (NANOPAY_API_URL)'} and your network, then watch again.`,
     });
   }
   throw new NanoPayError('TIMEOUT', `Not paid after ${seconds} s`, { hint: 'Run the watch again, or a longer --timeout.' });

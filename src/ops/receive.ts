@@ -1,7 +1,9 @@
 import { rawToXno } from '../nano/index.js';
-import { receiveAllPending } from './chain.js';
+import { receiveAllPending, type ReceivedBlock } from './chain.js';
+import { SAFETY_POLL_MS, Wakeup, confirmations } from './confirmations.js';
+import { freshAccounts, markReceived } from './node-requests.js';
 import { settleJournal } from './recovery.js';
-import type { Session } from './session.js';
+import type { ActiveAccount, Session } from './session.js';
 
 export interface ReceiveInput {
   wallet?: string;
@@ -12,6 +14,8 @@ export interface ReceiveInput {
 }
 
 export interface ReceivedItem {
+  /** The account that received (the active one, or a request's fresh account). */
+  account: string;
   hash: string;
   source: string;
   subtype: 'open' | 'receive';
@@ -26,20 +30,74 @@ export interface ReceiveResult {
   total_raw: string;
 }
 
-/** Receives every pending block of the account (an open block first for a new account). */
+/** The accounts receive covers: the one named or active, and on a node the fresh accounts of its wallet's requests. */
+async function accountsToReceive(session: Session, input: ReceiveInput): Promise<ActiveAccount[]> {
+  const main = await session.account(input.wallet, input.index);
+  if (session.backendKind() !== 'node') return [main];
+  const fresh = (await freshAccounts(session, main.wallet)).filter((i) => i !== main.index);
+  return [main, ...(await Promise.all(fresh.map((i) => session.account(main.wallet, i))))];
+}
+
+function item(account: string, b: ReceivedBlock): ReceivedItem {
+  return { account, hash: b.hash, source: b.sourceHash, subtype: b.subtype, amount: rawToXno(b.amountRaw), amount_raw: b.amountRaw.toString() };
+}
+
+/** Receives every pending block of the account (an open block first for a new account), and of its wallet's fresh request accounts. */
 export async function receive(session: Session, input: ReceiveInput = {}): Promise<ReceiveResult> {
   const ctx = await session.context(input.signal);
-  const account = await session.account(input.wallet, input.index);
+  const accounts = await accountsToReceive(session, input);
   const minimumRaw = input.minimumRaw ?? BigInt(session.profile().receiveMinimum ?? '1');
-  const blocks = await ctx.lock(account.address, async () => {
-    await settleJournal(ctx, account.address);
-    return receiveAllPending(ctx, account, minimumRaw);
-  });
-  const total = blocks.reduce((sum, b) => sum + b.amountRaw, 0n);
-  return {
-    account: account.address,
-    received: blocks.map((b) => ({ hash: b.hash, source: b.sourceHash, subtype: b.subtype, amount: rawToXno(b.amountRaw), amount_raw: b.amountRaw.toString() })),
-    total: rawToXno(total),
-    total_raw: total.toString(),
-  };
+  const received: ReceivedItem[] = [];
+  for (const account of accounts) {
+    const blocks = await ctx.lock(account.address, async () => {
+      await settleJournal(ctx, account.address);
+      return receiveAllPending(ctx, account, minimumRaw);
+    });
+    if (session.backendKind() === 'node') await markReceived(session, account.address, blocks);
+    received.push(...blocks.map((b) => item(account.address, b)));
+  }
+  const total = received.reduce((sum, b) => sum + BigInt(b.amount_raw), 0n);
+  return { account: (accounts[0] as ActiveAccount).address, received, total: rawToXno(total), total_raw: total.toString() };
+}
+
+export interface ReceiveWatchOptions extends ReceiveInput {
+  intervalMs: number;
+  timeoutMs?: number;
+  /** Each run of receive that received something. */
+  onReceived?: (result: ReceiveResult) => void;
+}
+
+/**
+ * Keeps receiving until the timeout or the signal: at each interval, or where
+ * the node's WebSocket is known, the moment a send to one of the accounts is
+ * confirmed and after every (re)connect. Returns everything received; the
+ * signal ends it with CANCELLED (what was received was reported as it came).
+ */
+export async function watchReceive(session: Session, options: ReceiveWatchOptions): Promise<ReceiveResult> {
+  const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
+  const wake = new Wakeup();
+  let watched = new Set((await accountsToReceive(session, options)).map((a) => a.address));
+  const feed = await confirmations(session, [...watched], () => wake.wake(), (c) => c.subtype === 'send' && c.linkAsAccount !== undefined && watched.has(c.linkAsAccount));
+  const all: ReceivedItem[] = [];
+  try {
+    for (;;) {
+      const result = await receive(session, options);
+      if (result.received.length > 0) {
+        all.push(...result.received);
+        options.onReceived?.(result);
+      }
+      // A request made meanwhile may have added a fresh account.
+      const now = new Set((await accountsToReceive(session, options)).map((a) => a.address));
+      if (now.size !== watched.size) feed?.follow([...now]);
+      watched = now;
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) break;
+      const wait = feed?.live() ? Math.max(options.intervalMs, SAFETY_POLL_MS) : options.intervalMs;
+      await wake.wait(Math.min(wait, remaining), options.signal);
+    }
+  } finally {
+    feed?.close();
+  }
+  const total = all.reduce((sum, b) => sum + BigInt(b.amount_raw), 0n);
+  return { account: [...watched][0] as string, received: all, total: rawToXno(total), total_raw: total.toString() };
 }

@@ -1,9 +1,12 @@
+import type { BackendKind, LedgerBackend } from '../api/backend.js';
 import { ApiClient } from '../api/client.js';
+import { NodeClient } from '../api/node-client.js';
 import { NanoPayError } from '../errors.js';
 import { deriveAccount, type Account } from '../nano/index.js';
 import { WorkCache, providerSettings, workProvider, type WorkObserver } from '../work/index.js';
 import { ConfigStore, type ProfileRecord, type WalletRecord } from '../wallet/config.js';
 import { Journal } from '../wallet/journal.js';
+import { RequestStore } from '../wallet/requests.js';
 import { KeyStore } from '../wallet/keystore.js';
 import { withAccountLock } from '../wallet/lock.js';
 import { SendLog } from '../wallet/send-log.js';
@@ -33,6 +36,7 @@ export const DEFAULT_API_URL = 'http://127.0.0.1:7076';
 
 export const secretIds = {
   apiKey: (profile: string) => `profile/${profile}/api-key`,
+  nodeAuth: (profile: string) => `profile/${profile}/node-auth`,
   wallet: (profile: string, wallet: string) => `profile/${profile}/wallet/${wallet}/secret`,
   passphrase: (profile: string, wallet: string) => `profile/${profile}/wallet/${wallet}/passphrase`,
 };
@@ -55,9 +59,12 @@ export class Session {
   readonly journal: Journal;
   readonly sendLog: SendLog;
   readonly workStore: WorkStore;
+  /** Payment requests nanopay keeps itself (node backend). */
+  readonly requests: RequestStore;
   private store: Promise<KeyStore> | undefined;
   private provider: WorkProvider | undefined;
   private ahead: WorkCache | undefined;
+  private node: Promise<NodeClient> | undefined;
 
   constructor(private readonly options: SessionOptions) {
     this.env = options.env ?? process.env;
@@ -67,6 +74,7 @@ export class Session {
     this.journal = new Journal(stateDir(this.dir, 'journal'));
     this.sendLog = new SendLog(stateDir(this.dir, 'sends'));
     this.workStore = new WorkStore(this.dir);
+    this.requests = new RequestStore(stateDir(this.dir, 'requests'), stateDir(this.dir, 'locks'), this.profileName);
   }
 
   profile(): ProfileRecord {
@@ -79,6 +87,44 @@ export class Session {
 
   apiUrl(): string {
     return this.env.NANOPAY_API_URL || this.profile().apiUrl || DEFAULT_API_URL;
+  }
+
+  /** The ledger's backend: NANOPAY_BACKEND, else the profile's `backend`, else the service. */
+  backendKind(): BackendKind {
+    const kind = this.env.NANOPAY_BACKEND || this.profile().backend || 'service';
+    if (kind !== 'service' && kind !== 'node') throw new NanoPayError('USAGE', `NANOPAY_BACKEND must be service or node, not "${kind}"`);
+    return kind;
+  }
+
+  /** The node's WebSocket (NANOPAY_NODE_WS_URL, else node-ws-url), when one is known: instant detection. */
+  nodeWsUrl(): string | undefined {
+    return this.backendKind() === 'node' ? this.env.NANOPAY_NODE_WS_URL || this.profile().nodeWsUrl || undefined : undefined;
+  }
+
+  nodeUrl(): string {
+    const url = this.env.NANOPAY_NODE_URL || this.profile().nodeUrl;
+    if (!url) {
+      throw new NanoPayError('USAGE', `Profile "${this.profileName}" uses a node, but no node URL is set`, {
+        hint: 'Set one: nanopay config set node-url http://127.0.0.1:7076 (or NANOPAY_NODE_URL).',
+      });
+    }
+    return url;
+  }
+
+  /** The node RPC client, made once: its URL, and node-auth (NANOPAY_NODE_AUTH, else the key store) when set. */
+  nodeClient(): Promise<NodeClient> {
+    this.node ??= (async () => {
+      const url = this.nodeUrl();
+      const secret = this.env.NANOPAY_NODE_AUTH || ((await this.hasKeystore()) ? (await this.keystore()).get(secretIds.nodeAuth(this.profileName)) : undefined);
+      const timeoutMs = this.options.timeoutMs ?? timeoutFromEnv(this.env);
+      return new NodeClient({
+        url,
+        ...(secret ? { auth: { scheme: this.profile().nodeAuthScheme ?? 'bearer', secret } } : {}),
+        ...(timeoutMs === undefined ? {} : { timeoutMs }),
+      });
+    })();
+    this.node.catch(() => (this.node = undefined));
+    return this.node;
   }
 
   /** Unlocks the key store once; `create` makes a new one when there is none. */
@@ -114,7 +160,13 @@ export class Session {
     return new ApiClient({ baseUrl: this.apiUrl(), timeoutMs: this.options.timeoutMs ?? timeoutFromEnv(this.env) });
   }
 
-  async api(): Promise<ApiClient> {
+  /** The ledger's backend for operations: the service with its API key, or the node. */
+  async api(): Promise<LedgerBackend> {
+    return this.backendKind() === 'node' ? this.nodeClient() : this.serviceApi();
+  }
+
+  /** The payment service with the profile's API key (what only the service offers: credits, top-ups). */
+  async serviceApi(): Promise<ApiClient> {
     const apiKey = await this.apiKey();
     if (apiKey === undefined) {
       throw new NanoPayError('MISSING_API_KEY', `No API key for profile "${this.profileName}"`, {
@@ -128,6 +180,8 @@ export class Session {
   private workProvider(): WorkProvider {
     if (this.provider === undefined) {
       const settings = providerSettings(this.env, this.profile());
+      // A node backend's node is one more work server (public nodes often refuse: then the next provider).
+      if (this.backendKind() === 'node') settings.extra = { name: 'the node (work_generate)', generate: async (root, threshold) => (await this.nodeClient()).workGenerate(root, threshold) };
       this.provider = this.options.work ?? workProvider({ ...settings, ...(this.options.workObserver === undefined ? {} : { observer: this.options.workObserver }) });
     }
     return this.provider;

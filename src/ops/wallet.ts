@@ -1,3 +1,4 @@
+import { serviceOnly } from '../api/backend.js';
 import { NanoPayError } from '../errors.js';
 import { deriveAccount, generateSeed, type AccountSource } from '../nano/index.js';
 import type { WalletKind, WalletRecord } from '../wallet/config.js';
@@ -98,6 +99,7 @@ export async function createWallet(session: Session, input: { name?: string } = 
 /** A wallet made by the service (POST /wallet/create); its secrets and API key are stored encrypted. */
 export async function createRemoteWallet(session: Session, input: { name?: string } = {}): Promise<CreatedWallet> {
   const name = checkName(input.name ?? nextName(session));
+  if (session.backendKind() === 'node') throw serviceOnly('A wallet made by the service (--remote)');
   await session.keystore('create');
   const remote = await session.anonymousApi().createWallet();
   if (deriveAccount({ seed: remote.seed, index: 0 }).address !== remote.address) {

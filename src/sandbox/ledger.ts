@@ -134,6 +134,8 @@ export class Ledger {
   readonly blocks = new Map<string, LedgerBlock>();
   readonly order: string[] = [];
   readonly receivables = new Map<string, Receivable>();
+  /** Told of every block applied from now on (the node side's confirmation topic). */
+  readonly listeners = new Set<(stored: LedgerBlock) => void>();
 
   constructor(readonly thresholds: Thresholds) {}
 
@@ -266,6 +268,7 @@ export class Ledger {
     if (stored.subtype === 'send') {
       this.receivables.set(stored.hash, { hash: stored.hash, destination: stored.block.link, source: stored.account, amount: stored.amount, received: false });
     }
+    for (const listener of this.listeners) listener(stored);
   }
 
   /** Plain JSON (bigints as strings) for the state file. */

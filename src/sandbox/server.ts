@@ -1,8 +1,10 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
 import { NanoPayError } from '../errors.js';
-import { startHttpServer, type Route } from '../http/server.js';
+import { RESPONDED, startHttpServer, type Route } from '../http/server.js';
 import { sandboxCheckout } from './checkout.js';
+import { nodeRpc } from './node-rpc.js';
+import { nodeWebSocket, type NodeSockets } from './node-ws.js';
 import { CREDIT_COSTS, type Operation } from './pricing.js';
 import { SandboxService } from './service.js';
 import { StateWriter, corruptState, loadState, type SandboxState } from './state.js';
@@ -23,6 +25,9 @@ export interface RunningSandbox {
   port: number;
   /** The emulated service behind the HTTP API, for tests that must reach past it (e.g. to exhaust credits). */
   service: SandboxService;
+  /** The node side's WebSocket (same port, any path): `ws://…` */
+  wsUrl: string;
+  nodeSockets: NodeSockets;
   close(): Promise<void>;
 }
 
@@ -150,11 +155,25 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
     },
   }));
   const checkout = sandboxCheckout(service, () => writer.save(() => service.snapshot()));
+  // The node side: node RPC answers bare JSON (errors too, with HTTP 200), so it writes its own response.
+  routes.push({
+    method: 'POST',
+    path: '/',
+    handle: async ({ body, response }) => {
+      const answer = nodeRpc(service, body);
+      await writer.save(() => service.snapshot());
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify(answer));
+      return RESPONDED;
+    },
+  });
+  const sockets = nodeWebSocket(service);
   // The service's clients are programs, not web pages: no guards, and a body is read as JSON whatever type it declares.
   const server = await startHttpServer({
     host: options.host ?? '127.0.0.1',
     port: options.port ?? 0,
     routes: [...routes, ...checkout.routes],
+    upgrade: sockets.upgrade,
     maxBodyBytes: MAX_BODY,
     requireJsonContentType: false,
     ...(options.log === undefined ? {} : { log: options.log }),
@@ -163,8 +182,11 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
     url: server.url,
     port: server.port,
     service,
+    wsUrl: server.url.replace(/^http/, 'ws'),
+    nodeSockets: sockets.handles,
     close: async () => {
       checkout.close();
+      sockets.close();
       await server.close();
       await writer.save(() => service.snapshot());
     },

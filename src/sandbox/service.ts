@@ -64,6 +64,11 @@ export class SandboxService {
     };
   }
 
+  /** The network a node on this ledger would name: its thresholds are that network's. */
+  get network(): 'dev' | 'live' {
+    return this.state.thresholds;
+  }
+
   snapshot(): SandboxState {
     return { ...this.state, ledger: this.ledger.snapshot() };
   }

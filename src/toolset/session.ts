@@ -1,3 +1,4 @@
+import { confirmations } from '../ops/confirmations.js';
 import { nextWork } from '../ops/precache.js';
 import { Session, type SessionOptions } from '../ops/session.js';
 
@@ -10,7 +11,8 @@ export interface ToolsetSession {
 /**
  * A long-running session for the toolset: unlocked once at start (failing
  * fast on a wrong password or no wallet), with work made ahead while idle by
- * the configured provider (NANO_WORK_MODE holds here as in the CLI).
+ * the configured provider (NANO_WORK_MODE holds here as in the CLI), and
+ * made again when the account's chain moves under it (node WebSocket).
  */
 export async function openToolsetSession(options: SessionOptions, log: (line: string) => void): Promise<ToolsetSession> {
   const session = new Session(options);
@@ -27,5 +29,7 @@ export async function openToolsetSession(options: SessionOptions, log: (line: st
       .catch((error: unknown) => log(`could not precompute work: ${error instanceof Error ? error.message : String(error)}`));
   };
   refreshWork();
+  // Where the node's WebSocket is known, a block of this account made elsewhere (another process) makes the work anew at once.
+  await confirmations(session, [account.address], refreshWork, (c) => c.account === account.address);
   return { session, refreshWork };
 }

@@ -29,6 +29,12 @@ export interface ProfileRecord {
   receiveMinimum?: string;
   workMode?: 'auto' | 'cpu' | 'remote';
   workServers?: string;
+  /** Who answers for the ledger: the payment service (default) or a Nano node's RPC. */
+  backend?: 'service' | 'node';
+  nodeUrl?: string;
+  nodeWsUrl?: string;
+  /** How node-auth (a secret, in the key store) is sent. */
+  nodeAuthScheme?: 'bearer' | 'basic' | 'key';
   wallets: Record<string, WalletRecord>;
 }
 

@@ -4,5 +4,5 @@ export { generateWork, workEngine, type GenerateOptions } from './generator.js';
 export { idleWorkers, liveWorkers, shutdownWorkers } from './pool.js';
 export type { EngineName } from './engines.js';
 export { WorkCache } from './cache.js';
-export { remoteWork } from './remote.js';
+export { remoteWork, type WorkServer } from './remote.js';
 export { providerSettings, workProvider, type ProviderSettings, type WorkMode, type WorkObserver } from './provider.js';

@@ -1,6 +1,6 @@
 import { NanoPayError } from '../errors.js';
 import { generateWork } from './generator.js';
-import { remoteWork } from './remote.js';
+import { remoteWork, type WorkServer } from './remote.js';
 
 export type WorkMode = 'auto' | 'cpu' | 'remote';
 export type Provide = (root: string, threshold: string, signal?: AbortSignal) => Promise<string>;
@@ -8,6 +8,8 @@ export type Provide = (root: string, threshold: string, signal?: AbortSignal) =>
 export interface ProviderSettings {
   mode: WorkMode;
   servers: string[];
+  /** Tried after the configured servers (the node of a node backend). */
+  extra?: WorkServer;
   timeoutMs: number;
   /** Follows local searches, e.g. for a spinner. */
   observer?: WorkObserver;
@@ -44,9 +46,10 @@ export function workProvider(settings: ProviderSettings): Provide {
       ...(signal === undefined ? {} : { signal }),
       ...(observer === undefined ? {} : { onProgress: (hashes: number) => observer.progress(hashes, threshold) }),
     }).finally(() => observer?.done());
-  if (settings.mode === 'cpu' || (settings.mode === 'auto' && settings.servers.length === 0)) return local;
+  const servers = [...settings.servers, ...(settings.extra === undefined ? [] : [settings.extra])];
+  if (settings.mode === 'cpu' || (settings.mode === 'auto' && servers.length === 0)) return local;
   const remote: Provide = (root, threshold, signal) =>
-    remoteWork(settings.servers, root, threshold, {
+    remoteWork(servers, root, threshold, {
       timeoutMs: settings.timeoutMs,
       ...(signal === undefined ? {} : { signal }),
       ...(settings.onServerFailure === undefined ? {} : { onFailure: settings.onServerFailure }),

@@ -8,8 +8,14 @@ export interface RemoteOptions {
   onFailure?: (server: string, reason: string) => void;
 }
 
-/** Asks one server with the node's work_generate action; the nonce is checked locally before use. */
-async function ask(server: string, root: string, threshold: string, options: RemoteOptions): Promise<string> {
+/** A work server reached by other means than a plain URL (a node with its own auth). */
+export interface WorkServer {
+  name: string;
+  generate(root: string, threshold: string): Promise<string>;
+}
+
+/** Asks one URL with the node's work_generate action. */
+async function askUrl(server: string, root: string, threshold: string, options: RemoteOptions): Promise<string> {
   const signals = [AbortSignal.timeout(options.timeoutMs), ...(options.signal === undefined ? [] : [options.signal])];
   const response = await fetch(server, {
     method: 'POST',
@@ -18,16 +24,30 @@ async function ask(server: string, root: string, threshold: string, options: Rem
     signal: AbortSignal.any(signals),
   });
   const body = (await response.json()) as { work?: unknown; error?: unknown };
-  if (typeof body.work !== 'string' || !/^[0-9a-fA-F]{16}$/.test(body.work)) {
-    throw new Error(typeof body.error === 'string' ? body.error : `no work in the answer (HTTP ${response.status})`);
-  }
-  const work = body.work.toLowerCase();
+  if (typeof body.work !== 'string') throw new Error(typeof body.error === 'string' ? body.error : `no work in the answer (HTTP ${response.status})`);
+  return body.work;
+}
+
+/** Asks one server; whatever it is, the nonce is checked locally before use. */
+async function ask(server: string | WorkServer, root: string, threshold: string, options: RemoteOptions): Promise<string> {
+  const answered = typeof server === 'string' ? await askUrl(server, root, threshold, options) : await withTimeout(server.generate(root, threshold), options);
+  if (!/^[0-9a-fA-F]{16}$/.test(answered)) throw new Error('no work in the answer');
+  const work = answered.toLowerCase();
   if (!validateWork(root, work, threshold)) throw new Error(`returned work ${work} that does not meet ${threshold}`);
   return work;
 }
 
+function withTimeout<T>(promise: Promise<T>, options: RemoteOptions): Promise<T> {
+  const signal = AbortSignal.any([AbortSignal.timeout(options.timeoutMs), ...(options.signal === undefined ? [] : [options.signal])]);
+  return new Promise<T>((resolve, reject) => {
+    const stop = (): void => reject(signal.reason as Error);
+    signal.addEventListener('abort', stop, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', stop));
+  });
+}
+
 /** Tries each server in order; WORK_SERVER_ERROR when none gives valid work in time. */
-export async function remoteWork(servers: string[], root: string, threshold: string, options: RemoteOptions): Promise<string> {
+export async function remoteWork(servers: readonly (string | WorkServer)[], root: string, threshold: string, options: RemoteOptions): Promise<string> {
   const reasons: string[] = [];
   for (const server of servers) {
     if (options.signal?.aborted) throw new NanoPayError('CANCELLED', 'Proof of work cancelled');
@@ -35,8 +55,9 @@ export async function remoteWork(servers: string[], root: string, threshold: str
       return await ask(server, root, threshold, options);
     } catch (error) {
       const reason = error instanceof Error && error.name === 'TimeoutError' ? `no answer in ${options.timeoutMs} ms` : (error as Error).message;
-      options.onFailure?.(server, reason);
-      reasons.push(redactUrl(`${server}: ${reason}`));
+      const name = typeof server === 'string' ? server : server.name;
+      options.onFailure?.(name, reason);
+      reasons.push(redactUrl(`${name}: ${reason}`));
     }
   }
   throw new NanoPayError('WORK_SERVER_ERROR', `No work server gave valid work (${reasons.join('; ') || 'none configured'})`, {

@@ -3,10 +3,10 @@ import { SessionCommand } from '../../cli/session-command.js';
 import { describeSource } from '../../cli/format.js';
 import { stdinLine } from '../../cli/stdin.js';
 import { NanoPayError } from '../../errors.js';
-import { SETTING_NAMES, setSetting, unsetSetting, type SettingValue } from '../../ops/config.js';
+import { SETTING_NAMES, isSecretSetting, setSetting, unsetSetting, type SettingValue } from '../../ops/config.js';
 
 export default class ConfigSet extends SessionCommand {
-  static override summary = 'Change a setting of the profile (api-key only from stdin).';
+  static override summary = 'Change a setting of the profile (api-key and node-auth only from stdin).';
   protected static override allowsNewProfile = true;
   static override examples = [
     '<%= config.bin %> config set api-url https://api.example.com',
@@ -30,11 +30,11 @@ export default class ConfigSet extends SessionCommand {
     if (flags.unset) {
       result = await unsetSetting(session, args.name);
     } else {
-      if (args.name === 'api-key' && !flags.stdin) {
-        throw new NanoPayError('USAGE', 'The API key is read from stdin only, so it stays out of shell history', { hint: 'printf "%s" "$KEY" | nanopay config set api-key --stdin' });
+      if (isSecretSetting(args.name) && !flags.stdin) {
+        throw new NanoPayError('USAGE', `The ${args.name} setting is a secret, read from stdin only, so it stays out of shell history`, { hint: `printf "%s" "$KEY" | nanopay config set ${args.name} --stdin` });
       }
       // Unlock before reading the value: with --password-stdin the password is the first line.
-      if (args.name === 'api-key') await session.keystore('create');
+      if (isSecretSetting(args.name)) await session.keystore('create');
       const value = flags.stdin ? await stdinLine(`the value of ${args.name}`) : args.value;
       if (value === undefined) throw new NanoPayError('USAGE', `Give a value for ${args.name}, or --unset`);
       result = await setSetting(session, args.name, value);

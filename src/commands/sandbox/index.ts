@@ -28,13 +28,14 @@ Point nanopay at it with NANOPAY_API_URL=<url>. Get test funds from its faucet: 
       log: flags.quiet ? undefined : (line) => process.stderr.write(`${line}\n`),
     });
     const { send, receive } = sandbox.service.thresholds;
-    const info = { url: sandbox.url, data_dir: flags['data-dir'], thresholds: { send, receive } };
+    const info = { url: sandbox.url, ws_url: sandbox.wsUrl, data_dir: flags['data-dir'], thresholds: { send, receive } };
     // A long-running server: in JSON mode its one document is printed once it listens.
     if (this.jsonEnabled()) {
       process.stdout.write(`${JSON.stringify(info)}\n`);
     } else {
       this.log(`nanopay sandbox listening on ${sandbox.url} (work thresholds: send ${send}, receive ${receive}; data: ${flags['data-dir']})`);
       this.log(`Use it:   export NANOPAY_API_URL=${sandbox.url}`);
+      this.log(`Or as a node (RPC and WebSocket): export NANOPAY_BACKEND=node NANOPAY_NODE_URL=${sandbox.url} NANOPAY_NODE_WS_URL=${sandbox.wsUrl}`);
       this.log(`Try it:   curl -s -X POST ${sandbox.url}/wallet/create`);
       this.log('Stop it:  Ctrl-C');
     }

@@ -1,0 +1,256 @@
+import { NanoPayError, redactUrl } from '../errors.js';
+import { normalizeAddress, type StateBlock, type Subtype } from '../nano/index.js';
+import { DEV_THRESHOLDS, LIVE_THRESHOLDS } from '../work/index.js';
+import { serviceOnly, type LedgerBackend } from './backend.js';
+import type { RemoteAccountInfo, RemoteBalance, RemoteBlockInfo, RemoteDifficulty } from './client.js';
+import { asObject, bigIntField, hexField, optStr, stateBlock, str, type Json } from './shape.js';
+
+/** How a provider wants its key: an Authorization header (Bearer or Basic), or a `key` field in the body. */
+export type NodeAuthScheme = 'bearer' | 'basic' | 'key';
+
+export interface NodeOptions {
+  url: string;
+  auth?: { scheme: NodeAuthScheme; secret: string };
+  timeoutMs?: number;
+  retries?: number;
+}
+
+/** A receivable block as the node lists it; the amount when it says. */
+export interface Receivable {
+  hash: string;
+  amountRaw?: bigint;
+}
+
+/** The node's `process` refusals, by the words it uses, and what each means for us. */
+const PROCESS_ERRORS: [RegExp, string, string][] = [
+  [/^fork/i, 'BLOCK_FORK', 'another block already follows the same previous block (a fork)'],
+  [/^old block/i, 'BLOCK_EXISTS', 'the block is already in the ledger'],
+  [/^gap previous/i, 'BLOCK_GAP_PREVIOUS', 'the node does not know the previous block'],
+  [/^gap source/i, 'BLOCK_GAP_SOURCE', 'the node does not know the send this block receives'],
+  [/^bad signature/i, 'BLOCK_BAD_SIGNATURE', 'the signature does not match the block'],
+  [/^block work is (less than threshold|insufficient)/i, 'BLOCK_INSUFFICIENT_WORK', 'the proof of work is below the network threshold'],
+  [/^negative spend/i, 'BLOCK_NEGATIVE_SPEND', 'the block spends more than the balance'],
+  [/^unreceivable/i, 'BLOCK_UNRECEIVABLE', 'the block receives a send that is not receivable by this account'],
+  [/^balance and amount delta do not match/i, 'BLOCK_BALANCE_MISMATCH', 'the balance change does not match the amount'],
+  [/^block is invalid/i, 'INVALID_BLOCK', 'the node found the block invalid'],
+];
+
+/** A node or proxy that lacks an action (or forbids it): try the older name. */
+const UNKNOWN_ACTION = /unknown command|action .* not allowed/i;
+
+function shortText(text: string): string {
+  return text.replace(/\s+/g, ' ').trim().slice(0, 200);
+}
+
+/**
+ * A Nano node's RPC (JSON POST `{"action": …}`), as a LedgerBackend. Real
+ * nodes' ways are handled: errors as HTTP 200 with `{"error": "…"}` (or a
+ * number), "Account not found" for an unopened account, `"blocks": ""` for
+ * none, 429/500 with a text body from providers, `pending` where `receivable`
+ * is unknown. Thresholds are the network's fixed ones.
+ */
+export class NodeClient implements LedgerBackend {
+  readonly kind = 'node' as const;
+  private network: Promise<RemoteDifficulty> | undefined;
+
+  constructor(private readonly options: NodeOptions) {}
+
+  private where(action: string): string {
+    return `${action} at ${redactUrl(this.options.url)}`;
+  }
+
+  /** One RPC call; `safe` reads are retried on transport failures, `process` never. */
+  async rpc(action: string, params: Record<string, unknown>, safe = true): Promise<Json> {
+    const { got, RequestError } = await import('got');
+    const where = this.where(action);
+    const body: Record<string, unknown> = { action, ...params };
+    const headers: Record<string, string> = { accept: 'application/json' };
+    const auth = this.options.auth;
+    if (auth?.scheme === 'bearer') headers.authorization = `Bearer ${auth.secret}`;
+    if (auth?.scheme === 'basic') headers.authorization = `Basic ${auth.secret.includes(':') ? Buffer.from(auth.secret).toString('base64') : auth.secret}`;
+    if (auth?.scheme === 'key') body.key = auth.secret;
+    let status: number;
+    let text: string;
+    try {
+      const response = await got(this.options.url, {
+        method: 'POST',
+        headers,
+        json: body,
+        timeout: { request: this.options.timeoutMs ?? 15_000 },
+        retry: safe ? { limit: this.options.retries ?? 2, methods: ['POST'], backoffLimit: 2_000 } : { limit: 0 },
+        throwHttpErrors: false,
+        responseType: 'text',
+      });
+      status = response.statusCode;
+      text = response.body;
+    } catch (error) {
+      if (error instanceof RequestError) {
+        const timedOut = error.code === 'ETIMEDOUT' || error.name === 'TimeoutError';
+        throw new NanoPayError('REQUEST_ERROR', timedOut ? `The node did not answer ${where} in time` : `Could not reach the node for ${where}: ${error.code ?? 'error'}`, {
+          hint: 'Check the node URL (NANOPAY_NODE_URL or nanopay config set node-url) and your network.',
+        });
+      }
+      throw error;
+    }
+    return this.answer(action, status, text);
+  }
+
+  private answer(action: string, status: number, text: string): Json {
+    const where = this.where(action);
+    if (status === 429) throw new NanoPayError('RATE_LIMIT_EXCEEDED', `The node is rate-limiting ${where}`, { hint: 'Wait a moment, or use a node or provider key with a higher limit.' });
+    if (status === 401 || status === 403) throw new NanoPayError('UNAUTHORIZED', `The node refused ${where} (HTTP ${status})`, { hint: 'Check node-auth and node-auth-scheme (or NANOPAY_NODE_AUTH).' });
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      const code = status >= 400 ? 'REQUEST_ERROR' : 'PARSE_ERROR';
+      throw new NanoPayError(code, `The node answered ${where} with HTTP ${status} and no JSON${text.trim() === '' ? '' : `: "${shortText(text).slice(0, 80)}"`}`);
+    }
+    const body = asObject(parsed, where);
+    if (body.error !== undefined && body.error !== null && body.error !== '') {
+      const message = typeof body.error === 'string' ? body.error : `${String(body.error)}${typeof body.message === 'string' ? ` ${body.message}` : ''}`;
+      throw this.refusal(action, shortText(message));
+    }
+    if (status >= 400) throw new NanoPayError('REQUEST_ERROR', `The node answered ${where} with HTTP ${status}`);
+    return body;
+  }
+
+  private refusal(action: string, message: string): NanoPayError {
+    if (/^account not found/i.test(message)) return new NanoPayError('ACCOUNT_NOT_FOUND', 'Account not found');
+    if (/^block not found/i.test(message)) return new NanoPayError('BLOCK_NOT_FOUND', 'Block not found');
+    if (/^bad account|invalid address/i.test(message)) return new NanoPayError('INVALID_ADDRESS', `The node refused the address: ${message}`);
+    if (UNKNOWN_ACTION.test(message)) return new NanoPayError('UNKNOWN_ACTION', `The node does not offer ${action}: ${message}`);
+    if (action === 'process') {
+      const known = PROCESS_ERRORS.find(([pattern]) => pattern.test(message));
+      if (known !== undefined) return new NanoPayError(known[1], `The node refused the block: ${known[2]} ("${message}")`);
+    }
+    return new NanoPayError('REQUEST_ERROR', `The node refused ${this.where(action)}: ${message}`);
+  }
+
+  /** `receivable`, or `pending` on nodes and proxies that do not know it. */
+  async receivable(address: string): Promise<Receivable[]> {
+    const params = { account: address, count: '1000', threshold: '1', source: 'true' };
+    let d: Json;
+    try {
+      d = await this.rpc('receivable', params);
+    } catch (error) {
+      if (!(error instanceof NanoPayError && error.code === 'UNKNOWN_ACTION')) throw error;
+      d = await this.rpc('pending', params);
+    }
+    return parseReceivable(d.blocks, this.where('receivable'));
+  }
+
+  async pending(address: string): Promise<string[]> {
+    return (await this.receivable(address)).map((r) => r.hash);
+  }
+
+  async accountInfo(address: string): Promise<RemoteAccountInfo | null> {
+    const what = this.where('account_info');
+    let d: Json;
+    try {
+      d = await this.rpc('account_info', { account: address, representative: 'true', receivable: 'true' });
+    } catch (error) {
+      if (error instanceof NanoPayError && error.code === 'ACCOUNT_NOT_FOUND') return null;
+      throw error;
+    }
+    return { frontier: hexField(d, 'frontier', 32, what).toUpperCase(), balanceRaw: bigIntField(d, 'balance', what), representative: str(d, 'representative', what) };
+  }
+
+  async balance(address: string): Promise<RemoteBalance> {
+    const what = this.where('account_info');
+    const account = normalizeAddress(address);
+    try {
+      const d = await this.rpc('account_info', { account, representative: 'true', receivable: 'true' });
+      // Nodes before V23 call it "pending".
+      const receivable = d.receivable !== undefined ? bigIntField(d, 'receivable', what) : d.pending !== undefined ? bigIntField(d, 'pending', what) : undefined;
+      return { account, balanceRaw: bigIntField(d, 'balance', what), pendingRaw: receivable ?? sum(await this.receivable(account)) };
+    } catch (error) {
+      if (!(error instanceof NanoPayError && error.code === 'ACCOUNT_NOT_FOUND')) throw error;
+      return { account, balanceRaw: 0n, pendingRaw: sum(await this.receivable(account)) };
+    }
+  }
+
+  async blockInfo(hash: string): Promise<RemoteBlockInfo> {
+    const what = this.where('block_info');
+    const d = await this.rpc('block_info', { hash, json_block: 'true' });
+    const successor = optStr(d, 'successor', what);
+    return {
+      hash: hash.toUpperCase(),
+      account: str(d, 'block_account', what),
+      amountRaw: bigIntField(d, 'amount', what),
+      balanceRaw: bigIntField(d, 'balance', what),
+      subtype: optStr(d, 'subtype', what) ?? 'state',
+      contents: stateBlock(d.contents, what),
+      ...(successor === undefined ? {} : { successor: hexField(d, 'successor', 32, what).toUpperCase() }),
+    };
+  }
+
+  async publish(signed: StateBlock, subtype: Subtype, hash: string): Promise<void> {
+    const d = await this.rpc('process', { json_block: 'true', subtype, block: signed }, false);
+    const answered = optStr(d, 'hash', this.where('process'));
+    if (answered?.toUpperCase() !== hash) throw new NanoPayError('INVALID_DATA', `The node answered process without confirming block ${hash}`);
+  }
+
+  /**
+   * The network's fixed thresholds (active_difficulty is deprecated): the dev
+   * network's when the node says it runs one (`version`), else the live ones.
+   */
+  activeDifficulty(): Promise<RemoteDifficulty> {
+    this.network ??= this.rpc('version', {}).then(
+      (d) => (d.network === 'dev' ? { ...DEV_THRESHOLDS } : { ...LIVE_THRESHOLDS }),
+      () => ({ ...LIVE_THRESHOLDS }),
+    );
+    return this.network;
+  }
+
+  /** The node as one more work server; the caller validates the nonce like any other. */
+  async workGenerate(root: string, threshold: string): Promise<string> {
+    const d = await this.rpc('work_generate', { hash: root, difficulty: threshold }, false);
+    return str(d, 'work', this.where('work_generate'));
+  }
+
+  paymentRequest(): never {
+    throw new NanoPayError('INTERNAL_ERROR', 'Payment requests on a node are kept by nanopay (ops/node-requests)');
+  }
+
+  paymentStatus(): never {
+    throw new NanoPayError('INTERNAL_ERROR', 'Payment requests on a node are kept by nanopay (ops/node-requests)');
+  }
+
+  credits(): never {
+    throw serviceOnly('Credits');
+  }
+
+  topupOffer(): never {
+    throw serviceOnly('Buying credits');
+  }
+
+  topupSubmit(): never {
+    throw serviceOnly('Buying credits');
+  }
+
+  donationAddress(): never {
+    throw serviceOnly('The donation address');
+  }
+}
+
+function sum(list: Receivable[]): bigint {
+  return list.reduce((total, r) => total + (r.amountRaw ?? 0n), 0n);
+}
+
+const HASH = /^[0-9a-fA-F]{64}$/;
+
+/** `blocks` in any form nodes give it: "" or [] for none, hashes, hash → amount, or hash → {amount, source}. */
+function parseReceivable(blocks: unknown, what: string): Receivable[] {
+  if (blocks === undefined || blocks === null || blocks === '') return [];
+  const wrong = (): never => {
+    throw new NanoPayError('INVALID_DATA', `The node answered ${what} with an unexpected shape: "blocks" should list block hashes`);
+  };
+  if (Array.isArray(blocks)) return blocks.map((h) => (typeof h === 'string' && HASH.test(h) ? { hash: h.toUpperCase() } : wrong()));
+  if (typeof blocks !== 'object') return wrong();
+  return Object.entries(blocks as Json).map(([hash, value]) => {
+    if (!HASH.test(hash)) wrong();
+    const amount = typeof value === 'object' && value !== null ? (value as Json).amount : value;
+    return { hash: hash.toUpperCase(), amountRaw: bigIntField({ amount }, 'amount', what) };
+  });
+}

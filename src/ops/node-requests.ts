@@ -1,0 +1,188 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { NodeClient, Receivable } from '../api/node-client.js';
+import { NanoPayError } from '../errors.js';
+import { MAX_RAW, normalizeAddress } from '../nano/index.js';
+import type { RequestRecord } from '../wallet/requests.js';
+import { xnoAndRaw } from './money.js';
+import type { Session } from './session.js';
+
+/**
+ * Offsets are drawn from 1..2^48 raw (under 3·10^-16 XNO, invisible to a
+ * person): two requests made apart (two machines, no shared store) collide
+ * with odds of about n²/2^49; within a profile the store's lock rules it out.
+ */
+const OFFSET_SPACE = 2n ** 48n;
+
+function randomOffset(): bigint {
+  return (BigInt(`0x${randomBytes(6).toString('hex')}`) % (OFFSET_SPACE - 1n)) + 1n;
+}
+
+function isOpen(r: RequestRecord, now: number): boolean {
+  return r.paidBy === undefined && (r.expiresAt === undefined || Date.parse(r.expiresAt) > now);
+}
+
+export interface NodeRequestInput {
+  baseRaw: bigint;
+  to?: string;
+  redirectUrl?: string;
+  freshAddress?: boolean;
+  expiresInS?: number;
+}
+
+/** An account of the active wallet that no request used and the ledger has never seen. */
+async function unusedAccount(session: Session, node: NodeClient, taken: Set<number>): Promise<{ wallet: string; index: number; address: string }> {
+  const active = await session.account();
+  const record = session.profile().wallets[active.wallet];
+  if (record?.kind === 'private-key') throw new NanoPayError('INVALID_REQUEST', 'A wallet imported from a private key has one account only: --fresh-address needs a seed or mnemonic wallet');
+  const known = Object.keys(record?.accounts ?? {}).map(Number);
+  for (let index = Math.max(active.index, ...known, ...taken) + 1, tries = 0; tries < 50; index++, tries++) {
+    const account = await session.account(active.wallet, index);
+    if ((await node.accountInfo(account.address)) !== null || (await node.receivable(account.address)).length > 0) continue;
+    session.updateProfile((p) => {
+      const wallet = p.wallets[active.wallet];
+      if (wallet === undefined) return p;
+      return { ...p, wallets: { ...p.wallets, [active.wallet]: { ...wallet, accounts: { ...wallet.accounts, [String(index)]: account.address } } } };
+    });
+    return { wallet: active.wallet, index, address: account.address };
+  }
+  throw new NanoPayError('CONFLICT', 'Found no unused account among the next 50 of the wallet');
+}
+
+/**
+ * A request kept by nanopay itself. On a shared address the amount is the
+ * base plus an offset no open request to that address uses; on a fresh
+ * address (an unused account of the wallet) it is the base itself: every
+ * payment to that account belongs to the request, whatever the payer's wallet rounds.
+ */
+export async function createNodeRequest(session: Session, node: NodeClient, input: NodeRequestInput): Promise<RequestRecord> {
+  const fresh = input.freshAddress === true ? await unusedAccount(session, node, new Set((await session.requests.all()).flatMap((r) => (r.fresh === undefined ? [] : [r.fresh.index])))) : undefined;
+  const address = fresh?.address ?? (input.to === undefined ? (await session.account()).address : normalizeAddress(input.to));
+  if (fresh === undefined && input.baseRaw + OFFSET_SPACE > MAX_RAW) throw new NanoPayError('AMOUNT_TOO_LARGE', 'The amount leaves no room for the matching offset below 2^128-1 raw');
+  const now = Date.now();
+  return session.requests.update((requests) => {
+    const used = new Set(Object.values(requests).filter((r) => r.address === address && isOpen(r, now)).map((r) => r.amountRaw));
+    let amountRaw = input.baseRaw;
+    if (fresh === undefined) {
+      do amountRaw = input.baseRaw + randomOffset();
+      while (used.has(amountRaw.toString()));
+    }
+    const record: RequestRecord = {
+      id: randomUUID(),
+      address,
+      baseRaw: input.baseRaw.toString(),
+      amountRaw: amountRaw.toString(),
+      createdAt: new Date(now).toISOString(),
+      ...(input.expiresInS === undefined ? {} : { expiresAt: new Date(now + input.expiresInS * 1000).toISOString() }),
+      ...(input.redirectUrl === undefined ? {} : { redirectUrl: input.redirectUrl }),
+      ...(fresh === undefined ? {} : { fresh: { wallet: fresh.wallet, index: fresh.index } }),
+    };
+    requests[record.id] = record;
+    return record;
+  });
+}
+
+export interface NodeStatus {
+  record: RequestRecord;
+  isPaid: boolean;
+  message: string;
+}
+
+function paidMessage(hashes: string[]): string {
+  const blocks = hashes.length === 0 ? '' : ` (block ${hashes.join(', ')})`;
+  return `The transaction has been paid${blocks}. Receive the pending block to complete the process.`;
+}
+
+function wrongAmount(arrived: bigint, wanted: bigint): string {
+  return arrived < wanted
+    ? `Underpaid: ${xnoAndRaw(arrived)} arrived of ${xnoAndRaw(wanted)} requested (${xnoAndRaw(wanted - arrived)} short); the request stays open.`
+    : `Overpaid: ${xnoAndRaw(arrived)} arrived for ${xnoAndRaw(wanted)} requested (${xnoAndRaw(arrived - wanted)} too much); not marked paid.`;
+}
+
+/** Receivable blocks with their amounts (a node that lists hashes only is asked for each). */
+async function withAmounts(node: NodeClient, address: string): Promise<{ hash: string; amountRaw: bigint }[]> {
+  const list: Receivable[] = await node.receivable(address);
+  return Promise.all(list.map(async (r) => ({ hash: r.hash, amountRaw: r.amountRaw ?? (await node.blockInfo(r.hash)).amountRaw })));
+}
+
+/** Marks a request paid by `hashes`, once: a block another request claimed meanwhile does not count. */
+async function claim(session: Session, id: string, hashes: string[]): Promise<RequestRecord | undefined> {
+  return session.requests.update((requests) => {
+    const record = requests[id];
+    if (record === undefined) return undefined;
+    if (record.paidBy !== undefined) return record;
+    const claimed = new Set(Object.values(requests).flatMap((r) => r.paidBy ?? []));
+    if (hashes.some((h) => claimed.has(h))) return undefined;
+    record.paidBy = hashes;
+    return record;
+  });
+}
+
+/**
+ * Where a request stands. Shared address: a receivable block of exactly the
+ * amount that paid no other request pays it; else the nearest unclaimed
+ * payment of another amount (from half to twice the amount) is reported as
+ * under- or over-paid. Fresh address: everything the account holds and has
+ * waiting counts, summed.
+ */
+export async function nodePaymentStatus(session: Session, node: NodeClient, id: string): Promise<NodeStatus> {
+  const record = (await session.requests.get(id.toLowerCase())) ?? (await session.requests.get(id));
+  if (record === undefined) throw new NanoPayError('INVALID_TRANSACTION_ID', `Unknown transaction id "${id.slice(0, 80)}"`);
+  if (record.paidBy !== undefined) return { record, isPaid: true, message: paidMessage(record.paidBy) };
+  const wanted = BigInt(record.amountRaw);
+  const receivable = await withAmounts(node, record.address);
+  const expired = record.expiresAt !== undefined && Date.parse(record.expiresAt) <= Date.now();
+  const waiting = `Waiting for exactly ${xnoAndRaw(wanted)} to ${record.address}.${expired ? ` The request expired at ${record.expiresAt}.` : ''}`;
+
+  if (record.fresh !== undefined) {
+    const held = (await node.accountInfo(record.address))?.balanceRaw ?? 0n;
+    const arrived = held + receivable.reduce((sum, r) => sum + r.amountRaw, 0n);
+    if (arrived === wanted) {
+      const paid = await claim(session, record.id, receivable.map((r) => r.hash));
+      if (paid !== undefined) return { record: paid, isPaid: true, message: paidMessage(receivable.map((r) => r.hash)) };
+    }
+    return { record, isPaid: false, message: arrived === 0n ? waiting : wrongAmount(arrived, wanted) };
+  }
+
+  const all = await session.requests.all();
+  const claimed = new Set(all.flatMap((r) => r.paidBy ?? []));
+  const unclaimed = receivable.filter((r) => !claimed.has(r.hash));
+  const exact = unclaimed.find((r) => r.amountRaw === wanted);
+  if (exact !== undefined) {
+    const paid = await claim(session, record.id, [exact.hash]);
+    if (paid !== undefined) return { record: paid, isPaid: true, message: paidMessage([exact.hash]) };
+  }
+  const now = Date.now();
+  const otherAmounts = new Set(all.filter((r) => r.address === record.address && isOpen(r, now)).map((r) => r.amountRaw));
+  const near = unclaimed
+    .filter((r) => !otherAmounts.has(r.amountRaw.toString()) && r.amountRaw * 2n >= wanted && r.amountRaw <= wanted * 2n)
+    .sort((a, b) => compare(distance(a.amountRaw, wanted), distance(b.amountRaw, wanted)))[0];
+  return { record, isPaid: false, message: near === undefined ? waiting : wrongAmount(near.amountRaw, wanted) };
+}
+
+function distance(a: bigint, b: bigint): bigint {
+  return a > b ? a - b : b - a;
+}
+
+function compare(a: bigint, b: bigint): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Blocks nanopay just received on `address` pay the open request of exactly their amount (their receivable is gone after this). */
+export async function markReceived(session: Session, address: string, blocks: { sourceHash: string; amountRaw: bigint }[]): Promise<void> {
+  if (blocks.length === 0) return;
+  await session.requests.update((requests) => {
+    const claimed = new Set(Object.values(requests).flatMap((r) => r.paidBy ?? []));
+    for (const block of blocks) {
+      if (claimed.has(block.sourceHash)) continue;
+      const match = Object.values(requests)
+        .filter((r) => r.fresh === undefined && r.address === address && r.paidBy === undefined && r.amountRaw === block.amountRaw.toString())
+        .sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt))[0];
+      if (match !== undefined) match.paidBy = [block.sourceHash];
+    }
+  });
+}
+
+/** The fresh accounts of the wallet's requests, for receive to cover. */
+export async function freshAccounts(session: Session, wallet: string): Promise<number[]> {
+  return [...new Set((await session.requests.all()).flatMap((r) => (r.fresh?.wallet === wallet ? [r.fresh.index] : [])))];
+}

@@ -1,0 +1,163 @@
+import { NanoPayError } from '../errors.js';
+import { isValidAddress, linkAsAccount, normalizeAddress, parseHash } from '../nano/index.js';
+import { workValue } from '../work/index.js';
+import type { LedgerBlock } from './ledger.js';
+import type { SandboxService } from './service.js';
+
+type Body = Record<string, unknown>;
+
+/** A node's answer to a failed action: HTTP 200 with `{"error": "…"}`, in the node's own words. */
+class NodeRefusal extends Error {}
+
+/** The node's wording for each ledger rejection. */
+const PROCESS_WORDS: Record<string, string> = {
+  BLOCK_FORK: 'Fork',
+  BLOCK_EXISTS: 'Old block',
+  BLOCK_GAP_PREVIOUS: 'Gap previous block',
+  BLOCK_BAD_SIGNATURE: 'Bad signature',
+  BLOCK_INSUFFICIENT_WORK: 'Block work is less than threshold',
+  BLOCK_BALANCE_MISMATCH: 'Balance and amount delta do not match',
+  BLOCK_UNRECEIVABLE: 'Unreceivable',
+  BLOCK_ALREADY_RECEIVED: 'Unreceivable',
+};
+
+/** Work the sandbox makes itself, at its easy thresholds only; harder requests are refused as public nodes do. */
+const MAX_WORK_ATTEMPTS = 1 << 18;
+
+function account(body: Body): string {
+  const value = body.account;
+  if (typeof value !== 'string' || !isValidAddress(value)) throw new NodeRefusal('Bad account number');
+  return normalizeAddress(value);
+}
+
+function hash(body: Body): string {
+  try {
+    return parseHash(String(body.hash ?? ''), 'Block hash');
+  } catch {
+    throw new NodeRefusal('Bad hash number');
+  }
+}
+
+const yes = (value: unknown): boolean => value === true || value === 'true';
+
+function contents(stored: LedgerBlock): Record<string, string> {
+  return { ...stored.block, link_as_account: linkAsAccount(stored.block.link), subtype: stored.subtype } as Record<string, string>;
+}
+
+/** The block of a confirmation message, in the node's form. */
+export function confirmationMessage(stored: LedgerBlock): Record<string, unknown> {
+  return {
+    topic: 'confirmation',
+    time: String(Date.now()),
+    message: { account: stored.account, amount: stored.amount.toString(), hash: stored.hash, confirmation_type: 'active_quorum', block: contents(stored) },
+  };
+}
+
+function receivable(service: SandboxService, body: Body): Record<string, unknown> {
+  const list = service.ledger.pendingFor(account(body));
+  const threshold = BigInt(/^\d+$/.test(String(body.threshold ?? '')) ? String(body.threshold) : '0');
+  const count = Number(body.count ?? '-1');
+  const chosen = list.filter((r) => r.amount >= threshold).slice(0, count > 0 ? count : undefined);
+  // Like a node: "" for none; hashes without threshold or source; amounts (and sources) with them.
+  if (chosen.length === 0) return { blocks: '' };
+  if (yes(body.source)) return { blocks: Object.fromEntries(chosen.map((r) => [r.hash, { amount: r.amount.toString(), source: r.source }])) };
+  if (body.threshold !== undefined) return { blocks: Object.fromEntries(chosen.map((r) => [r.hash, r.amount.toString()])) };
+  return { blocks: chosen.map((r) => r.hash) };
+}
+
+function accountInfo(service: SandboxService, body: Body): Record<string, unknown> {
+  const address = account(body);
+  const record = service.ledger.account(address);
+  if (record === undefined) throw new NodeRefusal('Account not found');
+  const waiting = service.ledger.pendingFor(address).reduce((sum, r) => sum + r.amount, 0n).toString();
+  return {
+    frontier: record.frontier,
+    open_block: record.openBlock,
+    representative_block: record.frontier,
+    balance: record.balance.toString(),
+    modified_timestamp: String(service.ledger.blocks.get(record.frontier)?.timestamp ?? 0),
+    block_count: String(record.height),
+    account_version: '2',
+    confirmation_height: String(record.height),
+    ...(yes(body.representative) ? { representative: record.representative } : {}),
+    ...(yes(body.receivable) || yes(body.pending) ? { receivable: waiting, pending: waiting } : {}),
+  };
+}
+
+function blockInfo(service: SandboxService, body: Body): Record<string, unknown> {
+  const stored = service.ledger.blocks.get(hash(body));
+  if (stored === undefined) throw new NodeRefusal('Block not found');
+  const block = contents(stored);
+  return {
+    block_account: stored.account,
+    amount: stored.amount.toString(),
+    balance: stored.balance.toString(),
+    height: String(stored.height),
+    local_timestamp: String(stored.timestamp),
+    successor: stored.successor ?? '0'.repeat(64),
+    confirmed: 'true',
+    contents: yes(body.json_block) ? block : JSON.stringify(block),
+    subtype: stored.subtype,
+  };
+}
+
+function processBlock(service: SandboxService, body: Body): Record<string, unknown> {
+  let block = body.block;
+  if (typeof block === 'string' && !yes(body.json_block)) {
+    try {
+      block = JSON.parse(block) as unknown;
+    } catch {
+      throw new NodeRefusal('Block is invalid');
+    }
+  }
+  try {
+    return { hash: service.publish(block, typeof body.subtype === 'string' ? body.subtype : undefined).hash };
+  } catch (error) {
+    if (error instanceof NanoPayError) throw new NodeRefusal(PROCESS_WORDS[error.code] ?? 'Block is invalid');
+    throw error;
+  }
+}
+
+function workGenerate(service: SandboxService, body: Body): Record<string, unknown> {
+  const root = hash(body);
+  const difficulty = typeof body.difficulty === 'string' && /^[0-9a-fA-F]{16}$/.test(body.difficulty) ? body.difficulty.toLowerCase() : service.thresholds.send;
+  const start = BigInt(Math.floor(Math.random() * 2 ** 48));
+  for (let i = 0n; i < BigInt(MAX_WORK_ATTEMPTS); i++) {
+    const work = ((start + i) & 0xffff_ffff_ffff_ffffn).toString(16).padStart(16, '0');
+    if (BigInt(`0x${workValue(root, work)}`) >= BigInt(`0x${difficulty}`)) return { work, difficulty: workValue(root, work), multiplier: '1', hash: root };
+  }
+  throw new NodeRefusal('Work generation is disabled');
+}
+
+const ACTIONS: Record<string, (service: SandboxService, body: Body) => Record<string, unknown>> = {
+  account_info: accountInfo,
+  account_balance: (s, b) => {
+    const address = account(b);
+    const waiting = s.ledger.pendingFor(address).reduce((sum, r) => sum + r.amount, 0n).toString();
+    return { balance: (s.ledger.account(address)?.balance ?? 0n).toString(), pending: waiting, receivable: waiting };
+  },
+  receivable,
+  pending: receivable,
+  block_info: blockInfo,
+  process: processBlock,
+  work_generate: workGenerate,
+  // The network decides the work thresholds a client uses: the dev network's unless the sandbox runs at live ones.
+  version: (s) => ({ node_vendor: 'nanopay sandbox', network: s.network, rpc_version: '1' }),
+};
+
+/**
+ * The sandbox's node side: `POST /` with `{"action": …}` on the same ledger
+ * as the service side. Answers are bare JSON as a node's, and a refusal is
+ * HTTP 200 with `{"error": "…"}` in the node's words.
+ */
+export function nodeRpc(service: SandboxService, body: Body): Record<string, unknown> {
+  const action = typeof body.action === 'string' ? body.action : '';
+  const handler = Object.hasOwn(ACTIONS, action) ? ACTIONS[action] : undefined;
+  if (handler === undefined) return { error: 'Unknown command' };
+  try {
+    return handler(service, body);
+  } catch (error) {
+    if (error instanceof NodeRefusal) return { error: error.message };
+    throw error;
+  }
+}
