@@ -133,10 +133,10 @@ describe.each<Backend>(['service', 'node'])('the main flow on the %s backend', (
     expect(events.at(-1)).toMatchObject({ event: 'status', is_paid: true });
   });
 
-  it('unknown and malformed transaction ids fail with INVALID_TRANSACTION_ID', async () => {
-    for (const id of ['00000000-0000-4000-8000-000000000000', 'nope']) {
+  it('a malformed transaction id is invalid input (3), an unknown well-formed one not found (9)', async () => {
+    for (const [id, code] of [['nope', 3], ['00000000-0000-4000-8000-000000000000', 9]] as const) {
       const result = await bob.run(['status', id, '--json']);
-      expect(result.code).toBe(9);
+      expect(result.code).toBe(code);
       expect(JSON.parse(result.stdout)).toMatchObject({ error: { code: 'INVALID_TRANSACTION_ID' } });
     }
   });
