@@ -1,5 +1,5 @@
 import { startHttpServer } from '../http/server.js';
-import type { CheckoutObservation, CheckoutReader, CheckoutRequest } from '../ops/checkout.js';
+import type { CheckoutConfirmationSource, CheckoutObservation, CheckoutReader, CheckoutRequest } from '../ops/checkout.js';
 import { REFRESH_SECONDS, renderMessagePage } from './page.js';
 import { checkoutPath, checkoutRoutes, sendHtml, type CheckoutRoutesOptions } from './routes.js';
 import { CheckoutWatcher } from './watcher.js';
@@ -11,6 +11,12 @@ export interface CheckoutServerOptions extends CheckoutRoutesOptions {
   read: CheckoutReader;
   /** Milliseconds between status reads of a watched request. Default 1000. */
   intervalMs?: number;
+  /**
+   * Confirmed payments to the served addresses (the node's WebSocket), when
+   * known: a watched request is read at once on one, the interval poll going on
+   * behind (delivery is not guaranteed).
+   */
+  confirmations?: CheckoutConfirmationSource;
   /** One line per request; never a key (the paths hold transaction ids only). */
   log?: (line: string) => void;
 }
@@ -24,8 +30,9 @@ export interface CheckoutServer {
 
 /**
  * The checkout server: pages for the requests it is given, kept up to date by
- * one shared poller. It holds a status reader and nothing that can sign, and
- * has no route that creates, signs or sends, so it may face a shop's customers.
+ * one shared poller, woken early by confirmations where a node's WebSocket is
+ * known. It holds a status reader and nothing that can sign, and has no route
+ * that creates, signs or sends, so it may face a shop's customers.
  */
 export async function startCheckoutServer(options: CheckoutServerOptions): Promise<CheckoutServer> {
   const watcher = new CheckoutWatcher({
@@ -51,13 +58,19 @@ export async function startCheckoutServer(options: CheckoutServerOptions): Promi
     ...(options.log === undefined ? {} : { log: options.log }),
   });
   watcher.start();
+  const feed = options.confirmations?.({
+    changed: (address) => watcher.wake(address),
+    failed: (message) => options.log?.(`confirmations unavailable (${message}); reading at each interval only`),
+  });
   return {
     url: server.url,
     add: (request, observation) => {
       watcher.add(request, observation);
+      feed?.follow(watcher.addresses());
       return `${server.url}${checkoutPath(request.transaction_id)}`;
     },
     close: async () => {
+      feed?.close();
       watcher.stop();
       await server.close();
     },

@@ -21,6 +21,8 @@ interface Entry {
   lastViewed: number;
   listeners: Set<Listener>;
   reading: boolean;
+  /** Woken while a read was under way: that read may predate the payment, so read once more after it. */
+  again: boolean;
   lastFailure?: string;
 }
 
@@ -28,12 +30,15 @@ interface Entry {
  * The shared poller: knows the requests it was given (and no others, so a
  * viewer cannot make it read, and spend credits on, anything else), reads the
  * status of those someone watches at one interval, and tells the watchers of
- * each change. Paid and expired are final: they are not read again.
+ * each change. Paid and expired are final: they are not read again. A wake
+ * (a payment to an address confirmed, from the node's WebSocket) reads at once
+ * instead of at the next interval; the interval goes on behind it.
  */
 export class CheckoutWatcher {
   private readonly entries = new Map<string, Entry>();
   private readonly now: () => number;
   private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
 
   constructor(private readonly options: WatcherOptions) {
     this.now = options.now ?? Date.now;
@@ -42,7 +47,7 @@ export class CheckoutWatcher {
   add(request: CheckoutRequest, observation: CheckoutObservation): void {
     const id = request.transaction_id.toLowerCase();
     const view = viewOf(observation, this.now());
-    this.entries.set(id, { request, observation, view, lastViewed: -Infinity, listeners: new Set(), reading: false });
+    this.entries.set(id, { request, observation, view, lastViewed: -Infinity, listeners: new Set(), reading: false, again: false });
   }
 
   request(id: string): CheckoutRequest | undefined {
@@ -70,13 +75,35 @@ export class CheckoutWatcher {
   }
 
   start(): void {
+    this.stopped = false;
     this.timer ??= setInterval(() => void this.tick(), this.options.intervalMs);
     this.timer.unref();
   }
 
   stop(): void {
+    this.stopped = true;
     clearInterval(this.timer);
     this.timer = undefined;
+  }
+
+  /**
+   * A payment to `address` may just have landed (any address when undefined:
+   * a connection to the node came or went, so something may have been missed):
+   * reads its watched, open requests now, or once more after a read under way.
+   */
+  wake(address?: string): void {
+    if (this.stopped) return;
+    for (const entry of this.entries.values()) {
+      if (address !== undefined && entry.request.receive_address !== address) continue;
+      if (!this.isOpen(entry) || !this.isWatched(entry)) continue;
+      if (entry.reading) entry.again = true;
+      else void this.read(entry);
+    }
+  }
+
+  /** The addresses of the requests it knows. */
+  addresses(): string[] {
+    return [...new Set([...this.entries.values()].map((e) => e.request.receive_address))];
   }
 
   /** One round: reads every watched, open request once (a read still under way is not doubled). */
@@ -107,6 +134,10 @@ export class CheckoutWatcher {
       entry.lastFailure = failure;
     } finally {
       entry.reading = false;
+    }
+    if (entry.again) {
+      entry.again = false;
+      if (!this.stopped && this.isOpen(entry)) await this.read(entry);
     }
   }
 

@@ -4,7 +4,7 @@ import { openBrowser } from '../cli/open-browser.js';
 import type { PasswordFlags } from '../cli/password.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { startCheckoutServer } from '../checkout/server.js';
-import { checkoutReader, openCheckout } from '../ops/checkout.js';
+import { checkoutConfirmations, checkoutReader, openCheckout } from '../ops/checkout.js';
 
 /** A URL customers on the network can open when the server listens on every interface. */
 function reachableUrl(url: string, host: string): string {
@@ -46,14 +46,14 @@ face customers on a local network (--host 0.0.0.0). Runs until Ctrl-C; logs one 
       ...(flags.to === undefined ? {} : { to: flags.to }),
       ...(flags['redirect-url'] === undefined ? {} : { redirectUrl: flags['redirect-url'] }),
     });
-    return { ...opened, read: await checkoutReader(session) };
+    return { ...opened, read: await checkoutReader(session), confirmations: checkoutConfirmations(session) };
   }
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Checkout);
-    const { request, observation, read } = await this.prepare(args.transaction_id, flags);
+    const { request, observation, read, confirmations } = await this.prepare(args.transaction_id, flags);
     const log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
-    const server = await startCheckoutServer({ host: flags.host, port: flags.port, read, intervalMs: flags.interval * 1000, log });
+    const server = await startCheckoutServer({ host: flags.host, port: flags.port, read, intervalMs: flags.interval * 1000, log, ...(confirmations === undefined ? {} : { confirmations }) });
     const url = reachableUrl(server.add(request, observation), flags.host);
     if (this.jsonEnabled()) {
       // A long-running server: its one document is printed once it listens.

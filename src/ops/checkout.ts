@@ -1,6 +1,10 @@
-import type { ApiClient } from '../api/client.js';
-import { NanoPayError } from '../errors.js';
-import { buildNanoUri, normalizeAddress, xnoToRaw } from '../nano/index.js';
+import type { RemotePaymentStatus } from '../api/client.js';
+import type { Confirmation } from '../api/node-ws.js';
+import { NanoPayError, redactUrl } from '../errors.js';
+import { buildNanoUri, normalizeAddress, rawToXno, xnoToRaw } from '../nano/index.js';
+import type { RequestRecord } from '../wallet/requests.js';
+import { confirmations, type LiveFeed } from './confirmations.js';
+import { nodePaymentStatus } from './node-requests.js';
 import { checkRedirectUrl, checkTransactionId, requestPayment, type PaymentRequestResult } from './payments.js';
 import type { Session } from './session.js';
 
@@ -18,7 +22,7 @@ export interface CheckoutObservation {
 
 export type CheckoutReader = (transactionId: string) => Promise<CheckoutObservation>;
 
-function observation(status: Awaited<ReturnType<ApiClient['paymentStatus']>>): CheckoutObservation {
+function observation(status: RemotePaymentStatus): CheckoutObservation {
   return {
     paid: status.isPaid,
     ...(status.blockHash === undefined ? {} : { block_hash: status.blockHash }),
@@ -26,10 +30,30 @@ function observation(status: Awaited<ReturnType<ApiClient['paymentStatus']>>): C
   };
 }
 
+/** A request nanopay keeps (node backend), as a page sees it: paid only by nanopay's own matching of the exact amount. */
+function nodeObservation(record: RequestRecord, isPaid: boolean): CheckoutObservation {
+  // A fresh address may be paid by several blocks: the page names a block only when one paid it.
+  const block = record.paidBy?.length === 1 ? record.paidBy[0] : undefined;
+  return {
+    paid: isPaid,
+    ...(isPaid && block !== undefined ? { block_hash: block } : {}),
+    ...(record.expiresAt === undefined ? {} : { expires_at: Date.parse(record.expiresAt) }),
+  };
+}
+
+/** The address a page shows must be the request's: a different --to is refused, never silently used. */
+function checkSameAddress(reported: string | undefined, to: string | undefined): void {
+  const given = to === undefined ? undefined : normalizeAddress(to);
+  if (reported !== undefined && given !== undefined && reported !== given) {
+    throw new NanoPayError('CONFLICT', `This request is paid to ${reported}, not ${given}`);
+  }
+}
+
 /**
  * The request a checkout page serves: an existing one (its amount and address
- * as the service reports them), or a new one for `amount`. Never unlocks a
- * signing key: the default receive address is read from the settings.
+ * as the service reports them, or as nanopay keeps them on a node), or a new
+ * one for `amount`. Never unlocks a signing key: the default receive address is
+ * read from the settings.
  */
 export async function openCheckout(
   session: Session,
@@ -47,15 +71,30 @@ export async function openCheckout(
     return { request: { transaction_id, receive_address, amount, amount_raw, uri, ...redirect }, observation: { paid: false } };
   }
   const id = checkTransactionId(input.transactionId as string);
-  const status = await (await session.api()).paymentStatus(id);
+  if (session.backendKind() === 'node') {
+    // The requests store has the exact amount and the address: nothing to guess.
+    const { record, isPaid } = await nodePaymentStatus(session, await session.nodeClient(), id);
+    checkSameAddress(record.address, input.to);
+    const amountRaw = BigInt(record.amountRaw);
+    const redirectUrl = input.redirectUrl ?? record.redirectUrl;
+    return {
+      request: {
+        transaction_id: record.id,
+        receive_address: record.address,
+        amount: rawToXno(amountRaw),
+        amount_raw: amountRaw.toString(),
+        uri: buildNanoUri({ address: record.address, amountRaw }),
+        ...(redirectUrl === undefined ? {} : { redirect_url: redirectUrl }),
+      },
+      observation: nodeObservation(record, isPaid),
+    };
+  }
+  const status = await (await session.serviceApi()).paymentStatus(id);
   if (status.amount === undefined) throw new NanoPayError('INVALID_DATA', 'The service did not report the amount of this request');
   const reported = status.receiveAddress === undefined ? undefined : normalizeAddress(status.receiveAddress);
-  const given = input.to === undefined ? undefined : normalizeAddress(input.to);
-  if (reported !== undefined && given !== undefined && reported !== given) {
-    throw new NanoPayError('CONFLICT', `This request is paid to ${reported}, not ${given}`);
-  }
+  checkSameAddress(reported, input.to);
   // A wrong address on the page would send the customer's money astray: never guess it.
-  const address = reported ?? given;
+  const address = reported ?? (input.to === undefined ? undefined : normalizeAddress(input.to));
   if (address === undefined) {
     throw new NanoPayError('USAGE', 'The service does not say which address this request is paid to', { hint: 'Name it with --to nano_…' });
   }
@@ -74,10 +113,95 @@ export async function openCheckout(
 }
 
 /**
- * A status reader that holds the API client only (no session, no key store),
- * for a checkout server that must not be able to sign.
+ * A status reader for a checkout server that must not be able to sign: it
+ * holds the service's API client, or on a node the node client and the
+ * requests store (plain data), and never the session or its key store. On a
+ * node a request is paid only by a payment of its exact amount (nanopay's own
+ * matching, as `status` does): an under- or overpayment leaves it waiting.
  */
 export async function checkoutReader(session: Session): Promise<CheckoutReader> {
-  const api = await session.api();
+  if (session.backendKind() === 'node') {
+    const node = await session.nodeClient();
+    const requests = { requests: session.requests };
+    return async (transactionId) => {
+      const { record, isPaid } = await nodePaymentStatus(requests, node, transactionId);
+      return nodeObservation(record, isPaid);
+    };
+  }
+  const api = await session.serviceApi();
   return async (transactionId) => observation(await api.paymentStatus(transactionId));
+}
+
+/** Follows payments to a checkout server's addresses. */
+export interface CheckoutConfirmations {
+  /** Follows these addresses from now on (the whole list each time). */
+  follow(addresses: string[]): void;
+  close(): void;
+}
+
+export interface CheckoutConfirmationHandlers {
+  /** A send to `address` was confirmed; without one, the connection came or went (anything may have been missed). */
+  changed(address?: string): void;
+  /** The feed could not be started: the server goes on polling. */
+  failed?(message: string): void;
+}
+
+export type CheckoutConfirmationSource = (handlers: CheckoutConfirmationHandlers) => CheckoutConfirmations;
+
+function addressOrUndefined(address: string | undefined): string | undefined {
+  if (address === undefined) return undefined;
+  try {
+    return normalizeAddress(address);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The destination of a confirmed send, normalized; undefined for anything else. */
+function paidAddress(c: Confirmation): string | undefined {
+  return c.subtype === 'send' ? addressOrUndefined(c.linkAsAccount) : undefined;
+}
+
+/**
+ * Confirmations from the node's WebSocket for a checkout server, when one is
+ * known (node backend with NANOPAY_NODE_WS_URL or node-ws-url); undefined
+ * otherwise. The source holds the WebSocket URL and nothing else of the
+ * session. No socket is opened before there is an address to follow (a node
+ * sends every confirmation to a subscription that names no account).
+ */
+export function checkoutConfirmations(session: Session): CheckoutConfirmationSource | undefined {
+  const url = session.nodeWsUrl();
+  if (url === undefined) return undefined;
+  const source = { nodeWsUrl: () => url };
+  return (handlers) => {
+    let followed = new Set<string>();
+    let closed = false;
+    let feed: Promise<LiveFeed | undefined> | undefined;
+    return {
+      follow: (addresses) => {
+        followed = new Set(addresses.flatMap((a) => addressOrUndefined(a) ?? []));
+        if (closed || followed.size === 0) return;
+        if (feed !== undefined) {
+          void feed.then((f) => f?.follow([...followed]));
+          return;
+        }
+        feed = confirmations(
+          source,
+          [...followed],
+          (c) => handlers.changed(c === undefined ? undefined : paidAddress(c)),
+          (c) => {
+            const address = paidAddress(c);
+            return address !== undefined && followed.has(address);
+          },
+        ).catch((error: unknown) => {
+          handlers.failed?.(redactUrl(error instanceof Error ? error.message : String(error)));
+          return undefined;
+        });
+      },
+      close: () => {
+        closed = true;
+        void feed?.then((f) => f?.close());
+      },
+    };
+  };
 }

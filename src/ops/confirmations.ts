@@ -44,12 +44,17 @@ export interface LiveFeed {
 
 /**
  * Confirmations for `accounts` from the node's WebSocket, when one is known
- * (NANOPAY_NODE_WS_URL or node-ws-url): each one `relevant` calls `check`, and
- * so does every (re)connect and loss of the connection, so the caller looks at
- * once. Undefined without a WebSocket: the caller polls as before. The feed
- * never keeps the process alive by itself.
+ * (NANOPAY_NODE_WS_URL or node-ws-url): each one `relevant` calls `check` (with
+ * the confirmation), and so does every (re)connect and loss of the connection
+ * (without one), so the caller looks at once. Undefined without a WebSocket:
+ * the caller polls as before. The feed never keeps the process alive by itself.
  */
-export async function confirmations(session: Session, accounts: string[], check: () => void, relevant: (c: Confirmation) => boolean): Promise<LiveFeed | undefined> {
+export async function confirmations(
+  session: Pick<Session, 'nodeWsUrl'>,
+  accounts: string[],
+  check: (confirmation?: Confirmation) => void,
+  relevant: (c: Confirmation) => boolean,
+): Promise<LiveFeed | undefined> {
   const url = session.nodeWsUrl();
   if (url === undefined) return undefined;
   // Loaded only here: most commands never open a WebSocket.
@@ -57,7 +62,7 @@ export async function confirmations(session: Session, accounts: string[], check:
   let connected = false;
   const feed = new ws.ConfirmationFeed(url, accounts, {
     onConfirmation: (c) => {
-      if (relevant(c)) check();
+      if (relevant(c)) check(c);
     },
     onConnected: () => {
       connected = true;

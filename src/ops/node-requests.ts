@@ -104,8 +104,11 @@ async function withAmounts(node: NodeClient, address: string): Promise<{ hash: s
   return Promise.all(list.map(async (r) => ({ hash: r.hash, amountRaw: r.amountRaw ?? (await node.blockInfo(r.hash)).amountRaw })));
 }
 
+/** What status reads need of a session: the requests store (plain data), never the key store. */
+export type RequestsHolder = Pick<Session, 'requests'>;
+
 /** Marks a request paid by `hashes`, once: a block another request claimed meanwhile does not count. */
-async function claim(session: Session, id: string, hashes: string[]): Promise<RequestRecord | undefined> {
+async function claim(session: RequestsHolder, id: string, hashes: string[]): Promise<RequestRecord | undefined> {
   return session.requests.update((requests) => {
     const record = requests[id];
     if (record === undefined) return undefined;
@@ -122,9 +125,9 @@ async function claim(session: Session, id: string, hashes: string[]): Promise<Re
  * amount that paid no other request pays it; else the nearest unclaimed
  * payment of another amount (from half to twice the amount) is reported as
  * under- or over-paid. Fresh address: everything the account holds and has
- * waiting counts, summed.
+ * waiting counts, summed. Reads the node and the requests store only: no key is unlocked.
  */
-export async function nodePaymentStatus(session: Session, node: NodeClient, id: string): Promise<NodeStatus> {
+export async function nodePaymentStatus(session: RequestsHolder, node: NodeClient, id: string): Promise<NodeStatus> {
   const record = (await session.requests.get(id.toLowerCase())) ?? (await session.requests.get(id));
   if (record === undefined) throw new NanoPayError('INVALID_TRANSACTION_ID', `Unknown transaction id "${id.slice(0, 80)}"`);
   if (record.paidBy !== undefined) return { record, isPaid: true, message: paidMessage(record.paidBy) };

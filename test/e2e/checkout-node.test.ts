@@ -1,0 +1,180 @@
+import { request as httpRequest } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startCheckoutServer } from '../../src/checkout/server.js';
+import { xnoToRaw } from '../../src/nano/index.js';
+import { checkoutConfirmations, checkoutReader, openCheckout, type CheckoutObservation } from '../../src/ops/checkout.js';
+import { Session } from '../../src/ops/session.js';
+import type { RunningSandbox } from '../../src/sandbox/index.js';
+import { startCheckout } from '../helpers/browser.js';
+import { newUser, type CliUser } from '../helpers/cli.js';
+import { fund, sandbox } from '../helpers/sandbox.js';
+
+/** The checkout page on the node backend: requests nanopay keeps, its own exact matching, and the WebSocket. */
+let sb: RunningSandbox;
+/** Node RPC calls the sandbox answered (`POST /`), in order. */
+const rpcCalls: string[] = [];
+let merchant: CliUser;
+let customer: CliUser;
+let merchantAddress: string;
+/** The merchant with the node's WebSocket set. */
+let merchantWs: CliUser;
+
+/** Waits for `condition`, failing after `ms` (a bound, not a measurement). */
+async function until(condition: () => boolean, what: string, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`gave up after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+interface Stream {
+  text(): string;
+  ended: Promise<void>;
+  close(): void;
+}
+
+/** A page's event stream, collected as it arrives. */
+function events(pageUrl: string): Promise<Stream> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${pageUrl}/events`, (response) => {
+      let text = '';
+      response.on('data', (d: Buffer) => (text += d.toString()));
+      const ended = new Promise<void>((done) => response.on('close', () => done()));
+      resolve({ text: () => text, ended, close: () => req.destroy() });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const states = (stream: Stream): string[] => [...stream.text().matchAll(/^data: (.*)$/gm)].map((m) => m[1] as string);
+
+/** Sends exactly `raw` raw from the customer to the merchant; returns the block. */
+async function sendRaw(raw: bigint): Promise<string> {
+  const sent = await customer.json<{ hash: string }>(['send', merchantAddress, raw.toString(), '--raw', '--yes']);
+  expect(sent._code).toBe(0);
+  return sent.hash;
+}
+
+beforeAll(async () => {
+  sb = await sandbox({ log: (line) => void (line.startsWith('POST / ') && rpcCalls.push(line)) });
+  // Without a WebSocket: the checkout polls at --interval.
+  const env = { NANOPAY_BACKEND: 'node', NANOPAY_NODE_URL: sb.url };
+  merchant = await newUser(sb.url, env);
+  customer = await newUser(sb.url, env);
+  merchantAddress = (await merchant.json<{ address: string }>(['wallet', 'create'])).address;
+  merchantWs = { ...merchant, env: { ...merchant.env, NANOPAY_NODE_WS_URL: sb.wsUrl } };
+  const customerAddress = (await customer.json<{ address: string }>(['wallet', 'create'])).address;
+  await fund(sb.url, customerAddress, '10');
+  expect((await customer.json(['receive']))._code).toBe(0);
+});
+
+afterAll(async () => {
+  await sb?.close();
+});
+
+describe('nanopay checkout on the node backend', () => {
+  it('serves a request nanopay keeps, stays waiting on an under- or overpayment, and turns paid on the exact amount', async () => {
+    const request = await merchant.json<{ transaction_id: string; amount: string; amount_raw: string; uri: string }>(['request', '0.5']);
+    expect(request._code).toBe(0);
+    const checkout = await startCheckout(merchant, [request.transaction_id]);
+    try {
+      // The exact amount and the address, from the requests store.
+      expect(checkout).toMatchObject({ transaction_id: request.transaction_id, amount: request.amount, receive_address: merchantAddress });
+      const html = await (await fetch(checkout.url)).text();
+      expect(html).toContain(`>${request.amount}<`);
+      expect(html).toContain(`>${merchantAddress}<`);
+      expect(html).toContain('data-state="waiting"');
+
+      const stream = await events(checkout.url);
+      await until(() => states(stream).length === 1, 'the first event');
+      const wanted = BigInt(request.amount_raw);
+      await sendRaw(wanted - 1n);
+      await sendRaw(wanted + 1n);
+      // Nothing but the checkout asks the node now: a few of its reads see both payments.
+      const seen = rpcCalls.length;
+      await until(() => rpcCalls.length >= seen + 3, 'the checkout to read the status again');
+      expect(states(stream)).toEqual(['{"state":"waiting"}']);
+      const status = await merchant.json<{ is_paid: boolean; message: string }>(['status', request.transaction_id]);
+      expect(status).toMatchObject({ is_paid: false });
+
+      const paid = await customer.json<{ hash: string }>(['pay', request.uri, '--yes']);
+      expect(paid._code).toBe(0);
+      // Paid is final: the stream ends on it, naming the exact payment (the wrong amounts never paid it).
+      await stream.ended;
+      expect(states(stream)).toEqual(['{"state":"waiting"}', `{"state":"paid","block_hash":"${paid.hash}"}`]);
+      // The server goes on serving the page, and the request is paid for `status` too.
+      expect(await (await fetch(checkout.url)).text()).toContain('data-state="paid"');
+      expect(await merchant.json(['status', request.transaction_id])).toMatchObject({ is_paid: true });
+    } finally {
+      await checkout.stop();
+    }
+  });
+
+  it('with the WebSocket, a new request for --amount turns paid on the confirmation, long before the next read (--interval 600)', async () => {
+    const checkout = await startCheckout(merchantWs, ['--amount', '0.3', '--interval', '600']);
+    try {
+      expect(checkout.receive_address).toBe(merchantAddress);
+      // The base plus the request's own offset, kept in the merchant's requests store.
+      const amountRaw = xnoToRaw(checkout.amount);
+      expect(amountRaw > xnoToRaw('0.3') && amountRaw < xnoToRaw('0.3') + 2n ** 48n).toBe(true);
+      const stream = await events(checkout.url);
+      await until(() => states(stream).length === 1 && sb.nodeSockets.subscribers() === 1, 'the page and the subscription');
+
+      const hash = await sendRaw(amountRaw);
+      // Bounded far below the 600 s interval: only the confirmation can have woken the read.
+      await until(() => states(stream).length === 2, 'the paid state', 20_000);
+      expect(states(stream)).toEqual(['{"state":"waiting"}', `{"state":"paid","block_hash":"${hash}"}`]);
+      expect(await merchant.json(['status', checkout.transaction_id])).toMatchObject({ is_paid: true, amount: checkout.amount });
+    } finally {
+      await checkout.stop();
+    }
+    await until(() => sb.nodeSockets.subscribers() === 0, 'the subscription to end');
+  });
+
+  it('refuses another --to than the request names, and an id nanopay does not keep (exit 9)', async () => {
+    const request = await merchant.json<{ transaction_id: string }>(['request', '1']);
+    const other = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
+    expect(await merchant.json(['checkout', request.transaction_id, '--to', other])).toMatchObject({ _code: 10, error: { code: 'CONFLICT' } });
+    const unknown = await merchant.json(['checkout', '11111111-1111-4111-8111-111111111111']);
+    expect(unknown).toMatchObject({ _code: 9, error: { code: 'INVALID_TRANSACTION_ID' } });
+  });
+
+  it('in process: reads on each confirmation to its address, ignores a wrong amount, and unsubscribes on close', async () => {
+    const session = new Session({ password: async () => 'test password 1', env: merchantWs.env, configDir: merchant.configDir });
+    const opened = await openCheckout(session, { amount: '0.2' });
+    const real = await checkoutReader(session);
+    const reads: CheckoutObservation[] = [];
+    const server = await startCheckoutServer({
+      host: '127.0.0.1',
+      port: 0,
+      read: async (id) => {
+        const observation = await real(id);
+        reads.push(observation);
+        return observation;
+      },
+      intervalMs: 600_000,
+      confirmations: checkoutConfirmations(session) as NonNullable<ReturnType<typeof checkoutConfirmations>>,
+    });
+    try {
+      const pageUrl = server.add(opened.request, opened.observation);
+      const stream = await events(pageUrl);
+      await until(() => states(stream).length === 1 && sb.nodeSockets.subscribers() === 1, 'the page and the subscription');
+      const wanted = BigInt(opened.request.amount_raw);
+
+      const before = reads.length;
+      await sendRaw(wanted * 2n);
+      // The confirmation of the overpayment makes the server read at once; the request stays open.
+      await until(() => reads.length > before, 'a read on the confirmation');
+      expect(reads.slice(before).every((r) => !r.paid)).toBe(true);
+
+      const hash = await sendRaw(wanted);
+      await until(() => states(stream).length === 2, 'the paid state');
+      expect(states(stream)).toEqual(['{"state":"waiting"}', `{"state":"paid","block_hash":"${hash}"}`]);
+    } finally {
+      await server.close();
+    }
+    await until(() => sb.nodeSockets.subscribers() === 0, 'the subscription to end with the server');
+  });
+});

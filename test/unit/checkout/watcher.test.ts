@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import { CheckoutWatcher } from '../../../src/checkout/watcher.js';
+import type { CheckoutObservation, CheckoutRequest } from '../../../src/ops/checkout.js';
+
+const A = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
+const B = 'nano_1111111111111111111111111111111111111111111111111111hifc8npp';
+
+function requestTo(address: string, id: string): CheckoutRequest {
+  return { transaction_id: id, receive_address: address, amount: '1', amount_raw: '1000000000000000000000000000000', uri: `nano:${address}?amount=1000000000000000000000000000000` };
+}
+
+/** A reader whose answers the test releases one by one. */
+function gatedReader(): { read: (id: string) => Promise<CheckoutObservation>; calls: string[]; answer(observation: CheckoutObservation): void } {
+  const calls: string[] = [];
+  const waiting: ((o: CheckoutObservation) => void)[] = [];
+  return {
+    calls,
+    read: (id) => {
+      calls.push(id);
+      return new Promise((resolve) => waiting.push(resolve));
+    },
+    answer: (observation) => waiting.shift()?.(observation),
+  };
+}
+
+const settle = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+describe('CheckoutWatcher.wake', () => {
+  it('reads the watched, open requests to the confirmed address at once, and no others', async () => {
+    const reader = gatedReader();
+    const watcher = new CheckoutWatcher({ read: reader.read, intervalMs: 3_600_000, viewGraceMs: 10_000 });
+    watcher.start();
+    watcher.add(requestTo(A, 'a-watched'), { paid: false });
+    watcher.add(requestTo(A, 'a-unwatched'), { paid: false });
+    watcher.add(requestTo(B, 'b-watched'), { paid: false });
+    watcher.add(requestTo(A, 'a-paid'), { paid: true });
+    watcher.view('a-watched');
+    watcher.view('b-watched');
+    watcher.view('a-paid');
+    expect(watcher.addresses().sort()).toEqual([A, B].sort());
+
+    watcher.wake(A);
+    expect(reader.calls).toEqual(['a-watched']);
+    reader.answer({ paid: false });
+    await settle();
+    // Without an address (a reconnect): every watched, open request.
+    watcher.wake();
+    expect(reader.calls).toEqual(['a-watched', 'a-watched', 'b-watched']);
+    watcher.stop();
+  });
+
+  it('a wake during a read reads once more after it (that read may predate the payment); none after stop', async () => {
+    const reader = gatedReader();
+    const watcher = new CheckoutWatcher({ read: reader.read, intervalMs: 3_600_000, viewGraceMs: 10_000 });
+    watcher.start();
+    watcher.add(requestTo(A, 'r'), { paid: false });
+    const views: string[] = [];
+    watcher.subscribe('r', (view) => views.push(view.state));
+
+    watcher.wake(A);
+    watcher.wake(A);
+    watcher.wake(A);
+    expect(reader.calls).toHaveLength(1);
+    reader.answer({ paid: false });
+    await settle();
+    // The three wakes during the first read make one more read, not three.
+    expect(reader.calls).toHaveLength(2);
+    reader.answer({ paid: true, block_hash: 'B'.repeat(64) });
+    await settle();
+    expect(views).toEqual(['paid']);
+    // Paid is final: not read again.
+    watcher.wake(A);
+    expect(reader.calls).toHaveLength(2);
+
+    watcher.add(requestTo(B, 's'), { paid: false });
+    watcher.view('s');
+    watcher.stop();
+    watcher.wake(B);
+    expect(reader.calls).toHaveLength(2);
+  });
+});
