@@ -134,7 +134,7 @@ describe.each<Backend>(['service', 'node'])('the main flow on the %s backend', (
   });
 
   it('a malformed transaction id is invalid input (3), an unknown well-formed one not found (9)', async () => {
-    for (const [id, code] of [['nope', 3], ['00000000-0000-4000-8000-000000000000', 9]] as const) {
+    for (const [id, code] of [['nope', 3], ['abc', 3], ['00000000-0000-4000-8000-000000000000', 9]] as const) {
       const result = await bob.run(['status', id, '--json']);
       expect(result.code).toBe(code);
       expect(JSON.parse(result.stdout)).toMatchObject({ error: { code: 'INVALID_TRANSACTION_ID' } });
