@@ -311,6 +311,16 @@ describe('nanopay unlock / lock', () => {
     expect((await user.json(['lock']))._code).toBe(0);
   });
 
+  it('--help lists unlock and lock as commands, never lock as a topic', async () => {
+    const user = await newUser(sb.url, { COLUMNS: '200' });
+    const help = await user.run(['--help']);
+    expect(help.code).toBe(0);
+    const [topics, commands] = help.stdout.split('COMMANDS');
+    expect(topics).not.toMatch(/^ {2}(un)?lock\s/m);
+    expect(commands).toMatch(/^ {2}lock\s+End the unlocked session/m);
+    expect(commands).toMatch(/^ {2}unlock\s+Unlock the key store/m);
+  });
+
   it.skipIf(ptyMissing !== undefined)('on a terminal: asks for the password, then lets the terminal go', async () => {
     const { user } = await walletUser();
     const terminal = onTerminal(['unlock', '--for', '60s'], { ...user.env, NANOPAY_PASSWORD: '' }, { columns: 80 });
