@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import type { Stats } from 'node:fs';
 import { lstat, readdir, unlink } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -71,19 +72,19 @@ function unsafe(path: string, why: string): NanoPayError {
 /**
  * Checks that the sessions dir, or a socket in it, is what nanopay made: the
  * right kind (never a link), owned by this user, and closed to group and
- * others. 'missing' when there is nothing there.
+ * others. Its stats, or undefined when there is nothing there.
  */
-export async function checkPrivate(path: string, kind: 'dir' | 'socket'): Promise<'missing' | 'ok'> {
+export async function checkPrivate(path: string, kind: 'dir' | 'socket'): Promise<Stats | undefined> {
   const info = await lstat(path).catch((error: NodeJS.ErrnoException) => {
     if (error.code === 'ENOENT') return undefined;
     throw error;
   });
-  if (info === undefined) return 'missing';
+  if (info === undefined) return undefined;
   if (kind === 'dir' ? !info.isDirectory() : !info.isSocket()) throw unsafe(path, kind === 'dir' ? 'is not a directory' : 'is not a socket');
   const uid = process.getuid?.();
   if (uid !== undefined && info.uid !== uid) throw unsafe(path, `belongs to another user (uid ${info.uid})`);
   if ((info.mode & 0o077) !== 0) throw unsafe(path, `is open to others (mode ${(info.mode & 0o777).toString(8).padStart(4, '0')})`);
-  return 'ok';
+  return info;
 }
 
 type Exchange = { kind: 'none' } | { kind: 'stale' } | { kind: 'silent' } | { kind: 'answer'; body: AgentAnswer | AgentFailure };
@@ -131,11 +132,13 @@ function exchange(path: string, request: AgentRequest): Promise<Exclude<Exchange
  * ours and private is refused (UNSAFE_SESSION).
  */
 async function ask(socket: string, request: AgentRequest): Promise<Exchange> {
-  const dir = dirname(socket);
-  if ((await checkPrivate(dir, 'dir')) === 'missing' || (await checkPrivate(socket, 'socket')) === 'missing') return { kind: 'none' };
+  if ((await checkPrivate(dirname(socket), 'dir')) === undefined) return { kind: 'none' };
+  const before = await checkPrivate(socket, 'socket');
+  if (before === undefined) return { kind: 'none' };
   const result = await exchange(socket, request);
   if (result.kind !== 'refused') return result;
-  await unlink(socket).catch(() => undefined);
+  // The very socket that refused, not one a new agent has made there since.
+  if ((await lstat(socket).catch(() => undefined))?.ino === before.ino) await unlink(socket).catch(() => undefined);
   return { kind: 'stale' };
 }
 
