@@ -21,6 +21,26 @@ const { api_key: apiKey, address } = sandbox.service.createWallet();
 const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('NANOPAY_')));
 const env = { ...inherited, HOME: configDir, NANOPAY_CONFIG_DIR: configDir, NANOPAY_API_URL: sandbox.url, NANOPAY_API_KEY: apiKey, NO_COLOR: '1' };
 
+// `balance --json` of the active account of a wallet made by the service, whose API key is in the key
+// store: once unlocking the store with the password (scrypt), once through an unlocked session
+// (`nanopay unlock`, no password given). Each has its own config dir, so the session serves only the second.
+const lockedDir = mkdtempSync(join(tmpdir(), 'nanopay-bench-locked-'));
+const unlockedDir = mkdtempSync(join(tmpdir(), 'nanopay-bench-unlocked-'));
+const withoutKey = Object.fromEntries(Object.entries(env).filter(([name]) => name !== 'NANOPAY_API_KEY'));
+const lockedEnv = { ...withoutKey, HOME: lockedDir, NANOPAY_CONFIG_DIR: lockedDir, NANOPAY_PASSWORD: 'bench password' };
+const unlockedEnv = { ...withoutKey, HOME: unlockedDir, NANOPAY_CONFIG_DIR: unlockedDir };
+
+/** Runs the CLI to set things up (asynchronously: the sandbox answers from this very process). */
+function setup(args, childEnv) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env: childEnv, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`nanopay ${args.join(' ')} exited ${code}: ${stderr}`))));
+  });
+}
+
 const cases = [
   { name: 'node -e 0', args: ['-e', '0'] },
   { name: 'nanopay --version', args: [BIN, '--version'], goal: 2.0 },
@@ -28,13 +48,15 @@ const cases = [
   { name: 'nanopay --help', args: [BIN, '--help'], goal: 3.0 },
   { name: 'nanopay send --help', args: [BIN, 'send', '--help'], goal: 3.0 },
   { name: 'nanopay balance ADDRESS --json', args: [BIN, 'balance', address, '--json'], goal: 3.5 },
+  { name: 'nanopay balance --json (password)', args: [BIN, 'balance', '--json'], env: lockedEnv },
+  { name: 'nanopay balance --json (unlocked)', args: [BIN, 'balance', '--json'], env: unlockedEnv },
 ];
 
 /** One run in a child process, timed from spawn to exit; the sandbox answers from this process's event loop. */
-function time(args) {
+function time(args, childEnv = env) {
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint();
-    const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     child.stdout.resume();
     child.stderr.on('data', (d) => (stderr += d));
@@ -54,11 +76,14 @@ const median = (values) => {
 };
 
 try {
+  await setup(['wallet', 'create', '--remote'], lockedEnv);
+  await setup(['wallet', 'create', '--remote'], { ...unlockedEnv, NANOPAY_PASSWORD: 'bench password' });
+  await setup(['unlock', '--for', '1h'], { ...unlockedEnv, NANOPAY_PASSWORD: 'bench password' });
   // One warm-up round so the file cache is the same for every command.
-  for (const c of cases) await time(c.args);
+  for (const c of cases) await time(c.args, c.env);
   const samples = cases.map(() => []);
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [i, c] of cases.entries()) samples[i].push(await time(c.args));
+    for (const [i, c] of cases.entries()) samples[i].push(await time(c.args, c.env));
   }
   const base = median(samples[0]);
   console.log(`Machine: ${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, Node ${process.version}; median of ${ROUNDS} interleaved runs\n`);
@@ -66,9 +91,10 @@ try {
     const ms = median(samples[i]);
     const ratio = ms / base;
     const goal = c.goal === undefined ? '' : `   goal <= ${c.goal.toFixed(1)}x ${ratio <= c.goal ? 'met' : 'MISSED'}`;
-    console.log(`${c.name.padEnd(32)} ${ms.toFixed(0).padStart(5)} ms  ${ratio.toFixed(2)}x${goal}`);
+    console.log(`${c.name.padEnd(36)} ${ms.toFixed(0).padStart(5)} ms  ${ratio.toFixed(2)}x${goal}`);
   }
 } finally {
+  await setup(['lock'], unlockedEnv).catch(() => undefined);
   await sandbox.close();
-  rmSync(configDir, { recursive: true, force: true });
+  for (const dir of [configDir, lockedDir, unlockedDir]) rmSync(dir, { recursive: true, force: true });
 }

@@ -1,5 +1,5 @@
-// Bundles the CLI (entry, every command, the proof-of-work worker) into dist/app with esbuild:
-// loading a few files instead of hundreds (@oclif/core alone is about 160) is most of a
+// Bundles the CLI (entry, every command, the proof-of-work worker, the unlocked session's process) into dist/app
+// with esbuild: loading a few files instead of hundreds (@oclif/core alone is about 160) is most of a
 // command's start-up. tsc's dist/ stays as it is for the library (dist/index.js) and the demo.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
@@ -19,6 +19,8 @@ const entryPoints = [
   { in: join(root, 'src/cli/main.ts'), out: 'main' },
   // src/work/generator.ts starts workers from './pow-worker.js' beside itself.
   { in: join(root, 'src/work/pow-worker.ts'), out: 'pow-worker' },
+  // src/wallet/unlocked.ts starts the unlocked session's process from './unlocked-agent.js' beside itself.
+  { in: join(root, 'src/wallet/unlocked-agent.ts'), out: 'unlocked-agent' },
   // package.json names it as oclif's command_not_found hook.
   { in: join(root, 'src/hooks/not-found.ts'), out: 'hooks/not-found' },
   ...commandFiles(join(root, 'src/commands')).map((file) => ({

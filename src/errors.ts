@@ -88,6 +88,8 @@ const CATALOG: Record<string, CodeInfo> = {
   WRONG_PASSWORD: auth,
   PASSWORD_REQUIRED: auth,
   STORE_CORRUPT: { status: 500, exit: ExitCode.GENERAL },
+  // An unlocked session's socket or dir that is not the user's own and private: refused, never used.
+  UNSAFE_SESSION: { status: 500, exit: ExitCode.GENERAL },
   // Upstream and transport.
   REQUEST_ERROR: upstream,
   PARSE_ERROR: upstream,

@@ -17,6 +17,16 @@ export abstract class SessionCommand extends BaseCommand {
     return passwordSource(flags);
   }
 
+  private readonly sessions: Session[] = [];
+
+  /** Says so when the command changed the key store and that ended unlocked sessions. */
+  protected override async finally(error: Error | undefined): Promise<void> {
+    if (this.sessions.some((s) => s.endedSessions > 0)) {
+      process.stderr.write('The key store changed, so its unlocked session ended; run nanopay unlock again to keep working without the password.\n');
+    }
+    await super.finally(error);
+  }
+
   /** Commands that store into a new profile, or list an empty one; the others refuse a profile that does not exist. */
   protected static allowsNewProfile = false;
 
@@ -37,6 +47,7 @@ export abstract class SessionCommand extends BaseCommand {
         });
       }
     }
+    this.sessions.push(session);
     return session;
   }
 }

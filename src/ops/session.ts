@@ -7,9 +7,10 @@ import { WorkCache, providerSettings, workProvider, type WorkObserver } from '..
 import { ConfigStore, type ProfileRecord, type WalletRecord } from '../wallet/config.js';
 import { Journal } from '../wallet/journal.js';
 import { RequestStore } from '../wallet/requests.js';
-import { KeyStore } from '../wallet/keystore.js';
+import { KeyStore, type SecretReader } from '../wallet/keystore.js';
 import { withAccountLock } from '../wallet/lock.js';
 import { SendLog } from '../wallet/send-log.js';
+import { borrowSecrets, stopAllAgents } from '../wallet/unlocked.js';
 import { WorkStore } from '../wallet/work-store.js';
 import { configDir, keystorePath, stateDir } from '../wallet/paths.js';
 import type { OpsContext, Signer, WorkProvider } from './context.js';
@@ -39,6 +40,8 @@ export const secretIds = {
   nodeAuth: (profile: string) => `profile/${profile}/node-auth`,
   wallet: (profile: string, wallet: string) => `profile/${profile}/wallet/${wallet}/secret`,
   passphrase: (profile: string, wallet: string) => `profile/${profile}/wallet/${wallet}/passphrase`,
+  /** What every secret of the profile starts with: what an unlocked session of the profile holds. */
+  profile: (profile: string) => `profile/${profile}/`,
 };
 
 export interface ActiveAccount extends Signer {
@@ -62,6 +65,9 @@ export class Session {
   /** Payment requests nanopay keeps itself (node backend). */
   readonly requests: RequestStore;
   private store: Promise<KeyStore> | undefined;
+  private lent: Promise<SecretReader> | undefined;
+  /** Unlocked sessions this session ended by changing the key store (a front end may say so). */
+  endedSessions = 0;
   private provider: WorkProvider | undefined;
   private ahead: WorkCache | undefined;
   private node: Promise<NodeClient> | undefined;
@@ -115,7 +121,7 @@ export class Session {
   nodeClient(): Promise<NodeClient> {
     this.node ??= (async () => {
       const url = this.nodeUrl();
-      const secret = this.env.NANOPAY_NODE_AUTH || ((await this.hasKeystore()) ? (await this.keystore()).get(secretIds.nodeAuth(this.profileName)) : undefined);
+      const secret = this.env.NANOPAY_NODE_AUTH || ((await this.hasKeystore()) ? (await this.secrets()).get(secretIds.nodeAuth(this.profileName)) : undefined);
       const timeoutMs = this.options.timeoutMs ?? timeoutFromEnv(this.env);
       return new NodeClient({
         url,
@@ -127,20 +133,44 @@ export class Session {
     return this.node;
   }
 
-  /** Unlocks the key store once; `create` makes a new one when there is none. */
+  /**
+   * The key store, unlocked with the password once (scrypt): for changing it,
+   * for `unlock` itself and for `wallet export`. `create` makes a new one when
+   * there is none. Any write ends the config dir's unlocked sessions, which hold
+   * the old content.
+   */
   async keystore(mode: 'open' | 'create' = 'open'): Promise<KeyStore> {
     this.store ??= (async () => {
       const path = keystorePath(this.dir);
-      if (await KeyStore.exists(path)) return this.options.unlock?.(path) ?? KeyStore.open(path, await this.options.password('unlock'));
-      if (mode === 'open') {
-        throw new NanoPayError('NOT_FOUND', 'There is no wallet yet', { hint: 'Create one with: nanopay wallet create' });
-      }
-      return KeyStore.create(path, await this.options.password('create'));
+      let store: KeyStore;
+      if (await KeyStore.exists(path)) store = await (this.options.unlock?.(path) ?? KeyStore.open(path, await this.options.password('unlock')));
+      else if (mode === 'open') throw new NanoPayError('NOT_FOUND', 'There is no wallet yet', { hint: 'Create one with: nanopay wallet create' });
+      else store = await KeyStore.create(path, await this.options.password('create'));
+      store.afterWrite(async () => {
+        this.endedSessions += await stopAllAgents(this.dir);
+      });
+      return store;
     })();
     try {
       return await this.store;
     } catch (error) {
       this.store = undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * The secrets, for reading: the key store this session already unlocked,
+   * else the profile's unlocked session (nanopay unlock: no password, no
+   * scrypt), else the key store unlocked with the password.
+   */
+  async secrets(): Promise<SecretReader> {
+    if (this.store !== undefined) return this.keystore();
+    this.lent ??= (async () => (await borrowSecrets(this.dir, this.profileName, keystorePath(this.dir), secretIds.profile(this.profileName))) ?? this.keystore())();
+    try {
+      return await this.lent;
+    } catch (error) {
+      this.lent = undefined;
       throw error;
     }
   }
@@ -152,7 +182,7 @@ export class Session {
   async apiKey(): Promise<string | undefined> {
     if (this.env.NANOPAY_API_KEY) return this.env.NANOPAY_API_KEY;
     if (!(await this.hasKeystore())) return undefined;
-    return (await this.keystore()).get(secretIds.apiKey(this.profileName));
+    return (await this.secrets()).get(secretIds.apiKey(this.profileName));
   }
 
   /** The API client without a key (for public calls such as /wallet/create). */
@@ -243,7 +273,7 @@ export class Session {
   }
 
   async derive(wallet: string, record: WalletRecord, index: number): Promise<Account> {
-    const store = await this.keystore();
+    const store = await this.secrets();
     const secret = store.get(secretIds.wallet(this.profileName, wallet));
     if (secret === undefined) throw new NanoPayError('STORE_CORRUPT', `The secret of wallet "${wallet}" is missing from the key store`);
     if (record.kind === 'private-key') {

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes, scrypt as scryptCallback, type ScryptOptions } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, randomBytes, scrypt as scryptCallback, type ScryptOptions } from 'node:crypto';
 import { NanoPayError } from '../errors.js';
 import { lstat } from 'node:fs/promises';
 import { readIfExists, writeFileAtomic } from '../fs/secure-fs.js';
@@ -113,12 +113,36 @@ function parseFile(path: string, text: string): KeystoreFile {
   return parsed;
 }
 
-export class KeyStore {
+/** What the secrets are read through: a key store unlocked here, or the secrets an unlocked session lends. */
+export interface SecretReader {
+  get(id: string): string | undefined;
+}
+
+/** The SHA-256 of a key store's bytes: which content a key store, or an unlocked session, holds. */
+function fingerprint(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+export class KeyStore implements SecretReader {
+  private readonly written: (() => Promise<void>)[] = [];
+  /** The fingerprint of the content this store was read from, or last wrote. */
+  private sum: string;
+
   private constructor(
     readonly path: string,
     private file: KeystoreFile,
     private readonly dataKey: Buffer,
-  ) {}
+    text: string,
+  ) {
+    this.sum = fingerprint(text);
+  }
+
+  /** The fingerprint of the key store file as it is now, undefined when there is none. */
+  static async current(path: string): Promise<string | undefined> {
+    await refuseLink(path);
+    const text = await readIfExists(path);
+    return text === undefined ? undefined : fingerprint(text);
+  }
 
   static async exists(path: string): Promise<boolean> {
     await refuseLink(path);
@@ -135,7 +159,7 @@ export class KeyStore {
     const dataKey = randomBytes(32);
     const passwordKey = await scrypt(password, Buffer.from(header.kdf.salt, 'base64'), header.kdf);
     const file: KeystoreFile = { ...header, key: seal(passwordKey, dataKey, headerBytes(header, 'key')), secrets: {} };
-    const store = new KeyStore(path, file, dataKey);
+    const store = new KeyStore(path, file, dataKey, '');
     await store.persist();
     return store;
   }
@@ -153,7 +177,7 @@ export class KeyStore {
         hint: 'The store was not changed. Check NANOPAY_PASSWORD, --password-file or what you typed.',
       });
     }
-    const store = new KeyStore(path, file, dataKey);
+    const store = new KeyStore(path, file, dataKey, text);
     for (const id of Object.keys(file.secrets)) {
       if (store.get(id) === undefined) throw corrupt(path, `secret "${id}" does not decrypt`);
     }
@@ -167,6 +191,26 @@ export class KeyStore {
 
   ids(): string[] {
     return Object.keys(this.file.secrets);
+  }
+
+  /** The fingerprint of the content this store holds (see KeyStore.current). */
+  fingerprint(): string {
+    return this.sum;
+  }
+
+  /** Every secret whose id starts with `prefix`, decrypted (what an unlocked session holds). */
+  secretsUnder(prefix: string): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const id of this.ids()) {
+      const secret = id.startsWith(prefix) ? this.get(id) : undefined;
+      if (secret !== undefined) out[id] = secret;
+    }
+    return out;
+  }
+
+  /** Runs `listener` after each write of the file (the session ends unlocked sessions, which hold the old content). */
+  afterWrite(listener: () => Promise<void>): void {
+    this.written.push(listener);
   }
 
   get(id: string): string | undefined {
@@ -199,6 +243,9 @@ export class KeyStore {
 
   private async persist(): Promise<void> {
     await refuseLink(this.path);
-    await writeFileAtomic(this.path, `${JSON.stringify(this.file, null, 2)}\n`);
+    const text = `${JSON.stringify(this.file, null, 2)}\n`;
+    await writeFileAtomic(this.path, text);
+    this.sum = fingerprint(text);
+    for (const listener of this.written) await listener();
   }
 }

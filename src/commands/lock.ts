@@ -1,0 +1,20 @@
+import { Flags } from '@oclif/core';
+import { SessionCommand } from '../cli/session-command.js';
+import { lock, type LockResult } from '../ops/unlock.js';
+
+export default class Lock extends SessionCommand {
+  static override summary = 'End the unlocked session at once (nanopay unlock); fine when none runs.';
+  static override examples = ['<%= config.bin %> lock', '<%= config.bin %> lock --all'];
+  static override flags = {
+    all: Flags.boolean({ description: 'end the unlocked sessions of every profile of the config dir' }),
+  };
+
+  async run(): Promise<LockResult> {
+    const { flags } = await this.parse(Lock);
+    const result = await lock(this.session(flags), { all: flags.all });
+    const whose = result.profile === null ? 'any profile' : `profile "${result.profile}"`;
+    if (result.ended > 0) this.log(`Locked: ${result.ended === 1 ? 'the unlocked session' : `${result.ended} unlocked sessions`} of ${whose} ended.`);
+    else this.log(`No unlocked session was running for ${whose}${result.stale_removed ? ' (the socket of one that had died was removed)' : ''}; nothing to do.`);
+    return result;
+  }
+}

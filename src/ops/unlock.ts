@@ -1,0 +1,75 @@
+import { NanoPayError } from '../errors.js';
+import { startAgent, stopAgent, stopAllAgents } from '../wallet/unlocked.js';
+import { keystorePath } from '../wallet/paths.js';
+import { secretIds, type Session } from './session.js';
+
+/** How long a session lasts unless told: a working session, not a day. */
+export const DEFAULT_UNLOCK = '15m';
+/** The longest a session may last. */
+const MAX_UNLOCK_SECONDS = 12 * 3600;
+
+/** "30s", "15m", "2h", "1h30m" → seconds, from 1 s up to 12 h. */
+export function parseDuration(text: string): number {
+  const match = /^(?:(\d{1,5})h)?(?:(\d{1,5})m)?(?:(\d{1,5})s)?$/.exec(text.trim());
+  if (match === null || text.trim() === '') {
+    throw new NanoPayError('USAGE', `"${text}" is not a duration; write it like 30s, 15m, 2h or 1h30m`);
+  }
+  const [, h = '0', m = '0', s = '0'] = match;
+  const seconds = Number(h) * 3600 + Number(m) * 60 + Number(s);
+  if (seconds < 1 || seconds > MAX_UNLOCK_SECONDS) {
+    throw new NanoPayError('USAGE', `An unlocked session lasts from 1s to ${MAX_UNLOCK_SECONDS / 3600}h, not ${text}`);
+  }
+  return seconds;
+}
+
+export interface UnlockResult {
+  profile: string;
+  /** When the session ends by itself (ISO 8601). */
+  expires_at: string;
+  seconds: number;
+  /** The agent's process id. */
+  pid: number;
+  socket: string;
+  /** An earlier session of the profile was running and was ended first. */
+  replaced: boolean;
+}
+
+/**
+ * Unlocks the key store (with the password, once) and starts the profile's
+ * unlocked session: a background process that lends the profile's secrets to
+ * the user's commands until it expires, `lock` ends it, or the key store changes.
+ */
+export async function unlock(session: Session, input: { seconds: number }): Promise<UnlockResult> {
+  if (!Number.isInteger(input.seconds) || input.seconds < 1 || input.seconds > MAX_UNLOCK_SECONDS) {
+    throw new NanoPayError('USAGE', `An unlocked session lasts from 1 to ${MAX_UNLOCK_SECONDS} seconds`);
+  }
+  if (process.platform === 'win32') throw new NanoPayError('USAGE', 'An unlocked session needs Unix sockets; it is not available on Windows');
+  const store = await session.keystore();
+  const replaced = (await stopAgent(session.dir, session.profileName)) === 'stopped';
+  const expiresAt = Date.now() + input.seconds * 1000;
+  const started = await startAgent({
+    dir: session.dir,
+    profile: session.profileName,
+    keystore: keystorePath(session.dir),
+    fingerprint: store.fingerprint(),
+    expiresAt,
+    secrets: store.secretsUnder(secretIds.profile(session.profileName)),
+  });
+  return { profile: session.profileName, expires_at: new Date(expiresAt).toISOString(), seconds: input.seconds, pid: started.pid, socket: started.socket, replaced };
+}
+
+export interface LockResult {
+  /** The profile, or null for every profile (`all`). */
+  profile: string | null;
+  /** How many unlocked sessions were ended (0: none was running). */
+  ended: number;
+  /** A socket left by a session that had died was removed. */
+  stale_removed: boolean;
+}
+
+/** Ends the profile's unlocked session (or, with `all`, every one of the config dir) at once. Fine when none runs. */
+export async function lock(session: Session, input: { all?: boolean } = {}): Promise<LockResult> {
+  if (input.all) return { profile: null, ended: await stopAllAgents(session.dir), stale_removed: false };
+  const outcome = await stopAgent(session.dir, session.profileName);
+  return { profile: session.profileName, ended: outcome === 'stopped' ? 1 : 0, stale_removed: outcome === 'stale' };
+}
