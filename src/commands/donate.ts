@@ -10,6 +10,8 @@ export default class Donate extends SessionCommand {
     yes: Flags.boolean({ char: 'y', description: 'do not ask for confirmation' }),
     'dry-run': Flags.boolean({ description: 'show what would happen; sign nothing' }),
     to: Flags.string({ description: 'the address to donate to (required with backend node: only the service names one)' }),
+    wallet: Flags.string({ description: 'wallet to send from instead of the active one' }),
+    account: Flags.integer({ description: 'account index within the wallet', min: 0 }),
   };
 
   async run(): Promise<DonateResult> {
@@ -20,6 +22,8 @@ export default class Donate extends SessionCommand {
       dryRun: flags['dry-run'],
       ...(flags.to === undefined ? {} : { to: flags.to }),
       signal: this.signal,
+      ...(flags.wallet === undefined ? {} : { wallet: flags.wallet }),
+      ...(flags.account === undefined ? {} : { index: flags.account }),
       ...(confirm === undefined ? {} : { confirm }),
     });
     this.log(result.message);

@@ -12,6 +12,8 @@ export default class Pay extends SessionCommand {
     yes: Flags.boolean({ char: 'y', description: 'do not ask for confirmation' }),
     'dry-run': Flags.boolean({ description: 'show what would happen; sign nothing' }),
     id: Flags.string({ description: 'idempotency key' }),
+    wallet: Flags.string({ description: 'wallet to send from instead of the active one' }),
+    account: Flags.integer({ description: 'account index within the wallet', min: 0 }),
   };
 
   async run(): Promise<SendResult & { uri: string }> {
@@ -21,6 +23,8 @@ export default class Pay extends SessionCommand {
       dryRun: flags['dry-run'],
       signal: this.signal,
       ...(flags.id === undefined ? {} : { id: flags.id }),
+      ...(flags.wallet === undefined ? {} : { wallet: flags.wallet }),
+      ...(flags.account === undefined ? {} : { index: flags.account }),
       ...(confirm === undefined ? {} : { confirm }),
     });
     if (result.dry_run) this.log(`Dry run: would pay ${result.amount} XNO to ${result.to}. Nothing was signed.`);
