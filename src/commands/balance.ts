@@ -4,6 +4,8 @@ import { balance, type BalanceResult } from '../ops/balance.js';
 
 export default class Balance extends SessionCommand {
   static override summary = 'Show the balance and pending amount of the active account (or any address).';
+  static override description = `Amounts are in XNO; --show-raw adds them in raw, and --json always has both. --receive first receives every
+pending block of the account, as receive does. --wallet and --account read another account of yours than the active one.`;
   static override examples = ['<%= config.bin %> balance', '<%= config.bin %> balance --receive', '<%= config.bin %> balance nano_1… --show-raw'];
   static override args = { address: Args.string({ ignoreStdin: true, description: 'any account (default: the active one)' }) };
   static override flags = {

@@ -5,6 +5,9 @@ import { donate, type DonateResult } from '../ops/donate.js';
 
 export default class Donate extends SessionCommand {
   static override summary = 'Donate XNO to the service (it names the address) or to --to; confirmed and limited like send.';
+  static override description = `The service names its donation address (on a node backend give --to). The donation goes through the same
+guarded path as send: spending limits, confirmation on a terminal (--yes skips it), --dry-run.`;
+  static override examples = ['<%= config.bin %> donate 0.01', '<%= config.bin %> donate 0.5 --yes --json'];
   static override args = { amount: Args.string({ ignoreStdin: true, description: 'amount in XNO', required: true }) };
   static override flags = {
     yes: Flags.boolean({ char: 'y', description: 'do not ask for confirmation' }),

@@ -6,6 +6,8 @@ import type { SendResult } from '../ops/send.js';
 
 export default class Pay extends SessionCommand {
   static override summary = 'Pay a nano: URI exactly (address and raw amount), like send.';
+  static override description = `The URI gives the address and the exact amount in raw (nano:<address>?amount=<raw>, or nano://…), as a payment
+request's QR code does; a URI without an amount is refused. Limits, confirmation, --dry-run and --id work as for send.`;
   static override examples = ['<%= config.bin %> pay "nano:nano_1…?amount=1500000000000000000000000000123" --yes'];
   static override args = { uri: Args.string({ ignoreStdin: true, description: 'nano:<address>?amount=<raw> (or nano://…)', required: true }) };
   static override flags = {
