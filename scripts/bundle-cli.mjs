@@ -19,6 +19,8 @@ const entryPoints = [
   { in: join(root, 'src/cli/main.ts'), out: 'main' },
   // src/work/generator.ts starts workers from './pow-worker.js' beside itself.
   { in: join(root, 'src/work/pow-worker.ts'), out: 'pow-worker' },
+  // package.json names it as oclif's help class.
+  { in: join(root, 'src/cli/help.ts'), out: 'help' },
   // package.json names it as oclif's command_not_found hook.
   { in: join(root, 'src/hooks/not-found.ts'), out: 'hooks/not-found' },
   ...commandFiles(join(root, 'src/commands')).map((file) => ({
