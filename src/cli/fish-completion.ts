@@ -5,6 +5,7 @@
  * file names only where a flag takes a path. bash, zsh and powershell get theirs
  * from @oclif/plugin-autocomplete (`nanopay autocomplete SHELL`).
  */
+import { commandSummary } from './command-summary.js';
 
 /** What the script needs of a flag: oclif's manifest form. */
 export interface FlagInfo {
@@ -123,7 +124,7 @@ export function fishCompletion(bin: string, version: string, commands: readonly 
       const candidates = next.get(prefix) ?? new Map<string, string>();
       next.set(prefix, candidates);
       const command = byId.get(path);
-      const text = command !== undefined ? short(command.summary ?? command.description, bin) : (topicText.get(path) ?? `${path} commands`);
+      const text = command !== undefined ? short(commandSummary(command), bin) : (topicText.get(path) ?? `${path} commands`);
       if (!candidates.has(word) || command !== undefined) candidates.set(word, text);
     });
   }

@@ -1,5 +1,6 @@
 import { Help, type Command } from '@oclif/core';
 import { ExitCode } from '../errors.js';
+import { commandSummary } from './command-summary.js';
 
 /**
  * oclif's help (package.json `oclif.helpClass`), with a top-level page of our own:
@@ -8,11 +9,6 @@ import { ExitCode } from '../errors.js';
  * take, shell completion, the environment variables and the exit codes. The help of
  * a command or a topic is oclif's.
  */
-
-/** Summaries of plugin commands that have none. */
-const FALLBACK_SUMMARIES: Record<string, string> = {
-  version: 'Show the version of nanopay, the platform and Node.js.',
-};
 
 const COMMON_FLAGS: [string, string][] = [
   ['--json', 'Print exactly one JSON document on stdout and nothing else there (NDJSON, one event per line, for streams such as status --watch); an error is {"error": {"code", "message"}}.'],
@@ -98,7 +94,7 @@ export default class NanopayHelp extends Help {
     const commands: Command.Loadable[] = this.sortedCommands.filter((c) => c.id !== '' && !(c.aliases ?? []).includes(c.id));
     const name = (c: Command.Loadable): string => c.id.split(':').join(' ');
     const list = (rows: [string, string][]): string => this.renderList(rows.map(([a, b]) => [a, this.render(b)]), { indentation: 2, spacer: '\n', stripAnsi: this.opts.stripAnsi });
-    const summary = (c: Command.Loadable): string => this.render((c.summary ?? c.description ?? FALLBACK_SUMMARIES[c.id] ?? '').split('\n')[0] ?? '');
+    const summary = (c: Command.Loadable): string => this.render(commandSummary(c));
 
     this.log(this.formatRoot().replace(`$ ${bin} [COMMAND]`, `$ ${bin} COMMAND [ARGUMENTS] [FLAGS]`));
     this.log('');
