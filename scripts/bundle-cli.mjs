@@ -21,6 +21,8 @@ const entryPoints = [
   { in: join(root, 'src/work/pow-worker.ts'), out: 'pow-worker' },
   // src/wallet/unlocked.ts starts the unlocked session's process from './unlocked-agent.js' beside itself.
   { in: join(root, 'src/wallet/unlocked-agent.ts'), out: 'unlocked-agent' },
+  // package.json names it as oclif's help class.
+  { in: join(root, 'src/cli/help.ts'), out: 'help' },
   // package.json names it as oclif's command_not_found hook.
   { in: join(root, 'src/hooks/not-found.ts'), out: 'hooks/not-found' },
   ...commandFiles(join(root, 'src/commands')).map((file) => ({

@@ -1,7 +1,7 @@
 // Fails when a module under src/ exports a value (function, class, constant) that no
 // other module of src/ uses: dead code, or code kept alive only by tests. Types stay
 // free to export: they describe the signatures of what is used. Entry points are the roots: the SDK
-// (src/index.ts, whose exports the README documents), the commands and hooks (loaded by oclif), and the
+// (src/index.ts, whose exports the README documents), the commands, hooks and help class (loaded by oclif), and the
 // programs started by file (the CLI entry, the demo, the proof-of-work worker, the unlocked session's process).
 import { relative, resolve } from 'node:path';
 import ts from 'typescript';
@@ -12,7 +12,7 @@ const program = ts.createProgram(config.fileNames, config.options);
 const checker = program.getTypeChecker();
 const sources = program.getSourceFiles().filter((f) => f.fileName.startsWith(resolve(root, 'src')));
 
-const ENTRY = [/^src\/index\.ts$/, /^src\/commands\//, /^src\/hooks\//, /^src\/cli\/main\.ts$/, /^src\/demo\/main\.ts$/, /^src\/work\/pow-worker\.ts$/, /^src\/wallet\/unlocked-agent\.ts$/];
+const ENTRY = [/^src\/index\.ts$/, /^src\/commands\//, /^src\/hooks\//, /^src\/cli\/help\.ts$/, /^src\/cli\/main\.ts$/, /^src\/demo\/main\.ts$/, /^src\/work\/pow-worker\.ts$/, /^src\/wallet\/unlocked-agent\.ts$/];
 const isEntry = (file) => ENTRY.some((pattern) => pattern.test(relative(root, file.fileName)));
 
 const resolved = (symbol) => (symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol);

@@ -4,7 +4,7 @@ import { openToolsetSession } from '../toolset/session.js';
 
 export default class Mcp extends SessionCommand {
   static override summary = 'Serve the seven tools over MCP on stdio (for agents).';
-  static override description = 'stdout carries only protocol messages; logs go to stderr. Unlocks the wallet once at start; spending limits apply.';
+  static override description = 'Standard output carries only protocol messages; logs go to stderr. Unlocks the wallet once at start; spending limits apply.';
   static override examples = ['NANOPAY_PASSWORD=… <%= config.bin %> mcp'];
 
   async run(): Promise<void> {

@@ -4,6 +4,8 @@ import { pending } from '../ops/reads.js';
 
 export default class Pending extends SessionCommand {
   static override summary = 'List the blocks waiting to be received by the active account (or any address).';
+  static override description = 'Each block shows its hash, its amount and its sender. Receive them with receive (or balance --receive).';
+  static override examples = ['<%= config.bin %> pending', '<%= config.bin %> pending nano_1… --json'];
   static override args = { address: Args.string({ ignoreStdin: true, description: 'any account (default: the active one)' }) };
 
   async run(): Promise<Awaited<ReturnType<typeof pending>>> {

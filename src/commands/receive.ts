@@ -5,9 +5,10 @@ import { receive, watchReceive, type ReceiveResult } from '../ops/receive.js';
 
 export default class Receive extends SessionCommand {
   static override summary = 'Receive every pending block of the active account (opening it if new).';
-  static override description = `On a node backend, the fresh accounts of your payment requests (request --fresh-address) too.
---watch keeps receiving as payments confirm (at once where the node's WebSocket is known), until Ctrl-C or --timeout;
+  static override description = `On a node backend it also receives on the fresh accounts of your payment requests (request --fresh-address).
+With --watch it keeps receiving as payments confirm (at once where the node's WebSocket is known), until Ctrl-C or --timeout;
 with --json it prints one JSON document per receive (NDJSON).`;
+  static override examples = ['<%= config.bin %> receive', '<%= config.bin %> receive --min 0.001 --json', '<%= config.bin %> receive --watch --timeout 600'];
   static override flags = {
     min: Flags.string({ description: 'leave pending blocks below this many XNO (dust) alone' }),
     wallet: Flags.string({ description: 'wallet to use instead of the active one' }),

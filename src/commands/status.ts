@@ -4,9 +4,9 @@ import { SessionCommand } from '../cli/session-command.js';
 import { paymentStatus, type PaymentStatusResult } from '../ops/payments.js';
 
 export default class Status extends SessionCommand {
-  static override summary = 'Check a payment request; --watch polls until it is paid.';
-  static override description = `--watch shows a spinner on stderr while unpaid and exits 0 once paid; --timeout exits 8 when time runs out;
-network errors back off and keep trying. With --json --watch it prints one JSON event per line (NDJSON) on each change.`;
+  static override summary = 'Check whether a payment request is paid; --watch polls until it is.';
+  static override description = `With --watch it shows a spinner on stderr while unpaid and exits 0 once paid; --timeout exits 8 when time runs out;
+network errors back off and keep trying. A malformed id exits 3, an unknown one 9. With --json --watch it prints one JSON event per line (NDJSON) on each change.`;
   static override examples = ['<%= config.bin %> status 1b0e…', '<%= config.bin %> status 1b0e… --watch --timeout 300 --json'];
   static override args = { transaction_id: Args.string({ ignoreStdin: true, description: 'the request\'s transaction id', required: true }) };
   static override flags = {

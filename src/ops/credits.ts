@@ -37,6 +37,9 @@ export interface TopupResult {
 
 export interface TopupInput {
   tier: string | number;
+  /** The wallet and account index that pay, as for a send (default: the active ones). */
+  wallet?: string;
+  index?: number;
   confirm?: Confirm;
   /**
    * Shows the result to the user. It runs before the top-up's journal entry
@@ -72,7 +75,7 @@ async function resume(ctx: OpsContext, signer: Signer, tier: CreditTier): Promis
 export async function topup(session: Session, input: TopupInput): Promise<TopupResult> {
   const tier = parseTier(input.tier);
   const ctx = await session.context(input.signal);
-  const signer = await session.account();
+  const signer = await session.account(input.wallet, input.index);
   const resumed = await resume(ctx, signer, tier);
   if (resumed !== undefined) {
     await input.report?.(resumed);

@@ -109,16 +109,20 @@ function search(workers: SearchWorker[], task: { root: string; threshold: string
               finish({ error: new NanoPayError('INTERNAL_ERROR', `Proof of work failed: ${answer.error}`) });
               return;
             }
-            hashes += answer.hashes;
             if ('work' in answer && !settled) {
               // Never trust the searcher: check with the reference implementation.
               if (validateWork(task.root, answer.work, task.threshold)) finish({ work: answer.work });
               else finish({ error: new NanoPayError('INTERNAL_ERROR', `The ${task.engine} kernel returned invalid work ${answer.work}`) });
-            } else if ('unseen' in answer) {
-              opts.onWorkerStopped?.(answer.unseen);
-            } else if (!settled) {
-              opts.onProgress?.(hashes);
+              return;
             }
+            if ('unseen' in answer) {
+              opts.onWorkerStopped?.(answer.unseen);
+              return;
+            }
+            // Progress from workers still stopping after the search settled is not the search's any more.
+            if (settled) return;
+            hashes += answer.hashes;
+            opts.onProgress?.(hashes);
           },
           // A worker that dies mid-search would otherwise leave the search waiting for ever.
           failed: (why) => finish({ error: new NanoPayError('INTERNAL_ERROR', why) }),

@@ -4,6 +4,9 @@ import { accountInfo } from '../../ops/reads.js';
 
 export default class AccountInfo extends SessionCommand {
   static override summary = 'Show an account\'s ledger head: frontier, balance, representative, thresholds.';
+  static override description = `Reads the active account, or any ADDRESS, from the service (or the node). An account that has no block yet
+is reported as not opened. The work thresholds are shown when the service gives them.`;
+  static override examples = ['<%= config.bin %> account info', '<%= config.bin %> account info nano_1… --json'];
   static override args = { address: Args.string({ ignoreStdin: true, description: 'any account (default: the active one)' }) };
 
   async run(): Promise<Awaited<ReturnType<typeof accountInfo>>> {

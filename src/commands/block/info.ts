@@ -3,7 +3,9 @@ import { SessionCommand } from '../../cli/session-command.js';
 import { blockInfo } from '../../ops/reads.js';
 
 export default class BlockInfo extends SessionCommand {
-  static override summary = 'Show a block by hash.';
+  static override summary = 'Show a block by hash: its kind, account, amount and balance.';
+  static override description = 'The hash is 64 hexadecimal characters; an unknown block exits 9.';
+  static override examples = ['<%= config.bin %> block info 991CF190…B3F5E --json'];
   static override args = { hash: Args.string({ ignoreStdin: true, description: '64-hex block hash', required: true }) };
 
   async run(): Promise<Awaited<ReturnType<typeof blockInfo>>> {

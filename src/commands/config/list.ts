@@ -3,7 +3,9 @@ import { SessionCommand } from '../../cli/session-command.js';
 import { listSettings } from '../../ops/config.js';
 
 export default class ConfigList extends SessionCommand {
-  static override summary = 'List the settings of the profile.';
+  static override summary = 'List the settings of the profile, with the value in effect and where it comes from.';
+  static override description = 'A variable overrides the profile, which overrides the default; secrets are never shown.';
+  static override examples = ['<%= config.bin %> config list', '<%= config.bin %> config list --profile shop --json'];
 
   async run(): Promise<Awaited<ReturnType<typeof listSettings>>> {
     const { flags } = await this.parse(ConfigList);

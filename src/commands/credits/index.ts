@@ -4,6 +4,8 @@ import { credits, type CreditsResult } from '../../ops/credits.js';
 
 export default class Credits extends SessionCommand {
   static override summary = 'Show the API key\'s credit balance and the price of each top-up tier.';
+  static override description = 'Reading credits is free. Buy more with credits topup TIER.';
+  static override examples = ['<%= config.bin %> credits', '<%= config.bin %> credits --json'];
 
   async run(): Promise<CreditsResult> {
     const { flags } = await this.parse(Credits);

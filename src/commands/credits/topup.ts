@@ -4,12 +4,17 @@ import { SessionCommand } from '../../cli/session-command.js';
 import { parseTier, topup, type TopupResult } from '../../ops/credits.js';
 
 export default class CreditsTopup extends SessionCommand {
-  static override summary = 'Buy credits: pays the service the tier\'s price from the active account.';
+  static override summary = 'Buy credits: pays the service the tier\'s price from the active account (or --wallet and --account).';
   static override description = `Tiers: 10, 50, 100, 500, 1000, 5000, 10000, 50000, 100000. The service's offer must match the tier's
 listed price, or nothing is signed. If a top-up was interrupted (the connection dropped, the process was killed), running
 it again completes it without paying twice.`;
+  static override examples = ['<%= config.bin %> credits topup 1000', '<%= config.bin %> credits topup 100 --yes --wallet savings --json'];
   static override args = { tier: Args.string({ ignoreStdin: true, description: 'credits to buy', required: true }) };
-  static override flags = { yes: Flags.boolean({ char: 'y', description: 'do not ask for confirmation' }) };
+  static override flags = {
+    yes: Flags.boolean({ char: 'y', description: 'do not ask for confirmation' }),
+    wallet: Flags.string({ description: 'wallet to pay from instead of the active one' }),
+    account: Flags.integer({ description: 'account index within the wallet', min: 0 }),
+  };
 
   async run(): Promise<TopupResult | void> {
     const { args, flags } = await this.parse(CreditsTopup);
@@ -19,6 +24,8 @@ it again completes it without paying twice.`;
     const result = await topup(this.session(flags), {
       tier,
       signal: this.signal,
+      ...(flags.wallet === undefined ? {} : { wallet: flags.wallet }),
+      ...(flags.account === undefined ? {} : { index: flags.account }),
       ...(confirm === undefined ? {} : { confirm }),
       // Shown before the top-up is finished with, so a run killed before the user saw it is completed by the next one.
       report: (result) => {

@@ -3,6 +3,9 @@ import { networkDifficulty } from '../../ops/reads.js';
 
 export default class NetworkDifficulty extends SessionCommand {
   static override summary = 'Show the proof-of-work thresholds the service asks for.';
+  static override description = `One threshold for send and change blocks, one for receive and open blocks. When the service does not report them,
+the live network's base values are shown, and --json says "reported": false.`;
+  static override examples = ['<%= config.bin %> network difficulty', '<%= config.bin %> network difficulty --json'];
 
   async run(): Promise<Awaited<ReturnType<typeof networkDifficulty>>> {
     const { flags } = await this.parse(NetworkDifficulty);

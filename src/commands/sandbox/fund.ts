@@ -4,6 +4,7 @@ import { fundFromFaucet } from '../../ops/faucet.js';
 
 export default class SandboxFund extends SessionCommand {
   static override summary = 'Get test funds from the sandbox faucet (NANOPAY_API_URL must point at a sandbox).';
+  static override description = 'The faucet sends to the active account (or ADDRESS); receive the funds with receive. A real service has no faucet.';
   static override examples = ['<%= config.bin %> sandbox fund', '<%= config.bin %> sandbox fund nano_1… --amount 25'];
   static override args = { address: Args.string({ ignoreStdin: true, description: 'address to fund (default: the active account)' }) };
   static override flags = { amount: Flags.string({ description: 'XNO to send', default: '10' }) };

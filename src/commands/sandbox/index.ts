@@ -5,8 +5,10 @@ import { startSandbox } from '../../sandbox/index.js';
 export default class Sandbox extends BaseCommand {
   static override summary = 'Run the offline sandbox: an emulator of the payment service with a real, validating ledger.';
   static override description = `Starts in the foreground and keeps its ledger, keys and credits in --data-dir across restarts.
-Point nanopay at it with NANOPAY_API_URL=<url>. Get test funds from its faucet: POST <url>/sandbox/fund {"address": "nano_…", "amount": "10"}.`;
-  static override examples = ['<%= config.bin %> sandbox', '<%= config.bin %> sandbox --port 7070 --thresholds live'];
+Point nanopay at it with NANOPAY_API_URL=<url>, and get test funds from its faucet with sandbox fund. To keep using the same
+terminal, run it in the background without its request log (<%= config.bin %> sandbox --quiet &), and stop it with kill %1 or
+kill PID (it prints its PID). With --json it prints one document once it listens: {url, ws_url, data_dir, thresholds, pid}.`;
+  static override examples = ['<%= config.bin %> sandbox', '<%= config.bin %> sandbox --quiet &', '<%= config.bin %> sandbox --port 7070 --thresholds live'];
   static override flags = {
     port: Flags.integer({ description: 'port to listen on (0 picks a free one)', default: 7076, min: 0, max: 65535 }),
     host: Flags.string({ description: 'address to listen on', default: '127.0.0.1' }),
@@ -28,7 +30,7 @@ Point nanopay at it with NANOPAY_API_URL=<url>. Get test funds from its faucet: 
       log: flags.quiet ? undefined : (line) => process.stderr.write(`${line}\n`),
     });
     const { send, receive } = sandbox.service.thresholds;
-    const info = { url: sandbox.url, ws_url: sandbox.wsUrl, data_dir: flags['data-dir'], thresholds: { send, receive } };
+    const info = { url: sandbox.url, ws_url: sandbox.wsUrl, data_dir: flags['data-dir'], thresholds: { send, receive }, pid: process.pid };
     // A long-running server: in JSON mode its one document is printed once it listens.
     if (this.jsonEnabled()) {
       process.stdout.write(`${JSON.stringify(info)}\n`);
@@ -37,7 +39,7 @@ Point nanopay at it with NANOPAY_API_URL=<url>. Get test funds from its faucet: 
       this.log(`Use it:   export NANOPAY_API_URL=${sandbox.url}`);
       this.log(`Or as a node (RPC and WebSocket): export NANOPAY_BACKEND=node NANOPAY_NODE_URL=${sandbox.url} NANOPAY_NODE_WS_URL=${sandbox.wsUrl}`);
       this.log(`Try it:   curl -s -X POST ${sandbox.url}/wallet/create`);
-      this.log('Stop it:  Ctrl-C');
+      this.log(`Stop it:  Ctrl-C, or kill ${process.pid}`);
     }
     await new Promise<void>((resolve) => {
       const stop = (): void => resolve();

@@ -7,6 +7,7 @@ import { exportWallet, type ExportedWallet } from '../../ops/wallet.js';
 export default class WalletExport extends SessionCommand {
   static override summary = 'Print a wallet\'s secrets (seed or mnemonic and private keys) for backup.';
   static override description = 'Asks for confirmation on a terminal; scripts must pass --yes. Anyone who sees the output can spend the funds.';
+  static override examples = ['<%= config.bin %> wallet export', '<%= config.bin %> wallet export savings --yes --json > backup.json'];
   static override args = { name: Args.string({ ignoreStdin: true, description: 'wallet name (default: the active one)' }) };
   static override flags = { yes: Flags.boolean({ char: 'y', description: 'do not ask for confirmation' }) };
 

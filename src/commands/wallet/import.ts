@@ -23,7 +23,7 @@ With --password-stdin too, the first line of stdin is the password and the secon
     'private-key-stdin': Flags.boolean({ description: 'read a 64-hex private key from stdin', exclusive: ['seed-stdin', 'mnemonic-stdin'] }),
     'passphrase-file': Flags.string({ description: 'BIP39 passphrase for the mnemonic, read from this file' }),
     legacy: Flags.boolean({ description: 'the mnemonic encodes a legacy 64-hex seed' }),
-    index: Flags.integer({ description: 'account index to start with', default: 0, min: 0 }),
+    account: Flags.integer({ description: 'account index within the wallet to start with', default: 0, min: 0, aliases: ['index'] }),
   };
 
   async run(): Promise<CreatedWallet> {
@@ -40,7 +40,7 @@ With --password-stdin too, the first line of stdin is the password and the secon
     const created = await importWallet(session, {
       kind,
       secret,
-      index: flags.index,
+      index: flags.account,
       legacy: flags.legacy,
       ...(flags.name === undefined ? {} : { name: flags.name }),
       ...(passphrase === undefined ? {} : { passphrase }),

@@ -5,6 +5,8 @@ import { listWallets, type WalletSummary } from '../../ops/wallet.js';
 export default class WalletList extends SessionCommand {
   static override summary = 'List the wallets of the profile and their accounts.';
   protected static override allowsNewProfile = true;
+  static override description = 'The active wallet and account are marked with *. Secrets are never shown (see wallet export).';
+  static override examples = ['<%= config.bin %> wallet list', '<%= config.bin %> wallet list --profile shop --json'];
 
   async run(): Promise<WalletSummary[]> {
     const { flags } = await this.parse(WalletList);

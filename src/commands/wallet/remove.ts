@@ -7,6 +7,7 @@ import { removeWallet } from '../../ops/wallet.js';
 export default class WalletRemove extends SessionCommand {
   static override summary = 'Remove a wallet and its secrets from the key store.';
   static override description = 'Without a backup of its secret, funds on its accounts are lost. Asks on a terminal; scripts pass --yes.';
+  static override examples = ['<%= config.bin %> wallet remove old', '<%= config.bin %> wallet remove old --yes'];
   static override args = { name: Args.string({ ignoreStdin: true, description: 'wallet name', required: true }) };
   static override flags = { yes: Flags.boolean({ char: 'y', description: 'do not ask for confirmation' }) };
 

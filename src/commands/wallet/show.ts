@@ -4,6 +4,8 @@ import { showWallet, type WalletSummary } from '../../ops/wallet.js';
 
 export default class WalletShow extends SessionCommand {
   static override summary = 'Show a wallet (the active one by default): kind and addresses, never secrets.';
+  static override description = 'It shows the kind of secret (seed, mnemonic, legacy mnemonic or private key), whether the service made it, and each derived account.';
+  static override examples = ['<%= config.bin %> wallet show', '<%= config.bin %> wallet show savings --json'];
   static override args = { name: Args.string({ ignoreStdin: true, description: 'wallet name' }) };
 
   async run(): Promise<WalletSummary> {

@@ -4,6 +4,7 @@ import { useWallet, type WalletSummary } from '../../ops/wallet.js';
 
 export default class WalletUse extends SessionCommand {
   static override summary = 'Make a wallet (and account index) the active one.';
+  static override description = 'Commands that pay or read use the active account unless given --wallet and --account. A new account index is derived on first use.';
   static override examples = ['<%= config.bin %> wallet use savings', '<%= config.bin %> wallet use savings --account 2'];
   static override args = { name: Args.string({ ignoreStdin: true, description: 'wallet name', required: true }) };
   static override flags = { account: Flags.integer({ description: 'account index', default: 0, min: 0 }) };

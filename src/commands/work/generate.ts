@@ -4,6 +4,8 @@ import { generate, resolveThreshold } from '../../ops/work.js';
 
 export default class WorkGenerate extends SessionCommand {
   static override summary = 'Make proof of work for a root (NANO_WORK_MODE decides where: auto, cpu or remote).';
+  static override description = `Give the threshold, or --subtype to use the one the service asks for that kind of block. The nonce found is
+validated here, whoever made it (this machine or a work server).`;
   static override examples = ['<%= config.bin %> work generate --root 718C…79E2 --threshold fffffe0000000000', '<%= config.bin %> work generate --root 718C…79E2 --subtype send'];
   static override flags = {
     root: Flags.string({ description: 'the previous block hash, or the account public key for a first block', required: true }),

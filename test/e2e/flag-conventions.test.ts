@@ -1,0 +1,103 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deriveAccount, xnoToRaw } from '../../src/nano/index.js';
+import type { RunningSandbox } from '../../src/sandbox/index.js';
+import { newUser, userWithWallet, type CliUser } from '../helpers/cli.js';
+import { fund, sandbox } from '../helpers/sandbox.js';
+
+/**
+ * A flag means one thing on every command: --wallet and --account pick the paying account on
+ * every command that spends (send, pay, donate, credits topup) as on balance and receive;
+ * --raw is send's "the amount is in raw", and balance shows raw amounts with --show-raw.
+ */
+let sb: RunningSandbox;
+let user: CliUser;
+let main: string;
+let spare0: string;
+let spare1: string;
+
+const balanceRaw = async (args: string[]): Promise<bigint> => {
+  const result = await user.json<{ balance_raw: string }>(['balance', ...args]);
+  expect(result._code).toBe(0);
+  return BigInt(result.balance_raw);
+};
+
+beforeAll(async () => {
+  sb = await sandbox();
+  ({ user, address: main } = await userWithWallet(sb.url, '5'));
+  const spare = await user.json<{ address: string }>(['wallet', 'create', '--name', 'spare']);
+  expect(spare._code).toBe(0);
+  spare0 = spare.address;
+  // balance derives an account it has not seen yet.
+  spare1 = (await user.json<{ account: string }>(['balance', '--wallet', 'spare', '--account', '1']))['account'];
+  await fund(sb.url, spare0, '5');
+  await fund(sb.url, spare1, '5');
+  for (const account of ['0', '1']) expect((await user.json(['receive', '--wallet', 'spare', '--account', account]))._code).toBe(0);
+});
+
+afterAll(async () => {
+  await sb?.close();
+});
+
+describe('--wallet and --account on every command that spends', () => {
+  it('donate pays from the account named, not the active one', async () => {
+    const before = await balanceRaw([]);
+    const donated = await user.json<{ from: string; amount: string }>(['donate', '0.01', '--wallet', 'spare', '--account', '1', '--yes']);
+    expect(donated).toMatchObject({ _code: 0, from: spare1, amount: '0.01' });
+    expect(await balanceRaw(['--wallet', 'spare', '--account', '1'])).toBe(xnoToRaw('4.99'));
+    expect(await balanceRaw([])).toBe(before);
+  });
+
+  it('pay pays the URI from the account named', async () => {
+    const request = await user.json<{ uri: string; amount_raw: string }>(['request', '0.5', '--no-qr']);
+    const paid = await user.json<{ from: string; to: string; amount_raw: string }>(['pay', request.uri, '--wallet', 'spare', '--yes']);
+    expect(paid).toMatchObject({ _code: 0, from: spare0, to: main, amount_raw: request.amount_raw });
+    expect(await balanceRaw(['--wallet', 'spare'])).toBe(xnoToRaw('5') - BigInt(request.amount_raw));
+  });
+
+  it('credits topup pays the tier from the account named', async () => {
+    const before = await balanceRaw(['--wallet', 'spare', '--account', '1']);
+    const mainBefore = await balanceRaw([]);
+    const topped = await user.json<{ amount: string; topped_up_credits: number }>(['credits', 'topup', '10', '--wallet', 'spare', '--account', '1', '--yes']);
+    expect(topped).toMatchObject({ _code: 0, topped_up_credits: 10 });
+    expect(await balanceRaw(['--wallet', 'spare', '--account', '1'])).toBe(before - xnoToRaw(topped.amount));
+    expect(await balanceRaw([])).toBe(mainBefore);
+  });
+
+  it('a wallet that does not exist is refused before anything is signed', async () => {
+    for (const args of [['donate', '0.01'], ['credits', 'topup', '10'], ['pay', `nano:${main}?amount=1000`]]) {
+      const result = await user.json<{ error: { code: string } }>([...args, '--wallet', 'nope', '--yes']);
+      expect(result._code, args.join(' ')).toBe(9);
+    }
+  });
+});
+
+describe('--raw and --show-raw', () => {
+  it('balance shows raw amounts with --show-raw; --raw is not one of its flags', async () => {
+    const shown = await user.run(['balance', '--show-raw']);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toMatch(/^Balance: [\d.]+ XNO {2}\(\d+ raw\)$/m);
+    const plain = await user.run(['balance']);
+    expect(plain.stdout).not.toContain(' raw)');
+    const old = await user.run(['balance', '--raw']);
+    expect(old.code).toBe(2);
+    expect(old.stderr).toContain('--raw');
+  });
+
+  it('send --raw takes the amount in raw', async () => {
+    const sent = await user.json<{ amount_raw: string }>(['send', spare0, '1000', '--raw', '--yes']);
+    expect(sent).toMatchObject({ _code: 0, amount_raw: '1000' });
+  });
+});
+
+describe('wallet import --account', () => {
+  it('starts at the account index given; --index is the same flag', async () => {
+    const seed = randomBytes(32).toString('hex').toUpperCase();
+    const expected = (await deriveAccount({ seed, index: 2 })).address;
+    for (const flag of ['--account', '--index']) {
+      const importer = await newUser(sb.url);
+      const imported = await importer.json<{ address: string }>(['wallet', 'import', '--seed-stdin', flag, '2'], { input: `${seed}\n` });
+      expect(imported, flag).toMatchObject({ _code: 0, address: expected });
+    }
+  });
+});
