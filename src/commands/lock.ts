@@ -4,6 +4,9 @@ import { lock, type LockResult } from '../ops/unlock.js';
 
 export default class Lock extends SessionCommand {
   static override summary = 'End the unlocked session at once (nanopay unlock); fine when none runs.';
+  static override description = `Ends the profile's unlocked session (started by nanopay unlock) and removes its socket, so the next
+command asks for the password again. With --all it ends the sessions of every profile of the config dir. It exits 0 when
+no session runs, and says so.`;
   static override examples = ['<%= config.bin %> lock', '<%= config.bin %> lock --all'];
   static override flags = {
     all: Flags.boolean({ description: 'end the unlocked sessions of every profile of the config dir' }),
