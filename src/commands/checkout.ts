@@ -18,9 +18,11 @@ function reachableUrl(url: string, host: string): string {
 export default class Checkout extends SessionCommand {
   static override summary = 'Serve a checkout page for a payment request: QR code, wallet link, live confirmation, redirect.';
   static override description = `Serves the page of an existing request (TRANSACTION_ID) or of a new one (--amount) and prints its URL.
-The server only reads the request's status (once a second while someone looks at the page, whatever the number of
-viewers) and pushes changes to the page; it holds the API key and no signing key, and has no route that sends, so it may
-face customers on a local network (--host 0.0.0.0). Runs until Ctrl-C; logs one line per request to stderr.`;
+The server only reads the request's status (once per --interval while someone looks at the page, whatever the number of
+viewers, and at once when a node's WebSocket reports a payment to the address) and pushes changes to the page. It holds
+the API key or the node client and no signing key, and has no route that sends, so it may face customers on a local
+network (--host 0.0.0.0). On a node backend it serves the requests nanopay keeps, paid only on the exact amount. Runs
+until Ctrl-C; logs one line per request to stderr.`;
   static override examples = [
     '<%= config.bin %> checkout --amount 1.5 --open',
     '<%= config.bin %> checkout --amount 1.5 --redirect-url https://shop.example/thanks --host 0.0.0.0 --port 8080',
