@@ -6,7 +6,7 @@ import { checkoutConfirmations, checkoutReader, openCheckout, type CheckoutObser
 import { Session } from '../../src/ops/session.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { startCheckout } from '../helpers/browser.js';
-import { newUser, type CliUser } from '../helpers/cli.js';
+import { newUser, unlockOnce, type CliUser } from '../helpers/cli.js';
 import { fund, sandbox } from '../helpers/sandbox.js';
 
 /** The checkout page on the node backend: requests nanopay keeps, its own exact matching, and the WebSocket. */
@@ -66,6 +66,8 @@ beforeAll(async () => {
   merchantAddress = (await merchant.json<{ address: string }>(['wallet', 'create'])).address;
   merchantWs = { ...merchant, env: { ...merchant.env, NANOPAY_NODE_WS_URL: sb.wsUrl } };
   const customerAddress = (await customer.json<{ address: string }>(['wallet', 'create'])).address;
+  await unlockOnce(merchant);
+  await unlockOnce(customer);
   await fund(sb.url, customerAddress, '10');
   expect((await customer.json(['receive']))._code).toBe(0);
 });

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { xnoToRaw } from '../../src/nano/index.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
-import { BIN, newUser, type CliUser } from '../helpers/cli.js';
+import { BIN, newUser, unlockOnce, type CliUser } from '../helpers/cli.js';
 import { fund, sandbox } from '../helpers/sandbox.js';
 
 /** Instant detection on the node backend: the WebSocket, its loss, and what is never lost with it. */
@@ -45,6 +45,8 @@ beforeAll(async () => {
   customer = await newUser(sb.url, env);
   merchantAddress = (await merchant.json<{ address: string }>(['wallet', 'create'])).address;
   const customerAddress = (await customer.json<{ address: string }>(['wallet', 'create'])).address;
+  await unlockOnce(merchant);
+  await unlockOnce(customer);
   await fund(sb.url, customerAddress, '10');
   expect((await customer.json(['receive']))._code).toBe(0);
 });

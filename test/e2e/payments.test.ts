@@ -23,8 +23,8 @@ interface Request {
 
 beforeAll(async () => {
   sb = await sandbox();
-  ({ user: merchant, address: merchantAddress } = await userWithWallet(sb.url));
-  ({ user: customer, address: customerAddress } = await userWithWallet(sb.url, '20'));
+  ({ user: merchant, address: merchantAddress } = await userWithWallet(sb.url, undefined, { unlock: true }));
+  ({ user: customer, address: customerAddress } = await userWithWallet(sb.url, '20', { unlock: true }));
 });
 
 afterAll(async () => {

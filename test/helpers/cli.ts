@@ -69,8 +69,8 @@ export async function newUser(apiUrl: string, extraEnv: NodeJS.ProcessEnv = {}):
   return user;
 }
 
-/** A user with a wallet made by the service (so with an API key); funded and opened when `amount` is given. */
-export async function userWithWallet(apiUrl: string, amount?: string): Promise<{ user: CliUser; address: string }> {
+/** A user with a wallet made by the service (so with an API key); funded and opened when `amount` is given; `unlock`: see unlockOnce. */
+export async function userWithWallet(apiUrl: string, amount?: string, options: { unlock?: boolean } = {}): Promise<{ user: CliUser; address: string }> {
   const user = await newUser(apiUrl);
   const created = await user.json<{ address: string }>(['wallet', 'create', '--remote']);
   if (created._code !== 0) throw new Error(`wallet create failed: ${JSON.stringify(created)}`);
@@ -80,5 +80,28 @@ export async function userWithWallet(apiUrl: string, amount?: string): Promise<{
     const received = await user.json(['receive']);
     if (received._code !== 0) throw new Error(`receive failed: ${JSON.stringify(received)}`);
   }
+  if (options.unlock === true) await unlockOnce(user);
   return { user, address: created.address };
+}
+
+const unlockedUsers = new Set<CliUser>();
+
+/**
+ * Unlocks the user's profile once (nanopay unlock), as a script of many commands would, so
+ * the commands after it skip scrypt. For suites whose subject is not the password. The
+ * session is locked after the file's tests (test/setup/sessions.ts).
+ */
+export async function unlockOnce(user: CliUser): Promise<void> {
+  const unlocked = await user.json<{ expires_at: string }>(['unlock', '--for', '30m']);
+  if (unlocked._code !== 0) throw new Error(`unlock failed: ${JSON.stringify(unlocked)}`);
+  unlockedUsers.add(user);
+}
+
+/** Ends every session unlockOnce started; a lock that fails fails the file. */
+export async function lockSessions(): Promise<void> {
+  for (const user of unlockedUsers) {
+    const locked = await user.json(['lock']);
+    if (locked._code !== 0) throw new Error(`lock failed: ${JSON.stringify(locked)}`);
+  }
+  unlockedUsers.clear();
 }
