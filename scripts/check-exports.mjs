@@ -2,8 +2,10 @@
 // other module of src/ uses: dead code, or code kept alive only by tests. Types stay
 // free to export: they describe the signatures of what is used. Entry points are the roots: the SDK
 // (src/index.ts, whose exports the README documents), the commands, hooks and help class (loaded by oclif), and the
-// programs started by file (the CLI entry, the demo, the proof-of-work worker, the unlocked session's process).
-import { relative, resolve } from 'node:path';
+// programs started by file (the CLI entry, the demo, the proof-of-work worker, the unlocked session's process);
+// what the benchmarks import from the build counts as used.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
 import ts from 'typescript';
 
 const root = resolve(import.meta.dirname, '..');
@@ -46,6 +48,28 @@ for (const file of sources) {
     node.forEachChild(walk);
   };
   walk(file);
+}
+
+// The benchmarks import the built modules (../dist/X.js is src/X.ts): what they import counts
+// as used, and a name the module no longer exports is an error here, not when a bench runs.
+const broken = [];
+const benchDir = resolve(root, 'bench');
+for (const name of readdirSync(benchDir).filter((f) => f.endsWith('.mjs'))) {
+  const text = readFileSync(join(benchDir, name), 'utf8');
+  for (const [, names, path] of text.matchAll(/import\s*\{([^}]*)\}\s*from\s*'\.\.\/dist\/([^']+)\.js'/g)) {
+    const file = program.getSourceFile(resolve(root, 'src', `${path}.ts`));
+    const moduleSymbol = file === undefined ? undefined : checker.getSymbolAtLocation(file);
+    const exported = moduleSymbol === undefined ? [] : checker.getExportsOfModule(moduleSymbol);
+    for (const imported of names.split(',').map((n) => n.trim().split(/\s+as\s+/)[0]).filter(Boolean)) {
+      const symbol = exported.find((e) => e.getName() === imported);
+      if (symbol === undefined) broken.push(`bench/${name}: src/${path}.ts does not export ${imported}`);
+      else used.add(resolved(symbol));
+    }
+  }
+}
+if (broken.length > 0) {
+  console.error(`A benchmark imports what src/ does not export:\n  ${broken.join('\n  ')}`);
+  process.exit(1);
 }
 
 const unused = [];

@@ -43,7 +43,7 @@ export interface EngineFigure {
 }
 
 /** Hashes per second of a kernel on `workers` threads, over about `ms`. */
-async function measure(engine: EngineName, workers: number, ms: number): Promise<EngineFigure> {
+export async function measure(engine: EngineName, workers: number, ms: number): Promise<EngineFigure> {
   const controller = new AbortController();
   let hashes = 0;
   let first: { at: number; hashes: number } | undefined;
