@@ -7,6 +7,26 @@ import { send, type SendResult } from '../ops/send.js';
 import { Session, type SessionOptions } from '../ops/session.js';
 import { createWallet, importWallet, listWallets, type CreatedWallet, type ImportInput, type WalletSummary } from '../ops/wallet.js';
 
+/** Which wallet and account pay (or receive), like the CLI's --wallet and --account; the active ones by default. */
+export interface FromAccount {
+  wallet?: string;
+  account?: number;
+}
+
+export interface SpendOptions extends FromAccount {
+  /** Idempotency key, like --id. */
+  id?: string;
+  dryRun?: boolean;
+}
+
+function account(from: FromAccount): { wallet?: string; index?: number } {
+  return { ...(from.wallet === undefined ? {} : { wallet: from.wallet }), ...(from.account === undefined ? {} : { index: from.account }) };
+}
+
+function spend(options: SpendOptions): { wallet?: string; index?: number; id?: string; dryRun?: boolean } {
+  return { ...account(options), ...(options.id === undefined ? {} : { id: options.id }), ...(options.dryRun === undefined ? {} : { dryRun: options.dryRun }) };
+}
+
 export interface NanoPayOptions {
   /** The key store password, or a function that returns it. */
   password: string | (() => Promise<string>);
@@ -51,20 +71,20 @@ export class NanoPay {
     return balance(this.session, options);
   }
 
-  receive(): Promise<ReceiveResult> {
-    return receive(this.session);
+  receive(from: FromAccount = {}): Promise<ReceiveResult> {
+    return receive(this.session, account(from));
   }
 
-  send(to: string, amountXno: string, options: { id?: string; dryRun?: boolean } = {}): Promise<SendResult> {
-    return send(this.session, { to, amount: { xno: amountXno }, ...options });
+  send(to: string, amountXno: string, options: SpendOptions = {}): Promise<SendResult> {
+    return send(this.session, { to, amount: { xno: amountXno }, ...spend(options) });
   }
 
-  sendRaw(to: string, amountRaw: bigint | string, options: { id?: string; dryRun?: boolean } = {}): Promise<SendResult> {
-    return send(this.session, { to, amount: { raw: amountRaw }, ...options });
+  sendRaw(to: string, amountRaw: bigint | string, options: SpendOptions = {}): Promise<SendResult> {
+    return send(this.session, { to, amount: { raw: amountRaw }, ...spend(options) });
   }
 
-  pay(uri: string, options: { id?: string; dryRun?: boolean } = {}): Promise<SendResult & { uri: string }> {
-    return payUri(this.session, uri, options);
+  pay(uri: string, options: SpendOptions = {}): Promise<SendResult & { uri: string }> {
+    return payUri(this.session, uri, spend(options));
   }
 
   requestPayment(amountXno: string, options: { to?: string; redirectUrl?: string } = {}): Promise<PaymentRequestResult> {
@@ -83,11 +103,11 @@ export class NanoPay {
     return credits(this.session);
   }
 
-  topup(tier: number): Promise<TopupResult> {
-    return topup(this.session, { tier });
+  topup(tier: number, from: FromAccount = {}): Promise<TopupResult> {
+    return topup(this.session, { tier, ...account(from) });
   }
 
-  donate(amountXno: string): Promise<DonateResult> {
-    return donate(this.session, { amount: { xno: amountXno } });
+  donate(amountXno: string, options: FromAccount & { to?: string } = {}): Promise<DonateResult> {
+    return donate(this.session, { amount: { xno: amountXno }, ...account(options), ...(options.to === undefined ? {} : { to: options.to }) });
   }
 }

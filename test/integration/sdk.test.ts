@@ -38,4 +38,25 @@ describe('the SDK', () => {
     expect((await pay.paymentStatus(request.transaction_id)).is_paid).toBe(true);
     await expect(pay.send('nano_nope', '1')).rejects.toMatchObject({ code: 'INVALID_ADDRESS' });
   });
+
+  it('spends and receives from the wallet and account named, like --wallet and --account', async () => {
+    const configDir = await mkdtemp(join(tmpdir(), 'nanopay-sdk-'));
+    const key = ((await (await fetch(`${sb.url}/wallet/create`, { method: 'POST' })).json()) as { data: { api_key: string } }).data.api_key;
+    const pay = new sdk.NanoPay({ password: 'sdk password', configDir, env: { NANOPAY_API_URL: sb.url, NANOPAY_API_KEY: key } });
+    const main = await pay.createWallet('main');
+    await pay.createWallet('spare');
+    const spare1 = await pay.session.address('spare', 1);
+    await fund(sb.url, spare1, '1');
+    const received = await pay.receive({ wallet: 'spare', account: 1 });
+    expect(received.received.map((r) => r.account)).toEqual([spare1]);
+    const sent = await pay.send(main.address, '0.25', { wallet: 'spare', account: 1 });
+    expect(sent).toMatchObject({ from: spare1, to: main.address, amount: '0.25' });
+    const donated = await pay.donate('0.05', { wallet: 'spare', account: 1 });
+    expect(donated.from).toBe(spare1);
+    const topped = await pay.topup(10, { wallet: 'spare', account: 1 });
+    expect(topped.topped_up_credits).toBe(10);
+    const after = await pay.balance({ address: spare1 });
+    expect(sdk.xnoToRaw(after.balance)).toBe(sdk.xnoToRaw('0.7') - sdk.xnoToRaw(topped.amount));
+    await expect(pay.send(main.address, '0.01', { wallet: 'nope' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  });
 });
