@@ -79,35 +79,46 @@ async function ownBlock(ctx: OpsContext, address: string, hash: string, epochsAb
 
 /**
  * The frontier the service reports, checked before anything is built on it
- * (see ownBlock); it must have no successor, and the balance and
- * representative come from the block itself, never from the service's summary.
+ * (see ownBlock); the balance and representative come from the block itself,
+ * never from the service's summary. Also says whether the block has a successor.
  */
-async function verifiedFrontier(ctx: OpsContext, address: string, info: RemoteAccountInfo): Promise<StateBlock> {
+async function verifiedFrontier(ctx: OpsContext, address: string, info: RemoteAccountInfo): Promise<{ block: StateBlock; successor: boolean }> {
   const frontier = info.frontier.toUpperCase();
   const { contents: block, successor } = await ownBlock(ctx, address, frontier);
-  if (successor !== undefined && successor !== ZERO_HASH) {
-    throw inconsistent(`the frontier ${frontier} of ${address} already has a successor, so it is not the head of the account`);
-  }
   if (BigInt(block.balance) !== info.balanceRaw) {
     throw inconsistent(`it reports a balance of ${xnoAndRaw(info.balanceRaw)} for ${address}, but its frontier block holds ${xnoAndRaw(BigInt(block.balance))}`);
   }
-  return block;
+  return { block, successor: successor !== undefined && successor !== ZERO_HASH };
 }
+
+/** How often the head is read again when a block lands between reading account info and its frontier block. */
+const HEAD_READS = 3;
 
 /**
  * The account's ledger head, verified (see verifiedFrontier), and the
  * thresholds the service asks for: those in account info, else the active
- * difficulty, else the live base values.
+ * difficulty, else the live base values. A frontier with a successor is not
+ * the head: when account info then names a newer frontier, a block landed
+ * between the two reads (another process of this wallet) and the head is read
+ * again; when it still names the same one, the service contradicts itself.
  */
 export async function readAccountHead(ctx: OpsContext, address: string): Promise<AccountHead> {
-  const info = await ctx.api.accountInfo(address);
-  const thresholds =
-    info?.difficultySend !== undefined && info.difficultyReceive !== undefined
-      ? { send: info.difficultySend, receive: info.difficultyReceive }
-      : (await serviceThresholds(ctx.api)).thresholds;
-  if (info === null) return { state: { address, frontier: null, balance: 0n, representative: DEFAULT_REPRESENTATIVE }, thresholds };
-  const block = await verifiedFrontier(ctx, address, info);
-  return { state: { address, frontier: info.frontier.toUpperCase(), balance: BigInt(block.balance), representative: block.representative }, thresholds };
+  let superseded: string | undefined;
+  for (let read = 1; ; read++) {
+    const info = await ctx.api.accountInfo(address);
+    const thresholds =
+      info?.difficultySend !== undefined && info.difficultyReceive !== undefined
+        ? { send: info.difficultySend, receive: info.difficultyReceive }
+        : (await serviceThresholds(ctx.api)).thresholds;
+    if (info === null) return { state: { address, frontier: null, balance: 0n, representative: DEFAULT_REPRESENTATIVE }, thresholds };
+    const frontier = info.frontier.toUpperCase();
+    const { block, successor } = await verifiedFrontier(ctx, address, info);
+    if (!successor) return { state: { address, frontier, balance: BigInt(block.balance), representative: block.representative }, thresholds };
+    if (frontier === superseded || read === HEAD_READS) {
+      throw inconsistent(`the frontier ${frontier} of ${address} already has a successor, so it is not the head of the account`);
+    }
+    superseded = frontier;
+  }
 }
 
 /** The ledger refused the block for good: it can never land as it is. */

@@ -71,7 +71,7 @@ describe.each<Backend>(['service', 'node'])('the main flow on the %s backend', (
       alice.json<{ hash: string }>(['send', bobAddress, '0.1', '--yes']),
       alice.json<{ hash: string }>(['send', bobAddress, '0.2', '--yes']),
     ]);
-    expect([one._code, two._code]).toEqual([0, 0]);
+    expect([one._code, two._code], JSON.stringify([one, two])).toEqual([0, 0]);
     const chain = (await ledger(sb.url)).blocks.filter((b) => b.account === aliceAddress);
     expect(chain.map((b) => b.hash)).toEqual(expect.arrayContaining([one.hash, two.hash]));
     const heights = chain.map((b) => Number(b.height)).sort((a, b) => a - b);
@@ -175,7 +175,7 @@ describe('payment requests kept by nanopay (node backend)', () => {
 
   it('two open requests of the same base amount to one address get different exact amounts', async () => {
     const [one, two] = await Promise.all([merchant.json<Request>(['request', '3']), merchant.json<Request>(['request', '3'])]);
-    expect([one._code, two._code]).toEqual([0, 0]);
+    expect([one._code, two._code], JSON.stringify([one, two])).toEqual([0, 0]);
     expect(one.receive_address).toBe(merchantAddress);
     expect(two.receive_address).toBe(merchantAddress);
     expect(one.amount_raw).not.toBe(two.amount_raw);

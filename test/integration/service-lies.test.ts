@@ -116,6 +116,17 @@ describe('the frontier is checked before anything is built on it', () => {
     await refusedUnsigned(send(session, { to: payee, amount: { raw: XNO / 100n } }));
   });
 
+  it('a block landing between account info and the frontier read (another process of the wallet): the head is read again and the send goes through', async () => {
+    const first = await send(session, { to: payee, amount: { raw: XNO / 100n } });
+    const old = sb.service.ledger.blocks.get(sb.service.ledger.blocks.get(first.hash as string)?.block.previous as string);
+    // Only the first account info is stale, as when it was read just before the other process published.
+    let stale = 1;
+    lie = (method, path) => (method === 'POST' && path === '/account/info' && stale-- > 0 ? { rewrite: (d) => ({ ...d, frontier: old?.hash, balance: old?.balance.toString() }) } : 'pass');
+    const sent = await send(session, { to: payee, amount: { raw: XNO / 100n } });
+    expect(stale).toBeLessThan(0);
+    expect(sb.service.ledger.blocks.get(sent.hash as string)?.block.previous).toBe(first.hash);
+  });
+
   it('a pending block whose contents were altered is not received', async () => {
     await fund(sb.url, address, '1');
     lie = (method, path) => (method === 'POST' && path === '/block/info' ? { rewrite: (d) => ({ ...d, contents: { ...d.contents, balance: '1' } }) } : 'pass');
