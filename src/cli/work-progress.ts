@@ -35,21 +35,37 @@ export function workSpinner(enabled: boolean): WorkObserver {
     void current?.then((s) => s.stop());
   };
 
+  /** `ranMs`: how long the search has run already. */
+  const show = (ranMs: number): void => {
+    started = Date.now() - ranMs;
+    spinner = progress('Proof of work…', true);
+  };
+  const keepAlive = (): void => {
+    clearTimeout(silence);
+    silence = setTimeout(close, SILENT_MS).unref();
+  };
+
   return {
+    // Shown from the start of the search, so a user sees at once why they wait.
+    start() {
+      if (!enabled || !process.stderr.isTTY) return;
+      if (spinner === undefined) show(0);
+      keepAlive();
+    },
     progress(hashes, threshold) {
       if (!enabled || !process.stderr.isTTY) return;
       if (spinner === undefined) {
         if (Date.now() - endedAt < LATE_MS) return;
-        started = Date.now() - 250;
-        spinner = progress('Proof of work…', true);
+        // Reports come every quarter second: this search began that long ago.
+        show(250);
       }
-      clearTimeout(silence);
-      silence = setTimeout(close, SILENT_MS).unref();
-      const elapsed = (Date.now() - started) / 1000;
-      const rate = hashes / Math.max(elapsed, 0.001);
+      keepAlive();
+      if (hashes <= 0) return;
+      const elapsed = Math.max(Date.now() - started, 250) / 1000;
+      const rate = hashes / elapsed;
       const expected = expectedHashes(threshold) / rate;
       const text = `Proof of work: ${(rate / 1e6).toFixed(1)} MH/s, expected ~${seconds(expected)}, elapsed ${seconds(elapsed)}`;
-      void spinner.then((s) => s.update(text));
+      void spinner?.then((s) => s.update(text));
     },
     done: close,
   };

@@ -17,6 +17,8 @@ export interface ProviderSettings {
 }
 
 export interface WorkObserver {
+  /** A local search begins (before its first progress report, which comes after a quarter second). */
+  start(threshold: string): void;
   progress(hashes: number, threshold: string): void;
   done(): void;
 }
@@ -41,11 +43,13 @@ export function providerSettings(env: NodeJS.ProcessEnv, profile: { workMode?: W
  */
 export function workProvider(settings: ProviderSettings): Provide {
   const { observer } = settings;
-  const local: Provide = (root, threshold, signal) =>
-    generateWork(root, threshold, {
+  const local: Provide = (root, threshold, signal) => {
+    observer?.start(threshold);
+    return generateWork(root, threshold, {
       ...(signal === undefined ? {} : { signal }),
       ...(observer === undefined ? {} : { onProgress: (hashes: number) => observer.progress(hashes, threshold) }),
     }).finally(() => observer?.done());
+  };
   const servers = [...settings.servers, ...(settings.extra === undefined ? [] : [settings.extra])];
   if (settings.mode === 'cpu' || (settings.mode === 'auto' && servers.length === 0)) return local;
   const remote: Provide = (root, threshold, signal) =>
