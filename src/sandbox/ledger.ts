@@ -27,6 +27,21 @@ export interface LedgerBlock {
   successor: string | null;
 }
 
+/** A block as the node's block_info gives it, both sides of the sandbox; `contents` in the form each asks for. */
+export function blockInfoOf(stored: LedgerBlock, contents: unknown): Record<string, unknown> {
+  return {
+    block_account: stored.account,
+    amount: stored.amount.toString(),
+    balance: stored.balance.toString(),
+    height: String(stored.height),
+    local_timestamp: String(stored.timestamp),
+    successor: stored.successor ?? '0'.repeat(64),
+    confirmed: 'true',
+    contents,
+    subtype: stored.subtype,
+  };
+}
+
 export interface AccountRecord {
   address: string;
   frontier: string;

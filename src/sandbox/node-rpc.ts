@@ -1,7 +1,7 @@
 import { NanoPayError } from '../errors.js';
 import { isValidAddress, linkAsAccount, normalizeAddress, parseHash } from '../nano/index.js';
 import { workValue } from '../work/index.js';
-import type { LedgerBlock } from './ledger.js';
+import { blockInfoOf, type LedgerBlock } from './ledger.js';
 import type { SandboxService } from './service.js';
 
 type Body = Record<string, unknown>;
@@ -88,17 +88,7 @@ function blockInfo(service: SandboxService, body: Body): Record<string, unknown>
   const stored = service.ledger.blocks.get(hash(body));
   if (stored === undefined) throw new NodeRefusal('Block not found');
   const block = contents(stored);
-  return {
-    block_account: stored.account,
-    amount: stored.amount.toString(),
-    balance: stored.balance.toString(),
-    height: String(stored.height),
-    local_timestamp: String(stored.timestamp),
-    successor: stored.successor ?? '0'.repeat(64),
-    confirmed: 'true',
-    contents: yes(body.json_block) ? block : JSON.stringify(block),
-    subtype: stored.subtype,
-  };
+  return blockInfoOf(stored, yes(body.json_block) ? block : JSON.stringify(block));
 }
 
 function processBlock(service: SandboxService, body: Body): Record<string, unknown> {

@@ -16,7 +16,7 @@ import {
   type Account,
 } from '../nano/index.js';
 import { DEV_THRESHOLDS, LIVE_THRESHOLDS, type Thresholds } from '../work/index.js';
-import { Ledger, parseBlock, type LedgerBlock } from './ledger.js';
+import { Ledger, blockInfoOf, parseBlock, type LedgerBlock } from './ledger.js';
 import { CREDIT_TIERS, isTransactionId, parseTier } from '../api/contract.js';
 import { FREE_CREDITS, tierPriceRaw } from './pricing.js';
 import type { SandboxState, TopupRecord } from './state.js';
@@ -157,17 +157,7 @@ export class SandboxService {
   blockInfo(hash: string): Record<string, unknown> {
     const stored = this.ledger.blocks.get(parseHash(hash, 'Block hash'));
     if (stored === undefined) throw new NanoPayError('BLOCK_NOT_FOUND', 'Block not found');
-    return {
-      block_account: stored.account,
-      amount: stored.amount.toString(),
-      balance: stored.balance.toString(),
-      height: String(stored.height),
-      local_timestamp: String(stored.timestamp),
-      successor: stored.successor ?? '0'.repeat(64),
-      confirmed: 'true',
-      contents: { ...stored.block, link_as_account: linkAsAccount(stored.block.link) },
-      subtype: stored.subtype,
-    };
+    return blockInfoOf(stored, { ...stored.block, link_as_account: linkAsAccount(stored.block.link) });
   }
 
   activeDifficulty(): Record<string, string> {

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { xnoToRaw } from '../../src/nano/index.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
-import { BIN, newUser, unlockOnce, type CliUser } from '../helpers/cli.js';
+import { BIN, newUser, unlockOnce, type CliUser, type PaymentRequest } from '../helpers/cli.js';
 import { fund, ledger, sandbox } from '../helpers/sandbox.js';
 
 /** The main wallet and payment flow, the same test bodies once per backend, against one sandbox that speaks both. */
@@ -18,14 +18,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await sb?.close();
 });
-
-interface Request {
-  transaction_id: string;
-  receive_address: string;
-  amount: string;
-  amount_raw: string;
-  uri: string;
-}
 
 /** A user of `backend` with a wallet: made by the service (with its API key), or on this machine for a node. */
 async function userOf(backend: Backend): Promise<{ user: CliUser; address: string }> {
@@ -101,7 +93,7 @@ describe.each<Backend>(['service', 'node'])('the main flow on the %s backend', (
   });
 
   it('only the exact adjusted amount marks a request paid; a payment short of it is underpaid', async () => {
-    const request = await bob.json<Request>(['request', '1.25']);
+    const request = await bob.json<PaymentRequest>(['request', '1.25']);
     expect(request).toMatchObject({ _code: 0, receive_address: bobAddress });
     expect(BigInt(request.amount_raw)).toBeGreaterThan(xnoToRaw('1.25'));
     expect(request.uri).toBe(`nano:${bobAddress}?amount=${request.amount_raw}`);
@@ -122,7 +114,7 @@ describe.each<Backend>(['service', 'node'])('the main flow on the %s backend', (
   });
 
   it('status --watch --json prints NDJSON and exits 0 once another process pays', async () => {
-    const request = await bob.json<Request>(['request', '0.5']);
+    const request = await bob.json<PaymentRequest>(['request', '0.5']);
     const watcher = spawn(process.execPath, [BIN, 'status', request.transaction_id, '--watch', '--interval', '1', '--timeout', '60', '--json'], { env: bob.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     watcher.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -174,7 +166,7 @@ describe('payment requests kept by nanopay (node backend)', () => {
   });
 
   it('two open requests of the same base amount to one address get different exact amounts', async () => {
-    const [one, two] = await Promise.all([merchant.json<Request>(['request', '3']), merchant.json<Request>(['request', '3'])]);
+    const [one, two] = await Promise.all([merchant.json<PaymentRequest>(['request', '3']), merchant.json<PaymentRequest>(['request', '3'])]);
     expect([one._code, two._code], JSON.stringify([one, two])).toEqual([0, 0]);
     expect(one.receive_address).toBe(merchantAddress);
     expect(two.receive_address).toBe(merchantAddress);
@@ -188,7 +180,7 @@ describe('payment requests kept by nanopay (node backend)', () => {
   });
 
   it('--fresh-address: an unused account; partial payments add up, an overpayment is not paid, receive covers it', async () => {
-    const request = await merchant.json<Request>(['request', '2', '--fresh-address']);
+    const request = await merchant.json<PaymentRequest>(['request', '2', '--fresh-address']);
     expect(request._code).toBe(0);
     expect(request.receive_address).not.toBe(merchantAddress);
     expect(request.amount_raw).toBe(xnoToRaw('2').toString());
@@ -205,7 +197,7 @@ describe('payment requests kept by nanopay (node backend)', () => {
       [xnoToRaw('0.5').toString(), xnoToRaw('1.5').toString()].sort(),
     );
 
-    const over = await merchant.json<Request>(['request', '1', '--fresh-address']);
+    const over = await merchant.json<PaymentRequest>(['request', '1', '--fresh-address']);
     expect(over.receive_address).not.toBe(request.receive_address);
     expect((await customer.json(['send', over.receive_address, '1.1', '--yes']))._code).toBe(0);
     const overpaid = await merchant.json<{ is_paid: boolean; message: string }>(['status', over.transaction_id]);

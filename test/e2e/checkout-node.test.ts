@@ -6,8 +6,9 @@ import { checkoutConfirmations, checkoutReader, openCheckout, type CheckoutObser
 import { Session } from '../../src/ops/session.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { startCheckout } from '../helpers/browser.js';
-import { newUser, unlockOnce, type CliUser } from '../helpers/cli.js';
-import { fund, sandbox } from '../helpers/sandbox.js';
+import type { CliUser } from '../helpers/cli.js';
+import { nodeMerchantAndCustomer } from '../helpers/node-users.js';
+import { sandbox } from '../helpers/sandbox.js';
 
 /** The checkout page on the node backend: requests nanopay keeps, its own exact matching, and the WebSocket. */
 let sb: RunningSandbox;
@@ -60,16 +61,8 @@ async function sendRaw(raw: bigint): Promise<string> {
 beforeAll(async () => {
   sb = await sandbox({ log: (line) => void (line.startsWith('POST / ') && rpcCalls.push(line)) });
   // Without a WebSocket: the checkout polls at --interval.
-  const env = { NANOPAY_BACKEND: 'node', NANOPAY_NODE_URL: sb.url };
-  merchant = await newUser(sb.url, env);
-  customer = await newUser(sb.url, env);
-  merchantAddress = (await merchant.json<{ address: string }>(['wallet', 'create'])).address;
+  ({ merchant, customer, merchantAddress } = await nodeMerchantAndCustomer(sb, {}));
   merchantWs = { ...merchant, env: { ...merchant.env, NANOPAY_NODE_WS_URL: sb.wsUrl } };
-  const customerAddress = (await customer.json<{ address: string }>(['wallet', 'create'])).address;
-  await unlockOnce(merchant);
-  await unlockOnce(customer);
-  await fund(sb.url, customerAddress, '10');
-  expect((await customer.json(['receive']))._code).toBe(0);
 });
 
 afterAll(async () => {

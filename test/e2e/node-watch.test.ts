@@ -2,8 +2,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { xnoToRaw } from '../../src/nano/index.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
-import { BIN, newUser, unlockOnce, type CliUser } from '../helpers/cli.js';
-import { fund, sandbox } from '../helpers/sandbox.js';
+import { BIN, type CliUser } from '../helpers/cli.js';
+import { nodeMerchantAndCustomer } from '../helpers/node-users.js';
+import { sandbox } from '../helpers/sandbox.js';
 
 /** Instant detection on the node backend: the WebSocket, its loss, and what is never lost with it. */
 let sb: RunningSandbox;
@@ -40,15 +41,7 @@ function start(args: string[]): { child: ChildProcess; out: () => string; exited
 
 beforeAll(async () => {
   sb = await sandbox({ log: (line) => void (line.startsWith('POST / ') && rpcCalls.push(line)) });
-  const env = { NANOPAY_BACKEND: 'node', NANOPAY_NODE_URL: sb.url, NANOPAY_NODE_WS_URL: sb.wsUrl };
-  merchant = await newUser(sb.url, env);
-  customer = await newUser(sb.url, env);
-  merchantAddress = (await merchant.json<{ address: string }>(['wallet', 'create'])).address;
-  const customerAddress = (await customer.json<{ address: string }>(['wallet', 'create'])).address;
-  await unlockOnce(merchant);
-  await unlockOnce(customer);
-  await fund(sb.url, customerAddress, '10');
-  expect((await customer.json(['receive']))._code).toBe(0);
+  ({ merchant, customer, merchantAddress } = await nodeMerchantAndCustomer(sb, { NANOPAY_NODE_WS_URL: sb.wsUrl }));
 });
 
 afterAll(async () => {

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseNanoUri, xnoToRaw } from '../../src/nano/index.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
-import { BIN, userWithWallet, type CliUser } from '../helpers/cli.js';
+import { BIN, userWithWallet, type CliUser, type PaymentRequest } from '../helpers/cli.js';
 import { startFaultyProxy } from '../helpers/faulty-proxy.js';
 import { ledger, sandbox } from '../helpers/sandbox.js';
 import { decodeTerminalQr } from '../helpers/terminal-qr.js';
@@ -12,14 +12,6 @@ let merchant: CliUser;
 let customer: CliUser;
 let merchantAddress: string;
 let customerAddress: string;
-
-interface Request {
-  transaction_id: string;
-  receive_address: string;
-  amount: string;
-  amount_raw: string;
-  uri: string;
-}
 
 beforeAll(async () => {
   sb = await sandbox();
@@ -60,7 +52,7 @@ describe('request', () => {
 
 describe('status --watch', () => {
   it('Ctrl-C ends a watch cleanly with exit 130', async () => {
-    const request = await merchant.json<Request>(['request', '0.5']);
+    const request = await merchant.json<PaymentRequest>(['request', '0.5']);
     const watcher = spawn(process.execPath, [BIN, 'status', request.transaction_id, '--watch', '--interval', '1', '--json'], { env: merchant.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     watcher.stdout.on('data', (d: Buffer) => (out += d.toString()));

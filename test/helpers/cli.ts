@@ -13,6 +13,15 @@ export interface RunResult {
   stderr: string;
 }
 
+/** `nanopay request --json`. */
+export interface PaymentRequest {
+  transaction_id: string;
+  receive_address: string;
+  amount: string;
+  amount_raw: string;
+  uri: string;
+}
+
 export interface CliUser {
   configDir: string;
   env: NodeJS.ProcessEnv;
