@@ -149,13 +149,19 @@ export class KeyStore implements SecretReader {
     return (await readIfExists(path)) !== undefined;
   }
 
-  /** A new, empty store protected by `password`. Refuses to overwrite an existing one. */
-  static async create(path: string, password: string): Promise<KeyStore> {
+  /**
+   * A new, empty store protected by `password`. Refuses to overwrite an existing one.
+   * `N` is scrypt's cost, 2^17 unless given: only test fixtures ask for less (a store
+   * records its N, and one from 2^10 up opens), so that a suite is not hundreds of
+   * 128 MiB derivations.
+   */
+  static async create(path: string, password: string, N: number = KDF.N): Promise<KeyStore> {
     if (await KeyStore.exists(path)) {
       throw new NanoPayError('CONFLICT', `A key store already exists at ${path}`);
     }
     if (password.length === 0) throw new NanoPayError('PASSWORD_REQUIRED', 'The password must not be empty');
-    const header: Header = { format: FORMAT, kdf: { name: 'scrypt', N: KDF.N, r: KDF.r, p: KDF.p, salt: randomBytes(16).toString('base64') } };
+    const header: Header = { format: FORMAT, kdf: { name: 'scrypt', N, r: KDF.r, p: KDF.p, salt: randomBytes(16).toString('base64') } };
+    if (!sensibleKdf(header.kdf)) throw new RangeError(`scrypt N must be a power of two from 2^10 within the memory cap, not ${N}`);
     const dataKey = randomBytes(32);
     const passwordKey = await scrypt(password, Buffer.from(header.kdf.salt, 'base64'), header.kdf);
     const file: KeystoreFile = { ...header, key: seal(passwordKey, dataKey, headerBytes(header, 'key')), secrets: {} };

@@ -3,6 +3,8 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { keystorePath } from '../../src/wallet/paths.js';
+import { KeyStore } from '../../src/wallet/keystore.js';
 
 export const BIN = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 
@@ -48,15 +50,24 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv, options: { input?
   });
 }
 
-/** A user with their own temporary config dir, pointed at `apiUrl`. */
-export async function newUser(apiUrl: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<CliUser> {
+export const PASSWORD = 'test password 1';
+
+/**
+ * A user with their own temporary config dir, pointed at `apiUrl`. Their key store
+ * is there already, empty, made with `PASSWORD` at scrypt's lowest accepted cost:
+ * every command that unlocks it then costs a millisecond, not 128 MiB and half a
+ * second of CPU. `keystore: 'none'` leaves the dir empty, for what a first run
+ * does (the store made at its real cost).
+ */
+export async function newUser(apiUrl: string, extraEnv: NodeJS.ProcessEnv = {}, options: { keystore?: 'cheap' | 'none' } = {}): Promise<CliUser> {
   const configDir = await mkdtemp(join(tmpdir(), 'nanopay-user-'));
+  if (options.keystore !== 'none') await KeyStore.create(keystorePath(configDir), PASSWORD, 2 ** 10);
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
     HOME: configDir,
     NANOPAY_CONFIG_DIR: configDir,
     NANOPAY_API_URL: apiUrl,
-    NANOPAY_PASSWORD: 'test password 1',
+    NANOPAY_PASSWORD: PASSWORD,
     NO_COLOR: '1',
     ...extraEnv,
   };

@@ -6,6 +6,8 @@ import { KeyStore } from '../../../src/wallet/keystore.js';
 
 let dir: string;
 let path: string;
+/** scrypt's cost for the tests whose subject is not the KDF (the first two tests use the default, 2^17). */
+const CHEAP = 2 ** 10;
 const SECRET = 'C0CB015BCA0834AC827B6259B48C052F7D62692DA1FA21DCDF755CFD27ACBE43';
 
 beforeEach(async () => {
@@ -29,7 +31,7 @@ describe('KeyStore', () => {
   });
 
   it('a wrong password fails with WRONG_PASSWORD and leaves the file byte-identical', async () => {
-    const store = await KeyStore.create(path, 'right');
+    const store = await KeyStore.create(path, 'right', CHEAP);
     await store.set('seed', SECRET);
     const before = await readFile(path);
     await expect(KeyStore.open(path, 'wrong')).rejects.toMatchObject({ code: 'WRONG_PASSWORD' });
@@ -38,7 +40,7 @@ describe('KeyStore', () => {
   });
 
   it('reports a damaged file instead of replacing it', async () => {
-    await (await KeyStore.create(path, 'pw')).set('seed', SECRET);
+    await (await KeyStore.create(path, 'pw', CHEAP)).set('seed', SECRET);
     await writeFile(path, '{"format": "nanopay-keystore-1", "kdf": ');
     await expect(KeyStore.open(path, 'pw')).rejects.toMatchObject({ code: 'STORE_CORRUPT' });
     await expect(KeyStore.create(path, 'pw')).rejects.toMatchObject({ code: 'CONFLICT' });
@@ -58,8 +60,17 @@ describe('KeyStore', () => {
     await expect(KeyStore.open(path, 'pw')).rejects.toMatchObject({ code: 'STORE_CORRUPT' });
   });
 
+  it('records a lower cost it was made with, and refuses one below 2^10 or not a power of two', async () => {
+    await (await KeyStore.create(path, 'pw', CHEAP)).set('seed', SECRET);
+    expect((JSON.parse(await readFile(path, 'utf8')) as { kdf: { N: number } }).kdf.N).toBe(CHEAP);
+    expect((await KeyStore.open(path, 'pw')).get('seed')).toBe(SECRET);
+    const other = join(dir, 'other.json');
+    for (const N of [2 ** 9, 3000, 2 ** 30]) await expect(KeyStore.create(other, 'pw', N)).rejects.toThrow(RangeError);
+    expect(await KeyStore.exists(other)).toBe(false);
+  });
+
   it('deletes secrets', async () => {
-    const store = await KeyStore.create(path, 'pw');
+    const store = await KeyStore.create(path, 'pw', CHEAP);
     await store.set('a', '1');
     await store.set('b', '2');
     await store.delete(['a']);
@@ -75,7 +86,7 @@ describe('KeyStore against a tampered file', () => {
     ['p = 2^30', { p: 2 ** 30 }],
     ['r = 0', { r: 0 }],
   ])('damaged KDF parameters (%s) are STORE_CORRUPT before scrypt runs, the file untouched', async (_name, change) => {
-    await (await KeyStore.create(path, 'right')).set('seed', SECRET);
+    await (await KeyStore.create(path, 'right', CHEAP)).set('seed', SECRET);
     const file = JSON.parse(await readFile(path, 'utf8')) as { kdf: Record<string, number> };
     file.kdf = { ...file.kdf, ...change };
     await writeFile(path, JSON.stringify(file));
@@ -86,7 +97,7 @@ describe('KeyStore against a tampered file', () => {
 
   it('a symbolic link in place of the key store is refused, never followed nor replaced', async () => {
     const real = join(dir, 'elsewhere.json');
-    await (await KeyStore.create(real, 'right')).set('seed', SECRET);
+    await (await KeyStore.create(real, 'right', CHEAP)).set('seed', SECRET);
     await mkdir(join(dir, 'store'), { recursive: true });
     await symlink(real, path);
     await expect(KeyStore.open(path, 'right')).rejects.toMatchObject({ code: 'STORE_CORRUPT' });
