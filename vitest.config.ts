@@ -3,8 +3,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    setupFiles: ['test/setup/sessions.ts'],
-    // End-to-end tests run the built CLI; each call unlocks the key store (scrypt, N = 2^17).
+    // End-to-end tests run the built CLI in child processes.
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Most test time is spent in child processes and waits: three files at a time keep two cores busy

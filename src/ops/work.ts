@@ -42,28 +42,41 @@ export interface EngineFigure {
   hashes_per_second: number;
 }
 
-/** Hashes per second of a kernel on `workers` threads, over about `ms`. */
+/** How long a measurement may wait beyond its time for the reports it needs (a loaded machine starts workers slowly). */
+const MEASURE_GRACE_MS = 15_000;
+
+/**
+ * Hashes per second of a kernel on `workers` threads, over about `ms` — and at least two progress
+ * reports apart: a figure is never made from nothing (a slow start on a loaded machine once gave 0).
+ */
 export async function measure(engine: EngineName, workers: number, ms: number): Promise<EngineFigure> {
   const controller = new AbortController();
-  let hashes = 0;
+  const started = Date.now();
   let first: { at: number; hashes: number } | undefined;
-  let last = { at: Date.now(), hashes: 0 };
+  let last: { at: number; hashes: number } | undefined;
+  let done: () => void = () => undefined;
+  const enough = new Promise<void>((resolve) => (done = resolve));
   const search = generateWork('0'.repeat(64), 'ffffffffffffffff', {
     engine,
     workers,
     signal: controller.signal,
-    onProgress: (h) => {
-      hashes = h;
+    onProgress: (hashes) => {
       // Count from the first report on, so worker start-up does not lower the figure.
-      first ??= { at: Date.now(), hashes: h };
-      last = { at: Date.now(), hashes: h };
+      const report = { at: Date.now(), hashes };
+      first ??= report;
+      last = report;
+      if (report.at > first.at && report.at - started >= ms) done();
     },
   });
-  await new Promise((resolve) => setTimeout(resolve, ms));
+  const timer = setTimeout(done, ms + MEASURE_GRACE_MS);
+  await enough;
+  clearTimeout(timer);
   controller.abort();
   await search.catch(() => undefined);
-  const rate = first === undefined || last.at === first.at ? 0 : ((last.hashes - first.hashes) * 1000) / (last.at - first.at);
-  return { engine, workers, hashes_per_second: Math.round(rate || hashes / (ms / 1000)) };
+  if (first === undefined || last === undefined || last.at === first.at) {
+    throw new NanoPayError('TIMEOUT', `The ${engine} kernel reported no progress within ${Math.round((ms + MEASURE_GRACE_MS) / 1000)} s; no figure to give`);
+  }
+  return { engine, workers, hashes_per_second: Math.round(((last.hashes - first.hashes) * 1000) / (last.at - first.at)) };
 }
 
 /** The engine in use and its speed on one and on all threads, with what that means for live blocks. */

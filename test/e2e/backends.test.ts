@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { xnoToRaw } from '../../src/nano/index.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
-import { BIN, newUser, unlockOnce, type CliUser, type PaymentRequest } from '../helpers/cli.js';
+import { BIN, newUser, type CliUser, type PaymentRequest } from '../helpers/cli.js';
 import { fund, ledger, sandbox } from '../helpers/sandbox.js';
 
 /** The main wallet and payment flow, the same test bodies once per backend, against one sandbox that speaks both. */
@@ -25,8 +25,6 @@ async function userOf(backend: Backend): Promise<{ user: CliUser; address: strin
   const user = await newUser(sb.url, env);
   const created = await user.json<{ address: string }>(backend === 'node' ? ['wallet', 'create'] : ['wallet', 'create', '--remote']);
   expect(created._code).toBe(0);
-  // Many commands follow: unlocked once, as a script would (the password path has its own tests).
-  await unlockOnce(user);
   return { user, address: created.address };
 }
 

@@ -33,8 +33,8 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
   beforeAll(async () => {
     sb = await sandbox({ log: (line) => sandboxLog.push(line) });
     [{ user: merchant, address: merchantAddress }, { user: customer }, shop, chromium] = await Promise.all([
-      userWithWallet(sb.url, undefined, { unlock: true }),
-      userWithWallet(sb.url, '20', { unlock: true }),
+      userWithWallet(sb.url),
+      userWithWallet(sb.url, '20'),
       startShop(),
       launchChromium(),
     ]);

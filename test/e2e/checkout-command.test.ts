@@ -10,7 +10,7 @@ let merchantAddress: string;
 
 beforeAll(async () => {
   sb = await sandbox();
-  ({ user: merchant, address: merchantAddress } = await userWithWallet(sb.url, undefined, { unlock: true }));
+  ({ user: merchant, address: merchantAddress } = await userWithWallet(sb.url));
 });
 
 afterAll(async () => {

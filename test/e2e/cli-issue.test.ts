@@ -13,7 +13,7 @@ let payee: string;
 
 beforeAll(async () => {
   sb = await sandbox();
-  ({ user: payer } = await userWithWallet(sb.url, '5', { unlock: true }));
+  ({ user: payer } = await userWithWallet(sb.url, '5'));
   ({ address: payee } = await userWithWallet(sb.url));
 });
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deriveAccount, xnoToRaw } from '../../src/nano/index.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
-import { newUser, unlockOnce, userWithWallet, type CliUser } from '../helpers/cli.js';
+import { newUser, userWithWallet, type CliUser } from '../helpers/cli.js';
 import { fund, sandbox } from '../helpers/sandbox.js';
 
 /**
@@ -28,8 +28,6 @@ beforeAll(async () => {
   const spare = await user.json<{ address: string }>(['wallet', 'create', '--name', 'spare']);
   expect(spare._code).toBe(0);
   spare0 = spare.address;
-  // After the last change of the key store (a change ends a session).
-  await unlockOnce(user);
   // balance derives an account it has not seen yet.
   spare1 = (await user.json<{ account: string }>(['balance', '--wallet', 'spare', '--account', '1']))['account'];
   await fund(sb.url, spare0, '5');

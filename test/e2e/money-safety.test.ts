@@ -48,7 +48,7 @@ async function waitFor(check: () => boolean, what: string, everyMs = 50): Promis
 
 beforeAll(async () => {
   sb = await sandbox();
-  ({ user: payer } = await userWithWallet(sb.url, '5', { unlock: true }));
+  ({ user: payer } = await userWithWallet(sb.url, '5'));
 });
 
 afterAll(async () => {

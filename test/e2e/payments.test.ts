@@ -15,8 +15,8 @@ let customerAddress: string;
 
 beforeAll(async () => {
   sb = await sandbox();
-  ({ user: merchant, address: merchantAddress } = await userWithWallet(sb.url, undefined, { unlock: true }));
-  ({ user: customer, address: customerAddress } = await userWithWallet(sb.url, '20', { unlock: true }));
+  ({ user: merchant, address: merchantAddress } = await userWithWallet(sb.url));
+  ({ user: customer, address: customerAddress } = await userWithWallet(sb.url, '20'));
 });
 
 afterAll(async () => {

@@ -10,7 +10,7 @@ const root = '718CC2121C3E641059BC1C2CFC45666C99E8AE922F7A807B7D07B62C995D79E2';
 
 beforeAll(async () => {
   sb = await sandbox();
-  ({ user } = await userWithWallet(sb.url, '1', { unlock: true }));
+  ({ user } = await userWithWallet(sb.url, '1'));
 });
 
 afterAll(async () => {

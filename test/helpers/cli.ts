@@ -5,6 +5,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { keystorePath } from '../../src/wallet/paths.js';
 import { KeyStore } from '../../src/wallet/keystore.js';
+import { receive } from '../../src/ops/receive.js';
+import { Session } from '../../src/ops/session.js';
+import { createRemoteWallet } from '../../src/ops/wallet.js';
+import { fund } from './sandbox.js';
 
 export const BIN = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 
@@ -89,39 +93,18 @@ export async function newUser(apiUrl: string, extraEnv: NodeJS.ProcessEnv = {}, 
   return user;
 }
 
-/** A user with a wallet made by the service (so with an API key); funded and opened when `amount` is given; `unlock`: see unlockOnce. */
-export async function userWithWallet(apiUrl: string, amount?: string, options: { unlock?: boolean } = {}): Promise<{ user: CliUser; address: string }> {
-  const user = await newUser(apiUrl);
-  const created = await user.json<{ address: string }>(['wallet', 'create', '--remote']);
-  if (created._code !== 0) throw new Error(`wallet create failed: ${JSON.stringify(created)}`);
-  if (amount !== undefined) {
-    const response = await fetch(`${apiUrl}/sandbox/fund`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ address: created.address, amount }) });
-    if (!response.ok) throw new Error(`faucet failed: HTTP ${response.status}`);
-    const received = await user.json(['receive']);
-    if (received._code !== 0) throw new Error(`receive failed: ${JSON.stringify(received)}`);
-  }
-  if (options.unlock === true) await unlockOnce(user);
-  return { user, address: created.address };
-}
-
-const unlockedUsers = new Set<CliUser>();
-
 /**
- * Unlocks the user's profile once (nanopay unlock), as a script of many commands would, so
- * the commands after it skip scrypt. For suites whose subject is not the password. The
- * session is locked after the file's tests (test/setup/sessions.ts).
+ * A user with a wallet made by the service (so with an API key); funded and received when `amount` is
+ * given. Made in-process through the operations (the commands have their own tests); the CLI then
+ * finds the wallet in the user's config dir.
  */
-export async function unlockOnce(user: CliUser): Promise<void> {
-  const unlocked = await user.json<{ expires_at: string }>(['unlock', '--for', '30m']);
-  if (unlocked._code !== 0) throw new Error(`unlock failed: ${JSON.stringify(unlocked)}`);
-  unlockedUsers.add(user);
-}
-
-/** Ends every session unlockOnce started; a lock that fails fails the file. */
-export async function lockSessions(): Promise<void> {
-  for (const user of unlockedUsers) {
-    const locked = await user.json(['lock']);
-    if (locked._code !== 0) throw new Error(`lock failed: ${JSON.stringify(locked)}`);
+export async function userWithWallet(apiUrl: string, amount?: string): Promise<{ user: CliUser; address: string }> {
+  const user = await newUser(apiUrl);
+  const session = new Session({ password: async () => PASSWORD, env: user.env, configDir: user.configDir });
+  const created = await createRemoteWallet(session);
+  if (amount !== undefined) {
+    await fund(apiUrl, created.address, amount);
+    await receive(session);
   }
-  unlockedUsers.clear();
+  return { user, address: created.address };
 }
