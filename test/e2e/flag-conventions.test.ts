@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deriveAccount, xnoToRaw } from '../../src/nano/index.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { newUser, userWithWallet, type CliUser } from '../helpers/cli.js';
-import { fund, sandbox } from '../helpers/sandbox.js';
+import { fund, ledger, sandbox } from '../helpers/sandbox.js';
 
 /**
  * A flag means one thing on every command: --wallet and --account pick the paying account on
@@ -16,11 +16,8 @@ let main: string;
 let spare0: string;
 let spare1: string;
 
-const balanceRaw = async (args: string[]): Promise<bigint> => {
-  const result = await user.json<{ balance_raw: string }>(['balance', ...args]);
-  expect(result._code).toBe(0);
-  return BigInt(result.balance_raw);
-};
+/** An account's balance on the sandbox's ledger (what the spending commands changed, read without a command). */
+const balanceRaw = async (address: string): Promise<bigint> => BigInt((await ledger(sb.url)).accounts.find((a) => a.address === address)?.balance ?? '0');
 
 beforeAll(async () => {
   sb = await sandbox();
@@ -41,27 +38,27 @@ afterAll(async () => {
 
 describe('--wallet and --account on every command that spends', () => {
   it('donate pays from the account named, not the active one', async () => {
-    const before = await balanceRaw([]);
+    const before = await balanceRaw(main);
     const donated = await user.json<{ from: string; amount: string }>(['donate', '0.01', '--wallet', 'spare', '--account', '1', '--yes']);
     expect(donated).toMatchObject({ _code: 0, from: spare1, amount: '0.01' });
-    expect(await balanceRaw(['--wallet', 'spare', '--account', '1'])).toBe(xnoToRaw('4.99'));
-    expect(await balanceRaw([])).toBe(before);
+    expect(await balanceRaw(spare1)).toBe(xnoToRaw('4.99'));
+    expect(await balanceRaw(main)).toBe(before);
   });
 
   it('pay pays the URI from the account named', async () => {
     const request = await user.json<{ uri: string; amount_raw: string }>(['request', '0.5', '--no-qr']);
     const paid = await user.json<{ from: string; to: string; amount_raw: string }>(['pay', request.uri, '--wallet', 'spare', '--yes']);
     expect(paid).toMatchObject({ _code: 0, from: spare0, to: main, amount_raw: request.amount_raw });
-    expect(await balanceRaw(['--wallet', 'spare'])).toBe(xnoToRaw('5') - BigInt(request.amount_raw));
+    expect(await balanceRaw(spare0)).toBe(xnoToRaw('5') - BigInt(request.amount_raw));
   });
 
   it('credits topup pays the tier from the account named', async () => {
-    const before = await balanceRaw(['--wallet', 'spare', '--account', '1']);
-    const mainBefore = await balanceRaw([]);
+    const before = await balanceRaw(spare1);
+    const mainBefore = await balanceRaw(main);
     const topped = await user.json<{ amount: string; topped_up_credits: number }>(['credits', 'topup', '10', '--wallet', 'spare', '--account', '1', '--yes']);
     expect(topped).toMatchObject({ _code: 0, topped_up_credits: 10 });
-    expect(await balanceRaw(['--wallet', 'spare', '--account', '1'])).toBe(before - xnoToRaw(topped.amount));
-    expect(await balanceRaw([])).toBe(mainBefore);
+    expect(await balanceRaw(spare1)).toBe(before - xnoToRaw(topped.amount));
+    expect(await balanceRaw(main)).toBe(mainBefore);
   });
 
   it('a wallet that does not exist is refused before anything is signed', async () => {
