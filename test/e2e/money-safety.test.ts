@@ -12,12 +12,12 @@ import { addressToPublicKey } from '../../src/nano/index.js';
 
 let sb: RunningSandbox;
 let payer: CliUser;
+let payerAddress: string;
 const payee = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
 
+/** The payer's balance on the sandbox's ledger. */
 async function balanceRaw(): Promise<bigint> {
-  const result = await payer.json<{ balance_raw: string }>(['balance']);
-  expect(result._code).toBe(0);
-  return BigInt(result.balance_raw);
+  return BigInt((await ledger(sb.url)).accounts.find((a) => a.address === payerAddress)?.balance ?? '0');
 }
 
 function journalFiles(): string[] {
@@ -48,7 +48,7 @@ async function waitFor(check: () => boolean, what: string, everyMs = 50): Promis
 
 beforeAll(async () => {
   sb = await sandbox();
-  ({ user: payer } = await userWithWallet(sb.url, '5'));
+  ({ user: payer, address: payerAddress } = await userWithWallet(sb.url, '5'));
 });
 
 afterAll(async () => {
