@@ -2,7 +2,7 @@ import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
-import { newUser, type CliUser } from '../helpers/cli.js';
+import { newUser, userWithWallet, type CliUser } from '../helpers/cli.js';
 import { fund, ledger, sandbox } from '../helpers/sandbox.js';
 
 const XNO = 10n ** 30n;
@@ -74,10 +74,7 @@ describe('wallet and money movement through bin/run.js', () => {
   });
 
   it('the daily limit counts every send of the last 24 hours', async () => {
-    const carol = await newUser(sb.url);
-    const created = await carol.json<{ address: string }>(['wallet', 'create', '--remote']);
-    await fund(sb.url, created.address, '1');
-    expect((await carol.json(['receive']))._code).toBe(0);
+    const { user: carol } = await userWithWallet(sb.url, '1');
     expect((await carol.run(['config', 'set', 'limit-per-day', '0.5'])).code).toBe(0);
     expect((await carol.json(['send', bobAddress, '0.3', '--yes']))._code).toBe(0);
     const over = await carol.run(['send', bobAddress, '0.3', '--yes', '--json']);
