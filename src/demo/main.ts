@@ -8,11 +8,13 @@ import Balance from '../commands/balance.js';
 import Credits from '../commands/credits/index.js';
 import CreditsTopup from '../commands/credits/topup.js';
 import Donate from '../commands/donate.js';
+import Lock from '../commands/lock.js';
 import Pay from '../commands/pay.js';
 import Receive from '../commands/receive.js';
 import Request from '../commands/request.js';
 import SandboxFund from '../commands/sandbox/fund.js';
 import Status from '../commands/status.js';
+import Unlock from '../commands/unlock.js';
 import WalletCreate from '../commands/wallet/create.js';
 import type { BalanceResult } from '../ops/balance.js';
 import type { PaymentRequestResult } from '../ops/payments.js';
@@ -64,6 +66,10 @@ async function main(): Promise<void> {
     const merchant = await nanopay<CreatedWallet>(WalletCreate, 'wallet create', [...remote, '--name', 'shop', '--profile', 'merchant']);
     const customer = await nanopay<CreatedWallet>(WalletCreate, 'wallet create', [...remote, '--name', 'everyday', '--profile', 'customer']);
 
+    say('\n# Each profile unlocked once, as a script of many commands would: what follows needs no password (no scrypt)');
+    await nanopay(Unlock, 'unlock', ['--for', '10m', '--profile', 'merchant']);
+    await nanopay(Unlock, 'unlock', ['--for', '10m', '--profile', 'customer']);
+
     await nanopay(SandboxFund, 'sandbox fund', ['--amount', '10', '--profile', 'customer']);
     await nanopay(Balance, 'balance', ['--receive', '--profile', 'customer']);
 
@@ -91,6 +97,7 @@ async function main(): Promise<void> {
     say('\n# Summary');
     say(`merchant ${merchant.address}: received ${request.amount} XNO for request ${request.transaction_id}, balance ${shop.balance} XNO${backend === 'service' ? ' before buying credits' : ''}`);
     say(`customer ${customer.address}: funded 10 XNO, paid ${request.amount} XNO, balance ${wallet.balance} XNO before donating 0.1 XNO`);
+    await nanopay(Lock, 'lock', ['--all']);
     say('Demo complete.');
   } finally {
     await sandbox.close();
