@@ -41,7 +41,8 @@ afterAll(async () => {
 
 describe('wallet and money movement through bin/run.js', () => {
   // The main money flow (receive, send, concurrency, --dry-run, --id, limits) runs per backend in
-  // backends.test.ts with wallets the service made; here: a wallet whose keys were made on this machine.
+  // test/integration/backends-ops.test.ts (the operations) and backends.test.ts (the commands);
+  // here: a wallet whose keys were made on this machine.
   it('a wallet with keys made here and the service\'s API key receives and sends exactly', async () => {
     await fund(sb.url, aliceAddress, '10');
     expect((await alice.json(['receive']))._code).toBe(0);
