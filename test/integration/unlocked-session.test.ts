@@ -1,0 +1,179 @@
+import { existsSync } from 'node:fs';
+import { copyFile, readFile, rename, writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { balance } from '../../src/ops/balance.js';
+import { setSetting } from '../../src/ops/config.js';
+import { lock, parseDuration, type UnlockResult } from '../../src/ops/unlock.js';
+import { createWallet, exportWallet } from '../../src/ops/wallet.js';
+import type { RunningSandbox } from '../../src/sandbox/index.js';
+import { newUser, type CliUser } from '../helpers/cli.js';
+import { sandbox } from '../helpers/sandbox.js';
+import { alive, remoteWallet, sessionOf, socketOf, unlockInProcess, waitUntil } from '../helpers/unlocked.js';
+
+/**
+ * The unlocked session's process (src/wallet/unlocked-agent.ts) and its client,
+ * started through the operation (ops unlock) against a real sandbox: the real
+ * agent process on a real socket in the user's config dir, and the commands'
+ * side in-process. What the commands print and exit with: test/e2e/unlock.test.ts.
+ * The tests run concurrently: each has its own user, and most of their time is
+ * waiting for an agent to notice something.
+ */
+let sb: RunningSandbox;
+const started: number[] = [];
+const users: CliUser[] = [];
+
+beforeAll(async () => {
+  sb = await sandbox();
+});
+
+afterAll(async () => {
+  // Whatever a failed test left running ends here.
+  for (const user of users) await lock(sessionOf(user), { all: true });
+  for (const pid of started) if (alive(pid)) process.kill(pid, 'SIGKILL');
+  await sb?.close();
+});
+
+/** A user with a service-made wallet: its API key and seed in the key store. */
+async function walletUser(): Promise<CliUser> {
+  const user = await newUser(sb.url);
+  users.push(user);
+  await remoteWallet(user);
+  return user;
+}
+
+async function unlocked(user: CliUser, seconds = 60, profile?: string): Promise<UnlockResult> {
+  const result = await unlockInProcess(user, seconds, profile);
+  started.push(result.pid);
+  return result;
+}
+
+/** One raw request line (or bytes) to the socket, and what came back before it closed (a reset included). */
+function rawRequest(socket: string, data: string | Buffer, options: { end?: boolean } = {}): Promise<string> {
+  return new Promise((resolve) => {
+    const client = connect(socket);
+    let answer = '';
+    client.on('data', (d: Buffer) => (answer += d.toString()));
+    client.on('close', () => resolve(answer));
+    client.on('error', () => resolve(answer));
+    client.on('connect', () => (options.end ? client.end(data) : client.write(data)));
+  });
+}
+
+const PASSWORD_REQUIRED = { code: 'PASSWORD_REQUIRED' };
+
+describe.concurrent('the unlocked session', () => {
+  it('expires by itself: the socket goes and the agent ends, not before its time', async () => {
+    const user = await walletUser();
+    const session = await unlocked(user, 2);
+    expect(session.seconds).toBe(2);
+    await waitUntil('the socket to disappear at expiry', () => !existsSync(socketOf(user)), 10_000);
+    expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(session.expires_at));
+    await waitUntil('the agent process to end', () => !alive(session.pid), 5000);
+    await expect(balance(sessionOf(user, { password: false }))).rejects.toMatchObject(PASSWORD_REQUIRED);
+  });
+
+  it('changing the key store and showing a seed still need the password; the session keeps running', async () => {
+    const user = await walletUser();
+    const session = await unlocked(user);
+    const noPassword = (): ReturnType<typeof sessionOf> => sessionOf(user, { password: false });
+    await expect(createWallet(noPassword(), { name: 'second' })).rejects.toMatchObject(PASSWORD_REQUIRED);
+    await expect(setSetting(noPassword(), 'api-key', 'another-key')).rejects.toMatchObject(PASSWORD_REQUIRED);
+    await expect(exportWallet(noPassword())).rejects.toMatchObject(PASSWORD_REQUIRED);
+    expect(alive(session.pid)).toBe(true);
+    await expect(balance(noPassword())).resolves.toMatchObject({ balance: '0' });
+  });
+
+  it('ends by itself when the key store file changes behind its back, and never lends stale secrets', async () => {
+    const user = await walletUser();
+    const other = await walletUser();
+    const keystore = join(user.configDir, 'keystore.json');
+
+    // The same content rewritten (a new inode): the agent notices and ends.
+    const first = await unlocked(user);
+    const text = await readFile(keystore, 'utf8');
+    await writeFile(join(user.configDir, 'copy.json'), text, { mode: 0o600 });
+    await rename(join(user.configDir, 'copy.json'), keystore);
+    await waitUntil('the agent to notice the change and end', () => !alive(first.pid) && !existsSync(socketOf(user)), 10_000);
+
+    // Another key store swapped in: the very next command gets nothing from the old session.
+    const second = await unlocked(user);
+    await copyFile(join(other.configDir, 'keystore.json'), join(user.configDir, 'swap.json'));
+    await rename(join(user.configDir, 'swap.json'), keystore);
+    await expect(balance(sessionOf(user, { password: false }))).rejects.toMatchObject(PASSWORD_REQUIRED);
+    await waitUntil('the agent to end', () => !alive(second.pid) && !existsSync(socketOf(user)), 10_000);
+  });
+
+  it('answers malformed requests with an error and keeps running', async () => {
+    const user = await walletUser();
+    const session = await unlocked(user);
+    const socket = socketOf(user);
+    const parse = (line: string): { ok: boolean; error?: { code: string } } => JSON.parse(line) as { ok: boolean; error?: { code: string } };
+
+    // A connection that says nothing is closed after a while: it waits while the others go on.
+    const silent = rawRequest(socket, '');
+    expect(parse(await rawRequest(socket, 'not json\n'))).toMatchObject({ ok: false, error: { code: 'BAD_REQUEST' } });
+    expect(parse(await rawRequest(socket, '[1,2]\n'))).toMatchObject({ ok: false, error: { code: 'BAD_REQUEST' } });
+    expect(parse(await rawRequest(socket, 'null\n'))).toMatchObject({ ok: false, error: { code: 'BAD_REQUEST' } });
+    expect(parse(await rawRequest(socket, '{"op":"export"}\n'))).toMatchObject({ ok: false, error: { code: 'BAD_REQUEST' } });
+    expect(parse(await rawRequest(socket, '{"op":{"toString":1}}\n'))).toMatchObject({ ok: false, error: { code: 'BAD_REQUEST' } });
+    expect(parse(await rawRequest(socket, Buffer.from([0xff, 0xfe, 0x00, 0x0a])))).toMatchObject({ ok: false, error: { code: 'BAD_REQUEST' } });
+    expect(parse(await rawRequest(socket, `{"op":"${'x'.repeat(5000)}`))).toMatchObject({ ok: false, error: { code: 'TOO_LARGE' } });
+    expect(parse(await rawRequest(socket, 'x'.repeat(1 << 20)))).toMatchObject({ ok: false, error: { code: 'TOO_LARGE' } });
+    // Half a request, then the connection closes.
+    expect(await rawRequest(socket, '{"op":"pi', { end: true })).toBe('');
+    expect(await silent).toBe('');
+    // Many connections at once.
+    await Promise.all(Array.from({ length: 40 }, () => rawRequest(socket, 'garbage\n')));
+
+    expect(alive(session.pid)).toBe(true);
+    const ping = parse(await rawRequest(socket, '{"op":"ping"}\n')) as { ok: boolean; pid?: number; secrets?: unknown };
+    expect(ping).toMatchObject({ ok: true, pid: session.pid });
+    expect(ping.secrets).toBeUndefined();
+    await expect(balance(sessionOf(user, { password: false }))).resolves.toMatchObject({ balance: '0' });
+    expect(await lock(sessionOf(user))).toMatchObject({ ended: 1 });
+  });
+
+  it("a dead agent's socket is ignored and removed; SIGTERM ends an agent and removes its socket", async () => {
+    const user = await walletUser();
+    const killed = await unlocked(user);
+    process.kill(killed.pid, 'SIGKILL');
+    await waitUntil('the agent to die', () => !alive(killed.pid), 5000);
+    expect(existsSync(socketOf(user))).toBe(true);
+    // With a password the command works as without a session; the stale socket is cleared.
+    await expect(balance(sessionOf(user))).resolves.toMatchObject({ balance: '0' });
+    expect(existsSync(socketOf(user))).toBe(false);
+    await expect(balance(sessionOf(user, { password: false }))).rejects.toMatchObject(PASSWORD_REQUIRED);
+
+    const second = await unlocked(user);
+    process.kill(second.pid, 'SIGKILL');
+    await waitUntil('the agent to die', () => !alive(second.pid), 5000);
+    expect(await lock(sessionOf(user))).toEqual({ profile: 'default', ended: 0, stale_removed: true });
+
+    const third = await unlocked(user);
+    process.kill(third.pid, 'SIGTERM');
+    await waitUntil('SIGTERM to end the agent and remove its socket', () => !alive(third.pid) && !existsSync(socketOf(user)), 5000);
+  });
+
+  it('serves only the profile that was unlocked; unlocking again replaces the running session', async () => {
+    const user = await walletUser();
+    // A second profile, made before the unlock (making it changes the key store).
+    await createWallet(sessionOf(user, { profile: 'other' }));
+    const first = await unlocked(user);
+    expect(first.replaced).toBe(false);
+    await expect(balance(sessionOf(user, { password: false, profile: 'other' }))).rejects.toMatchObject(PASSWORD_REQUIRED);
+    await expect(balance(sessionOf(user, { password: false }))).resolves.toMatchObject({ balance: '0' });
+
+    const replaced = await unlocked(user);
+    expect(replaced.replaced).toBe(true);
+    await waitUntil('the first agent to end', () => !alive(first.pid), 5000);
+    await expect(balance(sessionOf(user, { password: false }))).resolves.toMatchObject({ balance: '0' });
+    expect(await lock(sessionOf(user))).toMatchObject({ ended: 1 });
+  });
+
+  it('lasts from 1 s to 12 h, written like 30s, 15m, 2h or 1h30m', () => {
+    for (const duration of ['13h', '0s', 'abc', '15', '-1m', '']) expect(() => parseDuration(duration), duration).toThrow(expect.objectContaining({ code: 'USAGE' }));
+    expect([parseDuration('1s'), parseDuration('15m'), parseDuration('1h30m'), parseDuration('12h')]).toEqual([1, 900, 5400, 43_200]);
+  });
+});
