@@ -3,207 +3,88 @@ import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isValidAddress, xnoToRaw } from '../../src/nano/index.js';
+import { isValidAddress } from '../../src/nano/index.js';
+import { receive } from '../../src/ops/receive.js';
+import { Session } from '../../src/ops/session.js';
+import { createRemoteWallet } from '../../src/ops/wallet.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
-import { AgentClient, AgentError } from '../../src/sdk/agent-client.js';
-import { chat, startAgentProcess, type AgentProcess, type StreamEvent } from '../helpers/agent.js';
-import { runCli, userWithWallet } from '../helpers/cli.js';
-import { startGateProxy, type GateProxy } from '../helpers/gate-proxy.js';
+import { AgentClient } from '../../src/sdk/agent-client.js';
+import { ScriptedModel, chat, says, startAgentProcess, toolCalls, type AgentProcess, type StreamEvent } from '../helpers/agent.js';
+import { PASSWORD, newUser, runCli } from '../helpers/cli.js';
 import { fund, sandbox } from '../helpers/sandbox.js';
 
-let sb: RunningSandbox;
-let proxy: GateProxy;
-let dir: string;
-let env: NodeJS.ProcessEnv;
-let agent: AgentProcess;
-const other = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
-const shop = 'http://shop.example';
+// `nanopay agent` itself: its start-up (strict mode's first start at the key store's real cost),
+// flags, environment, log and shutdown. What the agent does with requests is tested in-process:
+// test/integration/agent-server.test.ts and agent-model.test.ts.
 
-const agentDir = (): string => join(dir, 'agent');
-const status = async (): Promise<Record<string, any>> => ((await (await fetch(`${agent.url}/status`)).json()) as { data: Record<string, any> }).data;
+let sb: RunningSandbox;
+const shop = 'http://shop.example';
 const types = (events: StreamEvent[]): string[] => events.map((e) => e.type);
 
-/** A raw request, so the test sets every header (Host, Origin). */
-function raw(method: string, path: string, headers: Record<string, string>, body?: string): Promise<{ status: number; headers: Record<string, unknown>; body: any }> {
+/** A raw request, so the test sets every header (Origin). */
+function raw(url: string, path: string, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(new URL(path, agent.url), { method, headers }, (res) => {
-      let text = '';
-      res.on('data', (d: Buffer) => (text += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text === '' ? null : JSON.parse(text) }));
+    const req = httpRequest(new URL(path, url), { headers }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
     });
     req.on('error', reject);
-    req.end(body);
+    req.end();
   });
+}
+
+/** Stops the agent with SIGTERM and expects a clean exit. */
+async function stopCleanly(agent: AgentProcess): Promise<void> {
+  await agent.stop();
+  expect(agent.child.exitCode).toBe(0);
 }
 
 beforeAll(async () => {
   sb = await sandbox();
-  proxy = await startGateProxy(sb.url);
-  dir = await mkdtemp(join(tmpdir(), 'nanopay-agent-'));
-  // No wallet, no password: strict mode must set itself up.
-  env = { PATH: process.env.PATH, HOME: dir, NANOPAY_CONFIG_DIR: dir, NANOPAY_API_URL: proxy.url, AGENT_MODE: 'production', NO_COLOR: '1' };
-  agent = await startAgentProcess(env, ['--confirm-above', '1', '--allow-origin', shop]);
 });
 
 afterAll(async () => {
-  await agent?.stop();
-  await proxy?.close();
   await sb?.close();
 });
 
-describe('the agent in strict mode', () => {
-  it('sets its wallet up at first start, with its password in a 0600 file, and tells the address to fund', async () => {
-    expect(agent.started).toMatchObject({ strict: true, model: null, token_required: false });
-    expect(agent.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    expect(isValidAddress(agent.address)).toBe(true);
-    expect((await stat(join(agentDir(), 'agent-password'))).mode & 0o777).toBe(0o600);
-    expect((await stat(join(agentDir(), 'keystore.json'))).isFile()).toBe(true);
-    expect(await status()).toMatchObject({ address: agent.address, strict: true, confirm_above: '1', unlocked_sessions: 0 });
-  });
-
-  it('answers the SDK\'s three calls and raises AgentError through AgentClient', async () => {
-    await fund(sb.url, agent.address, '10');
-    const client = new AgentClient(agent.url);
-    expect(await client.check_balance(true)).toEqual({ balance: '10', address: agent.address });
-    const { hash } = await client.pay(other, '0.5');
-    expect(hash).toMatch(/^[0-9A-F]{64}$/);
-    const requested = await client.request_payment('2.5');
-    expect(requested.receive_address).toBe(agent.address);
-    expect(requested.amount.startsWith('2.5')).toBe(true);
-    expect(await client.check_balance(false)).toEqual({ balance: '9.5', address: agent.address });
-    const refused = await client.pay('nano_bad', '1').catch((e: unknown) => e);
-    expect(refused).toBeInstanceOf(AgentError);
-    expect(refused).toMatchObject({ error_code: 'INVALID_ADDRESS' });
-    await expect(client.pay(other, '1000')).rejects.toMatchObject({ error_code: 'INSUFFICIENT_FUNDS' });
-  });
-
-  it('holds no unlocked key store after a request, and one while a request runs', async () => {
-    expect((await status()).unlocked_sessions).toBe(0);
-    const gate = proxy.hold('/credits/info');
-    const answer = chat(agent.url, { message: 'credits' });
-    await gate.reached;
-    // The tool is inside its request to the service now: its session has unlocked the key store.
-    expect((await status()).unlocked_sessions).toBe(1);
-    gate.release();
-    expect(types(await (await answer).all())).toEqual(['tool_call', 'tool_result', 'text', 'done']);
-    expect((await status()).unlocked_sessions).toBe(0);
-  });
-
-  it('streams each event as it happens: the tool call arrives while the tool still runs', async () => {
-    const gate = proxy.hold('/credits/info');
-    const reader = await chat(agent.url, { message: 'credits' });
-    expect(reader.response.headers.get('content-type')).toMatch(/^text\/event-stream/);
-    await gate.reached;
-    const first = await reader.next();
-    // The service has not answered (the proxy still holds it), so the tool cannot have finished.
-    expect(first).toMatchObject({ type: 'tool_call', name: 'credits.get', arguments: {} });
-    gate.release();
-    expect(await reader.next()).toMatchObject({ type: 'tool_result', name: 'credits.get', ok: true, data: { credits: expect.any(Number) } });
-    expect(await reader.next()).toMatchObject({ type: 'text' });
-    expect(await reader.next()).toEqual({ type: 'done' });
-    expect(await reader.next()).toBeUndefined();
-  });
-
-  it('understands every sentence of its plain grammar', async () => {
-    const turn = async (message: string, format: 'sse' | 'ndjson' = 'sse'): Promise<StreamEvent[]> => (await chat(agent.url, { message }, { format })).all();
-    const tool = async (message: string, name: string, args: Record<string, unknown>): Promise<Record<string, any>> => {
-      const events = await turn(message);
-      expect(types(events), message).toEqual(['tool_call', 'tool_result', 'text', 'done']);
-      expect(events[0]).toMatchObject({ name, arguments: args });
-      expect(events[1], message).toMatchObject({ name, ok: true });
-      expect(events[1]?.id).toBe(events[0]?.id);
-      return events[1]?.data as Record<string, any>;
-    };
-    expect(await tool('balance', 'wallet.balance', {})).toMatchObject({ account: agent.address, balance: '9.5' });
-    expect(await tool(`send 0.1 to ${other}`, 'wallet.send', { recipient_address: other, amount: '0.1' })).toMatchObject({ amount: '0.1', recipient: other });
-    const requested = await tool('Request 2.5', 'payment.request', { amount: '2.5' });
-    expect(await tool(`status ${requested.transaction_id}`, 'payment.status', { transaction_id: requested.transaction_id })).toMatchObject({ is_paid: false });
-    expect(await tool('credits', 'credits.get', {})).toHaveProperty('credits');
-    expect(await tool('top up 100', 'credits.topup', { credits_amount: '100' })).toMatchObject({ topped_up_credits: 100 });
-    expect(await tool('donate 0.01', 'donate.send', { amount: '0.01' })).toMatchObject({ success: true, amount: '0.01' });
-    const help = await turn('help', 'ndjson');
-    expect(types(help)).toEqual(['text', 'done']);
-    expect(help[0]?.text).toMatch(/send 0\.1 to nano_/);
-    const unknown = await turn('make me rich');
-    expect(types(unknown)).toEqual(['text', 'done']);
-    expect(unknown[0]?.text).toMatch(/did not understand[\s\S]*balance[\s\S]*top up 100/);
-    // A tool's refusal is an event of the stream, not a broken stream.
-    const bad = await turn(`send lots to ${other}`);
-    expect(types(bad)).toEqual(['tool_call', 'tool_result', 'done']);
-    expect(bad[1]).toMatchObject({ ok: false, error: { error: 'INVALID_NUMBER_FORMAT' } });
-  });
-
-  it('answers NDJSON when asked', async () => {
-    const reader = await chat(agent.url, { message: 'balance' }, { format: 'ndjson' });
-    expect(reader.response.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
-    expect(types(await reader.all())).toEqual(['tool_call', 'tool_result', 'text', 'done']);
-  });
-
-  it('holds a chat send above --confirm-above until a second request returns its single-use token', async () => {
-    const client = new AgentClient(agent.url);
-    const before = (await client.check_balance()).balance;
-    const held = await (await chat(agent.url, { message: `send 1.5 to ${other}` })).all();
-    expect(types(held)).toEqual(['tool_call', 'confirm', 'done']);
-    expect(held[1]).toMatchObject({ name: 'wallet.send', arguments: { recipient_address: other, amount: '1.5' }, token: expect.any(String) });
-    expect((await client.check_balance()).balance).toBe(before);
-    const token = held[1]?.token as string;
-    const done = await (await chat(agent.url, { confirm: token })).all();
-    expect(types(done)).toEqual(['tool_call', 'tool_result', 'text', 'done']);
-    expect(done[1]).toMatchObject({ name: 'wallet.send', ok: true, data: { amount: '1.5', recipient: other } });
-    const again = await (await chat(agent.url, { message: `confirm ${token}` })).all();
-    expect(types(again)).toEqual(['error', 'done']);
-    expect(again[0]).toMatchObject({ error: { error: 'INVALID_REQUEST' } });
-    expect(xnoToRaw((await client.check_balance()).balance)).toBe(xnoToRaw(before) - xnoToRaw('1.5'));
-    // The SDK's pay is not the chat: no confirmation there, only the limits.
-    await expect(client.pay(other, '1.2')).resolves.toHaveProperty('hash');
-  });
-
-  it('applies the profile\'s spending limits to the chat and the SDK', async () => {
-    const config = { ...env, NANOPAY_CONFIG_DIR: agentDir(), NANOPAY_PASSWORD: (await readFile(join(agentDir(), 'agent-password'), 'utf8')).trim() };
-    expect((await runCli(['config', 'set', 'limit-per-send', '0.5'], config)).code).toBe(0);
+// Each test has its own directories and processes: they run side by side.
+describe.concurrent('the agent command', () => {
+  it('in strict mode sets its wallet up at first start, serves with its flags, logs without secrets and stops on SIGTERM', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'nanopay-agent-'));
+    const agentDir = join(dir, 'agent');
+    // No wallet, no password: strict mode must set itself up.
+    const env = { PATH: process.env.PATH, HOME: dir, NANOPAY_CONFIG_DIR: dir, NANOPAY_API_URL: sb.url, AGENT_MODE: 'production', NO_COLOR: '1' };
+    const agent = await startAgentProcess(env, ['--confirm-above', '1', '--allow-origin', shop]);
     try {
-      const events = await (await chat(agent.url, { message: `send 0.6 to ${other}` })).all();
-      expect(types(events)).toEqual(['tool_call', 'tool_result', 'done']);
-      expect(events[1]).toMatchObject({ ok: false, error: { error: 'LIMIT_EXCEEDED' } });
-      await expect(new AgentClient(agent.url).pay(other, '0.6')).rejects.toMatchObject({ error_code: 'LIMIT_EXCEEDED' });
+      expect(agent.started).toMatchObject({ strict: true, model: null, token_required: false });
+      expect(agent.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(isValidAddress(agent.address)).toBe(true);
+      expect((await stat(join(agentDir, 'agent-password'))).mode & 0o777).toBe(0o600);
+      expect((await stat(join(agentDir, 'keystore.json'))).isFile()).toBe(true);
+      expect(((await (await fetch(`${agent.url}/status`)).json()) as { data: unknown }).data).toMatchObject({ address: agent.address, strict: true, confirm_above: '1', unlocked_sessions: 0 });
+      // --allow-origin reached the server: that origin's page gets its CORS header.
+      const allowed = await raw(agent.url, '/status', { origin: shop });
+      expect(allowed.status).toBe(200);
+      expect(allowed.headers['access-control-allow-origin']).toBe(shop);
+      expect(types(await (await chat(agent.url, { message: 'help' })).all())).toEqual(['text', 'done']);
+      await fund(sb.url, agent.address, '10');
+      expect(await new AgentClient(agent.url).check_balance(true)).toEqual({ balance: '10', address: agent.address });
+
+      const password = (await readFile(join(agentDir, 'agent-password'), 'utf8')).trim();
+      const log = agent.stderr();
+      expect(log).toMatch(/made a random wallet password in /);
+      expect(log).toMatch(/created the agent wallet nano_/);
+      expect(log).toMatch(/POST \/chat 200 \d+ms/);
+      expect(log).toMatch(/GET \/wallet\/balance 200 \d+ms/);
+      expect(log).not.toContain(password);
+      expect(log).not.toMatch(/[0-9A-Fa-f]{64}/);
+
+      await stopCleanly(agent);
     } finally {
-      expect((await runCli(['config', 'set', 'limit-per-send', '--unset'], config)).code).toBe(0);
+      await agent.stop();
     }
   });
 
-  it('keeps the guards of serve: Host, Origin, bounded bodies, one log line per request without secrets', async () => {
-    const host = new URL(agent.url).host;
-    expect(await raw('GET', '/status', { host: 'evil.example' })).toMatchObject({ status: 403, body: { success: false, error: { error: 'FORBIDDEN' } } });
-    expect(await raw('GET', '/status', { host, origin: 'http://evil.example' })).toMatchObject({ status: 403, body: { error: { error: 'FORBIDDEN' } } });
-    const allowed = await raw('GET', '/status', { host, origin: shop });
-    expect(allowed).toMatchObject({ status: 200, body: { success: true } });
-    expect(allowed.headers['access-control-allow-origin']).toBe(shop);
-    const preflight = await raw('OPTIONS', '/chat', { host, origin: shop, 'access-control-request-method': 'POST' });
-    expect(preflight.status).toBe(204);
-    expect(preflight.headers['access-control-allow-origin']).toBe(shop);
-    const big = JSON.stringify({ message: 'x'.repeat(40 * 1024) });
-    expect(await raw('POST', '/chat', { host, 'content-type': 'application/json' }, big)).toMatchObject({ status: 413 });
-    expect(await raw('POST', '/chat', { host, 'content-type': 'application/json' }, '{"message": 3}')).toMatchObject({ status: 400, body: { error: { error: 'INVALID_REQUEST' } } });
-    expect(await raw('POST', '/chat', { host, 'content-type': 'application/json' }, '{"message": "hi", "seed": "x"}')).toMatchObject({ status: 400 });
-    const password = (await readFile(join(agentDir(), 'agent-password'), 'utf8')).trim();
-    const log = agent.stderr();
-    expect(log).toMatch(/POST \/chat 200 \d+ms/);
-    expect(log).toMatch(/GET \/wallet\/balance 200 \d+ms/);
-    expect(log).not.toContain(password);
-    expect(log).not.toMatch(/[0-9A-Fa-f]{64}/);
-  });
-
-  it('keeps its wallet across a restart', async () => {
-    const before = await new AgentClient(agent.url).check_balance();
-    await agent.stop();
-    agent = await startAgentProcess(env, ['--confirm-above', '1', '--allow-origin', shop]);
-    expect(agent.address).toBe(before.address);
-    expect(await new AgentClient(agent.url).check_balance()).toEqual(before);
-    expect(agent.stderr()).not.toMatch(/created the agent wallet/);
-  });
-});
-
-describe('the agent command', () => {
   it('listens on 7860 by default, where AgentClient looks', async () => {
     const help = await runCli(['agent', '--help'], { PATH: process.env.PATH, NO_COLOR: '1' });
     expect(help.stdout).toMatch(/127\.0\.0\.1:7860/);
@@ -213,22 +94,34 @@ describe('the agent command', () => {
 
   it('refuses a non-loopback address without a token, before making a wallet', async () => {
     const empty = await mkdtemp(join(tmpdir(), 'nanopay-agent-'));
-    const result = await runCli(['agent', '--host', '0.0.0.0', '--port', '0', '--json'], { ...env, HOME: empty, NANOPAY_CONFIG_DIR: empty });
+    const env = { PATH: process.env.PATH, HOME: empty, NANOPAY_CONFIG_DIR: empty, NANOPAY_API_URL: sb.url, AGENT_MODE: 'production', NO_COLOR: '1' };
+    const result = await runCli(['agent', '--host', '0.0.0.0', '--port', '0', '--json'], env);
     expect(result.code).toBe(2);
     expect(JSON.parse(result.stdout)).toMatchObject({ error: { code: 'USAGE' } });
     await expect(stat(join(empty, 'agent'))).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
-  it('without strict mode, uses the profile\'s wallet and password sources, like serve', async () => {
-    const { user, address } = await userWithWallet(sb.url, '1');
-    const profileAgent = await startAgentProcess(user.env);
+  it('without strict mode, uses the profile\'s wallet and password sources, like serve, and the model its environment names', async () => {
+    const user = await newUser(sb.url);
+    const setup = new Session({ configDir: user.configDir, env: user.env, password: async () => PASSWORD });
+    const { address } = await createRemoteWallet(setup);
+    await fund(sb.url, address, '1');
+    await receive(setup);
+    const model = new ScriptedModel();
+    await model.start();
+    const modelKey = 'model-key-for-the-stand-in';
+    const profileAgent = await startAgentProcess({ ...user.env, NANOPAY_AGENT_MODEL_URL: model.url, NANOPAY_AGENT_MODEL: 'stand-in-1', NANOPAY_AGENT_MODEL_KEY: modelKey });
     try {
-      expect(profileAgent.started).toMatchObject({ strict: false, address });
+      expect(profileAgent.started).toMatchObject({ strict: false, address, model: 'stand-in-1' });
       expect(await new AgentClient(profileAgent.url).check_balance()).toEqual({ balance: '1', address });
+      model.then(toolCalls(['b', 'wallet_balance', '{}']), says('You have 1 XNO.'));
       const events = await (await chat(profileAgent.url, { message: 'balance' })).all();
       expect(events[1]).toMatchObject({ type: 'tool_result', ok: true, data: { account: address } });
+      expect(model.received[0]).toMatchObject({ authorization: `Bearer ${modelKey}`, body: { model: 'stand-in-1' } });
+      await stopCleanly(profileAgent);
     } finally {
       await profileAgent.stop();
+      await model.close();
     }
   });
 });

@@ -1,0 +1,243 @@
+import { request as httpRequest } from 'node:http';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Confirmations } from '../../src/agent/confirmations.js';
+import { startAgent } from '../../src/agent/server.js';
+import { profileHolder } from '../../src/agent/wallet-holder.js';
+import { xnoToRaw } from '../../src/nano/index.js';
+import { setSetting, unsetSetting } from '../../src/ops/config.js';
+import { receive } from '../../src/ops/receive.js';
+import { Session } from '../../src/ops/session.js';
+import { createRemoteWallet } from '../../src/ops/wallet.js';
+import type { RunningSandbox } from '../../src/sandbox/index.js';
+import { AgentClient, AgentError } from '../../src/sdk/agent-client.js';
+import { chat, startInProcessAgent, type InProcessAgent, type InProcessAgentOptions, type StreamEvent } from '../helpers/agent.js';
+import { PASSWORD, newUser } from '../helpers/cli.js';
+import { startGateProxy, type GateProxy } from '../helpers/gate-proxy.js';
+import { fund, sandbox } from '../helpers/sandbox.js';
+
+// The agent's logic over HTTP, in this process: its server, its strict holder and its chat, as
+// `nanopay agent --strict` runs them (test/e2e/agent.test.ts starts the command itself).
+
+let sb: RunningSandbox;
+let proxy: GateProxy;
+const running: { close(): Promise<void> }[] = [];
+const other = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
+const shop = 'http://shop.example';
+
+const types = (events: StreamEvent[]): string[] => events.map((e) => e.type);
+const status = async (url: string): Promise<Record<string, any>> => ((await (await fetch(`${url}/status`)).json()) as { data: Record<string, any> }).data;
+
+/** A strict agent of its own behind the gate proxy; with `funds`, that much XNO received on its account. */
+async function agentWith(funds?: string, options: InProcessAgentOptions = {}): Promise<InProcessAgent> {
+  const agent = await startInProcessAgent(proxy.url, options);
+  running.push(agent);
+  if (funds !== undefined) {
+    await fund(sb.url, agent.address, funds);
+    expect(await new AgentClient(agent.url).check_balance(true)).toEqual({ balance: funds, address: agent.address });
+  }
+  return agent;
+}
+
+/** A raw request, so the test sets every header (Host, Origin). */
+function raw(url: string, method: string, path: string, headers: Record<string, string>, body?: string): Promise<{ status: number; headers: Record<string, unknown>; body: any }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(new URL(path, url), { method, headers }, (res) => {
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text === '' ? null : JSON.parse(text) }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+beforeAll(async () => {
+  sb = await sandbox();
+  proxy = await startGateProxy(sb.url);
+});
+
+afterEach(async () => {
+  for (const agent of running.splice(0)) await agent.close();
+});
+
+afterAll(async () => {
+  await proxy?.close();
+  await sb?.close();
+});
+
+describe('the agent in strict mode', () => {
+  it('answers the SDK\'s three calls and raises AgentError through AgentClient', async () => {
+    const agent = await agentWith();
+    await fund(sb.url, agent.address, '10');
+    const client = new AgentClient(agent.url);
+    expect(await client.check_balance(true)).toEqual({ balance: '10', address: agent.address });
+    const { hash } = await client.pay(other, '0.5');
+    expect(hash).toMatch(/^[0-9A-F]{64}$/);
+    const requested = await client.request_payment('2.5');
+    expect(requested.receive_address).toBe(agent.address);
+    expect(requested.amount.startsWith('2.5')).toBe(true);
+    expect(await client.check_balance(false)).toEqual({ balance: '9.5', address: agent.address });
+    const refused = await client.pay('nano_bad', '1').catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(AgentError);
+    expect(refused).toMatchObject({ error_code: 'INVALID_ADDRESS' });
+    await expect(client.pay(other, '1000')).rejects.toMatchObject({ error_code: 'INSUFFICIENT_FUNDS' });
+  });
+
+  it('holds no unlocked key store after a request, and one while a request runs', async () => {
+    const agent = await agentWith();
+    expect((await status(agent.url)).unlocked_sessions).toBe(0);
+    const gate = proxy.hold('/credits/info');
+    const answer = chat(agent.url, { message: 'credits' });
+    await gate.reached;
+    // The tool is inside its request to the service now: its session has unlocked the key store.
+    expect((await status(agent.url)).unlocked_sessions).toBe(1);
+    gate.release();
+    expect(types(await (await answer).all())).toEqual(['tool_call', 'tool_result', 'text', 'done']);
+    expect((await status(agent.url)).unlocked_sessions).toBe(0);
+  });
+
+  it('streams each event as it happens: the tool call arrives while the tool still runs', async () => {
+    const agent = await agentWith();
+    const gate = proxy.hold('/credits/info');
+    const reader = await chat(agent.url, { message: 'credits' });
+    expect(reader.response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    await gate.reached;
+    const first = await reader.next();
+    // The service has not answered (the proxy still holds it), so the tool cannot have finished.
+    expect(first).toMatchObject({ type: 'tool_call', name: 'credits.get', arguments: {} });
+    gate.release();
+    expect(await reader.next()).toMatchObject({ type: 'tool_result', name: 'credits.get', ok: true, data: { credits: expect.any(Number) } });
+    expect(await reader.next()).toMatchObject({ type: 'text' });
+    expect(await reader.next()).toEqual({ type: 'done' });
+    expect(await reader.next()).toBeUndefined();
+  });
+
+  it('understands every sentence of its plain grammar', async () => {
+    const agent = await agentWith('10');
+    const turn = async (message: string, format: 'sse' | 'ndjson' = 'sse'): Promise<StreamEvent[]> => (await chat(agent.url, { message }, { format })).all();
+    const tool = async (message: string, name: string, args: Record<string, unknown>): Promise<Record<string, any>> => {
+      const events = await turn(message);
+      expect(types(events), message).toEqual(['tool_call', 'tool_result', 'text', 'done']);
+      expect(events[0]).toMatchObject({ name, arguments: args });
+      expect(events[1], message).toMatchObject({ name, ok: true });
+      expect(events[1]?.id).toBe(events[0]?.id);
+      return events[1]?.data as Record<string, any>;
+    };
+    expect(await tool('balance', 'wallet.balance', {})).toMatchObject({ account: agent.address, balance: '10' });
+    expect(await tool(`send 0.1 to ${other}`, 'wallet.send', { recipient_address: other, amount: '0.1' })).toMatchObject({ amount: '0.1', recipient: other });
+    const requested = await tool('Request 2.5', 'payment.request', { amount: '2.5' });
+    expect(await tool(`status ${requested.transaction_id}`, 'payment.status', { transaction_id: requested.transaction_id })).toMatchObject({ is_paid: false });
+    expect(await tool('credits', 'credits.get', {})).toHaveProperty('credits');
+    expect(await tool('top up 100', 'credits.topup', { credits_amount: '100' })).toMatchObject({ topped_up_credits: 100 });
+    expect(await tool('donate 0.01', 'donate.send', { amount: '0.01' })).toMatchObject({ success: true, amount: '0.01' });
+    const help = await turn('help', 'ndjson');
+    expect(types(help)).toEqual(['text', 'done']);
+    expect(help[0]?.text).toMatch(/send 0\.1 to nano_/);
+    const unknown = await turn('make me rich');
+    expect(types(unknown)).toEqual(['text', 'done']);
+    expect(unknown[0]?.text).toMatch(/did not understand[\s\S]*balance[\s\S]*top up 100/);
+    // A tool's refusal is an event of the stream, not a broken stream.
+    const bad = await turn(`send lots to ${other}`);
+    expect(types(bad)).toEqual(['tool_call', 'tool_result', 'done']);
+    expect(bad[1]).toMatchObject({ ok: false, error: { error: 'INVALID_NUMBER_FORMAT' } });
+  });
+
+  it('answers NDJSON when asked', async () => {
+    const agent = await agentWith();
+    const reader = await chat(agent.url, { message: 'balance' }, { format: 'ndjson' });
+    expect(reader.response.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
+    expect(types(await reader.all())).toEqual(['tool_call', 'tool_result', 'text', 'done']);
+  });
+
+  it('holds a chat send above --confirm-above until a second request returns its single-use token', async () => {
+    const agent = await agentWith('10', { confirmAboveRaw: xnoToRaw('1') });
+    expect(await status(agent.url)).toMatchObject({ confirm_above: '1' });
+    const client = new AgentClient(agent.url);
+    const before = (await client.check_balance()).balance;
+    const held = await (await chat(agent.url, { message: `send 1.5 to ${other}` })).all();
+    expect(types(held)).toEqual(['tool_call', 'confirm', 'done']);
+    expect(held[1]).toMatchObject({ name: 'wallet.send', arguments: { recipient_address: other, amount: '1.5' }, token: expect.any(String) });
+    expect((await client.check_balance()).balance).toBe(before);
+    const token = held[1]?.token as string;
+    const done = await (await chat(agent.url, { confirm: token })).all();
+    expect(types(done)).toEqual(['tool_call', 'tool_result', 'text', 'done']);
+    expect(done[1]).toMatchObject({ name: 'wallet.send', ok: true, data: { amount: '1.5', recipient: other } });
+    const again = await (await chat(agent.url, { message: `confirm ${token}` })).all();
+    expect(types(again)).toEqual(['error', 'done']);
+    expect(again[0]).toMatchObject({ error: { error: 'INVALID_REQUEST' } });
+    expect(xnoToRaw((await client.check_balance()).balance)).toBe(xnoToRaw(before) - xnoToRaw('1.5'));
+    // The SDK's pay is not the chat: no confirmation there, only the limits.
+    await expect(client.pay(other, '1.2')).resolves.toHaveProperty('hash');
+  });
+
+  it('applies the profile\'s spending limits to the chat and the SDK, read anew for each request', async () => {
+    const agent = await agentWith('1');
+    // What `nanopay config set limit-per-send` does to the agent's directory while the agent runs.
+    const settings = new Session({ configDir: agent.dir, env: {}, password: async () => agent.password });
+    await setSetting(settings, 'limit-per-send', '0.5');
+    const events = await (await chat(agent.url, { message: `send 0.6 to ${other}` })).all();
+    expect(types(events)).toEqual(['tool_call', 'tool_result', 'done']);
+    expect(events[1]).toMatchObject({ ok: false, error: { error: 'LIMIT_EXCEEDED' } });
+    const client = new AgentClient(agent.url);
+    await expect(client.pay(other, '0.6')).rejects.toMatchObject({ error_code: 'LIMIT_EXCEEDED' });
+    await unsetSetting(settings, 'limit-per-send');
+    await expect(client.pay(other, '0.6')).resolves.toHaveProperty('hash');
+  });
+
+  it('keeps the guards of serve: Host, Origin, bounded bodies, one log line per request without secrets', async () => {
+    const agent = await agentWith('1', { allowOrigins: [shop] });
+    const host = new URL(agent.url).host;
+    expect(await raw(agent.url, 'GET', '/status', { host: 'evil.example' })).toMatchObject({ status: 403, body: { success: false, error: { error: 'FORBIDDEN' } } });
+    expect(await raw(agent.url, 'GET', '/status', { host, origin: 'http://evil.example' })).toMatchObject({ status: 403, body: { error: { error: 'FORBIDDEN' } } });
+    const allowed = await raw(agent.url, 'GET', '/status', { host, origin: shop });
+    expect(allowed).toMatchObject({ status: 200, body: { success: true } });
+    expect(allowed.headers['access-control-allow-origin']).toBe(shop);
+    const preflight = await raw(agent.url, 'OPTIONS', '/chat', { host, origin: shop, 'access-control-request-method': 'POST' });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers['access-control-allow-origin']).toBe(shop);
+    const big = JSON.stringify({ message: 'x'.repeat(40 * 1024) });
+    expect(await raw(agent.url, 'POST', '/chat', { host, 'content-type': 'application/json' }, big)).toMatchObject({ status: 413 });
+    expect(await raw(agent.url, 'POST', '/chat', { host, 'content-type': 'application/json' }, '{"message": 3}')).toMatchObject({ status: 400, body: { error: { error: 'INVALID_REQUEST' } } });
+    expect(await raw(agent.url, 'POST', '/chat', { host, 'content-type': 'application/json' }, '{"message": "hi", "seed": "x"}')).toMatchObject({ status: 400 });
+    // A send by chat and one by the SDK: their answers carry block hashes, the log must not.
+    const sent = await (await chat(agent.url, { message: `send 0.1 to ${other}` })).all();
+    expect(sent[1]).toMatchObject({ ok: true, data: { hash: expect.stringMatching(/^[0-9A-F]{64}$/) } });
+    await new AgentClient(agent.url).pay(other, '0.1');
+    const log = agent.log.join('\n');
+    expect(log).toMatch(/POST \/chat 200 \d+ms/);
+    expect(log).toMatch(/GET \/wallet\/balance 200 \d+ms/);
+    expect(log).toMatch(/POST \/wallet\/send 200 \d+ms/);
+    expect(log).not.toContain(agent.password);
+    expect(log).not.toMatch(/[0-9A-Fa-f]{64}/);
+  });
+
+  it('keeps its wallet across a restart: the same key store and password file, no new wallet', async () => {
+    const agent = await agentWith('1');
+    expect(agent.log.join('\n')).toMatch(/created the agent wallet nano_/);
+    const before = await new AgentClient(agent.url).check_balance();
+    await agent.close();
+    const again = await startInProcessAgent(proxy.url, { dir: agent.dir });
+    running.push(again);
+    expect(again.address).toBe(before.address);
+    expect(await new AgentClient(again.url).check_balance()).toEqual(before);
+    expect(again.log.join('\n')).not.toMatch(/created the agent wallet/);
+  });
+});
+
+describe('the agent without strict mode', () => {
+  it('uses the profile\'s wallet, unlocked once at start, for the SDK\'s calls and the chat', async () => {
+    const user = await newUser(proxy.url);
+    const setup = new Session({ configDir: user.configDir, env: user.env, password: async () => PASSWORD });
+    const { address } = await createRemoteWallet(setup);
+    await fund(sb.url, address, '1');
+    await receive(setup);
+    const log: string[] = [];
+    const holder = await profileHolder({ configDir: user.configDir, env: user.env, password: async () => PASSWORD }, (line) => log.push(line));
+    const agent = await startAgent({ host: '127.0.0.1', port: 0, holder, confirmations: new Confirmations(), log: (line) => log.push(line) });
+    running.push(agent);
+    expect(await status(agent.url)).toMatchObject({ address, strict: false, unlocked_sessions: 1 });
+    expect(await new AgentClient(agent.url).check_balance()).toEqual({ balance: '1', address });
+    const events = await (await chat(agent.url, { message: 'balance' })).all();
+    expect(events[1]).toMatchObject({ type: 'tool_result', ok: true, data: { account: address } });
+  });
+});
