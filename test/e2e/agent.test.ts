@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isValidAddress } from '../../src/nano/index.js';
-import { receive } from '../../src/ops/receive.js';
 import { Session } from '../../src/ops/session.js';
 import { createRemoteWallet } from '../../src/ops/wallet.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
@@ -106,14 +105,13 @@ describe.concurrent('the agent command', () => {
     const setup = new Session({ configDir: user.configDir, env: user.env, password: async () => PASSWORD });
     const { address } = await createRemoteWallet(setup);
     await fund(sb.url, address, '1');
-    await receive(setup);
     const model = new ScriptedModel();
     await model.start();
     const modelKey = 'model-key-for-the-stand-in';
     const profileAgent = await startAgentProcess({ ...user.env, NANOPAY_AGENT_MODEL_URL: model.url, NANOPAY_AGENT_MODEL: 'stand-in-1', NANOPAY_AGENT_MODEL_KEY: modelKey });
     try {
       expect(profileAgent.started).toMatchObject({ strict: false, address, model: 'stand-in-1' });
-      expect(await new AgentClient(profileAgent.url).check_balance()).toEqual({ balance: '1', address });
+      expect(await new AgentClient(profileAgent.url).check_balance(true)).toEqual({ balance: '1', address });
       model.then(toolCalls(['b', 'wallet_balance', '{}']), says('You have 1 XNO.'));
       const events = await (await chat(profileAgent.url, { message: 'balance' })).all();
       expect(events[1]).toMatchObject({ type: 'tool_result', ok: true, data: { account: address } });
