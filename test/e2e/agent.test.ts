@@ -4,17 +4,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isValidAddress } from '../../src/nano/index.js';
-import { Session } from '../../src/ops/session.js';
-import { createRemoteWallet } from '../../src/ops/wallet.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { AgentClient } from '../../src/sdk/agent-client.js';
 import { ScriptedModel, chat, says, startAgentProcess, toolCalls, type AgentProcess, type StreamEvent } from '../helpers/agent.js';
-import { PASSWORD, newUser, runCli } from '../helpers/cli.js';
+import { runCli, userWithWallet } from '../helpers/cli.js';
 import { fund, sandbox } from '../helpers/sandbox.js';
 
 // `nanopay agent` itself: its start-up (strict mode's first start at the key store's real cost),
 // flags, environment, log and shutdown. What the agent does with requests is tested in-process:
-// test/integration/agent-server.test.ts and agent-model.test.ts.
+// test/integration/agent.test.ts.
 
 let sb: RunningSandbox;
 const shop = 'http://shop.example';
@@ -101,9 +99,8 @@ describe.concurrent('the agent command', () => {
   });
 
   it('without strict mode, uses the profile\'s wallet and password sources, like serve, and the model its environment names', async () => {
-    const user = await newUser(sb.url);
-    const setup = new Session({ configDir: user.configDir, env: user.env, password: async () => PASSWORD });
-    const { address } = await createRemoteWallet(setup);
+    const { user, address } = await userWithWallet(sb.url);
+    // Received by the agent below: its child makes the work, not this process.
     await fund(sb.url, address, '1');
     const model = new ScriptedModel();
     await model.start();

@@ -6,7 +6,7 @@ import { profileHolder } from '../../src/agent/wallet-holder.js';
 import { xnoToRaw } from '../../src/nano/index.js';
 import { setSetting, unsetSetting } from '../../src/ops/config.js';
 import { Session } from '../../src/ops/session.js';
-import { createRemoteWallet, exportWallet } from '../../src/ops/wallet.js';
+import { exportWallet } from '../../src/ops/wallet.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { AgentClient, AgentError } from '../../src/sdk/agent-client.js';
 import { TOOLS } from '../../src/toolset/tools.js';
@@ -22,7 +22,7 @@ import {
   type ModelRequest,
   type StreamEvent,
 } from '../helpers/agent.js';
-import { PASSWORD, newUser } from '../helpers/cli.js';
+import { PASSWORD, userWithWallet } from '../helpers/cli.js';
 import { startGateProxy, type GateProxy } from '../helpers/gate-proxy.js';
 import { fund, sandbox } from '../helpers/sandbox.js';
 
@@ -286,9 +286,7 @@ describe('the agent in strict mode', () => {
 
 describe('the agent without strict mode', () => {
   it('uses the profile\'s wallet, unlocked once at start, for the SDK\'s calls and the chat', async () => {
-    const user = await newUser(proxy.url);
-    const setup = new Session({ configDir: user.configDir, env: user.env, password: async () => PASSWORD });
-    const { address } = await createRemoteWallet(setup);
+    const { user, address } = await userWithWallet(proxy.url);
     await fund(sb.url, address, '1');
     const log: string[] = [];
     const holder = await profileHolder({ configDir: user.configDir, env: user.env, password: async () => PASSWORD }, (line) => log.push(line));
