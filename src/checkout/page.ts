@@ -2,9 +2,10 @@ import { createHash } from 'node:crypto';
 import type { CheckoutRequest } from '../ops/checkout.js';
 import { safeRedirect, type CheckoutState, type CheckoutView } from './view.js';
 
-/** Seconds between reloads of a page without JavaScript, and before the redirect after payment. */
-export const REFRESH_SECONDS = 4;
-const REDIRECT_SECONDS = 5;
+/** Seconds between reloads of a page that gets no live updates (no JavaScript, or too many viewers), unless the shop says otherwise. */
+export const DEFAULT_RELOAD_SECONDS = 4;
+/** Seconds from the payment to the redirect, unless the shop says otherwise. */
+export const DEFAULT_REDIRECT_SECONDS = 5;
 
 function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -97,7 +98,7 @@ const SCRIPT = `(() => {
   });
   // Refused (too many viewers) or gone for good: fall back to reloading, like a page without JavaScript.
   events.addEventListener('error', () => {
-    if (events.readyState === EventSource.CLOSED) setTimeout(() => location.reload(), ${REFRESH_SECONDS * 1000});
+    if (events.readyState === EventSource.CLOSED) setTimeout(() => location.reload(), Number(body.dataset.reload) * 1000);
   });
 })();`;
 
@@ -149,17 +150,21 @@ export interface CheckoutPageInput {
   /** The QR code of `request.uri`, an SVG document made by the QR library. */
   qrSvg: string;
   eventsPath: string;
+  /** From the payment to the redirect (the countdown, and the page without JavaScript). */
+  redirectSeconds: number;
+  /** Between reloads of a waiting page without JavaScript, and of one refused live updates. */
+  reloadSeconds: number;
 }
 
 /** The checkout page of one request, in its current state; every value from outside is escaped. */
-export function renderCheckoutPage({ request, view, qrSvg, eventsPath }: CheckoutPageInput): string {
+export function renderCheckoutPage({ request, view, qrSvg, eventsPath, redirectSeconds, reloadSeconds }: CheckoutPageInput): string {
   const state = view.state;
   const redirect = safeRedirect(request.redirect_url);
   const refresh =
     state === 'waiting'
-      ? `<noscript><meta http-equiv="refresh" content="${REFRESH_SECONDS}"></noscript>`
+      ? `<noscript><meta http-equiv="refresh" content="${reloadSeconds}"></noscript>`
       : state === 'paid' && redirect !== undefined
-        ? `<noscript><meta http-equiv="refresh" content="${REDIRECT_SECONDS};url=${escapeHtml(redirect)}"></noscript>`
+        ? `<noscript><meta http-equiv="refresh" content="${redirectSeconds};url=${escapeHtml(redirect)}"></noscript>`
         : '';
   const statusData = (Object.keys(STATUS_TEXT) as CheckoutState[]).map((s) => ` data-${s}="${escapeHtml(STATUS_TEXT[s])}"`).join('');
   const amount = escapeHtml(request.amount);
@@ -186,14 +191,14 @@ export function renderCheckoutPage({ request, view, qrSvg, eventsPath }: Checkou
 ${
   redirect === undefined
     ? ''
-    : `<p id="redirect" data-href="${escapeHtml(redirect)}" data-seconds="${REDIRECT_SECONDS}">Returning to the shop in <span data-countdown>${REDIRECT_SECONDS}</span> s. <a href="${escapeHtml(redirect)}">Continue now</a></p>`
+    : `<p id="redirect" data-href="${escapeHtml(redirect)}" data-seconds="${redirectSeconds}">Returning to the shop in <span data-countdown>${redirectSeconds}</span> s. <a href="${escapeHtml(redirect)}">Continue now</a></p>`
 }
 </div>
 <p class="note"${when('expired', state)}>Do not send a payment for this request any more; ask the shop for a new one.</p>
 </section>
 </div>
 <p id="announce" class="sr-only" aria-live="polite"></p>`;
-  return htmlDocument(STATUS_TEXT[state], refresh, ` data-state="${state}" data-events="${escapeHtml(eventsPath)}"`, content, true);
+  return htmlDocument(STATUS_TEXT[state], refresh, ` data-state="${state}" data-events="${escapeHtml(eventsPath)}" data-reload="${reloadSeconds}"`, content, true);
 }
 
 /** A page for what cannot be shown (unknown request, bad link), with the reason. */

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import QRCode from 'qrcode';
 import { NanoPayError } from '../errors.js';
 import { RESPONDED, type Call, type Route } from '../http/server.js';
-import { PAGE_HEADERS, renderCheckoutPage, renderMessagePage } from './page.js';
+import { DEFAULT_REDIRECT_SECONDS, DEFAULT_RELOAD_SECONDS, PAGE_HEADERS, renderCheckoutPage, renderMessagePage } from './page.js';
 import type { CheckoutView } from './view.js';
 import type { CheckoutWatcher } from './watcher.js';
 
@@ -11,6 +11,10 @@ export interface CheckoutRoutesOptions {
   maxStreams?: number;
   /** Open event streams from one client address. Default 16. */
   maxStreamsPerClient?: number;
+  /** Seconds a paid page shows before it goes to the request's redirect_url. Default 5. */
+  redirectSeconds?: number;
+  /** Seconds between reloads of a page that gets no live updates (no JavaScript, or too many viewers). Default 4. */
+  reloadSeconds?: number;
 }
 
 const HEARTBEAT_MS = 15_000;
@@ -53,7 +57,14 @@ export function checkoutRoutes(watcher: CheckoutWatcher, options: CheckoutRoutes
     const request = watcher.request(id);
     const view = watcher.view(id);
     if (request === undefined || view === undefined) return notFoundPage(call.response);
-    const html = renderCheckoutPage({ request, view, qrSvg: await qrOf(request.uri), eventsPath: `${checkoutPath(request.transaction_id)}/events` });
+    const html = renderCheckoutPage({
+      request,
+      view,
+      qrSvg: await qrOf(request.uri),
+      eventsPath: `${checkoutPath(request.transaction_id)}/events`,
+      redirectSeconds: options.redirectSeconds ?? DEFAULT_REDIRECT_SECONDS,
+      reloadSeconds: options.reloadSeconds ?? DEFAULT_RELOAD_SECONDS,
+    });
     return sendHtml(call.response, 200, html);
   };
 

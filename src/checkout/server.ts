@@ -1,6 +1,6 @@
 import { startHttpServer } from '../http/server.js';
 import type { CheckoutConfirmationSource, CheckoutObservation, CheckoutReader, CheckoutRequest } from '../ops/checkout.js';
-import { REFRESH_SECONDS, renderMessagePage } from './page.js';
+import { DEFAULT_RELOAD_SECONDS, renderMessagePage } from './page.js';
 import { checkoutPath, checkoutRoutes, sendHtml, type CheckoutRoutesOptions } from './routes.js';
 import { CheckoutWatcher } from './watcher.js';
 
@@ -38,8 +38,8 @@ export async function startCheckoutServer(options: CheckoutServerOptions): Promi
   const watcher = new CheckoutWatcher({
     read: options.read,
     intervalMs: options.intervalMs ?? 1000,
-    // A page without JavaScript reloads every REFRESH_SECONDS: three missed reloads and nobody is looking.
-    viewGraceMs: REFRESH_SECONDS * 3_000,
+    // A page without live updates reloads every reloadSeconds: three missed reloads and nobody is looking.
+    viewGraceMs: (options.reloadSeconds ?? DEFAULT_RELOAD_SECONDS) * 3_000,
     ...(options.log === undefined ? {} : { log: options.log }),
   });
   const server = await startHttpServer({

@@ -3,6 +3,7 @@ import { Args, Flags } from '@oclif/core';
 import { openBrowser } from '../cli/open-browser.js';
 import type { PasswordFlags } from '../cli/password.js';
 import { SessionCommand } from '../cli/session-command.js';
+import { DEFAULT_REDIRECT_SECONDS, DEFAULT_RELOAD_SECONDS } from '../checkout/page.js';
 import { startCheckoutServer } from '../checkout/server.js';
 import { checkoutConfirmations, checkoutReader, openCheckout } from '../ops/checkout.js';
 
@@ -26,6 +27,7 @@ until Ctrl-C; logs one line per request to stderr.`;
   static override examples = [
     '<%= config.bin %> checkout --amount 1.5 --open',
     '<%= config.bin %> checkout --amount 1.5 --redirect-url https://shop.example/thanks --host 0.0.0.0 --port 8080',
+    '<%= config.bin %> checkout --amount 1.5 --redirect-url https://shop.example/thanks --redirect-delay 2',
     '<%= config.bin %> checkout 0b8f…-…',
   ];
   static override args = { transaction_id: Args.string({ ignoreStdin: true, description: 'an existing payment request (instead of --amount)' }) };
@@ -33,6 +35,8 @@ until Ctrl-C; logs one line per request to stderr.`;
     amount: Flags.string({ description: 'create a request for this amount in XNO' }),
     to: Flags.string({ description: 'receive address (default: the active account)' }),
     'redirect-url': Flags.string({ description: 'http(s) URL the customer goes to after paying' }),
+    'redirect-delay': Flags.integer({ description: 'seconds the paid page shows (counting down) before it goes to the redirect URL', default: DEFAULT_REDIRECT_SECONDS, min: 1 }),
+    'reload-interval': Flags.integer({ description: 'seconds between reloads of a page without live updates (JavaScript off, or too many viewers)', default: DEFAULT_RELOAD_SECONDS, min: 1 }),
     host: Flags.string({ description: 'address to listen on (0.0.0.0 for a point-of-sale screen on the network)', default: '127.0.0.1' }),
     port: Flags.integer({ description: 'port (default: a free one)', default: 0, min: 0, max: 65535 }),
     interval: Flags.integer({ description: 'seconds between status reads while the page is open', default: 1, min: 1 }),
@@ -55,7 +59,16 @@ until Ctrl-C; logs one line per request to stderr.`;
     const { args, flags } = await this.parse(Checkout);
     const { request, observation, read, confirmations } = await this.prepare(args.transaction_id, flags);
     const log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
-    const server = await startCheckoutServer({ host: flags.host, port: flags.port, read, intervalMs: flags.interval * 1000, log, ...(confirmations === undefined ? {} : { confirmations }) });
+    const server = await startCheckoutServer({
+      host: flags.host,
+      port: flags.port,
+      read,
+      intervalMs: flags.interval * 1000,
+      redirectSeconds: flags['redirect-delay'],
+      reloadSeconds: flags['reload-interval'],
+      log,
+      ...(confirmations === undefined ? {} : { confirmations }),
+    });
     const url = reachableUrl(server.add(request, observation), flags.host);
     if (this.jsonEnabled()) {
       // A long-running server: its one document is printed once it listens.

@@ -3,10 +3,11 @@ import { readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { PAGE_HEADERS, renderCheckoutPage, renderMessagePage } from '../../../src/checkout/page.js';
+import { DEFAULT_REDIRECT_SECONDS, DEFAULT_RELOAD_SECONDS, PAGE_HEADERS, renderCheckoutPage, renderMessagePage } from '../../../src/checkout/page.js';
 
 const CONTENT_SECURITY_POLICY = PAGE_HEADERS['content-security-policy'] as string;
 import { checkoutRoutes } from '../../../src/checkout/routes.js';
+import { startCheckoutServer } from '../../../src/checkout/server.js';
 import { viewOf } from '../../../src/checkout/view.js';
 import { CheckoutWatcher } from '../../../src/checkout/watcher.js';
 import type { CheckoutObservation, CheckoutRequest } from '../../../src/ops/checkout.js';
@@ -20,8 +21,9 @@ const request: CheckoutRequest = {
   uri: `nano:${address}?amount=1500000000000000000000000203744`,
   redirect_url: 'https://shop.example/thanks?order=7&x=1',
 };
-const render = (over: Partial<CheckoutRequest>, observation: CheckoutObservation, now = 0): string =>
-  renderCheckoutPage({ request: { ...request, ...over }, view: viewOf(observation, now), qrSvg: '<svg></svg>', eventsPath: '/checkout/x/events' });
+const render = (over: Partial<CheckoutRequest>, observation: CheckoutObservation, now = 0, timing = { redirectSeconds: DEFAULT_REDIRECT_SECONDS, reloadSeconds: DEFAULT_RELOAD_SECONDS }): string =>
+  renderCheckoutPage({ request: { ...request, ...over }, view: viewOf(observation, now), qrSvg: '<svg></svg>', eventsPath: '/checkout/x/events', ...timing });
+const scriptOf = (html: string): string => /<script>([\s\S]*?)<\/script>/.exec(html)?.[1] as string;
 const visible = (html: string, when: string): boolean => new RegExp(`data-when="${when}"(?! hidden)`).test(html);
 
 describe('checkout page rendering', () => {
@@ -46,6 +48,38 @@ describe('checkout page rendering', () => {
     expect(visible(html, 'paid')).toBe(true);
     expect(html).toContain('<noscript><meta http-equiv="refresh" content="5;url=https://shop.example/thanks?order=7&#38;x=1"></noscript>');
     expect(html).toContain('data-href="https://shop.example/thanks?order=7&#38;x=1"');
+    expect(html).toContain('data-seconds="5">Returning to the shop in <span data-countdown>5</span> s.');
+  });
+
+  it('by default reloads every four seconds and redirects after five; the shop can set both, and the script (allowed by its hash) stays the same', () => {
+    expect(render({}, { paid: false })).toContain('<noscript><meta http-equiv="refresh" content="4"></noscript>');
+    expect(render({}, { paid: false })).toContain('data-reload="4"');
+    const timing = { redirectSeconds: 2, reloadSeconds: 3 };
+    const waiting = render({}, { paid: false }, 0, timing);
+    expect(waiting).toContain('<noscript><meta http-equiv="refresh" content="3"></noscript>');
+    // The script reads it there when live updates are refused.
+    expect(waiting).toContain('data-reload="3"');
+    const paid = render({}, { paid: true }, 0, timing);
+    expect(paid).toContain('<noscript><meta http-equiv="refresh" content="2;url=https://shop.example/thanks?order=7&#38;x=1"></noscript>');
+    expect(paid).toContain('data-seconds="2">Returning to the shop in <span data-countdown>2</span> s.');
+    expect(scriptOf(waiting)).toBe(scriptOf(render({}, { paid: false })));
+    expect(scriptOf(paid)).toBe(scriptOf(render({}, { paid: true })));
+  });
+
+  it("the checkout server renders its pages with the shop's redirect delay and reload interval", async () => {
+    const read = async (): Promise<CheckoutObservation> => ({ paid: false });
+    const server = await startCheckoutServer({ host: '127.0.0.1', port: 0, read, redirectSeconds: 2, reloadSeconds: 3 });
+    const plain = await startCheckoutServer({ host: '127.0.0.1', port: 0, read });
+    try {
+      const html = await (await fetch(server.add(request, { paid: true }))).text();
+      expect(html).toContain('<noscript><meta http-equiv="refresh" content="2;url=https://shop.example/thanks?order=7&#38;x=1"></noscript>');
+      expect(html).toContain('data-reload="3"');
+      const defaults = await (await fetch(plain.add(request, { paid: true }))).text();
+      expect(defaults).toContain('<noscript><meta http-equiv="refresh" content="5;url=https://shop.example/thanks?order=7&#38;x=1"></noscript>');
+      expect(defaults).toContain('data-reload="4"');
+    } finally {
+      await Promise.all([server.close(), plain.close()]);
+    }
   });
 
   it('expired only when the service gives an expiry that has passed, and never once paid', () => {
@@ -76,7 +110,7 @@ describe('checkout page rendering', () => {
     const html = render({}, { paid: false });
     const hash = (s: string): string => `'sha256-${createHash('sha256').update(s).digest('base64')}'`;
     const style = /<style>([\s\S]*?)<\/style>/.exec(html)?.[1] as string;
-    const script = /<script>([\s\S]*?)<\/script>/.exec(html)?.[1] as string;
+    const script = scriptOf(html);
     expect(CONTENT_SECURITY_POLICY).toContain(`style-src ${hash(style)}`);
     expect(CONTENT_SECURITY_POLICY).toContain(`script-src ${hash(script)}`);
     expect(CONTENT_SECURITY_POLICY).toMatch(/^default-src 'none'/);
