@@ -2,9 +2,10 @@ import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContextOptions, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { xnoToRaw } from '../../src/nano/index.js';
+import { xnoToRaw, type Account } from '../../src/nano/index.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { browserAvailability, launchChromium, readQr, startCheckout, startShop, type CheckoutProcess } from '../helpers/browser.js';
+import { SandboxClient, newAccount } from '../helpers/chain.js';
 import { userWithWallet, type CliUser } from '../helpers/cli.js';
 import { sandbox } from '../helpers/sandbox.js';
 
@@ -24,7 +25,9 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
   const sandboxLog: string[] = [];
   let merchant: CliUser;
   let merchantAddress: string;
-  let customer: CliUser;
+  // The customer pays from here, with the real protocol core against the sandbox: the page, not the paying wallet, is the subject.
+  const customer: Account = newAccount();
+  let wallet: SandboxClient;
   let shop: Awaited<ReturnType<typeof startShop>>;
   let chromium: Browser;
   let checkout: CheckoutProcess;
@@ -32,13 +35,16 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
 
   beforeAll(async () => {
     sb = await sandbox({ log: (line) => sandboxLog.push(line) });
-    [{ user: merchant, address: merchantAddress }, { user: customer }, shop, chromium] = await Promise.all([
+    [{ user: merchant, address: merchantAddress }, wallet, shop, chromium] = await Promise.all([
       userWithWallet(sb.url),
-      userWithWallet(sb.url, '20'),
+      SandboxClient.withNewKey(sb.url),
       startShop(),
       launchChromium(),
     ]);
-    checkout = await startCheckout(merchant, ['--amount', '1.5', '--redirect-url', `${shop.url}/thanks`]);
+    await wallet.fund(customer.address, '20');
+    await wallet.receiveAll(customer);
+    // A short redirect delay: the wait is not the subject here (the sandbox's page shows the default one).
+    checkout = await startCheckout(merchant, ['--amount', '1.5', '--redirect-url', `${shop.url}/thanks`, '--redirect-delay', '2']);
     await mkdir(ARTIFACTS, { recursive: true });
   });
 
@@ -63,11 +69,22 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
   }
 
   const uriOf = (c: { receive_address: string; amount: string }): string => `nano:${c.receive_address}?amount=${xnoToRaw(c.amount)}`;
+  /** Pays exactly what the request asks; returns the send's hash. */
+  const pay = (c: { receive_address: string; amount: string }): Promise<string> => wallet.send(customer, c.receive_address, xnoToRaw(c.amount));
 
   it('nanopay checkout --json prints the page URL and the request', () => {
     expect(checkout.url).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:\\d+/checkout/${checkout.transaction_id}$`));
     expect(checkout.receive_address).toBe(merchantAddress);
     expect(xnoToRaw(checkout.amount) > xnoToRaw('1.5')).toBe(true);
+  });
+
+  it('refuses a redirect delay or a reload interval under one second', async () => {
+    for (const flag of ['--redirect-delay', '--reload-interval']) {
+      const refused = await merchant.json<{ error: { code: string; message: string } }>(['checkout', '--amount', '1', flag, '0']);
+      expect(refused._code).toBe(2);
+      expect(refused.error.code).toBe('USAGE');
+      expect(refused.error.message).toContain(flag);
+    }
   });
 
   for (const [width, height, scheme] of [[360, 640, 'light'], [360, 640, 'dark'], [1280, 800, 'light'], [1280, 800, 'dark']] as const) {
@@ -110,13 +127,13 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
     const { page, errors, requests, close } = await open(checkout.url);
     // A reload would start a new document without this mark.
     await page.evaluate('window.sameDocument = true');
-    const paid = await customer.json<{ hash: string }>(['pay', uriOf(checkout), '--yes']);
-    expect(paid._code).toBe(0);
+    const hash = await pay(checkout);
     await page.waitForSelector('body[data-state="paid"]', { timeout: 2_000 });
     expect(await page.evaluate<boolean | undefined>('window.sameDocument')).toBe(true);
     expect(await page.textContent('#status')).toBe('Paid. Thank you!');
-    expect(await page.textContent('#block-hash')).toBe(paid.hash);
+    expect(await page.textContent('#block-hash')).toBe(hash);
     expect(await page.locator('.qr').isVisible()).toBe(false);
+    expect(await page.getAttribute('#redirect', 'data-seconds')).toBe('2');
     await page.screenshot({ path: `${ARTIFACTS}checkout-paid-1280.png` });
     await page.waitForURL(`${shop.url}/thanks`, { timeout: 15_000 });
     expect(await page.textContent('h1')).toBe('Thank you for your order');
@@ -126,14 +143,16 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
   });
 
   it('reaches the paid state with JavaScript disabled (the page reloads itself), then the redirect', async () => {
-    const second = await startCheckout(merchant, ['--amount', '0.75', '--redirect-url', `${shop.url}/thanks`]);
+    const second = await startCheckout(merchant, ['--amount', '0.75', '--redirect-url', `${shop.url}/thanks`, '--redirect-delay', '2', '--reload-interval', '1']);
     try {
       const { page, close } = await open(second.url, { javaScriptEnabled: false });
       expect(await page.getAttribute('body', 'data-state')).toBe('waiting');
+      expect(await page.content()).toContain('<meta http-equiv="refresh" content="1">');
       expect(await page.locator('button[data-copy="amount"]').isVisible()).toBe(false);
-      expect((await customer.json(['pay', uriOf(second), '--yes']))._code).toBe(0);
+      await pay(second);
       await page.waitForSelector('body[data-state="paid"]', { timeout: 15_000 });
       expect(await page.textContent('#block-hash')).toMatch(/^[0-9A-F]{64}$/);
+      expect(await page.content()).toContain(`<meta http-equiv="refresh" content="2;url=${shop.url}/thanks">`);
       await page.waitForURL(`${shop.url}/thanks`, { timeout: 15_000 });
       await close();
     } finally {
@@ -171,8 +190,11 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
     const uri = `nano:${address}?amount=${xnoToRaw(amount)}`;
     expect(readQr(await page.screenshot())).toBe(uri);
     expect(await page.content()).not.toContain(key);
-    expect((await customer.json(['pay', uri, '--yes']))._code).toBe(0);
+    await pay({ receive_address: address, amount });
     await page.waitForSelector('body[data-state="paid"]', { timeout: 2_000 });
+    // The default countdown, from five seconds.
+    expect(await page.getAttribute('#redirect', 'data-seconds')).toBe('5');
+    expect(await page.textContent('#redirect')).toMatch(/^Returning to the shop in [1-5] s\. Continue now$/);
     await page.waitForURL(`${shop.url}/thanks`, { timeout: 15_000 });
     await close();
     expect(errors).toEqual([]);
