@@ -31,25 +31,29 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
   let shop: Awaited<ReturnType<typeof startShop>>;
   let chromium: Browser;
   let checkout: CheckoutProcess;
+  let noScript: CheckoutProcess;
   const apiKeys = (): string[] => Object.keys(sb.service.snapshot().apiKeys);
 
   beforeAll(async () => {
-    sb = await sandbox({ log: (line) => sandboxLog.push(line) });
-    [{ user: merchant, address: merchantAddress }, wallet, shop, chromium] = await Promise.all([
-      userWithWallet(sb.url),
-      SandboxClient.withNewKey(sb.url),
-      startShop(),
-      launchChromium(),
-    ]);
-    await wallet.fund(customer.address, '20');
-    await wallet.receiveAll(customer);
-    // A short redirect delay: the wait is not the subject here (the sandbox's page shows the default one).
-    checkout = await startCheckout(merchant, ['--amount', '1.5', '--redirect-url', `${shop.url}/thanks`, '--redirect-delay', '2']);
-    await mkdir(ARTIFACTS, { recursive: true });
+    [sb, shop] = await Promise.all([sandbox({ log: (line) => sandboxLog.push(line) }), startShop()]);
+    const merchantReady = async (): Promise<void> => {
+      ({ user: merchant, address: merchantAddress } = await userWithWallet(sb.url));
+      // Short waits where the wait is not the subject (the sandbox's page counts down the default five seconds).
+      [checkout, noScript] = await Promise.all([
+        startCheckout(merchant, ['--amount', '1.5', '--redirect-url', `${shop.url}/thanks`, '--redirect-delay', '2']),
+        startCheckout(merchant, ['--amount', '0.75', '--redirect-url', `${shop.url}/thanks`, '--redirect-delay', '2', '--reload-interval', '1']),
+      ]);
+    };
+    const customerReady = async (): Promise<void> => {
+      wallet = await SandboxClient.withNewKey(sb.url);
+      await wallet.fund(customer.address, '20');
+      await wallet.receiveAll(customer);
+    };
+    [chromium] = await Promise.all([launchChromium(), merchantReady(), customerReady(), mkdir(ARTIFACTS, { recursive: true })]);
   });
 
   afterAll(async () => {
-    await checkout?.stop();
+    await Promise.all([checkout?.stop(), noScript?.stop()]);
     await chromium?.close();
     shop?.server.close();
     await sb?.close();
@@ -143,21 +147,16 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
   });
 
   it('reaches the paid state with JavaScript disabled (the page reloads itself), then the redirect', async () => {
-    const second = await startCheckout(merchant, ['--amount', '0.75', '--redirect-url', `${shop.url}/thanks`, '--redirect-delay', '2', '--reload-interval', '1']);
-    try {
-      const { page, close } = await open(second.url, { javaScriptEnabled: false });
-      expect(await page.getAttribute('body', 'data-state')).toBe('waiting');
-      expect(await page.content()).toContain('<meta http-equiv="refresh" content="1">');
-      expect(await page.locator('button[data-copy="amount"]').isVisible()).toBe(false);
-      await pay(second);
-      await page.waitForSelector('body[data-state="paid"]', { timeout: 15_000 });
-      expect(await page.textContent('#block-hash')).toMatch(/^[0-9A-F]{64}$/);
-      expect(await page.content()).toContain(`<meta http-equiv="refresh" content="2;url=${shop.url}/thanks">`);
-      await page.waitForURL(`${shop.url}/thanks`, { timeout: 15_000 });
-      await close();
-    } finally {
-      await second.stop();
-    }
+    const { page, close } = await open(noScript.url, { javaScriptEnabled: false });
+    expect(await page.getAttribute('body', 'data-state')).toBe('waiting');
+    expect(await page.content()).toContain('<meta http-equiv="refresh" content="1">');
+    expect(await page.locator('button[data-copy="amount"]').isVisible()).toBe(false);
+    await pay(noScript);
+    await page.waitForSelector('body[data-state="paid"]', { timeout: 15_000 });
+    expect(await page.textContent('#block-hash')).toMatch(/^[0-9A-F]{64}$/);
+    expect(await page.content()).toContain(`<meta http-equiv="refresh" content="2;url=${shop.url}/thanks">`);
+    await page.waitForURL(`${shop.url}/thanks`, { timeout: 15_000 });
+    await close();
   });
 
   it('answers an unknown or malformed id with a clear 404 page', async () => {

@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { newUser, type CliUser } from '../helpers/cli.js';
@@ -7,14 +10,13 @@ import { fund, ledger, sandbox } from '../helpers/sandbox.js';
 // On a real pseudo-terminal: spinners, prompts and Ctrl-C as a user meets them. Proof of work at the
 // live thresholds only where a search must outlast a keystroke; elsewhere at the dev ones, which cost nothing.
 let sb: RunningSandbox;
-let live: RunningSandbox;
 
 beforeAll(async () => {
-  if (ptyMissing === undefined) [sb, live] = await Promise.all([sandbox(), sandbox({ thresholds: 'live' })]);
+  if (ptyMissing === undefined) sb = await sandbox();
 });
 
 afterAll(async () => {
-  await Promise.all([sb?.close(), live?.close()]);
+  await sb?.close();
 });
 
 async function walletUser(url = sb.url): Promise<{ user: CliUser; address: string }> {
@@ -67,17 +69,27 @@ describe.skipIf(ptyMissing !== undefined)(`on a terminal${ptyMissing === undefin
   }
 
   it('Ctrl-C during proof of work ends the command with 130, and nothing is published', async () => {
-    // At the live send threshold the search takes many seconds: Ctrl-C comes first.
-    const { user, address } = await walletUser(live.url);
-    await fund(live.url, address, '5');
+    // The account is opened on a dev ledger (its work costs nothing), and the same ledger is then served at the live
+    // thresholds (the blocks in it stay valid): there a send's search takes many seconds, and Ctrl-C comes first.
+    const dataDir = await mkdtemp(join(tmpdir(), 'nanopay-sandbox-'));
+    const dev = await sandbox({ dataDir });
+    const { user, address } = await walletUser(dev.url);
+    await fund(dev.url, address, '5');
     expect((await user.json(['receive']))._code).toBe(0);
-    const blocksBefore = (await ledger(live.url)).blocks.length;
-    const terminal = onTerminal(['send', address, '1', '--yes'], user.env, { columns: 80 });
-    await terminal.waitFor('Proof of work');
-    terminal.type('\x03');
-    expect(await terminal.exited).toBe(130);
-    expect(terminal.output).toContain('[CANCELLED]');
-    expect((await ledger(live.url)).blocks.length).toBe(blocksBefore);
+    await dev.close();
+    const live = await sandbox({ dataDir, thresholds: 'live' });
+    try {
+      const blocksBefore = (await ledger(live.url)).blocks.length;
+      const terminal = onTerminal(['send', address, '1', '--yes'], { ...user.env, NANOPAY_API_URL: live.url }, { columns: 80 });
+      await terminal.waitFor('Proof of work');
+      terminal.type('\x03');
+      expect(await terminal.exited).toBe(130);
+      expect(terminal.output).toContain('[CANCELLED]');
+      expect((await ledger(live.url)).blocks.length).toBe(blocksBefore);
+    } finally {
+      await live.close();
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 
   it('Ctrl-C at the password prompt is CANCELLED, exit 130', async () => {
