@@ -4,6 +4,7 @@ import type { Browser, BrowserContextOptions, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { xnoToRaw, type Account } from '../../src/nano/index.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
+import { shutdownWorkers } from '../../src/work/index.js';
 import { browserAvailability, launchChromium, readQr, startCheckout, startShop, type CheckoutProcess } from '../helpers/browser.js';
 import { SandboxClient, newAccount } from '../helpers/chain.js';
 import { userWithWallet, type CliUser } from '../helpers/cli.js';
@@ -57,6 +58,7 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
     await chromium?.close();
     shop?.server.close();
     await sb?.close();
+    await shutdownWorkers();
   });
 
   /** A page that records console errors, uncaught exceptions and every URL it asks for. */

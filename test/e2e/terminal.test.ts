@@ -2,8 +2,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { requestPayment } from '../../src/ops/payments.js';
+import { Session } from '../../src/ops/session.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
-import { newUser, type CliUser } from '../helpers/cli.js';
+import { shutdownWorkers } from '../../src/work/index.js';
+import { PASSWORD, newUser, userWithWallet } from '../helpers/cli.js';
 import { onTerminal, ptyMissing } from '../helpers/pty.js';
 import { fund, ledger, sandbox } from '../helpers/sandbox.js';
 
@@ -17,14 +20,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await sb?.close();
+  await shutdownWorkers();
 });
-
-async function walletUser(url = sb.url): Promise<{ user: CliUser; address: string }> {
-  const user = await newUser(url);
-  const created = await user.json<{ address: string }>(['wallet', 'create', '--remote']);
-  expect(created._code).toBe(0);
-  return { user, address: created.address };
-}
 
 const lines = (text: string, pattern: RegExp): number => text.split('\n').filter((l) => pattern.test(l)).length;
 
@@ -40,7 +37,7 @@ describe.skipIf(ptyMissing !== undefined)(`on a terminal${ptyMissing === undefin
     const size = columns === undefined ? {} : { columns };
 
     it(`receive of several pending blocks ends, its spinner with it (${columns ?? 'unsized'} columns)`, async () => {
-      const { user, address } = await walletUser();
+      const { user, address } = await userWithWallet(sb.url);
       for (let i = 0; i < 3; i++) await fund(sb.url, address, '5');
       const terminal = onTerminal(['receive'], user.env, size);
       expect(await terminal.exited).toBe(0);
@@ -73,10 +70,7 @@ describe.skipIf(ptyMissing !== undefined)(`on a terminal${ptyMissing === undefin
     // thresholds (the blocks in it stay valid): there a send's search takes many seconds, and Ctrl-C comes first.
     const dataDir = await mkdtemp(join(tmpdir(), 'nanopay-sandbox-'));
     const dev = await sandbox({ dataDir });
-    const { user, address } = await walletUser(dev.url);
-    await fund(dev.url, address, '5');
-    expect((await user.json(['receive']))._code).toBe(0);
-    await dev.close();
+    const { user, address } = await userWithWallet(dev.url, '5').finally(() => dev.close());
     const live = await sandbox({ dataDir, thresholds: 'live' });
     try {
       const blocksBefore = (await ledger(live.url)).blocks.length;
@@ -93,7 +87,7 @@ describe.skipIf(ptyMissing !== undefined)(`on a terminal${ptyMissing === undefin
   });
 
   it('Ctrl-C at the password prompt is CANCELLED, exit 130', async () => {
-    const { user } = await walletUser();
+    const { user } = await userWithWallet(sb.url);
     const terminal = onTerminal(['receive'], { ...user.env, NANOPAY_PASSWORD: '' }, { columns: 80 });
     await terminal.waitFor('password');
     terminal.type('\x03');
@@ -103,9 +97,7 @@ describe.skipIf(ptyMissing !== undefined)(`on a terminal${ptyMissing === undefin
   });
 
   it('Ctrl-C at the confirmation prompt is CANCELLED, exit 130, and nothing is sent', async () => {
-    const { user, address } = await walletUser();
-    await fund(sb.url, address, '1');
-    expect((await user.json(['receive']))._code).toBe(0);
+    const { user, address } = await userWithWallet(sb.url, '1');
     const blocksBefore = (await ledger(sb.url)).blocks.length;
     const terminal = onTerminal(['send', address, '0.1'], user.env, { columns: 80 });
     await terminal.waitFor('Send 0.1 XNO?');
@@ -153,8 +145,9 @@ describe.skipIf(ptyMissing !== undefined)(`on a terminal${ptyMissing === undefin
   });
 
   it('NO_COLOR: the status --watch spinner has no colour codes', async () => {
-    const { user } = await walletUser();
-    const request = await user.json<{ transaction_id: string }>(['request', '0.5']);
+    const { user } = await userWithWallet(sb.url);
+    // Made in this process: the request is only the setup here.
+    const request = await requestPayment(new Session({ password: async () => PASSWORD, configDir: user.configDir, env: user.env }), { amount: { xno: '0.5' } });
     const terminal = onTerminal(['status', request.transaction_id, '--watch', '--interval', '1', '--timeout', '2'], { ...user.env, NO_COLOR: '1' }, { columns: 80 });
     expect(await terminal.exited).toBe(8);
     expect(terminal.output).toContain('Waiting for payment');
