@@ -8,7 +8,7 @@
 // core, bundles the CLI and then writes the manifest (which reads dist/app only).
 import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { join, relative, resolve, sep } from 'node:path';
+import { join, resolve, sep } from 'node:path';
 import ts from 'typescript';
 import { unusedExports } from './unused-exports.mjs';
 
@@ -60,10 +60,14 @@ function typescript() {
   host.getSourceFile = (fileName, ...rest) => program.getSourceFile(fileName) ?? readSourceFile.call(host, fileName, ...rest);
   const built = check ? ts.createProgram({ rootNames: build.config.fileNames, options: build.config.options, host }) : program;
   const compiled = new Set(built.getSourceFiles().filter((f) => !f.isDeclarationFile && !built.isSourceFileFromExternalLibrary(f)));
-  const outside = [...compiled].filter((f) => !f.fileName.startsWith(srcDir)).map((f) => relative(root, f.fileName));
-  if (outside.length > 0) return [`src/ imports files outside it, which the build (rootDir src) cannot emit:\n  ${outside.join('\n  ')}`];
+  if ([...compiled].some((f) => !f.fileName.startsWith(srcDir))) {
+    // src/ imports a file outside it, which the build cannot emit: rare enough to check src/ again for tsc's
+    // own words, which name the importing line.
+    const rootDirErrors = [...built.getOptionsDiagnostics(), ...[...compiled].flatMap((f) => built.getSemanticDiagnostics(f))].filter((d) => d.code === 6059);
+    return [format(ts.sortAndDeduplicateDiagnostics(rootDirErrors))];
+  }
 
-  // The files of test/ are outside the build's rootDir: said once above for those src/ uses, not for each test.
+  // TS6059 is the check above: with --check it would also be said of every file of test/, rightly outside rootDir.
   const relevant = (diagnostics) => diagnostics.filter((d) => d.code !== 6059);
   // Semantic diagnostics only when the files parsed and the options hold, as tsc does.
   const diagnostics = [...configErrors, ...program.getSyntacticDiagnostics(), ...relevant(program.getOptionsDiagnostics()), ...program.getGlobalDiagnostics()];
