@@ -1,90 +1,14 @@
-// Fails when a module under src/ exports a value (function, class, constant) that no
-// other module of src/ uses: dead code, or code kept alive only by tests. Types stay
-// free to export: they describe the signatures of what is used. Entry points are the roots: the SDK
-// (src/index.ts, whose exports the README documents), the commands, hooks and help class (loaded by oclif), and the
-// programs started by file (the CLI entry, the demo, the proof-of-work worker, the unlocked session's process);
-// what the benchmarks import from the build counts as used.
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
+// The unused-exports check on its own (scripts/unused-exports.mjs says what it checks); npm test runs the same
+// check inside scripts/build.mjs, on the program it type-checks with.
+import { resolve } from 'node:path';
 import ts from 'typescript';
+import { unusedExports } from './unused-exports.mjs';
 
 const root = resolve(import.meta.dirname, '..');
 const config = ts.getParsedCommandLineOfConfigFile(resolve(root, 'tsconfig.build.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined });
-const program = ts.createProgram(config.fileNames, config.options);
-const checker = program.getTypeChecker();
-const sources = program.getSourceFiles().filter((f) => f.fileName.startsWith(resolve(root, 'src')));
-
-const ENTRY = [/^src\/index\.ts$/, /^src\/commands\//, /^src\/hooks\//, /^src\/cli\/help\.ts$/, /^src\/cli\/main\.ts$/, /^src\/demo\/main\.ts$/, /^src\/work\/pow-worker\.ts$/, /^src\/wallet\/unlocked-agent\.ts$/];
-const isEntry = (file) => ENTRY.some((pattern) => pattern.test(relative(root, file.fileName)));
-
-const resolved = (symbol) => (symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol);
-const used = new Set();
-
-for (const file of sources) {
-  const visit = (node) => {
-    // Every name another module refers to through an import or a re-export.
-    if (ts.isImportSpecifier(node) || ts.isExportSpecifier(node) || ts.isImportClause(node) || ts.isNamespaceImport(node)) {
-      const symbol = checker.getSymbolAtLocation(node.name ?? node);
-      if (symbol !== undefined) used.add(resolved(symbol));
-    }
-    if (ts.isExportDeclaration(node) && node.exportClause === undefined && node.moduleSpecifier !== undefined) {
-      const target = checker.getSymbolAtLocation(node.moduleSpecifier);
-      if (target !== undefined) for (const s of checker.getExportsOfModule(target)) used.add(resolved(s));
-    }
-    // import('./x.js') used as a type or value.
-    if (ts.isImportTypeNode(node) || (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword)) {
-      node.forEachChild(visit);
-      return;
-    }
-    node.forEachChild(visit);
-  };
-  visit(file);
-  // Names of a namespace import used as `ns.name` count too.
-  const walk = (node) => {
-    if (ts.isPropertyAccessExpression(node)) {
-      const symbol = checker.getSymbolAtLocation(node.name);
-      if (symbol !== undefined) used.add(resolved(symbol));
-    }
-    node.forEachChild(walk);
-  };
-  walk(file);
-}
-
-// The benchmarks import the built modules (../dist/X.js is src/X.ts): what they import counts
-// as used, and a name the module no longer exports is an error here, not when a bench runs.
-const broken = [];
-const benchDir = resolve(root, 'bench');
-for (const name of readdirSync(benchDir).filter((f) => f.endsWith('.mjs'))) {
-  const text = readFileSync(join(benchDir, name), 'utf8');
-  for (const [, names, path] of text.matchAll(/import\s*\{([^}]*)\}\s*from\s*'\.\.\/dist\/([^']+)\.js'/g)) {
-    const file = program.getSourceFile(resolve(root, 'src', `${path}.ts`));
-    const moduleSymbol = file === undefined ? undefined : checker.getSymbolAtLocation(file);
-    const exported = moduleSymbol === undefined ? [] : checker.getExportsOfModule(moduleSymbol);
-    for (const imported of names.split(',').map((n) => n.trim().split(/\s+as\s+/)[0]).filter(Boolean)) {
-      const symbol = exported.find((e) => e.getName() === imported);
-      if (symbol === undefined) broken.push(`bench/${name}: src/${path}.ts does not export ${imported}`);
-      else used.add(resolved(symbol));
-    }
-  }
-}
-if (broken.length > 0) {
-  console.error(`A benchmark imports what src/ does not export:\n  ${broken.join('\n  ')}`);
+const result = unusedExports(ts.createProgram(config.fileNames, config.options), root);
+if (result.error !== undefined) {
+  console.error(result.error);
   process.exit(1);
 }
-
-const unused = [];
-for (const file of sources) {
-  if (isEntry(file)) continue;
-  const moduleSymbol = checker.getSymbolAtLocation(file);
-  if (moduleSymbol === undefined) continue;
-  for (const symbol of checker.getExportsOfModule(moduleSymbol)) {
-    const isValue = (resolved(symbol).flags & ts.SymbolFlags.Value) !== 0;
-    if (isValue && !used.has(resolved(symbol))) unused.push(`${relative(root, file.fileName)}: ${symbol.getName()}`);
-  }
-}
-
-if (unused.length > 0) {
-  console.error(`Exported but used by no other module of src/ (remove them, or stop exporting them):\n  ${unused.join('\n  ')}`);
-  process.exit(1);
-}
-console.log(`check-exports: every export of ${sources.length} modules is used`);
+console.log(`check-exports: every export of ${result.modules} modules is used`);
