@@ -95,6 +95,8 @@ const result = await build({
   format: 'esm',
   platform: 'node',
   target: 'node20',
+  // Less source for V8 to scan at every start (~5% of a command that loads little, such as config list).
+  minifyWhitespace: true,
   metafile: true,
   logLevel: 'warning',
   plugins: [lazyHttp2Wrapper, codeUnitCommandSort],
