@@ -25,8 +25,9 @@ const EDWARDS25519 = {
 /**
  * Keys, signatures and verifications a process makes before the base point gets noble's
  * precomputed tables (window 6, its default). Building them costs about as much as twenty
- * signatures and verifications without: a command makes a few, so it never builds them, while a
- * long-running process (serve, the sandbox) has them after its first few blocks.
+ * signatures, each with a verification, made without them: a command makes a few, so it never
+ * builds them, while a long-running process (serve, the sandbox) has them after its first dozen
+ * blocks and then signs as fast as before.
  */
 const USES_BEFORE_TABLES = 24;
 
