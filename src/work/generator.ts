@@ -1,15 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { NanoPayError } from '../errors.js';
-import { loadEngine, type EngineName } from './engines.js';
+import { loadEngine, type Engine, type EngineName } from './engines.js';
 import { acquire, discard, type SearchWorker } from './pool.js';
 import type { SearchJob } from './pow-worker.js';
 import { validateWork } from './pow.js';
-import { parseThreshold } from './thresholds.js';
+import { expectedHashes, parseThreshold } from './thresholds.js';
 
 export interface GenerateOptions {
   signal?: AbortSignal;
-  /** Worker threads (default: all cores). */
+  /** Worker threads (default: all cores; a search expected to be short runs on this thread, see searchHere). */
   workers?: number;
   /** Force a kernel (default: NANOPAY_POW_ENGINE, else the fastest that loads). */
   engine?: EngineName;
@@ -24,6 +24,35 @@ export interface GenerateOptions {
 }
 
 let nextJob = 1;
+
+/** Engines loaded on this thread, by the name asked for. */
+const engines = new Map<string, Engine>();
+
+/**
+ * An engine's batch is a fraction of a second of one core (engines.ts). A search expected to take
+ * under 1/256 of that (some hundred microseconds with the native kernel, the dev thresholds the
+ * sandbox asks for) costs less than starting a worker thread, so it runs here; it gives up after
+ * 1/16 of a batch, which it misses with odds of about e^-16, and the workers take over.
+ */
+const HERE_EXPECTED_SHARE = 256;
+const HERE_BUDGET_SHARE = 16;
+
+/** A short search on the calling thread (it blocks for a few milliseconds at most): the nonce, or undefined when the budget ran out. */
+function searchHere(root: string, threshold: string, engineName: string): string | undefined {
+  let engine = engines.get(engineName);
+  if (engine === undefined) {
+    engine = loadEngine(engineName);
+    engines.set(engineName, engine);
+  }
+  if (expectedHashes(threshold) > engine.batch / HERE_EXPECTED_SHARE) return undefined;
+  const start = randomBytes(8).readBigUInt64LE(0);
+  const { nonce } = engine.search(Buffer.from(root, 'hex'), parseThreshold(threshold), start, engine.batch / HERE_BUDGET_SHARE);
+  if (nonce === null) return undefined;
+  const work = nonce.toString(16).padStart(16, '0');
+  // Never trust the searcher: check with the reference implementation.
+  if (!validateWork(root, work, threshold)) throw new NanoPayError('INTERNAL_ERROR', `The ${engine.name} kernel returned invalid work ${work}`);
+  return work;
+}
 
 /** The kernel `generateWork` uses on this machine. */
 export function workEngine(preferred = process.env.NANOPAY_POW_ENGINE): EngineName {
@@ -40,8 +69,10 @@ function checkRoot(root: string): string {
 const cancelled = (): NanoPayError => new NanoPayError('CANCELLED', 'Proof of work cancelled');
 
 /**
- * Finds a nonce for `root` that meets `threshold` on worker threads of the pool
- * (the event loop stays free; concurrent searches take turns). Worker i searches
+ * Finds a nonce for `root` that meets `threshold`. Unless `workers` is given, a
+ * search expected to be short runs on this thread (searchHere); any other runs on
+ * worker threads of the pool (the event loop stays free; concurrent searches
+ * take turns). Worker i searches
  * its own range from base + i·2^60; the worker that finds a nonce sets the
  * shared stop flag, which the others' kernels read every few thousand nonces;
  * `signal` terminates them all.
@@ -57,6 +88,8 @@ export async function generateWork(root: string, threshold: string, opts: Genera
   const { signal } = opts;
   if (signal?.aborted) throw cancelled();
   const engine = opts.engine ?? process.env.NANOPAY_POW_ENGINE ?? 'auto';
+  const here = opts.workers === undefined ? searchHere(checkedRoot, threshold, engine) : undefined;
+  if (here !== undefined) return here;
   const workers = await acquire(count, signal, cancelled);
   // Aborted between the grant and now: the workers may still be starting; end them.
   if (signal?.aborted) {

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { availableParallelism } from 'node:os';
 import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   DEV_THRESHOLDS,
@@ -26,6 +27,23 @@ vi.mock('node:worker_threads', async (original) => {
     }
   }
   return { ...actual, Worker: Recorded };
+});
+
+/** What the engines of the calling thread answer instead of searching (undefined: they search), to steer its short searches. */
+const here = vi.hoisted(() => ({ nonce: undefined as bigint | null | undefined }));
+vi.mock('../../../src/work/engines.js', async (original) => {
+  const actual = await original<typeof import('../../../src/work/engines.js')>();
+  return {
+    ...actual,
+    loadEngine: (preferred?: string) => {
+      const engine = actual.loadEngine(preferred);
+      return {
+        ...engine,
+        search: (...args: Parameters<typeof engine.search>) =>
+          here.nonce === undefined ? engine.search(...args) : { nonce: here.nonce, hashes: 1, stopped: false, unseen: 1 },
+      };
+    },
+  };
 });
 
 const root = '718CC2121C3E641059BC1C2CFC45666C99E8AE922F7A807B7D07B62C995D79E2';
@@ -54,7 +72,10 @@ async function drain(): Promise<void> {
 }
 
 // Each test counts workers from an empty pool.
-beforeEach(drain);
+beforeEach(async () => {
+  here.nonce = undefined;
+  await drain();
+});
 afterAll(drain);
 
 describe('generateWork', () => {
@@ -197,5 +218,57 @@ console.log(await generateWork(${JSON.stringify(root)}, ${JSON.stringify(DEV_THR
     expect(result.stderr).toBe('');
     expect(result.status).toBe(0);
     expect(validateWork(root, result.stdout.trim(), DEV_THRESHOLDS.send)).toBe(true);
+  });
+});
+
+describe('a search expected to be short, with no worker count asked', () => {
+  it('runs on the calling thread on every engine: no worker starts', async () => {
+    const started = threads.length;
+    for (const engine of ['native', 'wasm', 'js'] as EngineName[]) {
+      const r = randomRoot();
+      const work = await generateWork(r, DEV_THRESHOLDS.receive, { engine });
+      expect(validateWork(r, work, DEV_THRESHOLDS.receive)).toBe(true);
+    }
+    // The dev send threshold (1024 hashes on average) is short for the native and WASM kernels too.
+    for (const engine of ['native', 'wasm'] as EngineName[]) {
+      const work = await generateWork(root, DEV_THRESHOLDS.send, { engine });
+      expect(validateWork(root, work, DEV_THRESHOLDS.send)).toBe(true);
+    }
+    expect(threads.length).toBe(started);
+    expect(liveWorkers()).toBe(0);
+  });
+
+  it('goes to the workers when it is long for the kernel: the dev send threshold on the JS one', async () => {
+    const work = await generateWork(root, DEV_THRESHOLDS.send, { engine: 'js' });
+    expect(validateWork(root, work, DEV_THRESHOLDS.send)).toBe(true);
+    expect(liveWorkers()).toBe(availableParallelism());
+  });
+
+  it('hands over to the workers when its budget runs out', async () => {
+    here.nonce = null;
+    const work = await generateWork(root, DEV_THRESHOLDS.send);
+    expect(validateWork(root, work, DEV_THRESHOLDS.send)).toBe(true);
+    expect(liveWorkers()).toBe(availableParallelism());
+  });
+
+  it('fails with INTERNAL_ERROR when the kernel answers a nonce that does not validate', async () => {
+    here.nonce = 0n;
+    expect(validateWork(root, '0000000000000000', DEV_THRESHOLDS.send)).toBe(false);
+    await expect(generateWork(root, DEV_THRESHOLDS.send)).rejects.toMatchObject({ code: 'INTERNAL_ERROR', message: expect.stringMatching(/invalid work 0000000000000000/) });
+    expect(liveWorkers()).toBe(0);
+  });
+});
+
+describe('a search expected to be long, with no worker count asked', () => {
+  it('runs on one worker per core, the event loop free', async () => {
+    const controller = new AbortController();
+    let search!: Promise<string>;
+    await new Promise<void>((progressed) => {
+      search = generateWork(root, IMPOSSIBLE, { signal: controller.signal, onProgress: () => progressed() });
+      search.catch(() => progressed());
+    });
+    expect(liveWorkers()).toBe(availableParallelism());
+    controller.abort();
+    await expect(search).rejects.toMatchObject({ code: 'CANCELLED' });
   });
 });
