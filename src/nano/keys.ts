@@ -1,6 +1,6 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { blake2b } from '@noble/hashes/blake2.js';
-import { entropyToMnemonic, generateMnemonic as bip39Generate, mnemonicToEntropy, mnemonicToSeedSync, validateMnemonic } from '@scure/bip39';
+import { entropyToMnemonic, generateMnemonic as bip39Generate, mnemonicToEntropy, validateMnemonic } from '@scure/bip39';
 import { wordlist } from '@scure/bip39/wordlists/english.js';
 import { NanoPayError } from '../errors.js';
 import { publicKeyToAddress } from './address.js';
@@ -52,6 +52,15 @@ function bip44PrivateKey(bip39Seed: Uint8Array, index: number): string {
   return bytesToHex(node.subarray(0, 32));
 }
 
+/**
+ * BIP39's seed: PBKDF2-HMAC-SHA512, 2048 rounds, of the NFKD mnemonic salted with "mnemonic" and the NFKD
+ * passphrase. Node's native PBKDF2 takes about 2 ms where the JavaScript one takes 60 ms or more, and every
+ * command that signs for a mnemonic wallet derives.
+ */
+function bip39Seed(mnemonic: string, passphrase: string): Uint8Array {
+  return pbkdf2Sync(mnemonic.normalize('NFKD'), `mnemonic${passphrase}`.normalize('NFKD'), 2048, 64, 'sha512');
+}
+
 function normalizeMnemonic(mnemonic: string): string {
   return mnemonic.normalize('NFKD').trim().toLowerCase().split(/\s+/).join(' ');
 }
@@ -97,8 +106,7 @@ export function deriveAccount(source: AccountSource): Account {
     const entropy = mnemonicToEntropy(checkMnemonic(source.mnemonic, [24]), wordlist);
     return fromPrivateKey(legacyPrivateKey(entropy, index));
   }
-  const bip39Seed = mnemonicToSeedSync(checkMnemonic(source.mnemonic, [12, 24]), source.passphrase ?? '');
-  return fromPrivateKey(bip44PrivateKey(bip39Seed, index));
+  return fromPrivateKey(bip44PrivateKey(bip39Seed(checkMnemonic(source.mnemonic, [12, 24]), source.passphrase ?? ''), index));
 }
 
 /** A new random 64-hex Nano seed (node derivation). */

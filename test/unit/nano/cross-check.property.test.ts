@@ -1,5 +1,7 @@
 import fc from 'fast-check';
 import * as reference from 'nanocurrency';
+import { generateMnemonic as scureMnemonic, mnemonicToSeedSync } from '@scure/bip39';
+import { wordlist } from '@scure/bip39/wordlists/english.js';
 import { describe, expect, it } from 'vitest';
 import { MAX_RAW, deriveAccount, hashBlock, publicKeyToAddress, signBlock, verifyBlock, type StateBlock } from '../../../src/nano/index.js';
 
@@ -18,6 +20,17 @@ describe('agreement with nanocurrency-js', () => {
         expect(ours.address).toBe(reference.deriveAddress(publicKey, { useNanoPrefix: true }));
       }),
       { numRuns: 50 },
+    );
+  });
+
+  it('derives the same BIP39 keys as @scure/bip39\'s seed, with any passphrase (Unicode too)', () => {
+    fc.assert(
+      fc.property(fc.constantFrom(128, 256), fc.string({ unit: 'grapheme', maxLength: 12 }), fc.integer({ min: 0, max: 3 }), (bits, passphrase, index) => {
+        const mnemonic = scureMnemonic(wordlist, bits);
+        const seed = Buffer.from(mnemonicToSeedSync(mnemonic, passphrase)).toString('hex');
+        expect(deriveAccount({ mnemonic, passphrase, index })).toEqual(deriveAccount({ seed, index }));
+      }),
+      { numRuns: 10 },
     );
   });
 
