@@ -133,10 +133,10 @@ describe('credits topup', () => {
 
 describe('work bench', () => {
   it('shows progress on stderr and prints an aligned table', async () => {
-    const result = await payer.run(['work', 'bench', '--seconds', '1', '--workers', '2']);
+    const result = await payer.run(['work', 'bench', '--seconds', '0.5', '--workers', '2']);
     expect(result.code).toBe(0);
-    expect(result.stderr).toContain('Measuring 1 thread for 1 s…');
-    expect(result.stderr).toContain('Measuring 2 threads for 1 s…');
+    expect(result.stderr).toContain('Measuring 1 thread for 0.5 s…');
+    expect(result.stderr).toContain('Measuring 2 threads for 0.5 s…');
     const rows = result.stdout.split('\n').filter((l) => /^(THREADS|\d+ )/.test(l));
     expect(rows).toHaveLength(3);
     const column = (l: string): number => l.search(/SPEED|\d+\.\d+ MH\/s/);

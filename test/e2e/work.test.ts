@@ -42,9 +42,12 @@ describe('work commands', () => {
   });
 
   it('work bench names the engine in use', async () => {
-    const result = await user.json<{ engine: string; all_threads: number }>(['work', 'bench', '--seconds', '1']);
+    const result = await user.json<{ engine: string; all_threads: number }>(['work', 'bench', '--seconds', '0.5']);
     expect(['native', 'wasm', 'js']).toContain(result.engine);
     expect(result.all_threads).toBeGreaterThan(0);
+    const tooShort = await user.run(['work', 'bench', '--seconds', '0.4', '--json']);
+    expect(tooShort.code).toBe(2);
+    expect(JSON.parse(tooShort.stdout)).toMatchObject({ error: { code: 'USAGE', message: expect.stringContaining('from 0.5 to 3600') } });
   });
 });
 

@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { Flags } from '@oclif/core';
+import { Errors, Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
 import { table } from '../../cli/format.js';
 import { progress } from '../../cli/spinner.js';
@@ -10,7 +10,15 @@ export default class WorkBench extends BaseCommand {
   static override description = 'It measures one thread, then all of them, for --seconds each, showing what it is doing on stderr. The expected times are for the live network\'s thresholds.';
   static override examples = ['<%= config.bin %> work bench', '<%= config.bin %> work bench --seconds 10 --json'];
   static override flags = {
-    seconds: Flags.integer({ description: 'seconds per measurement', default: 3, min: 1 }),
+    seconds: Flags.custom<number>({
+      description: 'seconds per measurement, at least 0.5 (two progress reports of the kernel)',
+      default: 3,
+      parse: async (input) => {
+        const seconds = /^\d+(\.\d+)?$/.test(input) ? Number(input) : Number.NaN;
+        if (!(seconds >= 0.5 && seconds <= 3600)) throw new Errors.CLIError(`Expected a number of seconds from 0.5 to 3600 but received: ${input}`);
+        return seconds;
+      },
+    })(),
     workers: Flags.integer({ description: 'threads for the all-threads figure', default: availableParallelism(), min: 1 }),
   };
 
@@ -20,7 +28,7 @@ export default class WorkBench extends BaseCommand {
     const spinner = await progress('Measuring…', !json);
     const result = await bench({
       workers: flags.workers,
-      ms: flags.seconds * 1000,
+      ms: Math.round(flags.seconds * 1000),
       onPhase: (threads) => {
         const text = `Measuring ${threads} ${threads === 1 ? 'thread' : 'threads'} for ${flags.seconds} s…`;
         // Off a terminal there is no spinner: one line per step, so a long silence is explained.
