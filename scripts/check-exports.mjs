@@ -1,5 +1,5 @@
 // The unused-exports check on its own (scripts/unused-exports.mjs says what it checks); npm test runs the same
-// check inside scripts/build.mjs, on the program it type-checks with.
+// check inside scripts/typescript.mjs, on the program it type-checks with.
 import { resolve } from 'node:path';
 import ts from 'typescript';
 import { unusedExports } from './unused-exports.mjs';

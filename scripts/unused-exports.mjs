@@ -3,7 +3,7 @@
 // is used. Entry points are the roots: the SDK (src/index.ts, whose exports the README documents), the commands,
 // hooks and help class (loaded by oclif), and the programs started by file (the CLI entry, the demo, the
 // proof-of-work worker, the unlocked session's process); what the benchmarks import from the build counts as used.
-// It takes a program rather than making one so that scripts/build.mjs can run it on the program it type-checks
+// It takes a program rather than making one so that scripts/typescript.mjs can run it on the program it type-checks
 // with (test files in it are never walked, so a use by a test keeps nothing alive).
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';

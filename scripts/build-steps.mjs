@@ -1,0 +1,39 @@
+// The steps scripts/build.mjs (the package) and scripts/test.mjs (npm test) share.
+import { spawn } from 'node:child_process';
+import { readdirSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+const root = resolve(import.meta.dirname, '..');
+
+/** Removes what a build writes, so nothing of an earlier one survives. */
+export function clean() {
+  for (const path of ['dist', 'oclif.manifest.json']) rmSync(join(root, path), { recursive: true, force: true });
+}
+
+/**
+ * Bundles the CLI into dist/app and then writes oclif's manifest (which reads dist/app only), in a child process.
+ * @returns {Promise<string | undefined>} what to print when it failed
+ */
+export function bundleCli() {
+  return new Promise((done, fail) => {
+    spawn('sh', ['-c', 'node scripts/bundle-cli.mjs && node_modules/.bin/oclif manifest'], {
+      cwd: root,
+      stdio: 'inherit',
+      env: { ...process.env, OCLIF_SKIP_NEW_VERSION_CHECK: 'true' },
+    })
+      .once('error', fail)
+      .once('exit', (code, signal) => done(code === 0 ? undefined : `bundling the CLI or writing its manifest failed (${signal ?? `exit ${code}`})`));
+  });
+}
+
+/**
+ * src/ to dist/ file by file, types stripped by esbuild: what runs from dist/ (the demo, the proof-of-work worker,
+ * the unlocked session's process) in a fraction of a second, without the type check or declarations.
+ */
+export async function transpile() {
+  const { build } = await import('esbuild');
+  const entryPoints = readdirSync(join(root, 'src'), { recursive: true })
+    .filter((file) => file.endsWith('.ts'))
+    .map((file) => join(root, 'src', file));
+  await build({ entryPoints, outdir: join(root, 'dist'), outbase: join(root, 'src'), format: 'esm', platform: 'node', target: 'es2022', sourcemap: true, logLevel: 'warning' });
+}
