@@ -1,5 +1,6 @@
 import { NanoPayError, redactUrl } from '../errors.js';
 import { asObject, type Json } from './shape.js';
+import { exchange } from './transport.js';
 
 export interface HttpOptions {
   baseUrl: string;
@@ -62,38 +63,24 @@ function unwrap(status: number, text: string, where: string): Json {
 }
 
 export async function call(options: HttpOptions, request: CallOptions): Promise<Json> {
-  const { got, RequestError } = await import('got');
   const where = describe(options, request);
-  const headers: Record<string, string> = { accept: 'application/json' };
+  const headers: Record<string, string> = {};
   if (request.auth !== false && options.apiKey !== undefined) {
     // The documented header and the one the published toolset sends.
     headers.authorization = `Bearer ${options.apiKey}`;
     headers['x-api-key'] = options.apiKey;
   }
-  try {
-    const response = await got(`${options.baseUrl.replace(/\/+$/, '')}${request.path}`, {
-      method: request.method,
-      headers,
-      ...(request.body === undefined ? {} : { json: request.body }),
-      timeout: { request: options.timeoutMs ?? 15_000 },
-      retry: request.safe && request.once !== true
-        ? { limit: options.retries ?? 2, methods: ['GET', 'POST'], backoffLimit: 2_000 }
-        : { limit: 0 },
-      throwHttpErrors: false,
-      responseType: 'text',
-      ...(request.signal === undefined ? {} : { signal: request.signal }),
-    });
-    return unwrap(response.statusCode, response.body, where);
-  } catch (error) {
-    if (error instanceof NanoPayError) throw error;
-    if (error instanceof RequestError) {
-      const timedOut = error.code === 'ETIMEDOUT' || error.name === 'TimeoutError';
-      throw new NanoPayError(
-        'REQUEST_ERROR',
-        timedOut ? `The service did not answer ${where} in time` : `Could not reach the service for ${where}: ${error.code ?? redactUrl(error.message)}`,
-        { hint: 'Check the API URL (NANOPAY_API_URL) and your network.' },
-      );
-    }
-    throw error;
-  }
+  const answer = await exchange({
+    url: `${options.baseUrl.replace(/\/+$/, '')}${request.path}`,
+    method: request.method,
+    headers,
+    body: request.body,
+    timeoutMs: options.timeoutMs ?? 15_000,
+    retries: request.safe && request.once !== true ? (options.retries ?? 2) : 0,
+    signal: request.signal,
+    party: 'service',
+    where,
+    hint: 'Check the API URL (NANOPAY_API_URL) and your network.',
+  });
+  return unwrap(answer.status, answer.text, where);
 }

@@ -4,6 +4,7 @@ import { DEV_THRESHOLDS, LIVE_THRESHOLDS } from '../work/index.js';
 import { serviceOnly, type LedgerBackend } from './backend.js';
 import type { RemoteAccountInfo, RemoteBalance, RemoteBlockInfo, RemoteDifficulty } from './client.js';
 import { asObject, bigIntField, hexField, optStr, stateBlock, str, type Json } from './shape.js';
+import { exchange } from './transport.js';
 
 /** How a provider wants its key: an Authorization header (Bearer or Basic), or a `key` field in the body. */
 export type NodeAuthScheme = 'bearer' | 'basic' | 'key';
@@ -61,37 +62,23 @@ export class NodeClient implements LedgerBackend {
 
   /** One RPC call; `safe` reads are retried on transport failures, `process` never. */
   async rpc(action: string, params: Record<string, unknown>, safe = true): Promise<Json> {
-    const { got, RequestError } = await import('got');
-    const where = this.where(action);
     const body: Record<string, unknown> = { action, ...params };
-    const headers: Record<string, string> = { accept: 'application/json' };
+    const headers: Record<string, string> = {};
     const auth = this.options.auth;
     if (auth?.scheme === 'bearer') headers.authorization = `Bearer ${auth.secret}`;
     if (auth?.scheme === 'basic') headers.authorization = `Basic ${auth.secret.includes(':') ? Buffer.from(auth.secret).toString('base64') : auth.secret}`;
     if (auth?.scheme === 'key') body.key = auth.secret;
-    let status: number;
-    let text: string;
-    try {
-      const response = await got(this.options.url, {
-        method: 'POST',
-        headers,
-        json: body,
-        timeout: { request: this.options.timeoutMs ?? 15_000 },
-        retry: safe ? { limit: this.options.retries ?? 2, methods: ['POST'], backoffLimit: 2_000 } : { limit: 0 },
-        throwHttpErrors: false,
-        responseType: 'text',
-      });
-      status = response.statusCode;
-      text = response.body;
-    } catch (error) {
-      if (error instanceof RequestError) {
-        const timedOut = error.code === 'ETIMEDOUT' || error.name === 'TimeoutError';
-        throw new NanoPayError('REQUEST_ERROR', timedOut ? `The node did not answer ${where} in time` : `Could not reach the node for ${where}: ${error.code ?? 'error'}`, {
-          hint: 'Check the node URL (NANOPAY_NODE_URL or nanopay config set node-url) and your network.',
-        });
-      }
-      throw error;
-    }
+    const { status, text } = await exchange({
+      url: this.options.url,
+      method: 'POST',
+      headers,
+      body,
+      timeoutMs: this.options.timeoutMs ?? 15_000,
+      retries: safe ? (this.options.retries ?? 2) : 0,
+      party: 'node',
+      where: this.where(action),
+      hint: 'Check the node URL (NANOPAY_NODE_URL or nanopay config set node-url) and your network.',
+    });
     return this.answer(action, status, text);
   }
 
