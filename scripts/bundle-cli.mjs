@@ -2,7 +2,7 @@
 // with esbuild: loading a few files instead of hundreds (@oclif/core alone is about 160) is most of a
 // command's start-up. tsc's dist/ stays as it is for the library (dist/index.js) and the demo.
 import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, relative, sep } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
@@ -30,26 +30,6 @@ const entryPoints = [
     out: relative(join(root, 'src'), file).slice(0, -'.ts'.length).split(sep).join('/'),
   })),
 ];
-
-/**
- * got imports http2-wrapper when it loads, and http2-wrapper makes a TLS socket when it loads, so
- * Node builds its store of root certificates then: about a fifth of the CPU of a command that
- * makes an HTTP request (a tenth of a send), for a module got touches only when asked for HTTP/2,
- * which nanopay never does. got gets a stand-in that loads http2-wrapper on the first touch.
- */
-const lazyHttp2Wrapper = {
-  name: 'lazy-http2-wrapper',
-  setup(build) {
-    build.onResolve({ filter: /^http2-wrapper$/ }, (args) =>
-      args.namespace === 'file' && args.importer.includes(`${sep}node_modules${sep}got${sep}`) ? { path: args.importer, namespace: 'lazy-http2-wrapper' } : undefined,
-    );
-    build.onLoad({ filter: /.*/, namespace: 'lazy-http2-wrapper' }, (args) => ({
-      resolveDir: dirname(args.path),
-      contents: `let wrapper;
-export default new Proxy({}, { get: (_, key) => (wrapper ??= require('http2-wrapper'))[key] });`,
-    }));
-  },
-};
 
 /**
  * oclif sorts each plugin's commands with localeCompare, and the first localeCompare of a process
@@ -118,7 +98,7 @@ const result = await build({
   minifyWhitespace: true,
   metafile: true,
   logLevel: 'warning',
-  plugins: [lazyHttp2Wrapper, codeUnitCommandSort, literalPluginMatch],
+  plugins: [codeUnitCommandSort, literalPluginMatch],
   // oclif compiles TypeScript commands only in development; we ship JavaScript.
   external: ['typescript', 'ts-node'],
   // CommonJS dependencies (oclif) call require(); an ES module has none of its own.
