@@ -4,11 +4,20 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NanoPayError } from '../../src/errors.js';
+import { topup } from '../../src/ops/credits.js';
+import { send } from '../../src/ops/send.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
+import { shutdownWorkers } from '../../src/work/index.js';
+import { userSession } from '../helpers/backend-users.js';
 import { BIN, userWithWallet, type CliUser } from '../helpers/cli.js';
 import { startFaultyProxy } from '../helpers/faulty-proxy.js';
 import { ledger, sandbox } from '../helpers/sandbox.js';
 import { addressToPublicKey } from '../../src/nano/index.js';
+
+// A crash is a real process killed at a named moment; what runs next for the account (the rerun that settles the
+// journal) is the same operation the next command would run, so it runs in-process, as a fresh Session: a new process's
+// state. The commands' front end for send --id and credits topup is in backends, cli-issue and payments.
 
 let sb: RunningSandbox;
 let payer: CliUser;
@@ -53,7 +62,11 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await sb?.close();
+  await shutdownWorkers();
 });
+
+/** The next run for the payer: a new Session, as a new process has. */
+const nextRun = (env: NodeJS.ProcessEnv = {}) => userSession({ ...payer, env: { ...payer.env, ...env } });
 
 describe('journal: a block signed but not known to be published', () => {
   it('killed while publish hangs: the rerun republishes the same block, once', async () => {
@@ -71,8 +84,7 @@ describe('journal: a block signed but not known to be published', () => {
     expect((await ledger(sb.url)).blocks.some((b) => b.hash === entry.hash)).toBe(false);
 
     // The next command for the account settles the journal before anything else.
-    const next = await payer.json<{ hash: string }>(['send', payee, '0.25', '--yes']);
-    expect(next._code).toBe(0);
+    await send(nextRun(), { to: payee, amount: { xno: '0.25' } });
     const blocks = (await ledger(sb.url)).blocks;
     expect(blocks.filter((b) => b.hash === entry.hash)).toHaveLength(1);
     expect(journalFiles()).toEqual([]);
@@ -82,14 +94,13 @@ describe('journal: a block signed but not known to be published', () => {
   it('answer lost after the block landed: the rerun sees it landed and signs nothing twice', async () => {
     const proxy = await startFaultyProxy(sb.url, (method, path) => (method === 'POST' && path === '/block/publish' ? 'forward-then-drop' : 'pass'));
     const before = await balanceRaw();
-    const lost = await payer.run(['send', payee, '0.5', '--yes', '--id', 'lost-answer', '--json'], { env: { NANOPAY_API_URL: proxy.url } });
+    const lost = await send(nextRun({ NANOPAY_API_URL: proxy.url }), { to: payee, amount: { xno: '0.5' }, id: 'lost-answer' }).catch((e: unknown) => e);
     await proxy.close();
-    expect(lost.code).toBe(5);
-    expect(JSON.parse(lost.stdout)).toMatchObject({ error: { code: 'REQUEST_ERROR' } });
+    expect(lost).toBeInstanceOf(NanoPayError);
+    expect(lost).toMatchObject({ code: 'REQUEST_ERROR', exitCode: 5 });
     expect(journalFiles()).toHaveLength(1);
 
-    const retry = await payer.json<{ repeated: boolean; hash: string }>(['send', payee, '0.5', '--yes', '--id', 'lost-answer']);
-    expect(retry._code).toBe(0);
+    const retry = await send(nextRun(), { to: payee, amount: { xno: '0.5' }, id: 'lost-answer' });
     expect(retry.repeated).toBe(true);
     expect(journalFiles()).toEqual([]);
     expect(await balanceRaw()).toBe(before - 5n * 10n ** 29n);
@@ -101,14 +112,12 @@ describe('kill -9 at the named moments', () => {
     const before = await balanceRaw();
     const delays = [0, 3, 8, 15, 30];
     for (const [i, delay] of delays.entries()) {
-      const args = ['send', payee, '0.001', '--yes', '--id', `kill-${i}`, '--json'];
-      const run = start(args);
+      const run = start(['send', payee, '0.001', '--yes', '--id', `kill-${i}`, '--json']);
       await waitFor(() => journalFiles().length === 1 || run.child.exitCode !== null, 'the signed block in the journal');
       await sleep(delay);
       run.child.kill('SIGKILL');
       await run.exited;
-      const rerun = await payer.json<{ hash: string }>(args.slice(0, -1));
-      expect(rerun._code).toBe(0);
+      await send(nextRun(), { to: payee, amount: { xno: '0.001' }, id: `kill-${i}` });
       expect(journalFiles()).toEqual([]);
     }
     expect(await balanceRaw()).toBe(before - BigInt(delays.length) * 10n ** 27n);
@@ -127,8 +136,7 @@ describe('kill -9 at the named moments', () => {
       caught = journalText().includes('topupResult');
       run.child.kill('SIGKILL');
       await run.exited;
-      const rerun = await payer.json<{ resumed: boolean; topped_up_credits: number }>(['credits', 'topup', '10', '--yes']);
-      expect(rerun._code).toBe(0);
+      const rerun = await topup(nextRun(), { tier: 10 });
       expect(rerun.topped_up_credits).toBe(10);
       if (caught) {
         expect(rerun.resumed).toBe(true);
