@@ -1,19 +1,23 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { xnoToRaw } from '../../src/nano/index.js';
+import { balance } from '../../src/ops/balance.js';
+import { payUri, requestPayment } from '../../src/ops/payments.js';
+import { send } from '../../src/ops/send.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
-import { BIN, type CliUser } from '../helpers/cli.js';
+import { shutdownWorkers } from '../../src/work/index.js';
+import { userSession } from '../helpers/backend-users.js';
+import { BIN } from '../helpers/cli.js';
 import { nodeMerchantAndCustomer } from '../helpers/node-users.js';
 import { sandbox } from '../helpers/sandbox.js';
 
-/** Instant detection on the node backend: the WebSocket, its loss, and what is never lost with it. */
+/**
+ * Instant detection on the node backend: the WebSocket, its loss, and what is never lost with it.
+ * The watching command is the child process under test; the payments it watches for, and the
+ * setup, are made in-process (those commands have their own tests). Each test has its own users.
+ */
 let sb: RunningSandbox;
 const rpcCalls: string[] = [];
-let merchant: CliUser;
-let customer: CliUser;
-let merchantAddress: string;
-/** The exact amount of the request paid in the first test, still waiting to be received. */
-let paidAmount: string;
 
 const until = async (condition: () => boolean, what: string): Promise<void> => {
   for (let i = 0; i < 600; i++) {
@@ -32,35 +36,38 @@ async function quiet(): Promise<void> {
   }
 }
 
-function start(args: string[]): { child: ChildProcess; out: () => string; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, [BIN, ...args], { env: merchant.env, stdio: ['ignore', 'pipe', 'pipe'] });
+function start(args: string[], env: NodeJS.ProcessEnv): { child: ChildProcess; out: () => string; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
   return { child, out: () => out, exited: new Promise((resolve) => child.on('close', resolve)) };
 }
 
+/** A merchant and a funded customer of the node, with its WebSocket. */
+const shop = () => nodeMerchantAndCustomer(sb, { NANOPAY_NODE_WS_URL: sb.wsUrl });
+
 beforeAll(async () => {
   sb = await sandbox({ log: (line) => void (line.startsWith('POST / ') && rpcCalls.push(line)) });
-  ({ merchant, customer, merchantAddress } = await nodeMerchantAndCustomer(sb, { NANOPAY_NODE_WS_URL: sb.wsUrl }));
 });
 
 afterAll(async () => {
   await sb?.close();
+  await shutdownWorkers();
 });
 
 describe('status --watch over the node WebSocket', () => {
   it('loses no payment made while the WebSocket is down: the poll after the reconnect reports it paid', async () => {
-    const request = await merchant.json<{ transaction_id: string; uri: string; amount: string }>(['request', '0.7']);
-    paidAmount = request.amount;
+    const { merchant, customer } = await shop();
+    const request = await requestPayment(userSession(merchant), { amount: { xno: '0.7' } });
     // An hour between polls: only the WebSocket (or the poll after a reconnect) can see the payment.
-    const watch = start(['status', request.transaction_id, '--watch', '--interval', '3600', '--timeout', '120', '--json']);
+    const watch = start(['status', request.transaction_id, '--watch', '--interval', '3600', '--timeout', '120', '--json'], merchant.env);
     await until(() => watch.out().includes('"is_paid":false') && sb.nodeSockets.subscribers() === 1, 'the watcher to subscribe');
 
     sb.nodeSockets.refuse(true);
     sb.nodeSockets.drop();
     await until(() => sb.nodeSockets.subscribers() === 0, 'the socket to go');
     await quiet();
-    expect((await customer.json(['pay', request.uri, '--yes']))._code).toBe(0);
+    await payUri(userSession(customer), request.uri, {});
     await quiet();
     expect(watch.out()).not.toContain('"is_paid":true');
 
@@ -73,12 +80,16 @@ describe('status --watch over the node WebSocket', () => {
 
 describe('receive --watch', () => {
   it('receives what waits at once, then each payment as it is confirmed; Ctrl-C ends it with 130', async () => {
-    // The request paid above still waits: it is received first.
-    const watch = start(['receive', '--watch', '--interval', '3600', '--json']);
+    const { merchant, customer, merchantAddress } = await shop();
+    // A request paid before the watch starts waits (its exact amount, with the request's offset): it is received first.
+    const request = await requestPayment(userSession(merchant), { amount: { xno: '0.7' } });
+    await payUri(userSession(customer), request.uri, {});
+    const paidAmount = request.amount;
+    const watch = start(['receive', '--watch', '--interval', '3600', '--json'], merchant.env);
     await until(() => sb.nodeSockets.subscribers() === 1 && watch.out().includes(`"amount":"${paidAmount}"`), 'the receiver to subscribe');
     await quiet();
     for (const amount of ['0.1', '0.2']) {
-      expect((await customer.json(['send', merchantAddress, amount, '--yes']))._code).toBe(0);
+      await send(userSession(customer), { to: merchantAddress, amount: { xno: amount } });
       await until(() => watch.out().includes(`"amount":"${amount}"`), `the receive of ${amount}`);
     }
     watch.child.kill('SIGINT');
@@ -90,7 +101,6 @@ describe('receive --watch', () => {
       [merchantAddress, 'receive', '0.2'],
     ]);
     expect(lines.at(-1)).toMatchObject({ error: { code: 'CANCELLED' } });
-    const balance = await merchant.json<{ balance_raw: string; pending_raw: string }>(['balance']);
-    expect(balance).toMatchObject({ pending_raw: '0', balance_raw: (xnoToRaw(paidAmount) + xnoToRaw('0.3')).toString() });
+    expect(await balance(userSession(merchant))).toMatchObject({ pending_raw: '0', balance_raw: (xnoToRaw(paidAmount) + xnoToRaw('0.3')).toString() });
   });
 });
