@@ -1,12 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NanoPayError } from '../../src/errors.js';
+import { openCheckout } from '../../src/ops/checkout.js';
+import { requestPayment } from '../../src/ops/payments.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
+import { userSession } from '../helpers/backend-users.js';
 import { startCheckout } from '../helpers/browser.js';
 import { userWithWallet, type CliUser } from '../helpers/cli.js';
 import { sandbox } from '../helpers/sandbox.js';
 
+// `nanopay checkout` on the service backend as a child process; the requests it serves are made in-process
+// (request has its own tests), and so are the refusals its front end adds nothing to.
 let sb: RunningSandbox;
 let merchant: CliUser;
 let merchantAddress: string;
+const other = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
 
 beforeAll(async () => {
   sb = await sandbox();
@@ -17,9 +24,19 @@ afterAll(async () => {
   await sb?.close();
 });
 
+/** What the operation refuses with. */
+async function refusal(promise: Promise<unknown>): Promise<NanoPayError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(NanoPayError);
+  return error as NanoPayError;
+}
+
 describe('nanopay checkout', () => {
   it('serves the page of an existing request, with the amount and address the service reports', async () => {
-    const request = await merchant.json<{ transaction_id: string; amount: string }>(['request', '2']);
+    const request = await requestPayment(userSession(merchant), { amount: { xno: '2' } });
     const checkout = await startCheckout(merchant, [request.transaction_id]);
     try {
       expect(checkout).toMatchObject({ transaction_id: request.transaction_id, amount: request.amount, receive_address: merchantAddress });
@@ -33,14 +50,15 @@ describe('nanopay checkout', () => {
     }
   });
 
-  it('refuses a request paid to another address than --to, and needs a TRANSACTION_ID or --amount', async () => {
-    const request = await merchant.json<{ transaction_id: string }>(['request', '1']);
-    const other = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
+  it('refuses a request paid to another address than --to: exit 10 and the error document', async () => {
+    const request = await requestPayment(userSession(merchant), { amount: { xno: '1' } });
     const conflict = await merchant.json<{ error: { code: string } }>(['checkout', request.transaction_id, '--to', other]);
-    expect(conflict.error.code).toBe('CONFLICT');
-    const neither = await merchant.json<{ error: { code: string } }>(['checkout']);
-    expect(neither.error.code).toBe('USAGE');
-    const badRedirect = await merchant.json<{ error: { code: string } }>(['checkout', '--amount', '1', '--redirect-url', 'javascript:alert(1)']);
-    expect(badRedirect.error.code).toBe('INVALID_REQUEST');
+    expect(conflict).toMatchObject({ _code: 10, error: { code: 'CONFLICT' } });
+  });
+
+  it('in process: needs a TRANSACTION_ID or --amount, and an http(s) --redirect-url', async () => {
+    const session = userSession(merchant);
+    expect((await refusal(openCheckout(session, {}))).code).toBe('USAGE');
+    expect((await refusal(openCheckout(session, { amount: '1', redirectUrl: 'javascript:alert(1)' }))).code).toBe('INVALID_REQUEST');
   });
 });

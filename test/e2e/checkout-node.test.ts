@@ -1,16 +1,24 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCheckoutServer } from '../../src/checkout/server.js';
+import { NanoPayError } from '../../src/errors.js';
 import { xnoToRaw } from '../../src/nano/index.js';
 import { checkoutConfirmations, checkoutReader, openCheckout, type CheckoutObservation } from '../../src/ops/checkout.js';
-import { Session } from '../../src/ops/session.js';
+import { payUri, paymentStatus, requestPayment } from '../../src/ops/payments.js';
+import { send } from '../../src/ops/send.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
+import { shutdownWorkers } from '../../src/work/index.js';
+import { userSession } from '../helpers/backend-users.js';
 import { startCheckout } from '../helpers/browser.js';
 import type { CliUser } from '../helpers/cli.js';
 import { nodeMerchantAndCustomer } from '../helpers/node-users.js';
 import { sandbox } from '../helpers/sandbox.js';
 
-/** The checkout page on the node backend: requests nanopay keeps, its own exact matching, and the WebSocket. */
+/**
+ * The checkout page on the node backend: requests nanopay keeps, its own exact matching, and the WebSocket.
+ * `nanopay checkout` is the child process under test; the requests, payments and status reads around it
+ * run in-process through the operations (those commands have their own tests).
+ */
 let sb: RunningSandbox;
 /** Node RPC calls the sandbox answered (`POST /`), in order. */
 const rpcCalls: string[] = [];
@@ -53,9 +61,7 @@ const states = (stream: Stream): string[] => [...stream.text().matchAll(/^data: 
 
 /** Sends exactly `raw` raw from the customer to the merchant; returns the block. */
 async function sendRaw(raw: bigint): Promise<string> {
-  const sent = await customer.json<{ hash: string }>(['send', merchantAddress, raw.toString(), '--raw', '--yes']);
-  expect(sent._code).toBe(0);
-  return sent.hash;
+  return (await send(userSession(customer), { to: merchantAddress, amount: { raw: raw.toString() } })).hash as string;
 }
 
 beforeAll(async () => {
@@ -67,12 +73,12 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await sb?.close();
+  await shutdownWorkers();
 });
 
 describe('nanopay checkout on the node backend', () => {
   it('serves a request nanopay keeps, stays waiting on an under- or overpayment, and turns paid on the exact amount', async () => {
-    const request = await merchant.json<{ transaction_id: string; amount: string; amount_raw: string; uri: string }>(['request', '0.5']);
-    expect(request._code).toBe(0);
+    const request = await requestPayment(userSession(merchant), { amount: { xno: '0.5' } });
     const checkout = await startCheckout(merchant, [request.transaction_id]);
     try {
       // The exact amount and the address, from the requests store.
@@ -91,17 +97,15 @@ describe('nanopay checkout on the node backend', () => {
       const seen = rpcCalls.length;
       await until(() => rpcCalls.length >= seen + 3, 'the checkout to read the status again');
       expect(states(stream)).toEqual(['{"state":"waiting"}']);
-      const status = await merchant.json<{ is_paid: boolean; message: string }>(['status', request.transaction_id]);
-      expect(status).toMatchObject({ is_paid: false });
+      expect(await paymentStatus(userSession(merchant), request.transaction_id)).toMatchObject({ is_paid: false });
 
-      const paid = await customer.json<{ hash: string }>(['pay', request.uri, '--yes']);
-      expect(paid._code).toBe(0);
+      const paid = await payUri(userSession(customer), request.uri, {});
       // Paid is final: the stream ends on it, naming the exact payment (the wrong amounts never paid it).
       await stream.ended;
       expect(states(stream)).toEqual(['{"state":"waiting"}', `{"state":"paid","block_hash":"${paid.hash}"}`]);
       // The server goes on serving the page, and the request is paid for `status` too.
       expect(await (await fetch(checkout.url)).text()).toContain('data-state="paid"');
-      expect(await merchant.json(['status', request.transaction_id])).toMatchObject({ is_paid: true });
+      expect(await paymentStatus(userSession(merchant), request.transaction_id)).toMatchObject({ is_paid: true });
     } finally {
       await checkout.stop();
     }
@@ -121,23 +125,28 @@ describe('nanopay checkout on the node backend', () => {
       // Bounded far below the 600 s interval: only the confirmation can have woken the read.
       await until(() => states(stream).length === 2, 'the paid state', 20_000);
       expect(states(stream)).toEqual(['{"state":"waiting"}', `{"state":"paid","block_hash":"${hash}"}`]);
-      expect(await merchant.json(['status', checkout.transaction_id])).toMatchObject({ is_paid: true, amount: checkout.amount });
+      expect(await paymentStatus(userSession(merchant), checkout.transaction_id)).toMatchObject({ is_paid: true, amount: checkout.amount });
     } finally {
       await checkout.stop();
     }
     await until(() => sb.nodeSockets.subscribers() === 0, 'the subscription to end');
   });
 
-  it('refuses another --to than the request names, and an id nanopay does not keep (exit 9)', async () => {
-    const request = await merchant.json<{ transaction_id: string }>(['request', '1']);
+  it('in process: refuses another --to than the request names (exit 10), and an id nanopay does not keep (exit 9)', async () => {
+    // The refusals are the operation's; the command's front end for them is test/e2e/checkout-command.test.ts.
+    const session = userSession(merchant);
+    const request = await requestPayment(session, { amount: { xno: '1' } });
     const other = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
-    expect(await merchant.json(['checkout', request.transaction_id, '--to', other])).toMatchObject({ _code: 10, error: { code: 'CONFLICT' } });
-    const unknown = await merchant.json(['checkout', '11111111-1111-4111-8111-111111111111']);
-    expect(unknown).toMatchObject({ _code: 9, error: { code: 'INVALID_TRANSACTION_ID' } });
+    const conflict = await openCheckout(session, { transactionId: request.transaction_id, to: other }).catch((e: unknown) => e);
+    expect(conflict).toBeInstanceOf(NanoPayError);
+    expect(conflict).toMatchObject({ exitCode: 10, code: 'CONFLICT' });
+    const unknown = await openCheckout(session, { transactionId: '11111111-1111-4111-8111-111111111111' }).catch((e: unknown) => e);
+    expect(unknown).toBeInstanceOf(NanoPayError);
+    expect(unknown).toMatchObject({ exitCode: 9, code: 'INVALID_TRANSACTION_ID' });
   });
 
   it('in process: reads on each confirmation to its address, ignores a wrong amount, and unsubscribes on close', async () => {
-    const session = new Session({ password: async () => 'test password 1', env: merchantWs.env, configDir: merchant.configDir });
+    const session = userSession(merchantWs);
     const opened = await openCheckout(session, { amount: '0.2' });
     const real = await checkoutReader(session);
     const reads: CheckoutObservation[] = [];
