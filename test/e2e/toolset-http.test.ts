@@ -1,10 +1,11 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { xnoToRaw } from '../../src/nano/index.js';
-import { Session } from '../../src/ops/session.js';
+import { exportWallet } from '../../src/ops/wallet.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { AgentClient, AgentError } from '../../src/sdk/agent-client.js';
-import { newUser, type CliUser } from '../helpers/cli.js';
+import { userSession } from '../helpers/backend-users.js';
+import { userWithWallet, type CliUser } from '../helpers/cli.js';
 import { fund, ledger, sandbox } from '../helpers/sandbox.js';
 import { expectEnvelopeError as expectRawEnvelopeError, httpCall, sendHostileRequests } from '../helpers/raw-http.js';
 import { startServe, type ServeProcess } from '../helpers/serve.js';
@@ -13,6 +14,9 @@ let sb: RunningSandbox;
 let user: CliUser;
 let address: string;
 let serve: ServeProcess;
+/** A second `nanopay serve`, configured by its environment: a token, and proof of work from an unreachable work server. */
+let configured: ServeProcess;
+const token = 'a-long-enough-test-token';
 const other = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
 
 interface Reply {
@@ -50,14 +54,17 @@ function expectEnvelopeError(reply: Reply, status: number, code: string): void {
 
 beforeAll(async () => {
   sb = await sandbox();
-  user = await newUser(sb.url);
-  address = (await user.json<{ address: string }>(['wallet', 'create', '--remote'])).address;
+  // The wallet is made in-process (wallet create has its own tests); serve is the child process under test.
+  ({ user, address } = await userWithWallet(sb.url));
   await fund(sb.url, address, '10');
-  serve = await startServe(user);
+  [serve, configured] = await Promise.all([
+    startServe(user),
+    startServe(user, [], { NANOPAY_TOOLSET_TOKEN: token, NANO_WORK_MODE: 'remote', NANO_WORK_SERVER_URL: 'http://127.0.0.1:9', NANO_WORK_TIMEOUT_MS: '500' }),
+  ]);
 });
 
 afterAll(async () => {
-  await serve?.stop();
+  await Promise.all([serve?.stop(), configured?.stop()]);
   await sb?.close();
 });
 
@@ -139,8 +146,8 @@ describe('the seven routes', () => {
 
   it('logs one line per request, with none of the actual secrets', async () => {
     expect(serve.stderr()).toMatch(/POST \/wallet\/send 200 \d+ms/);
-    const exported = await user.json<{ secret: string; accounts: { private_key: string }[] }>(['wallet', 'export', '--yes']);
-    const apiKey = await new Session({ password: async () => user.env.NANOPAY_PASSWORD as string, configDir: user.configDir }).apiKey();
+    const exported = await exportWallet(userSession(user));
+    const apiKey = await userSession(user).apiKey();
     const secrets = [exported.secret, ...exported.accounts.map((a) => a.private_key), apiKey as string, user.env.NANOPAY_PASSWORD as string];
     expect(secrets.every((s) => s.length >= 8)).toBe(true);
     const log = serve.stderr().toLowerCase();
@@ -160,17 +167,11 @@ describe('guards', () => {
     expect((await ledger(sb.url)).blocks.length).toBe(before);
   });
 
-  it('with a token every request needs it', async () => {
-    const token = 'a-long-enough-test-token';
-    const guarded = await startServe(user, [], { NANOPAY_TOOLSET_TOKEN: token });
-    try {
-      expectEnvelopeError(await call('GET', '/wallet/balance', { base: guarded.url }), 401, 'UNAUTHORIZED');
-      expectEnvelopeError(await call('GET', '/wallet/balance', { base: guarded.url, headers: { authorization: 'Bearer wrong-token-of-some-size' } }), 401, 'UNAUTHORIZED');
-      const ok = await call('GET', '/wallet/balance', { base: guarded.url, headers: { authorization: `Bearer ${token}` } });
-      expect(ok.status).toBe(200);
-    } finally {
-      await guarded.stop();
-    }
+  it('with a token (NANOPAY_TOOLSET_TOKEN) every request needs it', async () => {
+    expectEnvelopeError(await call('GET', '/wallet/balance', { base: configured.url }), 401, 'UNAUTHORIZED');
+    expectEnvelopeError(await call('GET', '/wallet/balance', { base: configured.url, headers: { authorization: 'Bearer wrong-token-of-some-size' } }), 401, 'UNAUTHORIZED');
+    const ok = await call('GET', '/wallet/balance', { base: configured.url, headers: { authorization: `Bearer ${token}` } });
+    expect(ok.status).toBe(200);
   });
 
   it('refuses to bind a non-loopback address without a token', async () => {
@@ -249,13 +250,9 @@ describe('AgentClient', () => {
 
 describe('proof of work as configured', () => {
   it('with NANO_WORK_MODE=remote and no reachable work server, a send is WORK_SERVER_ERROR, never made on this machine', async () => {
-    const remote = await startServe(user, [], { NANO_WORK_MODE: 'remote', NANO_WORK_SERVER_URL: 'http://127.0.0.1:9', NANO_WORK_TIMEOUT_MS: '500' });
-    try {
-      const before = (await ledger(sb.url)).blocks.length;
-      expectEnvelopeError(await call('POST', '/wallet/send', { base: remote.url, body: JSON.stringify({ recipient_address: other, amount: '0.01' }) }), 502, 'WORK_SERVER_ERROR');
-      expect((await ledger(sb.url)).blocks.length).toBe(before);
-    } finally {
-      await remote.stop();
-    }
+    const before = (await ledger(sb.url)).blocks.length;
+    const body = JSON.stringify({ recipient_address: other, amount: '0.01' });
+    expectEnvelopeError(await call('POST', '/wallet/send', { base: configured.url, body, headers: { authorization: `Bearer ${token}` } }), 502, 'WORK_SERVER_ERROR');
+    expect((await ledger(sb.url)).blocks.length).toBe(before);
   });
 });
