@@ -2,14 +2,17 @@ import { existsSync, readFileSync } from 'node:fs';
 import { chmod, lstat, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NanoPayError } from '../../src/errors.js';
 import { deriveAccount, generateSeed } from '../../src/nano/index.js';
 import { balance } from '../../src/ops/balance.js';
 import { getSetting } from '../../src/ops/config.js';
-import { lock, type UnlockResult } from '../../src/ops/unlock.js';
+import { send } from '../../src/ops/send.js';
+import { Session } from '../../src/ops/session.js';
+import { lock, unlock, type UnlockResult } from '../../src/ops/unlock.js';
 import { createWallet, exportWallet } from '../../src/ops/wallet.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../src/work/index.js';
-import { newUser, PASSWORD, type CliUser, type RunResult } from '../helpers/cli.js';
+import { newUser, PASSWORD, type CliUser } from '../helpers/cli.js';
 import { onTerminal, ptyMissing } from '../helpers/pty.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { alive, remoteWallet, sessionOf, socketOf, unlockInProcess, waitUntil } from '../helpers/unlocked.js';
@@ -49,34 +52,31 @@ async function walletUser(amount?: string): Promise<{ user: CliUser; address: st
   return { user, address, passwordFile };
 }
 
-async function unlock(user: CliUser, passwordFile: string, duration = '60s'): Promise<Unlocked> {
-  const unlocked = await user.json<Unlocked>(['unlock', '--for', duration, '--password-file', passwordFile], { env: NO_PASSWORD });
-  expect(unlocked._code, JSON.stringify(unlocked)).toBe(0);
-  started.push(unlocked.pid);
-  return unlocked;
-}
-
 async function unlockedInProcess(user: CliUser, profile?: string): Promise<UnlockResult> {
   const result = await unlockInProcess(user, 60, profile);
   started.push(result.pid);
   return result;
 }
 
-const expectPasswordRequired = (result: RunResult): void => {
-  expect(result.code, result.stderr).toBe(6);
-  expect(result.stderr).toContain('[PASSWORD_REQUIRED]');
-};
-
 /** A command of the user's without a password, in-process: it works only if an unlocked session lends the secrets. */
 const balanceWithoutPassword = (user: CliUser, profile?: string): ReturnType<typeof balance> =>
   balance(sessionOf(user, { password: false, ...(profile === undefined ? {} : { profile }) }));
 
 describe('nanopay unlock / lock', () => {
-  it('after unlock --password-file, balance and send need no password; lock ends it and the password is needed again', async () => {
-    const { user, passwordFile } = await walletUser('10');
+  it('after unlock --password-stdin, commands need no password and no secret shows; lock ends it and the password is needed again', async () => {
+    const { user } = await walletUser('10');
     const bob = deriveAccount({ seed: generateSeed(), index: 0 }).address;
+    const exported = await exportWallet(sessionOf(user));
+    const apiKey = await sessionOf(user).apiKey();
+    expect(apiKey).toBeTypeOf('string');
+    expect((await getSetting(sessionOf(user), 'api-key')).value).toBe('(set, encrypted)');
+    const secrets = [PASSWORD, exported.secret, exported.accounts[0]!.private_key, apiKey as string];
+
     const before = Date.now();
-    const unlocked = await unlock(user, passwordFile, '15m');
+    const result = await user.run(['unlock', '--for', '15m', '--password-stdin', '--json'], { env: NO_PASSWORD, input: `${PASSWORD}\n` });
+    expect(result.code, result.stderr).toBe(0);
+    const unlocked = JSON.parse(result.stdout) as Unlocked;
+    started.push(unlocked.pid);
     expect(unlocked).toMatchObject({ profile: 'default', seconds: 900, socket: socketOf(user), replaced: false });
     const expiry = Date.parse(unlocked.expires_at);
     expect(expiry).toBeGreaterThanOrEqual(before + 900_000);
@@ -89,10 +89,11 @@ describe('nanopay unlock / lock', () => {
     expect(socketInfo.uid).toBe(process.getuid?.());
     expect((await stat(join(user.configDir, 'sessions'))).mode & 0o777).toBe(0o700);
 
-    const shown = await user.json<{ balance: string }>(['balance'], { env: NO_PASSWORD });
-    expect(shown).toMatchObject({ _code: 0, balance: '10' });
-    const sent = await user.json<{ hash: string; balance_after: string }>(['send', bob, '2.5', '--yes'], { env: NO_PASSWORD });
-    expect(sent).toMatchObject({ _code: 0, balance_after: '7.5' });
+    // A command without a password, as a process of its own; a send in-process (the same borrowing, in Session).
+    const shown = await user.run(['balance'], { env: NO_PASSWORD });
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toContain('Balance: 10 XNO');
+    expect(await send(sessionOf(user, { password: false }), { to: bob, amount: { xno: '2.5' } })).toMatchObject({ balance_after: '7.5' });
     expect((await balance(sessionOf(user), { address: bob })).pending).toBe('2.5');
 
     const locked = await user.run(['lock']);
@@ -101,52 +102,20 @@ describe('nanopay unlock / lock', () => {
     expect(existsSync(socketOf(user))).toBe(false);
     await waitUntil('the agent process to end', () => !alive(unlocked.pid), 5000);
 
-    expectPasswordRequired(await user.run(['balance'], { env: NO_PASSWORD }));
+    await expect(balanceWithoutPassword(user)).rejects.toMatchObject({ code: 'PASSWORD_REQUIRED' });
     const again = await user.run(['lock']);
     expect(again.code).toBe(0);
     expect(again.stdout).toContain('No unlocked session was running for profile "default"; nothing to do.');
-    expect(await user.json(['lock'])).toMatchObject({ _code: 0, profile: 'default', ended: 0, stale_removed: false });
-  });
+    expect(await lock(sessionOf(user))).toEqual({ profile: 'default', ended: 0, stale_removed: false });
 
-  it('ends when a command changes the key store, and changing it still needs the password', async () => {
-    const { user, passwordFile } = await walletUser();
-    const unlocked = await unlockedInProcess(user);
-    // Without a password a change is refused (config set api-key and wallet export too: the integration test);
-    // the session keeps running.
-    expectPasswordRequired(await user.run(['wallet', 'create', '--name', 'second'], { env: NO_PASSWORD }));
-    expect(alive(unlocked.pid)).toBe(true);
-    await expect(balanceWithoutPassword(user)).resolves.toMatchObject({ balance: '0' });
-
-    const created = await user.run(['wallet', 'create', '--name', 'second', '--password-file', passwordFile, '--json'], { env: NO_PASSWORD });
-    expect(created.code, created.stderr).toBe(0);
-    expect(created.stderr).toContain('The key store changed, so its unlocked session ended');
-    expect(existsSync(socketOf(user))).toBe(false);
-    await waitUntil('the agent process to end', () => !alive(unlocked.pid), 5000);
-    await expect(balanceWithoutPassword(user)).rejects.toMatchObject({ code: 'PASSWORD_REQUIRED' });
-  });
-
-  it('keeps secrets out of its argv, its environment and every output', async () => {
-    const { user } = await walletUser();
-    const exported = await exportWallet(sessionOf(user));
-    const apiKey = await sessionOf(user).apiKey();
-    expect(apiKey).toBeTypeOf('string');
-    expect((await getSetting(sessionOf(user), 'api-key')).value).toBe('(set, encrypted)');
-    const secrets = [PASSWORD, exported.secret, exported.accounts[0]!.private_key, apiKey as string];
-
-    const result = await user.run(['unlock', '--for', '60s', '--password-stdin', '--json'], { env: NO_PASSWORD, input: `${PASSWORD}\n` });
-    expect(result.code, result.stderr).toBe(0);
-    const unlocked = JSON.parse(result.stdout) as Unlocked;
-    started.push(unlocked.pid);
-    const shown = await user.run(['balance'], { env: NO_PASSWORD });
-    const locked = await user.run(['lock', '--json']);
-    const outputs = [result, shown, locked].flatMap((r) => [r.stdout, r.stderr]).join('\n');
+    const outputs = [result, shown, locked, again].flatMap((r) => [r.stdout, r.stderr]).join('\n');
     if (existsSync('/proc/self/environ')) {
       // Unlocked with the password in the environment this time: the agent still gets none of it.
-      const again = await user.json<Unlocked>(['unlock', '--for', '60s']);
-      expect(again._code).toBe(0);
-      started.push(again.pid);
-      const cmdline = readFileSync(`/proc/${again.pid}/cmdline`, 'utf8');
-      const environ = readFileSync(`/proc/${again.pid}/environ`, 'utf8');
+      const fromEnv = await user.json<Unlocked>(['unlock', '--for', '60s']);
+      expect(fromEnv._code).toBe(0);
+      started.push(fromEnv.pid);
+      const cmdline = readFileSync(`/proc/${fromEnv.pid}/cmdline`, 'utf8');
+      const environ = readFileSync(`/proc/${fromEnv.pid}/environ`, 'utf8');
       expect(cmdline.split('\0').filter(Boolean)).toEqual([process.execPath, expect.stringMatching(/dist\/app\/unlocked-agent\.js$/)]);
       // An empty environment, but for the IPC channel's variables that Node itself sets.
       for (const entry of environ.split('\0').filter(Boolean)) expect(entry).toMatch(/^NODE_CHANNEL_[A-Z_]+=[\w-]*$/);
@@ -164,21 +133,42 @@ describe('nanopay unlock / lock', () => {
     }
   });
 
-  it('refuses a sessions dir open to others; lock --all ends the sessions of every profile', async () => {
+  it('ends when a command changes the key store, and changing it still needs the password', async () => {
+    const { user, passwordFile } = await walletUser();
+    const unlocked = await unlockedInProcess(user);
+    // Without a password a change is refused (config set api-key and wallet export too: the integration test);
+    // the session keeps running.
+    await expect(createWallet(sessionOf(user, { password: false }), { name: 'second' })).rejects.toMatchObject({ code: 'PASSWORD_REQUIRED', exitCode: 6 });
+    expect(alive(unlocked.pid)).toBe(true);
+    await expect(balanceWithoutPassword(user)).resolves.toMatchObject({ balance: '0' });
+
+    const created = await user.run(['wallet', 'create', '--name', 'second', '--password-file', passwordFile, '--json'], { env: NO_PASSWORD });
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stderr).toContain('The key store changed, so its unlocked session ended');
+    expect(existsSync(socketOf(user))).toBe(false);
+    await waitUntil('the agent process to end', () => !alive(unlocked.pid), 5000);
+    await expect(balanceWithoutPassword(user)).rejects.toMatchObject({ code: 'PASSWORD_REQUIRED' });
+  });
+
+  it('refuses a sessions dir open to others; lock --all ends the sessions of every profile, and shows no secret', async () => {
     const { user } = await walletUser();
     await createWallet(sessionOf(user, { profile: 'other' }));
+    const exported = await exportWallet(sessionOf(user));
+    const secrets = [PASSWORD, exported.secret, exported.accounts[0]!.private_key, (await sessionOf(user).apiKey()) as string];
     const sessions = [await unlockedInProcess(user), await unlockedInProcess(user, 'other')];
 
     const dir = join(user.configDir, 'sessions');
     await chmod(dir, 0o755);
-    const refused = await user.run(['balance'], { env: NO_PASSWORD });
-    expect(refused.code).toBe(1);
-    expect(refused.stderr).toContain('[UNSAFE_SESSION]');
-    expect(refused.stderr).toContain('is open to others (mode 0755)');
+    const refused = await balanceWithoutPassword(user).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(NanoPayError);
+    expect(refused).toMatchObject({ code: 'UNSAFE_SESSION', exitCode: 1, message: expect.stringContaining('is open to others (mode 0755)') });
     await chmod(dir, 0o700);
     await expect(balanceWithoutPassword(user)).resolves.toMatchObject({ balance: '0' });
 
-    expect(await user.json(['lock', '--all'])).toMatchObject({ _code: 0, profile: null, ended: 2 });
+    const all = await user.run(['lock', '--all', '--json']);
+    expect(all.code, all.stderr).toBe(0);
+    expect(JSON.parse(all.stdout)).toMatchObject({ profile: null, ended: 2 });
+    for (const secret of secrets) expect(`${all.stdout}${all.stderr}`).not.toContain(secret);
     for (const { pid } of sessions) await waitUntil('the agents to end', () => !alive(pid), 5000);
     expect(existsSync(socketOf(user))).toBe(false);
     expect(existsSync(socketOf(user, 'other'))).toBe(false);
@@ -190,11 +180,10 @@ describe('nanopay unlock / lock', () => {
     const duration = await user.run(['unlock', '--for', '-1m', '--password-file', passwordFile], { env: NO_PASSWORD });
     expect(duration.code, duration.stderr).toBe(2);
     expect(duration.stderr).toContain('[USAGE]');
-    await writeFile(join(user.configDir, 'wrong.txt'), 'not the password\n', { mode: 0o600 });
-    const wrong = await user.run(['unlock', '--password-file', join(user.configDir, 'wrong.txt')], { env: NO_PASSWORD });
-    expect(wrong.code).toBe(6);
-    expect(wrong.stderr).toContain('[WRONG_PASSWORD]');
-    expectPasswordRequired(await user.run(['unlock'], { env: NO_PASSWORD }));
+    // A wrong password, and none at all, are the operation's refusals (the front end's exit 6 for both: wallet-flow).
+    const wrong = new Session({ password: async () => 'not the password', env: user.env });
+    await expect(unlock(wrong, { seconds: 900 })).rejects.toMatchObject({ code: 'WRONG_PASSWORD', exitCode: 6 });
+    await expect(unlock(sessionOf(user, { password: false }), { seconds: 900 })).rejects.toMatchObject({ code: 'PASSWORD_REQUIRED', exitCode: 6 });
     expect(existsSync(socketOf(user))).toBe(false);
     const human = await user.run(['unlock', '--for', '1h30m', '--password-file', passwordFile], { env: NO_PASSWORD });
     expect(human.code, human.stderr).toBe(0);
