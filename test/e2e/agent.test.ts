@@ -9,6 +9,7 @@ import { AgentClient } from '../../src/sdk/agent-client.js';
 import { ScriptedModel, chat, says, startAgentProcess, toolCalls, type AgentProcess, type StreamEvent } from '../helpers/agent.js';
 import { runCli, userWithWallet } from '../helpers/cli.js';
 import { fund, sandbox } from '../helpers/sandbox.js';
+import { waitUntil } from '../helpers/unlocked.js';
 
 // `nanopay agent` itself: its start-up (strict mode's first start at the key store's real cost),
 // flags, environment, log and shutdown. What the agent does with requests is tested in-process:
@@ -68,6 +69,8 @@ describe.concurrent('the agent command', () => {
       expect(await new AgentClient(agent.url).check_balance()).toEqual({ balance: '0', address: agent.address });
 
       const password = (await readFile(join(agentDir, 'agent-password'), 'utf8')).trim();
+      // A request's line is logged once its answer is out, so it may reach us just after the answer.
+      await waitUntil('the log line of the balance request', () => /GET \/wallet\/balance 200 \d+ms/.test(agent.stderr()));
       const log = agent.stderr();
       expect(log).toMatch(/made a random wallet password in /);
       expect(log).toMatch(/created the agent wallet nano_/);
