@@ -97,7 +97,7 @@ describe('--raw and --show-raw', () => {
     expect(old.stderr).toContain('--raw');
   });
 
-  // The command with --raw runs in backends.test.ts (on both backends, with the same check).
+  // The command with --raw runs in backends.test.ts, with the same check.
   it('send --raw takes the amount in raw', async () => {
     const sent = await send(commandSession(user), { to: spare0, amount: { raw: '1000' } });
     expect(sent).toMatchObject({ amount_raw: '1000' });

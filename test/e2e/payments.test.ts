@@ -32,8 +32,8 @@ afterAll(async () => {
 // --timeout and service failures in cli-issue.test.ts. Through bin/run.js here: what the front end
 // adds (the QR code, Ctrl-C); credits, top-ups and donations are the operations', run in-process
 // through commandSession as one more command of the user's would (the commands themselves:
-// credits in reads.test.ts, credits topup and donate in flag-conventions.test.ts, backends.test.ts
-// and cli-issue.test.ts).
+// credits in reads.test.ts, credits topup in flag-conventions.test.ts and cli-issue.test.ts, donate
+// in flag-conventions.test.ts and backends.test.ts).
 describe('request', () => {
   it('the QR code encodes the standard URI with the raw amount, and reads on the terminal theme it is drawn for', async () => {
     const result = await merchant.run(['request', '0.75', '--qr']);

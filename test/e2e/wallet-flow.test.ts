@@ -79,9 +79,12 @@ describe('wallet and money movement through bin/run.js', () => {
     expect(noYes.code).toBe(2);
     expect(JSON.parse(noYes.stdout)).toMatchObject({ error: { code: 'USAGE' } });
 
-    // The rest is the operation's (send over the funds, exit 4, also runs as a command in backends.test.ts).
+    const tooMuch = await alice.run(['send', bobAddress, '1000', '--yes', '--json']);
+    expect(tooMuch.code).toBe(4);
+    expect(JSON.parse(tooMuch.stdout)).toMatchObject({ error: { code: 'INSUFFICIENT_FUNDS' } });
+
+    // Which input is refused, and with which exit code, is the operation's.
     const session = commandSession(alice);
-    await expect(send(session, { to: bobAddress, amount: { xno: '1000' } })).rejects.toMatchObject({ code: 'INSUFFICIENT_FUNDS', exitCode: 4 });
     await expect(send(session, { to: 'nano_123', amount: { xno: '1' } })).rejects.toMatchObject({ code: 'INVALID_ADDRESS', exitCode: 3 });
     await expect(send(session, { to: bobAddress, amount: { xno: '1.2.3' } })).rejects.toMatchObject({ code: 'INVALID_NUMBER_FORMAT' });
   });
@@ -91,7 +94,9 @@ describe('wallet and money movement through bin/run.js', () => {
     const session = commandSession(carol);
     await setSetting(session, 'limit-per-day', '0.5');
     await send(session, { to: bobAddress, amount: { xno: '0.3' } });
-    await expect(send(session, { to: bobAddress, amount: { xno: '0.3' } })).rejects.toMatchObject({ code: 'LIMIT_EXCEEDED', exitCode: 7 });
+    const over = await carol.run(['send', bobAddress, '0.3', '--yes', '--json']);
+    expect(over.code).toBe(7);
+    expect(JSON.parse(over.stdout)).toMatchObject({ error: { code: 'LIMIT_EXCEEDED' } });
   });
 
   it('keeps no seed, private key or API key in plain text, with private modes', async () => {
@@ -117,7 +122,8 @@ describe('wallet and money movement through bin/run.js', () => {
   it('a wrong password fails clearly and leaves the store byte-identical', async () => {
     const path = join(alice.configDir, 'keystore.json');
     const before = await readFile(path);
-    // How a wrong password ends a command (exit 6, [WRONG_PASSWORD]) runs in unlock.test.ts; here the store.
+    // A command ending with exit 6 runs below (PASSWORD_REQUIRED), and with [WRONG_PASSWORD] on a terminal in
+    // terminal.test.ts; here the store.
     const wrong = send(commandSession(alice, { NANOPAY_PASSWORD: 'not it' }), { to: bobAddress, amount: { xno: '0.1' } });
     await expect(wrong).rejects.toMatchObject({ code: 'WRONG_PASSWORD', exitCode: 6 });
     expect(await readFile(path)).toEqual(before);
