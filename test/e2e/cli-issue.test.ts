@@ -1,12 +1,20 @@
 import { createServer, type Server } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { getSetting } from '../../src/ops/config.js';
+import { credits, topup } from '../../src/ops/credits.js';
+import { requestPayment, watchPayment, type WatchEvent } from '../../src/ops/payments.js';
+import { send } from '../../src/ops/send.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
-import { userWithWallet, type CliUser } from '../helpers/cli.js';
+import { shutdownWorkers } from '../../src/work/index.js';
+import { commandSession, userWithWallet, type CliUser } from '../helpers/cli.js';
 import { startFaultyProxy } from '../helpers/faulty-proxy.js';
 import { ledger, sandbox } from '../helpers/sandbox.js';
 
-// What a demanding user met at the command line (issue 12): each case as they typed it.
+// What a demanding user met at the command line (issue 12): each case as they typed it. What the
+// front end shows (exit codes, stdout and stderr) runs through bin/run.js; what only the operation
+// decides (which error, what a result holds) runs in-process through commandSession, as one more
+// command of the user's would.
 let sb: RunningSandbox;
 let payer: CliUser;
 let payee: string;
@@ -19,6 +27,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await sb?.close();
+  await shutdownWorkers();
 });
 
 /** A loopback port nothing listens on: the service is down. */
@@ -34,19 +43,21 @@ const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
 
 describe('send --id', () => {
   it('the same key with another amount is IDEMPOTENCY_MISMATCH (exit 10) naming what differs; the same parameters repeat the first result', async () => {
-    const first = await payer.json<{ hash: string }>(['send', payee, '0.01', '--yes', '--id', 'order-1']);
-    expect(first._code).toBe(0);
+    const session = commandSession(payer);
+    const first = await send(session, { to: payee, amount: { xno: '0.01' }, id: 'order-1' });
     const blocks = (await ledger(sb.url)).blocks.length;
-    const other = await payer.run(['send', payee, '0.02', '--yes', '--id', 'order-1', '--json']);
-    expect(other.code).toBe(10);
-    const error = (JSON.parse(other.stdout) as { error: { code: string; message: string } }).error;
-    expect(error.code).toBe('IDEMPOTENCY_MISMATCH');
-    expect(error.message).toMatch(/amount/i);
+    await expect(send(session, { to: payee, amount: { xno: '0.02' }, id: 'order-1' })).rejects.toMatchObject({
+      code: 'IDEMPOTENCY_MISMATCH',
+      exitCode: 10,
+      message: expect.stringMatching(/amount/i),
+    });
+    // What the user saw: the refusal, never "Already sent".
     const plain = await payer.run(['send', payee, '0.02', '--yes', '--id', 'order-1']);
     expect(plain.code).toBe(10);
+    expect(plain.stderr).toContain('[IDEMPOTENCY_MISMATCH]');
     expect(plain.stdout).not.toContain('Already sent');
-    const same = await payer.json<{ hash: string; repeated: boolean }>(['send', payee, '0.01', '--yes', '--id', 'order-1']);
-    expect(same).toMatchObject({ _code: 0, hash: first.hash, repeated: true });
+    const same = await send(session, { to: payee, amount: { xno: '0.01' }, id: 'order-1' });
+    expect(same).toMatchObject({ hash: first.hash, repeated: true });
     expect((await ledger(sb.url)).blocks.length).toBe(blocks);
   });
 });
@@ -61,18 +72,18 @@ describe('status --watch when the service fails', () => {
     expect(result.stderr).not.toMatch(/Not paid/);
   });
 
-  it('--json: NDJSON error events within the timeout, then one error document', async () => {
+  // Which events the watch reports is the operation's; --json printing each as a line and the error as the last
+  // document is the command's, run in payments.test.ts (status --watch --json) and below.
+  it('the events: errors only, within the timeout, then REQUEST_ERROR (exit 5)', async () => {
     const down = await closedPort();
-    const result = await payer.run(['status', UNKNOWN_ID, '--watch', '--interval', '1', '--timeout', '3', '--json'], { env: { NANOPAY_API_URL: down } });
-    expect(result.code).toBe(5);
-    const lines = result.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-    const events = lines.slice(0, -1);
+    const events: WatchEvent[] = [];
+    const watched = watchPayment(commandSession(payer, { NANOPAY_API_URL: down }), UNKNOWN_ID, { intervalMs: 1000, timeoutMs: 3000, onEvent: (e) => events.push(e) });
+    await expect(watched).rejects.toMatchObject({ code: 'REQUEST_ERROR', exitCode: 5 });
     expect(events.length).toBeGreaterThan(0);
     for (const e of events) {
       expect(e).toMatchObject({ event: 'error', code: 'REQUEST_ERROR' });
-      expect(e.elapsed_ms as number).toBeLessThanOrEqual(3000);
+      expect(e.elapsed_ms).toBeLessThanOrEqual(3000);
     }
-    expect(lines.at(-1)).toMatchObject({ error: { code: 'REQUEST_ERROR' } });
   });
 
   it('a service that never answers is cut at the timeout (not after its own request timeout), exit 5', async () => {
@@ -85,7 +96,7 @@ describe('status --watch when the service fails', () => {
   });
 
   it('a service that answers but nobody pays: TIMEOUT, exit 8, naming the timeout given', async () => {
-    const request = await payer.json<{ transaction_id: string }>(['request', '0.5']);
+    const request = await requestPayment(commandSession(payer), { amount: { xno: '0.5' } });
     const result = await payer.run(['status', request.transaction_id, '--watch', '--interval', '1', '--timeout', '2']);
     expect(result.code).toBe(8);
     expect(result.stderr).toContain('Not paid after 2 s');
@@ -105,9 +116,8 @@ describe('profiles and settings', () => {
     expect(fromEnv).toMatchObject({ value: sb.url, source: 'env', variable: 'NANOPAY_API_URL' });
     const human = await payer.run(['config', 'get', 'api-url']);
     expect(human.stdout.trim()).toBe(`${sb.url}  (from NANOPAY_API_URL)`);
-    const { NANOPAY_API_URL: _, ...noUrl } = payer.env;
-    const fallback = await payer.run(['config', 'get', 'api-url', '--json'], { env: { ...noUrl, NANOPAY_API_URL: '' } });
-    expect(JSON.parse(fallback.stdout)).toMatchObject({ value: 'http://127.0.0.1:7076', source: 'default' });
+    // Which source is in effect is the operation's.
+    expect(await getSetting(commandSession(payer, { NANOPAY_API_URL: '' }), 'api-url')).toMatchObject({ value: 'http://127.0.0.1:7076', source: 'default' });
     const set = await payer.run(['config', 'set', 'work-mode', 'cpu', '--json']);
     expect(JSON.parse(set.stdout)).toMatchObject({ value: 'cpu', source: 'profile' });
   });
@@ -121,11 +131,12 @@ describe('credits topup', () => {
   });
 
   it('reports what the top-up\'s own calls cost', async () => {
-    const before = (await payer.json<{ credits: number }>(['credits'])).credits;
-    const result = await payer.json<{ credits_before: number; calls_cost: number; new_credits_balance: number }>(['credits', 'topup', '10', '--yes']);
+    const session = commandSession(payer);
+    const before = (await credits(session)).credits;
+    const result = await topup(session, { tier: 10 });
     expect(result.credits_before).toBe(before);
     expect(result.calls_cost).toBeGreaterThan(0);
-    expect(result.new_credits_balance).toBe(before + 10 - result.calls_cost);
+    expect(result.new_credits_balance).toBe(before + 10 - (result.calls_cost as number));
     const human = await payer.run(['credits', 'topup', '10', '--yes']);
     expect(human.stdout).toMatch(/Topped up 10 credits; balance now \d+ \(\d+ before; the top-up's own calls cost \d+\)\./);
   });
@@ -145,14 +156,15 @@ describe('work bench', () => {
 });
 
 describe('help, version, completion, unknown commands', () => {
-  it('-h, --help and help print the top-level help; -v, --version and version the version', async () => {
-    for (const args of [['-h'], ['--help'], ['help']]) {
+  // --help and --version: help.test.ts (-h and help print the same page as --help) and startup.test.ts.
+  it('-h and help print the top-level help; -v and version the version', async () => {
+    for (const args of [['-h'], ['help']]) {
       const result = await payer.run(args);
       expect(result.code).toBe(0);
       expect(result.stdout).toContain('USAGE');
       expect(result.stdout).toContain('send');
     }
-    for (const args of [['-v'], ['--version'], ['version']]) {
+    for (const args of [['-v'], ['version']]) {
       const result = await payer.run(args);
       expect(result.code).toBe(0);
       expect(result.stdout).toMatch(/^nanopay-cli\/\d+\.\d+\.\d+ /);

@@ -1,14 +1,23 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deriveAccount, xnoToRaw } from '../../src/nano/index.js';
+import { topup } from '../../src/ops/credits.js';
+import { donate } from '../../src/ops/donate.js';
+import { payUri, requestPayment } from '../../src/ops/payments.js';
+import { receive } from '../../src/ops/receive.js';
+import { send } from '../../src/ops/send.js';
+import { createWallet } from '../../src/ops/wallet.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
-import { newUser, userWithWallet, type CliUser } from '../helpers/cli.js';
+import { shutdownWorkers } from '../../src/work/index.js';
+import { commandSession, newUser, userWithWallet, type CliUser } from '../helpers/cli.js';
 import { fund, ledger, sandbox } from '../helpers/sandbox.js';
 
 /**
  * A flag means one thing on every command: --wallet and --account pick the paying account on
  * every command that spends (send, pay, donate, credits topup) as on balance and receive;
  * --raw is send's "the amount is in raw", and balance shows raw amounts with --show-raw.
+ * Each flag on each command runs through bin/run.js; setup, and what only the operation
+ * decides, run in-process through commandSession as one more command of the user's would.
  */
 let sb: RunningSandbox;
 let user: CliUser;
@@ -22,18 +31,19 @@ const balanceRaw = async (address: string): Promise<bigint> => BigInt((await led
 beforeAll(async () => {
   sb = await sandbox();
   ({ user, address: main } = await userWithWallet(sb.url, '5'));
-  const spare = await user.json<{ address: string }>(['wallet', 'create', '--name', 'spare']);
-  expect(spare._code).toBe(0);
-  spare0 = spare.address;
+  spare0 = (await createWallet(commandSession(user), { name: 'spare' })).address;
   // balance derives an account it has not seen yet.
   spare1 = (await user.json<{ account: string }>(['balance', '--wallet', 'spare', '--account', '1']))['account'];
   await fund(sb.url, spare0, '5');
   await fund(sb.url, spare1, '5');
-  for (const account of ['0', '1']) expect((await user.json(['receive', '--wallet', 'spare', '--account', account]))._code).toBe(0);
+  expect((await receive(commandSession(user), { wallet: 'spare', index: 0 })).total_raw).toBe(xnoToRaw('5').toString());
+  // The spending tests below find 5 XNO on account 1 only if receive took the flags.
+  expect((await user.json(['receive', '--wallet', 'spare', '--account', '1']))._code).toBe(0);
 });
 
 afterAll(async () => {
   await sb?.close();
+  await shutdownWorkers();
 });
 
 describe('--wallet and --account on every command that spends', () => {
@@ -46,7 +56,7 @@ describe('--wallet and --account on every command that spends', () => {
   });
 
   it('pay pays the URI from the account named', async () => {
-    const request = await user.json<{ uri: string; amount_raw: string }>(['request', '0.5', '--no-qr']);
+    const request = await requestPayment(commandSession(user), { amount: { xno: '0.5' } });
     const paid = await user.json<{ from: string; to: string; amount_raw: string }>(['pay', request.uri, '--wallet', 'spare', '--yes']);
     expect(paid).toMatchObject({ _code: 0, from: spare0, to: main, amount_raw: request.amount_raw });
     expect(await balanceRaw(spare0)).toBe(xnoToRaw('5') - BigInt(request.amount_raw));
@@ -61,11 +71,17 @@ describe('--wallet and --account on every command that spends', () => {
     expect(await balanceRaw(main)).toBe(mainBefore);
   });
 
+  // The flag reaches each of these commands (the tests above); which wallet exists is the operation's.
   it('a wallet that does not exist is refused before anything is signed', async () => {
-    for (const args of [['donate', '0.01'], ['credits', 'topup', '10'], ['pay', `nano:${main}?amount=1000`]]) {
-      const result = await user.json<{ error: { code: string } }>([...args, '--wallet', 'nope', '--yes']);
-      expect(result._code, args.join(' ')).toBe(9);
-    }
+    const session = commandSession(user);
+    const blocks = (await ledger(sb.url)).blocks.length;
+    const attempts = {
+      donate: () => donate(session, { amount: { xno: '0.01' }, wallet: 'nope' }),
+      'credits topup': () => topup(session, { tier: '10', wallet: 'nope' }),
+      pay: () => payUri(session, `nano:${main}?amount=1000`, { wallet: 'nope' }),
+    };
+    for (const [name, attempt] of Object.entries(attempts)) await expect(attempt(), name).rejects.toMatchObject({ code: 'NOT_FOUND', exitCode: 9 });
+    expect((await ledger(sb.url)).blocks.length).toBe(blocks);
   });
 });
 
@@ -81,9 +97,10 @@ describe('--raw and --show-raw', () => {
     expect(old.stderr).toContain('--raw');
   });
 
+  // The command with --raw runs in backends.test.ts, with the same check.
   it('send --raw takes the amount in raw', async () => {
-    const sent = await user.json<{ amount_raw: string }>(['send', spare0, '1000', '--raw', '--yes']);
-    expect(sent).toMatchObject({ _code: 0, amount_raw: '1000' });
+    const sent = await send(commandSession(user), { to: spare0, amount: { raw: '1000' } });
+    expect(sent).toMatchObject({ amount_raw: '1000' });
   });
 });
 

@@ -1,8 +1,12 @@
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseNanoUri, xnoToRaw } from '../../src/nano/index.js';
+import { credits, topup } from '../../src/ops/credits.js';
+import { donate } from '../../src/ops/donate.js';
+import { requestPayment } from '../../src/ops/payments.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
-import { BIN, userWithWallet, type CliUser, type PaymentRequest } from '../helpers/cli.js';
+import { shutdownWorkers } from '../../src/work/index.js';
+import { BIN, commandSession, userWithWallet, type CliUser } from '../helpers/cli.js';
 import { startFaultyProxy } from '../helpers/faulty-proxy.js';
 import { ledger, sandbox } from '../helpers/sandbox.js';
 import { decodeTerminalQr } from '../helpers/terminal-qr.js';
@@ -21,10 +25,15 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await sb?.close();
+  await shutdownWorkers();
 });
 
 // The request/pay/status flow and status --watch --json run per backend in backends.test.ts;
-// --timeout and service failures in cli-issue.test.ts.
+// --timeout and service failures in cli-issue.test.ts. Through bin/run.js here: what the front end
+// adds (the QR code, Ctrl-C); credits, top-ups and donations are the operations', run in-process
+// through commandSession as one more command of the user's would (the commands themselves:
+// credits in reads.test.ts, credits topup in flag-conventions.test.ts and cli-issue.test.ts, donate
+// in flag-conventions.test.ts and backends.test.ts).
 describe('request', () => {
   it('the QR code encodes the standard URI with the raw amount, and reads on the terminal theme it is drawn for', async () => {
     const result = await merchant.run(['request', '0.75', '--qr']);
@@ -46,13 +55,15 @@ describe('request', () => {
     expect(light.stdout).toContain(`Link: ${lightDecoded}`);
     expect(decodeTerminalQr(light.stdout, 'dark')).toBeUndefined();
     const quiet = await merchant.run(['request', '0.75', '--no-qr']);
+    expect(quiet.code).toBe(0);
+    expect(quiet.stdout).toContain('Link: nano:');
     expect(decodeTerminalQr(quiet.stdout)).toBeUndefined();
   });
 });
 
 describe('status --watch', () => {
   it('Ctrl-C ends a watch cleanly with exit 130', async () => {
-    const request = await merchant.json<PaymentRequest>(['request', '0.5']);
+    const request = await requestPayment(commandSession(merchant), { amount: { xno: '0.5' } });
     const watcher = spawn(process.execPath, [BIN, 'status', request.transaction_id, '--watch', '--interval', '1', '--json'], { env: merchant.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     watcher.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -67,25 +78,26 @@ describe('status --watch', () => {
 
 describe('credits and top-up', () => {
   it('credits lists all nine tiers', async () => {
-    const credits = await merchant.json<{ credits: number; tiers: { credits: number; price: string }[] }>(['credits']);
-    expect(credits.tiers.map((t) => t.credits)).toEqual([10, 50, 100, 500, 1000, 5000, 10000, 50000, 100000]);
-    expect(credits.credits).toBeGreaterThan(0);
+    const listed = await credits(commandSession(merchant));
+    expect(listed.tiers.map((t) => t.credits)).toEqual([10, 50, 100, 500, 1000, 5000, 10000, 50000, 100000]);
+    expect(listed.credits).toBeGreaterThan(0);
   });
 
   it('an invalid tier fails before any network call', async () => {
     const proxy = await startFaultyProxy(sb.url, () => 'pass');
-    const result = await customer.run(['credits', 'topup', '7', '--yes', '--json'], { env: { NANOPAY_API_URL: proxy.url } });
+    // The tier as the command hands it on: the argument's text.
+    const result = topup(commandSession(customer, { NANOPAY_API_URL: proxy.url }), { tier: '7' });
+    await expect(result).rejects.toMatchObject({ code: 'INVALID_CREDITS_AMOUNT', exitCode: 3 });
     await proxy.close();
-    expect(result.code).toBe(3);
-    expect(JSON.parse(result.stdout)).toMatchObject({ error: { code: 'INVALID_CREDITS_AMOUNT' } });
     expect(proxy.seen).toEqual([]);
   });
 
   it('a top-up raises the credits by the tier and pays exactly its price', async () => {
-    const before = (await customer.json<{ credits: number }>(['credits'])).credits;
-    const result = await customer.json<{ topped_up_credits: number; new_credits_balance: number; amount: string; hash: string }>(['credits', 'topup', '50', '--yes']);
+    const session = commandSession(customer);
+    const before = (await credits(session)).credits;
+    const result = await topup(session, { tier: '50' });
     expect(result.topped_up_credits).toBe(50);
-    const after = (await customer.json<{ credits: number }>(['credits'])).credits;
+    const after = (await credits(session)).credits;
     // The credits call itself is free; the top-up's own reads cost a few credits.
     expect(after).toBe(result.new_credits_balance);
     expect(after).toBeGreaterThan(before + 40);
@@ -95,11 +107,11 @@ describe('credits and top-up', () => {
 
   it('an interrupted top-up completes on rerun without a second payment', async () => {
     const proxy = await startFaultyProxy(sb.url, (method, path) => (method === 'POST' && path === '/credits/topup' ? 'forward-then-drop' : 'pass'));
-    const interrupted = await customer.run(['credits', 'topup', '100', '--yes', '--json'], { env: { NANOPAY_API_URL: proxy.url } });
+    const interrupted = topup(commandSession(customer, { NANOPAY_API_URL: proxy.url }), { tier: '100' });
+    await expect(interrupted).rejects.toMatchObject({ exitCode: 5 });
     await proxy.close();
-    expect(interrupted.code).toBe(5);
     const sendsBefore = (await ledger(sb.url)).blocks.filter((b) => b.account === customerAddress && b.subtype === 'send').length;
-    const rerun = await customer.json<{ resumed: boolean; topped_up_credits: number }>(['credits', 'topup', '100', '--yes']);
+    const rerun = await topup(commandSession(customer), { tier: '100' });
     expect(rerun).toMatchObject({ resumed: true, topped_up_credits: 100 });
     const sendsAfter = (await ledger(sb.url)).blocks.filter((b) => b.account === customerAddress && b.subtype === 'send').length;
     expect(sendsAfter).toBe(sendsBefore);
@@ -109,7 +121,7 @@ describe('credits and top-up', () => {
 describe('donate', () => {
   it('moves exactly the amount to the service donation address', async () => {
     const address = ((await (await fetch(`${sb.url}/donate/address`, { headers: { 'x-api-key': (await newKey()) } })).json()) as { data: { address: string } }).data.address;
-    const result = await customer.json<{ success: boolean; hash: string; to: string; amount_raw: string }>(['donate', '0.3', '--yes']);
+    const result = await donate(commandSession(customer), { amount: { xno: '0.3' } });
     expect(result).toMatchObject({ success: true, to: address, amount_raw: xnoToRaw('0.3').toString() });
     const block = (await ledger(sb.url)).blocks.find((b) => b.hash === result.hash);
     expect(block).toMatchObject({ subtype: 'send', amount: xnoToRaw('0.3').toString() });

@@ -3,6 +3,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { NanoPayError } from '../../src/errors.js';
 import { keystorePath } from '../../src/wallet/paths.js';
 import { KeyStore } from '../../src/wallet/keystore.js';
 import { receive } from '../../src/ops/receive.js';
@@ -91,6 +92,22 @@ export async function newUser(apiUrl: string, extraEnv: NodeJS.ProcessEnv = {}, 
     },
   };
   return user;
+}
+
+/**
+ * The user's profile in-process, as one more command of theirs would have it, with `env` on top of
+ * their environment: the password from NANOPAY_PASSWORD, and without it PASSWORD_REQUIRED, as the
+ * CLI has no terminal to ask on. For checks the front end adds nothing to.
+ */
+export function commandSession(user: CliUser, env: NodeJS.ProcessEnv = {}): Session {
+  const merged = { ...user.env, ...env };
+  return new Session({
+    password: async () => {
+      if (!merged.NANOPAY_PASSWORD) throw new NanoPayError('PASSWORD_REQUIRED', 'No password: NANOPAY_PASSWORD is not set and there is no terminal');
+      return merged.NANOPAY_PASSWORD;
+    },
+    env: merged,
+  });
 }
 
 /**
