@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { NanoPayError } from '../../src/errors.js';
 import { receive } from '../../src/ops/receive.js';
@@ -17,7 +17,9 @@ const procfs = existsSync('/proc/self/stat');
  * Whether a process still runs. An agent `nanopay unlock` started outlives its
  * parent, so once it exits it stays a zombie until init reaps it (here up to
  * seconds later), and signal 0 still reaches a zombie: where /proc says so, a
- * zombie has ended.
+ * zombie has ended. Only once its other threads have gone too: Node's main
+ * thread turns zombie while its other threads may still be exiting, with the
+ * process's files (its listening socket) still open.
  */
 export function alive(pid: number): boolean {
   try {
@@ -29,7 +31,7 @@ export function alive(pid: number): boolean {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // "pid (name) state …": the name may hold anything, so the state follows the last ')'.
-    return stat[stat.lastIndexOf(')') + 2] !== 'Z';
+    return stat[stat.lastIndexOf(')') + 2] !== 'Z' || readdirSync(`/proc/${pid}/task`).length > 1;
   } catch {
     return false;
   }
