@@ -1,16 +1,9 @@
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NanoPayError } from '../../src/errors.js';
 import { RAW_PER_XNO, xnoToRaw } from '../../src/nano/index.js';
-import { balance } from '../../src/ops/balance.js';
-import { topup } from '../../src/ops/credits.js';
-import { donate } from '../../src/ops/donate.js';
-import { payUri, paymentStatus, requestPayment, watchPayment, type WatchEvent } from '../../src/ops/payments.js';
-import { receive } from '../../src/ops/receive.js';
-import { send } from '../../src/ops/send.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../src/work/index.js';
-import { BACKENDS, backendUser, userSession, type Backend, type BackendUser } from '../helpers/backend-users.js';
+import { backendUser, fundedUser } from '../helpers/backend-users.js';
 import { BIN, type PaymentRequest } from '../helpers/cli.js';
 import { fund, ledger, sandbox } from '../helpers/sandbox.js';
 
@@ -19,8 +12,8 @@ import { fund, ledger, sandbox } from '../helpers/sandbox.js';
  * commands are the same code on either backend (the backend is the Session's
  * choice), so their front end (flags, exit codes, --json) runs through
  * bin/run.js once, on one backend or the other; what they do on each backend
- * runs in-process through the same operations, with the assertions the commands
- * had. More of the operations per backend: test/integration/backends-ops.test.ts.
+ * runs in-process through the same operations in
+ * test/integration/backends-ops.test.ts.
  * Wallets are made and funded in-process, as that is not the subject.
  */
 const XNO = RAW_PER_XNO;
@@ -36,14 +29,6 @@ afterAll(async () => {
   await shutdownWorkers();
 });
 
-/** A user of `backend` holding `amount` XNO, received in-process. */
-async function funded(backend: Backend, amount: string): Promise<BackendUser> {
-  const payer = await backendUser(sb, backend);
-  await fund(sb.url, payer.address, amount);
-  expect((await receive(payer.session)).total_raw).toBe(xnoToRaw(amount).toString());
-  return payer;
-}
-
 /** Waits for `ready`, failing when it has not come after `ms`. */
 async function until(ready: () => boolean, what: string, ms = 30_000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -51,15 +36,6 @@ async function until(ready: () => boolean, what: string, ms = 30_000): Promise<v
     if (Date.now() > deadline) throw new Error(`Gave up waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
-}
-
-async function failure(promise: Promise<unknown>): Promise<NanoPayError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(NanoPayError);
-  return error as NanoPayError;
 }
 
 describe('the commands through bin/run.js', () => {
@@ -91,7 +67,7 @@ describe('the commands through bin/run.js', () => {
   });
 
   it('service: request --watch --json prints the request, then NDJSON, and exits 0 once pay --yes pays it', async () => {
-    const alice = await funded('service', '2');
+    const alice = await fundedUser(sb, 'service', '2');
     const bob = await backendUser(sb, 'service');
     const watcher = spawn(process.execPath, [BIN, 'request', '1.25', '--watch', '--interval', '1', '--timeout', '60', '--json'], { env: bob.user.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -111,78 +87,9 @@ describe('the commands through bin/run.js', () => {
   });
 
   it('node: donate --to --yes --json pays the address named', async () => {
-    const alice = await funded('node', '2');
+    const alice = await fundedUser(sb, 'node', '2');
     const bob = await backendUser(sb, 'node');
     const to = await alice.user.json<{ to: string; amount_raw: string }>(['donate', '0.01', '--yes', '--to', bob.address]);
     expect(to).toMatchObject({ _code: 0, to: bob.address, amount_raw: xnoToRaw('0.01').toString() });
-  });
-});
-
-describe.each<Backend>(BACKENDS)('in process on the %s backend: what the commands do, exact', (backend) => {
-  it('balance with receive, two sends at once (an id, raw), a dry run, over the funds (exit 4)', async () => {
-    const alice = await backendUser(sb, backend);
-    const bob = await backendUser(sb, backend);
-    await fund(sb.url, alice.address, '10');
-    const received = await balance(alice.session, { receive: true });
-    expect(received).toMatchObject({ balance_raw: (10n * XNO).toString(), pending_raw: '0' });
-    expect(received.received?.map((r) => r.subtype)).toEqual(['open']);
-
-    // Two sessions, as two processes have.
-    const [one, two] = await Promise.all([
-      send(userSession(alice.user), { to: bob.address, amount: { xno: '0.1' }, id: `order-${backend}` }),
-      send(userSession(alice.user), { to: bob.address, amount: { raw: ((2n * XNO) / 10n).toString() } }),
-    ]);
-    expect(one).toMatchObject({ amount_raw: (XNO / 10n).toString(), repeated: false });
-    expect(two.amount_raw).toBe(((2n * XNO) / 10n).toString());
-    const chain = (await ledger(sb.url)).blocks.filter((b) => b.account === alice.address);
-    expect(chain.map((b) => b.hash)).toEqual(expect.arrayContaining([one.hash, two.hash]));
-    const heights = chain.map((b) => Number(b.height)).sort((a, b) => a - b);
-    expect(heights).toEqual(heights.map((_, i) => i + 1));
-
-    const before = (await ledger(sb.url)).blocks.length;
-    const dry = await send(userSession(alice.user), { to: bob.address, amount: { xno: '1' }, dryRun: true });
-    expect(dry).toMatchObject({ dry_run: true, hash: null, balance_after_raw: ((87n * XNO) / 10n).toString() });
-    expect((await ledger(sb.url)).blocks.length).toBe(before);
-    expect(await failure(send(userSession(alice.user), { to: bob.address, amount: { xno: '1000' } }))).toMatchObject({ code: 'INSUFFICIENT_FUNDS', exitCode: 4 });
-  });
-
-  it('a request, watched: unpaid, then paid by its URI; the status of an unknown id is exit 9', async () => {
-    const alice = await funded(backend, '2');
-    const bob = await backendUser(sb, backend);
-    const request = await requestPayment(bob.session, { amount: { xno: '1.25' } });
-    expect(request.receive_address).toBe(bob.address);
-    expect(BigInt(request.amount_raw)).toBeGreaterThan(xnoToRaw('1.25'));
-    const events: WatchEvent[] = [];
-    let firstEvent!: () => void;
-    const seen = new Promise<void>((resolve) => (firstEvent = resolve));
-    const watched = watchPayment(userSession(bob.user), request.transaction_id, {
-      intervalMs: 1000,
-      timeoutMs: 60_000,
-      onEvent: (event) => {
-        events.push(event);
-        firstEvent();
-      },
-    });
-    // A watch that fails before its first event fails here, not at the test's timeout.
-    await Promise.race([seen, watched]);
-
-    const paid = await payUri(alice.session, request.uri, {});
-    expect(paid).toMatchObject({ amount_raw: request.amount_raw, uri: request.uri });
-    expect(await watched).toMatchObject({ is_paid: true });
-    expect(events[0]).toMatchObject({ event: 'status', is_paid: false });
-    expect(events.at(-1)).toMatchObject({ event: 'status', is_paid: true });
-
-    expect(await failure(paymentStatus(bob.session, '00000000-0000-4000-8000-000000000000'))).toMatchObject({ code: 'INVALID_TRANSACTION_ID', exitCode: 9 });
-  });
-
-  it('a top-up: bought on the service, SERVICE_ONLY (exit 2) on a node, where a donation with `to` pays the address named', async () => {
-    const alice = await funded(backend, '2');
-    if (backend === 'service') {
-      expect(await topup(alice.session, { tier: 10 })).toMatchObject({ topped_up_credits: 10 });
-      return;
-    }
-    expect(await failure(topup(alice.session, { tier: 10 }))).toMatchObject({ code: 'SERVICE_ONLY', exitCode: 2 });
-    const bob = await backendUser(sb, backend);
-    expect(await donate(alice.session, { amount: { xno: '0.01' }, to: bob.address })).toMatchObject({ to: bob.address, amount_raw: xnoToRaw('0.01').toString() });
   });
 });

@@ -1,7 +1,11 @@
+import { expect } from 'vitest';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
+import { receive } from '../../src/ops/receive.js';
 import { Session } from '../../src/ops/session.js';
+import { xnoToRaw } from '../../src/nano/index.js';
 import { createRemoteWallet, createWallet } from '../../src/ops/wallet.js';
 import { newUser, PASSWORD, type CliUser } from './cli.js';
+import { fund } from './sandbox.js';
 
 /** The two ledger backends the sandbox speaks: its service API, and node RPC at POST / with a WebSocket. */
 export type Backend = 'service' | 'node';
@@ -34,4 +38,12 @@ export async function backendUser(sb: RunningSandbox, backend: Backend): Promise
   const session = userSession(user);
   const created = backend === 'node' ? await createWallet(session) : await createRemoteWallet(session);
   return { user, session, address: created.address };
+}
+
+/** A user of `backend` holding `amount` XNO, funded by the faucet and received in-process. */
+export async function fundedUser(sb: RunningSandbox, backend: Backend, amount: string): Promise<BackendUser> {
+  const payer = await backendUser(sb, backend);
+  await fund(sb.url, payer.address, amount);
+  expect((await receive(payer.session)).total_raw).toBe(xnoToRaw(amount).toString());
+  return payer;
 }

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NanoPayError } from '../../src/errors.js';
 import { RAW_PER_XNO, xnoToRaw } from '../../src/nano/index.js';
 import { balance } from '../../src/ops/balance.js';
 import { setSetting, unsetSetting } from '../../src/ops/config.js';
@@ -10,8 +9,9 @@ import { receive } from '../../src/ops/receive.js';
 import { send } from '../../src/ops/send.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../src/work/index.js';
-import { BACKENDS, backendUser, userSession, type Backend, type BackendUser } from '../helpers/backend-users.js';
+import { BACKENDS, backendUser, fundedUser, userSession, type Backend } from '../helpers/backend-users.js';
 import { fund, ledger, sandbox } from '../helpers/sandbox.js';
+import { failure } from '../helpers/failure.js';
 
 /**
  * The main money flow, the same bodies once per backend, in-process: the
@@ -32,23 +32,6 @@ afterAll(async () => {
   await shutdownWorkers();
 });
 
-async function failure(promise: Promise<unknown>): Promise<NanoPayError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(NanoPayError);
-  return error as NanoPayError;
-}
-
-/** A user of `backend` holding `amount` XNO, received. */
-async function funded(backend: Backend, amount: string): Promise<BackendUser> {
-  const payer = await backendUser(sb, backend);
-  await fund(sb.url, payer.address, amount);
-  expect((await receive(payer.session)).total_raw).toBe(xnoToRaw(amount).toString());
-  return payer;
-}
-
 describe.each<Backend>(BACKENDS)('the main flow on the %s backend', (backend) => {
   it('funds, receives and sends with balances exact to the raw', async () => {
     const alice = await backendUser(sb, backend);
@@ -67,7 +50,7 @@ describe.each<Backend>(BACKENDS)('the main flow on the %s backend', (backend) =>
   });
 
   it('two concurrent sends from one wallet (two sessions, as two processes) both land on one chain', async () => {
-    const alice = await funded(backend, '1');
+    const alice = await fundedUser(sb, backend, '1');
     const bob = await backendUser(sb, backend);
     const [one, two] = await Promise.all([
       send(userSession(alice.user), { to: bob.address, amount: { xno: '0.1' } }),
@@ -81,11 +64,11 @@ describe.each<Backend>(BACKENDS)('the main flow on the %s backend', (backend) =>
   });
 
   it('a dry run signs nothing and an id makes a send idempotent', async () => {
-    const alice = await funded(backend, '2');
+    const alice = await fundedUser(sb, backend, '2');
     const bob = await backendUser(sb, backend);
     const before = (await ledger(sb.url)).blocks.length;
     const dry = await send(alice.session, { to: bob.address, amount: { xno: '1' }, dryRun: true });
-    expect(dry).toMatchObject({ dry_run: true, hash: null });
+    expect(dry).toMatchObject({ dry_run: true, hash: null, balance_after_raw: XNO.toString() });
     const first = await send(alice.session, { to: bob.address, amount: { xno: '0.3' }, id: `order-${backend}` });
     const again = await send(alice.session, { to: bob.address, amount: { xno: '0.3' }, id: `order-${backend}` });
     expect(first.repeated).toBe(false);
@@ -94,7 +77,7 @@ describe.each<Backend>(BACKENDS)('the main flow on the %s backend', (backend) =>
   });
 
   it('refuses over the funds (exit 4) and over the limits (exit 7)', async () => {
-    const alice = await funded(backend, '2');
+    const alice = await fundedUser(sb, backend, '2');
     const bob = await backendUser(sb, backend);
     expect(await failure(send(alice.session, { to: bob.address, amount: { xno: '1000' } }))).toMatchObject({ code: 'INSUFFICIENT_FUNDS', exitCode: 4 });
     await setSetting(alice.session, 'limit-per-send', '0.5');
@@ -104,7 +87,7 @@ describe.each<Backend>(BACKENDS)('the main flow on the %s backend', (backend) =>
   });
 
   it('only the exact adjusted amount marks a request paid; a payment short of it is underpaid', async () => {
-    const alice = await funded(backend, '5');
+    const alice = await fundedUser(sb, backend, '5');
     const bob = await backendUser(sb, backend);
     const request = await requestPayment(bob.session, { amount: { xno: '1.25' } });
     expect(request.receive_address).toBe(bob.address);
@@ -127,7 +110,7 @@ describe.each<Backend>(BACKENDS)('the main flow on the %s backend', (backend) =>
   });
 
   it('a watch reports unpaid first, then paid once another session pays, and ends', async () => {
-    const alice = await funded(backend, '1');
+    const alice = await fundedUser(sb, backend, '1');
     const bob = await backendUser(sb, backend);
     const request = await requestPayment(bob.session, { amount: { xno: '0.5' } });
     const events: WatchEvent[] = [];
@@ -143,7 +126,7 @@ describe.each<Backend>(BACKENDS)('the main flow on the %s backend', (backend) =>
     });
     // A watch that fails before its first event fails here, not at the test's timeout.
     await Promise.race([seen, watched]);
-    await payUri(alice.session, request.uri, {});
+    expect(await payUri(alice.session, request.uri, {})).toMatchObject({ amount_raw: request.amount_raw, uri: request.uri });
     expect(await watched).toMatchObject({ is_paid: true });
     expect(events[0]).toMatchObject({ event: 'status', is_paid: false });
     expect(events.at(-1)).toMatchObject({ event: 'status', is_paid: true });
@@ -157,7 +140,7 @@ describe.each<Backend>(BACKENDS)('the main flow on the %s backend', (backend) =>
   });
 
   it('credits and donations: the service\'s on the service; SERVICE_ONLY (exit 2) on a node, where a donation names its address', async () => {
-    const alice = await funded(backend, '2');
+    const alice = await fundedUser(sb, backend, '2');
     const bob = await backendUser(sb, backend);
     // One after another, as the commands were run.
     const attempts = [() => credits(alice.session), () => topup(alice.session, { tier: 10 }), () => donate(alice.session, { amount: { xno: '0.01' } })] as const;
@@ -176,7 +159,7 @@ describe.each<Backend>(BACKENDS)('the main flow on the %s backend', (backend) =>
 describe('payment requests kept by nanopay (node backend)', () => {
   it('two open requests of the same base amount to one address get different exact amounts', async () => {
     const merchant = await backendUser(sb, 'node');
-    const customer = await funded('node', '20');
+    const customer = await fundedUser(sb, 'node', '20');
     const [one, two] = await Promise.all([
       requestPayment(userSession(merchant.user), { amount: { xno: '3' } }),
       requestPayment(userSession(merchant.user), { amount: { xno: '3' } }),
@@ -194,7 +177,7 @@ describe('payment requests kept by nanopay (node backend)', () => {
 
   it('a fresh address: an unused account; partial payments add up, an overpayment is not paid, receive covers it', async () => {
     const merchant = await backendUser(sb, 'node');
-    const customer = await funded('node', '20');
+    const customer = await fundedUser(sb, 'node', '20');
     const request = await requestPayment(merchant.session, { amount: { xno: '2' }, freshAddress: true });
     expect(request.receive_address).not.toBe(merchant.address);
     expect(request.amount_raw).toBe(xnoToRaw('2').toString());

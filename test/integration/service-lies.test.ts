@@ -20,6 +20,7 @@ import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../src/work/index.js';
 import { startFaultyProxy, type Fault, type FaultyProxy } from '../helpers/faulty-proxy.js';
 import { fund, sandbox } from '../helpers/sandbox.js';
+import { failure } from '../helpers/failure.js';
 
 /**
  * The operations in-process against the real sandbox behind a proxy that can
@@ -38,15 +39,6 @@ const XNO = RAW_PER_XNO;
 
 const blocksInLedger = (): number => sb.service.ledger.order.length;
 const journalEntry = () => session.journal.read(address);
-
-async function failure(promise: Promise<unknown>): Promise<NanoPayError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(NanoPayError);
-  return error as NanoPayError;
-}
 
 /** Asserts a lie was caught before anything was signed: a coded error, no journal entry, the ledger unchanged. */
 async function refusedUnsigned(operation: Promise<unknown>, code = 'SERVICE_INCONSISTENT'): Promise<NanoPayError> {
