@@ -1,12 +1,8 @@
-// The unused-exports check on its own (scripts/unused-exports.mjs says what it checks); npm test runs the same
-// check inside scripts/typescript.mjs, on the program it type-checks with.
+// The unused-exports check on its own (scripts/unused-exports.mjs says what it checks); npm test runs it too.
 import { resolve } from 'node:path';
-import ts from 'typescript';
 import { unusedExports } from './unused-exports.mjs';
 
-const root = resolve(import.meta.dirname, '..');
-const config = ts.getParsedCommandLineOfConfigFile(resolve(root, 'tsconfig.build.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined });
-const result = unusedExports(ts.createProgram(config.fileNames, config.options), root);
+const result = await unusedExports(resolve(import.meta.dirname, '..'));
 if (result.error !== undefined) {
   console.error(result.error);
   process.exit(1);
