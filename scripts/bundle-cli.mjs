@@ -2,6 +2,7 @@
 // with esbuild: loading a few files instead of hundreds (@oclif/core alone is about 160) is most of a
 // command's start-up. tsc's dist/ stays as it is for the library (dist/index.js) and the demo.
 import { readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -86,6 +87,13 @@ const OCLIF_VERSION_CHECK = [
   "const root = path.join(__dirname, '..');\n        const pjson = require(path.join(root, 'package.json'));\n        const semver = require('semver');",
 ];
 
+/**
+ * What oclif loads only on the paths above that our commands never take (semver, globbing, minimatch) stays out
+ * of the bundle: a third less of oclif for V8 to scan at every start (~2% of a command). Were they taken, they load from node_modules,
+ * from the package oclif itself depends on (checked below).
+ */
+const UNBUNDLED = ['semver', 'tinyglobby', 'minimatch'];
+
 /** Edits to @oclif/core's lib/ files, [text, replacement] each; the build stops if a text is not there exactly once. */
 const OCLIF_EDITS = {
   'config/plugin.js': [[OCLIF_SORT, '.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))'], lazyRequire('const tinyglobby_1 = require("tinyglobby");')],
@@ -129,10 +137,18 @@ const result = await build({
   logLevel: 'warning',
   plugins: [oclifEdits],
   // oclif compiles TypeScript commands only in development; we ship JavaScript.
-  external: ['typescript', 'ts-node'],
+  external: ['typescript', 'ts-node', ...UNBUNDLED],
   // CommonJS dependencies (oclif) call require(); an ES module has none of its own.
   banner: { js: "import { createRequire as __nanopayCreateRequire } from 'node:module'; const require = __nanopayCreateRequire(import.meta.url);" },
 });
+
+const misresolved = UNBUNDLED.filter(
+  (name) => createRequire(join(outdir, 'main.js')).resolve(name) !== createRequire(join(root, 'node_modules/@oclif/core/lib/index.js')).resolve(name),
+);
+if (misresolved.length > 0) {
+  console.error(`bundle-cli: from dist/app these resolve to another copy than @oclif/core's own: ${misresolved.join(', ')}`);
+  process.exit(1);
+}
 
 const unedited = Object.keys(OCLIF_EDITS).filter((file) => !oclifEdited.has(file));
 if (unedited.length > 0) {
