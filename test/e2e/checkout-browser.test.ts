@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import type { Browser, BrowserContextOptions, Page } from 'playwright-core';
+import type { Browser, BrowserContext, BrowserContextOptions, ConsoleMessage, Page, Request, Response } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { xnoToRaw, type Account } from '../../src/nano/index.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
@@ -31,6 +31,8 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
   let wallet: SandboxClient;
   let shop: Awaited<ReturnType<typeof startShop>>;
   let chromium: Browser;
+  // One tab serves every test that needs no context of its own: a new tab costs Chromium a renderer process.
+  let tab: Page;
   let checkout: CheckoutProcess;
   let noScript: CheckoutProcess;
   const apiKeys = (): string[] => Object.keys(sb.service.snapshot().apiKeys);
@@ -50,7 +52,11 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
       await wallet.fund(customer.address, '20');
       await wallet.receiveAll(customer);
     };
-    [chromium] = await Promise.all([launchChromium(), merchantReady(), customerReady(), mkdir(ARTIFACTS, { recursive: true })]);
+    const browserReady = async (): Promise<void> => {
+      chromium = await launchChromium();
+      tab = await (await chromium.newContext()).newPage();
+    };
+    await Promise.all([browserReady(), merchantReady(), customerReady(), mkdir(ARTIFACTS, { recursive: true })]);
   });
 
   afterAll(async () => {
@@ -61,17 +67,54 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
     await shutdownWorkers();
   });
 
-  /** A page that records console errors, uncaught exceptions and every URL it asks for. */
-  async function open(url: string, options: BrowserContextOptions = {}): Promise<{ page: Page; errors: string[]; requests: string[]; close(): Promise<void> }> {
-    const context = await chromium.newContext(options);
-    const page = await context.newPage();
+  interface Opened {
+    page: Page;
+    response: Response | null;
+    errors: string[];
+    requests: string[];
+    close(): Promise<void>;
+  }
+
+  /** Loads `url` in `page`, recording console errors, uncaught exceptions and every URL it asks for until `done`. */
+  async function load(page: Page, url: string, done: () => Promise<void>): Promise<Opened> {
     const errors: string[] = [];
     const requests: string[] = [];
-    page.on('console', (m) => void (m.type() === 'error' && errors.push(m.text())));
-    page.on('pageerror', (e) => void errors.push(e.message));
-    page.on('request', (r) => void requests.push(r.url()));
-    await page.goto(url);
-    return { page, errors, requests, close: () => context.close() };
+    const onConsole = (m: ConsoleMessage): void => void (m.type() === 'error' && errors.push(m.text()));
+    const onPageError = (e: Error): void => void errors.push(e.message);
+    const onRequest = (r: Request): void => void requests.push(r.url());
+    page.on('console', onConsole);
+    page.on('pageerror', onPageError);
+    page.on('request', onRequest);
+    const response = await page.goto(url);
+    const close = async (): Promise<void> => {
+      page.off('console', onConsole);
+      page.off('pageerror', onPageError);
+      page.off('request', onRequest);
+      await done();
+    };
+    return { page, response, errors, requests, close };
+  }
+
+  /**
+   * The shared tab, set up afresh (Playwright's defaults for a new context unless told otherwise) and loaded with
+   * `url`; close() unloads the page, so nothing of it (timers, live updates) outlives the test.
+   */
+  async function open(
+    url: string,
+    options: { viewport?: { width: number; height: number }; colorScheme?: 'light' | 'dark'; permissions?: string[] } = {},
+  ): Promise<Opened> {
+    await tab.setViewportSize(options.viewport ?? { width: 1280, height: 720 });
+    await tab.emulateMedia({ colorScheme: options.colorScheme ?? 'light' });
+    await tab.context().clearPermissions();
+    if (options.permissions !== undefined) await tab.context().grantPermissions(options.permissions);
+    return load(tab, url, async () => void (await tab.goto('about:blank')));
+  }
+
+  /** A tab in a context of its own, for what cannot be undone in the shared one; `prepare` runs before the load. */
+  async function openAlone(url: string, options: BrowserContextOptions, prepare?: (context: BrowserContext) => Promise<void>): Promise<Opened> {
+    const context = await chromium.newContext(options);
+    await prepare?.(context);
+    return load(await context.newPage(), url, () => context.close());
   }
 
   const uriOf = (c: { receive_address: string; amount: string }): string => `nano:${c.receive_address}?amount=${xnoToRaw(c.amount)}`;
@@ -151,7 +194,7 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
   });
 
   it('reaches the paid state with JavaScript disabled (the page reloads itself), then the redirect', async () => {
-    const { page, close } = await open(noScript.url, { javaScriptEnabled: false });
+    const { page, close } = await openAlone(noScript.url, { javaScriptEnabled: false });
     expect(await page.getAttribute('body', 'data-state')).toBe('waiting');
     expect(await page.content()).toContain('<meta http-equiv="refresh" content="1">');
     expect(await page.locator('button[data-copy="amount"]').isVisible()).toBe(false);
@@ -165,14 +208,12 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
 
   it('answers an unknown or malformed id with a clear 404 page', async () => {
     const base = new URL(checkout.url).origin;
-    const context = await chromium.newContext();
-    const page = await context.newPage();
     for (const id of ['00000000-0000-4000-8000-000000000000', 'not-an-id', '%3Cscript%3E']) {
-      const response = await page.goto(`${base}/checkout/${id}`);
+      const { page, response, close } = await open(`${base}/checkout/${id}`);
       expect(response?.status()).toBe(404);
       expect(await page.textContent('h1')).toBe('Payment not found');
+      await close();
     }
-    await context.close();
   });
 
   it('never logs the API key, one line per request', () => {
