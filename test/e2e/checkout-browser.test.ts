@@ -75,8 +75,8 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
     close(): Promise<void>;
   }
 
-  /** Loads `url` in `page`, recording console errors, uncaught exceptions and every URL it asks for until `done`. */
-  async function load(page: Page, url: string, done: () => Promise<void>): Promise<Opened> {
+  /** Loads `url` in `page`, recording console errors, uncaught exceptions and every URL it asks for until close(). */
+  async function load(page: Page, url: string, done: () => Promise<void> = async () => {}): Promise<Opened> {
     const errors: string[] = [];
     const requests: string[] = [];
     const onConsole = (m: ConsoleMessage): void => void (m.type() === 'error' && errors.push(m.text()));
@@ -97,7 +97,7 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
 
   /**
    * The shared tab, set up afresh (Playwright's defaults for a new context unless told otherwise) and loaded with
-   * `url`; close() unloads the page, so nothing of it (timers, live updates) outlives the test.
+   * `url`. The next test's load ends this page, its timers and live updates with it.
    */
   async function open(
     url: string,
@@ -107,7 +107,7 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
     await tab.emulateMedia({ colorScheme: options.colorScheme ?? 'light' });
     await tab.context().clearPermissions();
     if (options.permissions !== undefined) await tab.context().grantPermissions(options.permissions);
-    return load(tab, url, async () => void (await tab.goto('about:blank')));
+    return load(tab, url);
   }
 
   /** A tab in a context of its own, for what cannot be undone in the shared one; `prepare` runs before the load. */
@@ -227,18 +227,23 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
     const shopWallet = (await (await fetch(`${sb.url}/wallet/create`, { method: 'POST' })).json()) as { data: { address: string; api_key: string } };
     const { address, api_key: key } = shopWallet.data;
     const link = `${sb.url}/payment/create/${address}/${key}?amount=0.25&redirect_url=${encodeURIComponent(`${shop.url}/thanks`)}`;
-    const { page, errors, close } = await open(link, { viewport: { width: 360, height: 640 } });
+    // Playwright's clock (the page's own timers, at the pace of the real clock until told otherwise) lets the test
+    // run the default five-second countdown forward instead of waiting it out; it stays with its context.
+    const { page, errors, close } = await openAlone(link, { viewport: { width: 360, height: 640 } }, (context) => context.clock.install());
     expect(page.url()).toMatch(new RegExp(`^${sb.url}/checkout/[0-9a-f-]{36}$`));
     const amount = (await page.textContent('#amount')) as string;
     expect(amount).toMatch(/^0\.25\d*$/);
     const uri = `nano:${address}?amount=${xnoToRaw(amount)}`;
-    expect(readQr(await page.screenshot())).toBe(uri);
+    const qr = await page.locator('.qr').boundingBox();
+    if (qr === null) expect.fail('the QR code is not shown');
+    expect(readQr(await page.screenshot(), qr)).toBe(uri);
     expect(await page.content()).not.toContain(key);
     await pay({ receive_address: address, amount });
     await page.waitForSelector('body[data-state="paid"]', { timeout: 2_000 });
     // The default countdown, from five seconds.
     expect(await page.getAttribute('#redirect', 'data-seconds')).toBe('5');
     expect(await page.textContent('#redirect')).toMatch(/^Returning to the shop in [1-5] s\. Continue now$/);
+    await page.clock.runFor(5_000);
     await page.waitForURL(`${shop.url}/thanks`, { timeout: 15_000 });
     await close();
     expect(errors).toEqual([]);
