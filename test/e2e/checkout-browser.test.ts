@@ -128,12 +128,14 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
   });
 
   it('refuses a redirect delay or a reload interval under one second', async () => {
-    for (const flag of ['--redirect-delay', '--reload-interval']) {
-      const refused = await merchant.json<{ error: { code: string; message: string } }>(['checkout', '--amount', '1', flag, '0']);
-      expect(refused._code).toBe(2);
-      expect(refused.error.code).toBe('USAGE');
-      expect(refused.error.message).toContain(flag);
-    }
+    await Promise.all(
+      ['--redirect-delay', '--reload-interval'].map(async (flag) => {
+        const refused = await merchant.json<{ error: { code: string; message: string } }>(['checkout', '--amount', '1', flag, '0']);
+        expect(refused._code).toBe(2);
+        expect(refused.error.code).toBe('USAGE');
+        expect(refused.error.message).toContain(flag);
+      }),
+    );
   });
 
   for (const [width, height, scheme] of [[360, 640, 'light'], [360, 640, 'dark'], [1280, 800, 'light'], [1280, 800, 'dark']] as const) {
