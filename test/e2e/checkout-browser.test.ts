@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import type { Browser, BrowserContextOptions, Page } from 'playwright-core';
+import type { Browser, BrowserContext, BrowserContextOptions, ConsoleMessage, Page, Request, Response } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { xnoToRaw, type Account } from '../../src/nano/index.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
@@ -31,6 +31,8 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
   let wallet: SandboxClient;
   let shop: Awaited<ReturnType<typeof startShop>>;
   let chromium: Browser;
+  // One tab serves every test that needs no context of its own: a new tab costs Chromium a renderer process.
+  let tab: Page;
   let checkout: CheckoutProcess;
   let noScript: CheckoutProcess;
   const apiKeys = (): string[] => Object.keys(sb.service.snapshot().apiKeys);
@@ -50,7 +52,11 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
       await wallet.fund(customer.address, '20');
       await wallet.receiveAll(customer);
     };
-    [chromium] = await Promise.all([launchChromium(), merchantReady(), customerReady(), mkdir(ARTIFACTS, { recursive: true })]);
+    const browserReady = async (): Promise<void> => {
+      chromium = await launchChromium();
+      tab = await (await chromium.newContext()).newPage();
+    };
+    await Promise.all([browserReady(), merchantReady(), customerReady(), mkdir(ARTIFACTS, { recursive: true })]);
   });
 
   afterAll(async () => {
@@ -61,17 +67,54 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
     await shutdownWorkers();
   });
 
-  /** A page that records console errors, uncaught exceptions and every URL it asks for. */
-  async function open(url: string, options: BrowserContextOptions = {}): Promise<{ page: Page; errors: string[]; requests: string[]; close(): Promise<void> }> {
-    const context = await chromium.newContext(options);
-    const page = await context.newPage();
+  interface Opened {
+    page: Page;
+    response: Response | null;
+    errors: string[];
+    requests: string[];
+    close(): Promise<void>;
+  }
+
+  /** Loads `url` in `page`, recording console errors, uncaught exceptions and every URL it asks for until close(). */
+  async function load(page: Page, url: string, done: () => Promise<void> = async () => {}): Promise<Opened> {
     const errors: string[] = [];
     const requests: string[] = [];
-    page.on('console', (m) => void (m.type() === 'error' && errors.push(m.text())));
-    page.on('pageerror', (e) => void errors.push(e.message));
-    page.on('request', (r) => void requests.push(r.url()));
-    await page.goto(url);
-    return { page, errors, requests, close: () => context.close() };
+    const onConsole = (m: ConsoleMessage): void => void (m.type() === 'error' && errors.push(m.text()));
+    const onPageError = (e: Error): void => void errors.push(e.message);
+    const onRequest = (r: Request): void => void requests.push(r.url());
+    page.on('console', onConsole);
+    page.on('pageerror', onPageError);
+    page.on('request', onRequest);
+    const response = await page.goto(url);
+    const close = async (): Promise<void> => {
+      page.off('console', onConsole);
+      page.off('pageerror', onPageError);
+      page.off('request', onRequest);
+      await done();
+    };
+    return { page, response, errors, requests, close };
+  }
+
+  /**
+   * The shared tab, set up afresh (Playwright's defaults for a new context unless told otherwise) and loaded with
+   * `url`. The next test's load ends this page, its timers and live updates with it.
+   */
+  async function open(
+    url: string,
+    options: { viewport?: { width: number; height: number }; colorScheme?: 'light' | 'dark'; permissions?: string[] } = {},
+  ): Promise<Opened> {
+    await tab.setViewportSize(options.viewport ?? { width: 1280, height: 720 });
+    await tab.emulateMedia({ colorScheme: options.colorScheme ?? 'light' });
+    await tab.context().clearPermissions();
+    if (options.permissions !== undefined) await tab.context().grantPermissions(options.permissions);
+    return load(tab, url);
+  }
+
+  /** A tab in a context of its own, for what cannot be undone in the shared one; `prepare` runs before the load. */
+  async function openAlone(url: string, options: BrowserContextOptions, prepare?: (context: BrowserContext) => Promise<void>): Promise<Opened> {
+    const context = await chromium.newContext(options);
+    await prepare?.(context);
+    return load(await context.newPage(), url, () => context.close());
   }
 
   const uriOf = (c: { receive_address: string; amount: string }): string => `nano:${c.receive_address}?amount=${xnoToRaw(c.amount)}`;
@@ -85,12 +128,14 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
   });
 
   it('refuses a redirect delay or a reload interval under one second', async () => {
-    for (const flag of ['--redirect-delay', '--reload-interval']) {
-      const refused = await merchant.json<{ error: { code: string; message: string } }>(['checkout', '--amount', '1', flag, '0']);
-      expect(refused._code).toBe(2);
-      expect(refused.error.code).toBe('USAGE');
-      expect(refused.error.message).toContain(flag);
-    }
+    await Promise.all(
+      ['--redirect-delay', '--reload-interval'].map(async (flag) => {
+        const refused = await merchant.json<{ error: { code: string; message: string } }>(['checkout', '--amount', '1', flag, '0']);
+        expect(refused._code).toBe(2);
+        expect(refused.error.code).toBe('USAGE');
+        expect(refused.error.message).toContain(flag);
+      }),
+    );
   });
 
   for (const [width, height, scheme] of [[360, 640, 'light'], [360, 640, 'dark'], [1280, 800, 'light'], [1280, 800, 'dark']] as const) {
@@ -151,7 +196,7 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
   });
 
   it('reaches the paid state with JavaScript disabled (the page reloads itself), then the redirect', async () => {
-    const { page, close } = await open(noScript.url, { javaScriptEnabled: false });
+    const { page, close } = await openAlone(noScript.url, { javaScriptEnabled: false });
     expect(await page.getAttribute('body', 'data-state')).toBe('waiting');
     expect(await page.content()).toContain('<meta http-equiv="refresh" content="1">');
     expect(await page.locator('button[data-copy="amount"]').isVisible()).toBe(false);
@@ -165,14 +210,12 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
 
   it('answers an unknown or malformed id with a clear 404 page', async () => {
     const base = new URL(checkout.url).origin;
-    const context = await chromium.newContext();
-    const page = await context.newPage();
     for (const id of ['00000000-0000-4000-8000-000000000000', 'not-an-id', '%3Cscript%3E']) {
-      const response = await page.goto(`${base}/checkout/${id}`);
+      const { page, response, close } = await open(`${base}/checkout/${id}`);
       expect(response?.status()).toBe(404);
       expect(await page.textContent('h1')).toBe('Payment not found');
+      await close();
     }
-    await context.close();
   });
 
   it('never logs the API key, one line per request', () => {
@@ -186,18 +229,23 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
     const shopWallet = (await (await fetch(`${sb.url}/wallet/create`, { method: 'POST' })).json()) as { data: { address: string; api_key: string } };
     const { address, api_key: key } = shopWallet.data;
     const link = `${sb.url}/payment/create/${address}/${key}?amount=0.25&redirect_url=${encodeURIComponent(`${shop.url}/thanks`)}`;
-    const { page, errors, close } = await open(link, { viewport: { width: 360, height: 640 } });
+    // Playwright's clock (the page's own timers, at the pace of the real clock until told otherwise) lets the test
+    // run the default five-second countdown forward instead of waiting it out; it stays with its context.
+    const { page, errors, close } = await openAlone(link, { viewport: { width: 360, height: 640 } }, (context) => context.clock.install());
     expect(page.url()).toMatch(new RegExp(`^${sb.url}/checkout/[0-9a-f-]{36}$`));
     const amount = (await page.textContent('#amount')) as string;
     expect(amount).toMatch(/^0\.25\d*$/);
     const uri = `nano:${address}?amount=${xnoToRaw(amount)}`;
-    expect(readQr(await page.screenshot())).toBe(uri);
+    const qr = await page.locator('.qr').boundingBox();
+    if (qr === null) expect.fail('the QR code is not shown');
+    expect(readQr(await page.screenshot(), qr)).toBe(uri);
     expect(await page.content()).not.toContain(key);
     await pay({ receive_address: address, amount });
     await page.waitForSelector('body[data-state="paid"]', { timeout: 2_000 });
     // The default countdown, from five seconds.
     expect(await page.getAttribute('#redirect', 'data-seconds')).toBe('5');
     expect(await page.textContent('#redirect')).toMatch(/^Returning to the shop in [1-5] s\. Continue now$/);
+    await page.clock.runFor(5_000);
     await page.waitForURL(`${shop.url}/thanks`, { timeout: 15_000 });
     await close();
     expect(errors).toEqual([]);
