@@ -10,13 +10,7 @@ import { startCommand } from './serve.js';
 // jsqr is CommonJS: under NodeNext its typed default export sits on `.default`.
 const jsQR = jsqr.default;
 
-/**
- * Debian's headless shell (apt-get install chromium-headless-shell) where it is installed: the same Chromium
- * release's engine without the desktop browser around it, a third of the desktop browser's CPU in these tests
- * (measured here). Otherwise Debian's Chromium itself.
- */
-const HEADLESS_SHELL = '/usr/bin/chromium-headless-shell';
-export const CHROMIUM = existsSync(HEADLESS_SHELL) ? HEADLESS_SHELL : '/usr/bin/chromium';
+export const CHROMIUM = '/usr/bin/chromium';
 
 /**
  * Whether the browser tests run: always in CI (where a missing Chromium is a
