@@ -22,8 +22,7 @@ export default defineConfig({
     // Threads, not a process per file: the same suite took 25 s less CPU (measured here).
     pool: 'threads',
     // Much of a file's time is waiting (child processes, servers, timeouts), so more files run than there are
-    // cores. npm test on a quiet machine here: 3 workers 77-81 s (median 79.5 s of 4 runs), 4 workers 71-91 s
-    // (median 84 s of 7 runs, and more CPU), 5 workers 89 s: three is as fast and steadier.
+    // cores. npm test on a quiet machine here: 3 workers 63.6-64.9 s (3 runs), 4 workers 68 s, 2 workers 69 s.
     maxWorkers: 3,
     projects: [
       { extends: true, test: { name: 'own-modules', include: OWN_MODULES } },
