@@ -76,6 +76,7 @@ const CATALOG: Record<string, CodeInfo> = {
   PAYMENT_MISMATCH: invalid,
   CONFLICT: conflict,
   ACCOUNT_BUSY: conflict,
+  STORE_BUSY: conflict,
   IDEMPOTENCY_MISMATCH: conflict,
   // A command of the payment service asked of a node backend (credits, top-up, the donation address).
   SERVICE_ONLY: { status: 400, exit: ExitCode.USAGE },

@@ -145,7 +145,7 @@ export class Session {
       let store: KeyStore;
       if (await KeyStore.exists(path)) store = await (this.options.unlock?.(path) ?? KeyStore.open(path, await this.options.password('unlock')));
       else if (mode === 'open') throw new NanoPayError('NOT_FOUND', 'There is no wallet yet', { hint: 'Create one with: nanopay wallet create' });
-      else store = await KeyStore.create(path, await this.options.password('create'));
+      else store = await KeyStore.openOrCreate(path, await this.options.password('create'));
       store.afterWrite(async () => {
         this.endedSessions += await stopAllAgents(this.dir);
       });

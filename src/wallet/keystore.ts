@@ -2,6 +2,7 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes, scrypt as sc
 import { NanoPayError } from '../errors.js';
 import { lstat } from 'node:fs/promises';
 import { readIfExists, writeFileAtomic } from '../fs/secure-fs.js';
+import { withKeystoreLock } from './lock.js';
 
 /**
  * The encrypted secret store. A random 256-bit data key encrypts every secret
@@ -166,7 +167,7 @@ export class KeyStore implements SecretReader {
     const passwordKey = await scrypt(password, Buffer.from(header.kdf.salt, 'base64'), header.kdf);
     const file: KeystoreFile = { ...header, key: seal(passwordKey, dataKey, headerBytes(header, 'key')), secrets: {} };
     const store = new KeyStore(path, file, dataKey, '');
-    await store.persist();
+    await store.commit((secrets) => secrets, 'new');
     return store;
   }
 
@@ -192,7 +193,14 @@ export class KeyStore implements SecretReader {
 
   /** Opens the store, creating it first when there is none yet. */
   static async openOrCreate(path: string, password: string): Promise<KeyStore> {
-    return (await KeyStore.exists(path)) ? KeyStore.open(path, password) : KeyStore.create(path, password);
+    if (await KeyStore.exists(path)) return KeyStore.open(path, password);
+    try {
+      return await KeyStore.create(path, password);
+    } catch (error) {
+      // Another process made the store while scrypt ran here: the password is checked against that one.
+      if (error instanceof NanoPayError && error.code === 'CONFLICT' && (await KeyStore.exists(path))) return KeyStore.open(path, password);
+      throw error;
+    }
   }
 
   ids(): string[] {
@@ -226,32 +234,49 @@ export class KeyStore implements SecretReader {
   }
 
   async set(id: string, secret: string): Promise<void> {
-    const secrets = { ...this.file.secrets, [id]: seal(this.dataKey, Buffer.from(secret, 'utf8'), headerBytes(this.file, id)) };
-    await this.replace({ ...this.file, secrets });
+    await this.commit((secrets) => ({ ...secrets, [id]: seal(this.dataKey, Buffer.from(secret, 'utf8'), headerBytes(this.file, id)) }));
   }
 
   async delete(ids: string[]): Promise<void> {
-    const secrets = { ...this.file.secrets };
-    for (const id of ids) delete secrets[id];
-    await this.replace({ ...this.file, secrets });
+    await this.commit((secrets) => Object.fromEntries(Object.entries(secrets).filter(([id]) => !ids.includes(id))));
   }
 
-  /** Checks that every secret of the new content decrypts before it replaces the file. */
-  private async replace(next: KeystoreFile): Promise<void> {
-    for (const [id, sealed] of Object.entries(next.secrets)) {
-      if (open(this.dataKey, sealed, headerBytes(next, id)) === undefined) {
-        throw new NanoPayError('INTERNAL_ERROR', `Refusing to write a key store whose secret "${id}" does not decrypt`);
+  /**
+   * Writes `edit` applied to the file's newest content, as the key store's only
+   * writer: a secret another process stored since this one read the file is
+   * kept, not overwritten. Every secret of the result must decrypt before it
+   * replaces the file.
+   */
+  private async commit(edit: (secrets: Record<string, Sealed>) => Record<string, Sealed>, mode: 'new' | 'update' = 'update'): Promise<void> {
+    await withKeystoreLock(this.path, async () => {
+      await refuseLink(this.path);
+      const text = await readIfExists(this.path);
+      if (mode === 'new' && text !== undefined) throw new NanoPayError('CONFLICT', `A key store already exists at ${this.path}`);
+      const base = mode === 'new' ? this.file : this.newest(text);
+      const next: KeystoreFile = { ...base, secrets: edit({ ...base.secrets }) };
+      for (const [id, sealed] of Object.entries(next.secrets)) {
+        if (open(this.dataKey, sealed, headerBytes(next, id)) === undefined) {
+          throw new NanoPayError('INTERNAL_ERROR', `Refusing to write a key store whose secret "${id}" does not decrypt`);
+        }
       }
-    }
-    this.file = next;
-    await this.persist();
+      const written = `${JSON.stringify(next, null, 2)}\n`;
+      await writeFileAtomic(this.path, written);
+      this.file = next;
+      this.sum = fingerprint(written);
+    });
+    for (const listener of this.written) await listener();
   }
 
-  private async persist(): Promise<void> {
-    await refuseLink(this.path);
-    const text = `${JSON.stringify(this.file, null, 2)}\n`;
-    await writeFileAtomic(this.path, text);
-    this.sum = fingerprint(text);
-    for (const listener of this.written) await listener();
+  /** What a write builds on: the content this store holds, or the newer content another process wrote to this same store. */
+  private newest(text: string | undefined): KeystoreFile {
+    if (text !== undefined && fingerprint(text) === this.sum) return this.file;
+    const current = text === undefined ? undefined : parseFile(this.path, text);
+    // The same KDF salt and wrapped data key: the same store, whose secrets this data key decrypts.
+    if (current === undefined || JSON.stringify([current.kdf, current.key]) !== JSON.stringify([this.file.kdf, this.file.key])) {
+      throw new NanoPayError('CONFLICT', `The key store ${this.path} was ${current === undefined ? 'removed' : 'replaced'} by another process while this one ran; nothing was written`, {
+        hint: 'Run the command again.',
+      });
+    }
+    return current;
   }
 }

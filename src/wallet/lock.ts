@@ -1,15 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { open, readFile, rename, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NanoPayError } from '../errors.js';
 import { ensurePrivateDir } from '../fs/secure-fs.js';
 
 /**
- * One account's blocks are built and published one at a time: an in-process
- * queue orders callers of this process, and a lock file (created with O_EXCL)
- * orders processes. A lock left by a dead process is taken over.
+ * One writer at a time for what must not be written by two at once (an
+ * account's chain, the key store): an in-process queue orders callers of this
+ * process, and a lock file (created with O_EXCL) orders processes. A lock left
+ * by a dead process is taken over.
  */
 
 const queues = new Map<string, Promise<void>>();
@@ -41,7 +42,13 @@ async function takeOverStale(path: string, content: string): Promise<void> {
   else await rm(aside, { force: true });
 }
 
-async function acquireFile(path: string, timeoutMs: number, signal?: AbortSignal): Promise<() => Promise<void>> {
+/** Who waited too long, for the error: the account or the key store. */
+interface Held {
+  code: 'ACCOUNT_BUSY' | 'STORE_BUSY';
+  what: string;
+}
+
+async function acquireFile(path: string, held: Held, timeoutMs: number, signal?: AbortSignal): Promise<() => Promise<void>> {
   const deadline = Date.now() + timeoutMs;
   const content = `${process.pid}\n${hostname()}\n${new Date().toISOString()}`;
   for (let wait = 10; ; wait = Math.min(wait * 2, 250)) {
@@ -58,9 +65,9 @@ async function acquireFile(path: string, timeoutMs: number, signal?: AbortSignal
       await takeOverStale(path, holder);
       continue;
     }
-    if (signal?.aborted) throw new NanoPayError('CANCELLED', 'Cancelled while waiting for the account lock');
+    if (signal?.aborted) throw new NanoPayError('CANCELLED', `Cancelled while waiting for the lock of ${held.what}`);
     if (Date.now() > deadline) {
-      throw new NanoPayError('ACCOUNT_BUSY', `Another nanopay process has been using this account for over ${Math.round(timeoutMs / 1000)} s`, {
+      throw new NanoPayError(held.code, `Another nanopay process has been using ${held.what} for over ${Math.round(timeoutMs / 1000)} s`, {
         hint: `If no other nanopay is running, remove ${path}.`,
       });
     }
@@ -68,22 +75,21 @@ async function acquireFile(path: string, timeoutMs: number, signal?: AbortSignal
   }
 }
 
-export async function withAccountLock<T>(
-  lockDir: string,
-  address: string,
-  fn: () => Promise<T>,
-  options: { timeoutMs?: number; signal?: AbortSignal } = {},
-): Promise<T> {
-  const key = join(lockDir, `${address}.lock`);
-  const previous = queues.get(key) ?? Promise.resolve();
+interface LockOptions {
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+async function withFileLock<T>(path: string, held: Held, fn: () => Promise<T>, options: LockOptions): Promise<T> {
+  const previous = queues.get(path) ?? Promise.resolve();
   let done!: () => void;
   const released = new Promise<void>((resolve) => (done = resolve));
   const mine = previous.then(() => released);
-  queues.set(key, mine);
+  queues.set(path, mine);
   await previous;
   try {
-    await ensurePrivateDir(lockDir);
-    const release = await acquireFile(key, options.timeoutMs ?? 120_000, options.signal);
+    await ensurePrivateDir(dirname(path));
+    const release = await acquireFile(path, held, options.timeoutMs ?? 120_000, options.signal);
     try {
       return await fn();
     } finally {
@@ -91,6 +97,16 @@ export async function withAccountLock<T>(
     }
   } finally {
     done();
-    if (queues.get(key) === mine) queues.delete(key);
+    if (queues.get(path) === mine) queues.delete(path);
   }
+}
+
+/** Runs `fn` as the account's only writer: its blocks are built and published one at a time. */
+export function withAccountLock<T>(lockDir: string, address: string, fn: () => Promise<T>, options: LockOptions = {}): Promise<T> {
+  return withFileLock(join(lockDir, `${address}.lock`), { code: 'ACCOUNT_BUSY', what: 'this account' }, fn, options);
+}
+
+/** Runs `fn` as the key store's only writer, so that no write is lost to another's. */
+export function withKeystoreLock<T>(keystorePath: string, fn: () => Promise<T>, options: LockOptions = {}): Promise<T> {
+  return withFileLock(`${keystorePath}.lock`, { code: 'STORE_BUSY', what: 'the key store' }, fn, options);
 }

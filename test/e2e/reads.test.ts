@@ -1,11 +1,12 @@
+import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readFlagFile } from '../../src/cli/flag-file.js';
 import { balance } from '../../src/ops/balance.js';
 import { blockInfo, pending } from '../../src/ops/reads.js';
 import { Session } from '../../src/ops/session.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
+import { keystorePath } from '../../src/wallet/paths.js';
 import { shutdownWorkers } from '../../src/work/index.js';
 import { commandSession, newUser, userWithWallet, type CliUser } from '../helpers/cli.js';
 import { fund, sandbox } from '../helpers/sandbox.js';
@@ -102,7 +103,12 @@ describe('wallet import --passphrase-file', () => {
     await writeFile(file, `${vector.passphrase}\n`);
     const imported = await importer.json<{ address: string }>(['wallet', 'import', '--mnemonic-stdin', '--passphrase-file', file], { input: `${vector.mnemonic}\n` });
     expect(imported).toMatchObject({ _code: 0, address: vector.accounts[0]?.address });
-    // The command reads the file through readFlagFile, as just run.
-    await expect(readFlagFile(join(importer.configDir, 'nope.txt'), '--passphrase-file')).rejects.toMatchObject({ code: 'USAGE', exitCode: 2 });
+    // A first run with a file that is not there: a usage error before any key store is made.
+    const first = await newUser(sb.url, {}, { keystore: 'none' });
+    const missing = await first.json<{ error: { code: string } }>(['wallet', 'import', '--mnemonic-stdin', '--passphrase-file', join(first.configDir, 'nope.txt')], {
+      input: `${vector.mnemonic}\n`,
+    });
+    expect(missing).toMatchObject({ _code: 2, error: { code: 'USAGE' } });
+    expect(existsSync(keystorePath(first.configDir))).toBe(false);
   });
 });

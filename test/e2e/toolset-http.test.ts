@@ -179,6 +179,12 @@ describe('guards', () => {
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/token/);
   });
+
+  it('a --token-file that cannot be read is a usage error naming the flag, not a bug', async () => {
+    const missing = await user.json<{ error: { code: string; message: string } }>(['serve', '--port', '0', '--token-file', `${user.configDir}/no-such-token`]);
+    expect(missing).toMatchObject({ _code: 2, error: { code: 'USAGE' } });
+    expect(missing.error.message).toContain('--token-file');
+  });
 });
 
 describe('clients of the upstream toolset', () => {

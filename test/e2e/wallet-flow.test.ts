@@ -7,8 +7,10 @@ import { getSetting, setSetting } from '../../src/ops/config.js';
 import { receive } from '../../src/ops/receive.js';
 import { send } from '../../src/ops/send.js';
 import type { Session } from '../../src/ops/session.js';
-import { importWallet, listWallets, useWallet } from '../../src/ops/wallet.js';
+import { exportWallet, importWallet, listWallets, useWallet } from '../../src/ops/wallet.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
+import { KeyStore } from '../../src/wallet/keystore.js';
+import { keystorePath } from '../../src/wallet/paths.js';
 import { shutdownWorkers } from '../../src/work/index.js';
 import { commandSession, newUser, PASSWORD, userWithWallet, type CliUser } from '../helpers/cli.js';
 import { fund, ledger, sandbox } from '../helpers/sandbox.js';
@@ -151,6 +153,19 @@ describe('wallet and money movement through bin/run.js', () => {
     const other = await alice.run(['wallet', 'list', '--json'], { env: { NANOPAY_PROFILE: 'other' } });
     expect(JSON.parse(other.stdout)).toEqual([]);
     expect(listWallets(commandSession(alice, { NANOPAY_PROFILE: 'default' })).map((w) => w.name)).toContain('main');
+  });
+
+  it('wallets created at the same time each keep their secret', async () => {
+    // At the real cost, so that both commands have read the store before either writes.
+    const carol = await newUser(sb.url, {}, { keystore: 'none' });
+    await KeyStore.create(keystorePath(carol.configDir), PASSWORD);
+    const names = ['one', 'two'];
+    const created = await Promise.all(names.map((name) => carol.json<{ address: string }>(['wallet', 'create', '--name', name])));
+    expect(created.map((c) => c._code)).toEqual([0, 0]);
+    const session = commandSession(carol);
+    for (const [i, name] of names.entries()) {
+      expect((await exportWallet(session, name)).accounts[0]?.address).toBe(created[i]?.address);
+    }
   });
 
   it('lists, shows, uses and removes wallets', async () => {

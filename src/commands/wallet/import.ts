@@ -32,11 +32,12 @@ With --password-stdin too, the first line of stdin is the password and the secon
     if (kind === undefined) {
       throw new NanoPayError('USAGE', 'Say what stdin holds: --seed-stdin, --mnemonic-stdin or --private-key-stdin');
     }
+    // An unreadable file is reported before a key store is made or a password asked for.
+    const passphrase = flags['passphrase-file'] === undefined ? undefined : (await readFlagFile(flags['passphrase-file'], '--passphrase-file')).replace(/\r?\n$/, '');
     const session = this.session(flags);
     // The password (when it comes from stdin) is the first line: ask for it before reading the secret.
     await session.keystore('create');
     const secret = await stdinLine(kind === 'mnemonic' ? 'the mnemonic' : kind === 'seed' ? 'the seed' : 'the private key');
-    const passphrase = flags['passphrase-file'] === undefined ? undefined : (await readFlagFile(flags['passphrase-file'], '--passphrase-file')).replace(/\r?\n$/, '');
     const created = await importWallet(session, {
       kind,
       secret,

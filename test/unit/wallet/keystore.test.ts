@@ -1,4 +1,5 @@
-import { lstat, mkdir, mkdtemp, readFile, stat, symlink, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { lstat, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -68,6 +69,32 @@ describe('KeyStore', () => {
     const other = join(dir, 'other.json');
     for (const N of [2 ** 9, 3000, 2 ** 30]) await expect(KeyStore.create(other, 'pw', N)).rejects.toThrow(RangeError);
     expect(await KeyStore.exists(other)).toBe(false);
+  });
+
+  it('a write keeps what another writer stored since this store was read', async () => {
+    await KeyStore.create(path, 'pw', CHEAP);
+    // Two commands that unlocked the same store, then each stored a wallet.
+    const [one, two] = await Promise.all([KeyStore.open(path, 'pw'), KeyStore.open(path, 'pw')]);
+    await Promise.all([one.set('a', '1'), two.set('b', '2')]);
+    await one.set('c', '3');
+    await two.delete(['a']);
+    const reopened = await KeyStore.open(path, 'pw');
+    expect(Object.fromEntries(reopened.ids().map((id) => [id, reopened.get(id)]))).toEqual({ b: '2', c: '3' });
+    expect(existsSync(`${path}.lock`)).toBe(false);
+  });
+
+  it('a store replaced or removed by another process is not written over; nothing is written', async () => {
+    const stale = await (async () => {
+      await (await KeyStore.create(path, 'pw', CHEAP)).set('seed', SECRET);
+      return KeyStore.open(path, 'pw');
+    })();
+    await rm(path);
+    await expect(stale.set('other', '1')).rejects.toMatchObject({ code: 'CONFLICT' });
+    expect(existsSync(path)).toBe(false);
+    await (await KeyStore.create(path, 'pw', CHEAP)).set('seed', 'a new one');
+    const replaced = await readFile(path);
+    await expect(stale.set('other', '1')).rejects.toMatchObject({ code: 'CONFLICT' });
+    expect(await readFile(path)).toEqual(replaced);
   });
 
   it('deletes secrets', async () => {

@@ -3,7 +3,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkPerDay } from '../../../src/ops/limits.js';
-import { withAccountLock } from '../../../src/wallet/lock.js';
+import { withAccountLock, withKeystoreLock } from '../../../src/wallet/lock.js';
 import { SendLog } from '../../../src/wallet/send-log.js';
 
 const address = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
@@ -27,6 +27,14 @@ describe('the account lock', () => {
     // The test runner's parent is alive and is not this process.
     await writeFile(join(dir, `${address}.lock`), `${process.ppid}\n${hostname()}\nnow`);
     await expect(withAccountLock(dir, address, async () => 'ran', { timeoutMs: 200 })).rejects.toMatchObject({ code: 'ACCOUNT_BUSY' });
+  });
+
+  it('the key store has a lock of its own, which names it when it is held too long', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'nanopay-lock-'));
+    const store = join(dir, 'keystore.json');
+    await writeFile(`${store}.lock`, `${process.ppid}\n${hostname()}\nnow`);
+    await expect(withAccountLock(dir, address, async () => 'ran')).resolves.toBe('ran');
+    await expect(withKeystoreLock(store, async () => 'ran', { timeoutMs: 200 })).rejects.toMatchObject({ code: 'STORE_BUSY', message: expect.stringContaining('the key store') });
   });
 });
 
