@@ -8,7 +8,7 @@ import { Session } from '../../src/ops/session.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { keystorePath } from '../../src/wallet/paths.js';
 import { shutdownWorkers } from '../../src/work/index.js';
-import { commandSession, newUser, userWithWallet, type CliUser } from '../helpers/cli.js';
+import { commandSession, newUser, PASSWORD, userWithWallet, type CliUser } from '../helpers/cli.js';
 import { fund, sandbox } from '../helpers/sandbox.js';
 import { vectors } from '../helpers/vectors.js';
 
@@ -95,7 +95,7 @@ describe('reads without the key store password', () => {
 });
 
 describe('wallet import --passphrase-file', () => {
-  it('derives the BIP39 account of the mnemonic and passphrase; a missing file is a usage error', async () => {
+  it('derives the BIP39 account of the mnemonic and passphrase; a missing file or a bad mnemonic leaves no key store', async () => {
     const vector = (vectors.mnemonic as { passphrase?: string; mnemonic: string; accounts: { address: string }[] }[]).find((v) => v.passphrase);
     if (vector === undefined) throw new Error('the vectors have no mnemonic with a passphrase');
     const importer = await newUser(sb.url);
@@ -103,12 +103,21 @@ describe('wallet import --passphrase-file', () => {
     await writeFile(file, `${vector.passphrase}\n`);
     const imported = await importer.json<{ address: string }>(['wallet', 'import', '--mnemonic-stdin', '--passphrase-file', file], { input: `${vector.mnemonic}\n` });
     expect(imported).toMatchObject({ _code: 0, address: vector.accounts[0]?.address });
+    // With --password-stdin, the password is stdin's first line and the secret the next.
+    const twoLines = await importer.json<{ address: string }>(['wallet', 'import', '--private-key-stdin', '--password-stdin', '--name', 'pk'], {
+      input: `${PASSWORD}\nC0CB015BCA0834AC827B6259B48C052F7D62692DA1FA21DCDF755CFD27ACBE43\n`,
+      env: { NANOPAY_PASSWORD: '' },
+    });
+    expect(twoLines).toMatchObject({ _code: 0, address: 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj' });
     // A first run with a file that is not there: a usage error before any key store is made.
     const first = await newUser(sb.url, {}, { keystore: 'none' });
     const missing = await first.json<{ error: { code: string } }>(['wallet', 'import', '--mnemonic-stdin', '--passphrase-file', join(first.configDir, 'nope.txt')], {
       input: `${vector.mnemonic}\n`,
     });
     expect(missing).toMatchObject({ _code: 2, error: { code: 'USAGE' } });
+    // So does a mnemonic that is not one: refused before any key store is made.
+    const invalid = await first.json<{ error: { code: string } }>(['wallet', 'import', '--mnemonic-stdin'], { input: 'abandon abandon abandon\n' });
+    expect(invalid).toMatchObject({ _code: 3, error: { code: 'INVALID_MNEMONIC' } });
     expect(existsSync(keystorePath(first.configDir))).toBe(false);
   });
 });

@@ -36,8 +36,8 @@ only, so they stay out of shell history, and are stored encrypted. --unset remov
       if (isSecretSetting(args.name) && !flags.stdin) {
         throw new NanoPayError('USAGE', `The ${args.name} setting is a secret, read from stdin only, so it stays out of shell history`, { hint: `printf "%s" "$KEY" | nanopay config set ${args.name} --stdin` });
       }
-      // Unlock before reading the value: with --password-stdin the password is the first line.
-      if (isSecretSetting(args.name)) await session.keystore('create');
+      // With --password-stdin the password is the first line: unlock before reading the value.
+      if (isSecretSetting(args.name) && flags['password-stdin']) await session.keystore('create');
       const value = flags.stdin ? await stdinLine(`the value of ${args.name}`) : args.value;
       if (value === undefined) throw new NanoPayError('USAGE', `Give a value for ${args.name}, or --unset`);
       result = await setSetting(session, args.name, value);

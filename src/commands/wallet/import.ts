@@ -35,8 +35,9 @@ With --password-stdin too, the first line of stdin is the password and the secon
     // An unreadable file is reported before a key store is made or a password asked for.
     const passphrase = flags['passphrase-file'] === undefined ? undefined : (await readFlagFile(flags['passphrase-file'], '--passphrase-file')).replace(/\r?\n$/, '');
     const session = this.session(flags);
-    // The password (when it comes from stdin) is the first line: ask for it before reading the secret.
-    await session.keystore('create');
+    // With --password-stdin the password is stdin's first line, so the key store is unlocked (or made) before the
+    // secret is read; otherwise the secret is checked first, and an invalid one leaves no key store behind.
+    if (flags['password-stdin']) await session.keystore('create');
     const secret = await stdinLine(kind === 'mnemonic' ? 'the mnemonic' : kind === 'seed' ? 'the seed' : 'the private key');
     const created = await importWallet(session, {
       kind,
