@@ -1,5 +1,6 @@
 import { Args, Flags } from '@oclif/core';
 import { paymentConfirmation } from '../cli/confirm-send.js';
+import { sentText } from '../cli/sent.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { payUri } from '../ops/payments.js';
 import type { SendResult } from '../ops/send.js';
@@ -29,8 +30,7 @@ request's QR code does; a URI without an amount is refused. Limits, confirmation
       ...(flags.account === undefined ? {} : { index: flags.account }),
       ...(confirm === undefined ? {} : { confirm }),
     });
-    if (result.dry_run) this.log(`Dry run: would pay ${result.amount} XNO to ${result.to}. Nothing was signed.`);
-    else this.log(`Paid ${result.amount} XNO to ${result.to}\nBlock:   ${result.hash}\nBalance: ${result.balance_after} XNO`);
+    this.log(sentText(result, { base: 'pay', past: 'Paid' }, flags.id));
     return result;
   }
 }

@@ -1,5 +1,6 @@
 import { Args, Flags } from '@oclif/core';
 import { paymentConfirmation } from '../cli/confirm-send.js';
+import { sentText } from '../cli/sent.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { send, type SendResult } from '../ops/send.js';
 
@@ -35,15 +36,7 @@ export default class Send extends SessionCommand {
       ...(flags.account === undefined ? {} : { index: flags.account }),
       ...(confirm === undefined ? {} : { confirm }),
     });
-    if (result.dry_run) {
-      this.log(`Dry run: would send ${result.amount} XNO from ${result.from} to ${result.to}; balance after ${result.balance_after} XNO. Nothing was signed.`);
-    } else if (result.repeated) {
-      this.log(`Already sent under --id ${flags.id}: ${result.amount} XNO to ${result.to} (block ${result.hash}). Nothing new was sent.`);
-    } else {
-      this.log(`Sent ${result.amount} XNO to ${result.to}`);
-      this.log(`Block:   ${result.hash}`);
-      this.log(`Balance: ${result.balance_after} XNO`);
-    }
+    this.log(sentText(result, { base: 'send', past: 'Sent' }, flags.id));
     return result;
   }
 }

@@ -58,6 +58,11 @@ describe('send --id', () => {
     expect(plain.stdout).not.toContain('Already sent');
     const same = await send(session, { to: payee, amount: { xno: '0.01' }, id: 'order-1' });
     expect(same).toMatchObject({ hash: first.hash, repeated: true });
+    // pay under the same key and parameters says nothing new was paid, never "Paid".
+    const repeated = await payer.run(['pay', `nano:${payee}?amount=${first.amount_raw}`, '--yes', '--id', 'order-1']);
+    expect(repeated.code).toBe(0);
+    expect(repeated.stdout).toContain(`Already paid under --id order-1: 0.01 XNO to ${payee} (block ${first.hash}). Nothing new was sent.`);
+    expect(repeated.stdout).not.toMatch(/^Paid/m);
     expect((await ledger(sb.url)).blocks.length).toBe(blocks);
   });
 });
