@@ -37,6 +37,8 @@ export interface RemoteBlockInfo {
   contents: StateBlock;
   /** The next block of the account, when the service says (64 zeros for none). */
   successor?: string;
+  /** Whether the network confirmed the block, as the backend says ("confirmed"); false when it does not say. */
+  confirmed: boolean;
 }
 
 export interface RemoteDifficulty {
@@ -77,6 +79,11 @@ export interface RemoteCredits {
 /** The node's answer for an account with no block yet; any other failure stays a failure. */
 function isAccountNotFound(error: unknown): boolean {
   return error instanceof NanoPayError && (error.code === 'ACCOUNT_NOT_FOUND' || /account not found/i.test(error.message));
+}
+
+/** A block's "confirmed" flag (a boolean or "true"/"false"); a backend that does not say has not confirmed it to us. */
+export function confirmedFlag(d: Json, what: string): boolean {
+  return d.confirmed === undefined || d.confirmed === null ? false : bool(d, 'confirmed', what);
 }
 
 /** `expires_at` as ISO 8601 text or Unix seconds; absent when the service has no expiry. */
@@ -165,6 +172,7 @@ export class ApiClient implements LedgerBackend {
       balanceRaw: bigIntField(d, 'balance', what),
       subtype: str(d, 'subtype', what),
       contents: stateBlock(d.contents, what),
+      confirmed: confirmedFlag(d, what),
     };
   }
 

@@ -2,7 +2,7 @@ import { NanoPayError, redactUrl } from '../errors.js';
 import { normalizeAddress, type StateBlock, type Subtype } from '../nano/index.js';
 import { DEV_THRESHOLDS, LIVE_THRESHOLDS } from '../work/index.js';
 import { serviceOnly, type LedgerBackend } from './backend.js';
-import type { RemoteAccountInfo, RemoteBalance, RemoteBlockInfo, RemoteDifficulty } from './client.js';
+import { confirmedFlag, type RemoteAccountInfo, type RemoteBalance, type RemoteBlockInfo, type RemoteDifficulty } from './client.js';
 import { asObject, bigIntField, hexField, optStr, stateBlock, str, type Json } from './shape.js';
 import { exchange } from './transport.js';
 
@@ -168,6 +168,7 @@ export class NodeClient implements LedgerBackend {
       balanceRaw: bigIntField(d, 'balance', what),
       subtype: optStr(d, 'subtype', what) ?? 'state',
       contents: stateBlock(d.contents, what),
+      confirmed: confirmedFlag(d, what),
       ...(successor === undefined ? {} : { successor: hexField(d, 'successor', 32, what).toUpperCase() }),
     };
   }

@@ -1,4 +1,4 @@
-import type { LedgerBackend } from '../api/backend.js';
+import type { BackendKind, LedgerBackend } from '../api/backend.js';
 import type { RemoteAccountInfo, RemoteBlockInfo } from '../api/client.js';
 import { NanoPayError } from '../errors.js';
 import {
@@ -8,6 +8,7 @@ import {
   buildReceiveBlock,
   buildSendBlock,
   hashBlock,
+  linkAsAccount,
   normalizeAddress,
   signBlock,
   verifyBlock,
@@ -36,10 +37,16 @@ export async function serviceThresholds(api: LedgerBackend, orLive = true): Prom
   return { thresholds: reported ?? LIVE_THRESHOLDS, reported: reported !== null };
 }
 
-/** The service said something about a block that the block itself contradicts. */
-export function inconsistent(message: string): NanoPayError {
-  return new NanoPayError('SERVICE_INCONSISTENT', `The service answered inconsistently: ${message}. Nothing was signed.`, {
-    hint: 'nanopay signs only on top of blocks it has checked itself. Check the API URL (a proxy or a faulty service may sit in between).',
+/** What a consequence of `inconsistent` names: the party that answered, and what was not done. */
+export interface InconsistencyContext {
+  party?: BackendKind;
+  outcome?: string;
+}
+
+/** The service (or node) said something that contradicts what was asked or what a block itself says. */
+export function inconsistent(message: string, { party = 'service', outcome = 'Nothing was signed.' }: InconsistencyContext = {}): NanoPayError {
+  return new NanoPayError('SERVICE_INCONSISTENT', `The ${party} answered inconsistently: ${message}. ${outcome}`, {
+    hint: `nanopay checks every answer against what it asked and against the blocks themselves. Check the ${party === 'node' ? 'node URL' : 'API URL'} (a proxy or a faulty ${party} may sit in between).`,
   });
 }
 
@@ -57,22 +64,23 @@ const EPOCH_LINKS = new Set(['65706F636820763120626C6F636B0000000000000000000000
  * the balance nor the representative of the checked block before it (or opens
  * the account with nothing), so everything built on it rests on our own blocks.
  */
-async function ownBlock(ctx: OpsContext, address: string, hash: string, epochsAbove = 0): Promise<RemoteBlockInfo> {
+async function ownBlock(ctx: Pick<OpsContext, 'api'>, address: string, hash: string, epochsAbove = 0): Promise<RemoteBlockInfo> {
+  const party = { party: ctx.api.kind };
   const found = await ctx.api.blockInfo(hash).catch((error: unknown) => {
-    if (error instanceof NanoPayError && error.status === 404) throw inconsistent(`block ${hash} of ${address} is not a known block`);
+    if (error instanceof NanoPayError && error.status === 404) throw inconsistent(`block ${hash} of ${address} is not a known block`, party);
     throw error;
   });
   const block = found.contents;
-  if (hashBlock(block) !== hash) throw inconsistent(`the contents given for block ${hash} hash to ${hashBlock(block)}`);
-  if (!sameAccount(block.account, address)) throw inconsistent(`block ${hash} of ${address} belongs to ${block.account}`);
+  if (hashBlock(block) !== hash) throw inconsistent(`the contents given for block ${hash} hash to ${hashBlock(block)}`, party);
+  if (!sameAccount(block.account, address)) throw inconsistent(`block ${hash} of ${address} belongs to ${block.account}`, party);
   if (verifyBlock(block)) return found;
-  if (!EPOCH_LINKS.has(block.link.toUpperCase()) || epochsAbove >= EPOCH_LINKS.size) throw inconsistent(`block ${hash} is not signed by the key of ${address}`);
+  if (!EPOCH_LINKS.has(block.link.toUpperCase()) || epochsAbove >= EPOCH_LINKS.size) throw inconsistent(`block ${hash} is not signed by the key of ${address}`, party);
   const before =
     block.previous.toUpperCase() === ZERO_HASH
       ? { balance: '0', representative: block.representative }
       : (await ownBlock(ctx, address, block.previous.toUpperCase(), epochsAbove + 1)).contents;
   if (BigInt(block.balance) !== BigInt(before.balance) || !sameAccount(block.representative, before.representative)) {
-    throw inconsistent(`the epoch block ${hash} of ${address} changes its balance or representative`);
+    throw inconsistent(`the epoch block ${hash} of ${address} changes its balance or representative`, party);
   }
   return found;
 }
@@ -82,11 +90,11 @@ async function ownBlock(ctx: OpsContext, address: string, hash: string, epochsAb
  * (see ownBlock); the balance and representative come from the block itself,
  * never from the service's summary. Also says whether the block has a successor.
  */
-async function verifiedFrontier(ctx: OpsContext, address: string, info: RemoteAccountInfo): Promise<{ block: StateBlock; successor: boolean }> {
+async function verifiedFrontier(ctx: Pick<OpsContext, 'api'>, address: string, info: RemoteAccountInfo): Promise<{ block: StateBlock; successor: boolean }> {
   const frontier = info.frontier.toUpperCase();
   const { contents: block, successor } = await ownBlock(ctx, address, frontier);
   if (BigInt(block.balance) !== info.balanceRaw) {
-    throw inconsistent(`it reports a balance of ${xnoAndRaw(info.balanceRaw)} for ${address}, but its frontier block holds ${xnoAndRaw(BigInt(block.balance))}`);
+    throw inconsistent(`it reports a balance of ${xnoAndRaw(info.balanceRaw)} for ${address}, but its frontier block holds ${xnoAndRaw(BigInt(block.balance))}`, { party: ctx.api.kind });
   }
   return { block, successor: successor !== undefined && successor !== ZERO_HASH };
 }
@@ -102,7 +110,7 @@ const HEAD_READS = 3;
  * between the two reads (another process of this wallet) and the head is read
  * again; when it still names the same one, the service contradicts itself.
  */
-export async function readAccountHead(ctx: OpsContext, address: string): Promise<AccountHead> {
+export async function readAccountHead(ctx: Pick<OpsContext, 'api'>, address: string): Promise<AccountHead> {
   let superseded: string | undefined;
   for (let read = 1; ; read++) {
     const info = await ctx.api.accountInfo(address);
@@ -115,7 +123,7 @@ export async function readAccountHead(ctx: OpsContext, address: string): Promise
     const { block, successor } = await verifiedFrontier(ctx, address, info);
     if (!successor) return { state: { address, frontier, balance: BigInt(block.balance), representative: block.representative }, thresholds };
     if (frontier === superseded || read === HEAD_READS) {
-      throw inconsistent(`the frontier ${frontier} of ${address} already has a successor, so it is not the head of the account`);
+      throw inconsistent(`the frontier ${frontier} of ${address} already has a successor, so it is not the head of the account`, { party: ctx.api.kind });
     }
     superseded = frontier;
   }
@@ -163,25 +171,81 @@ export interface ReceivedBlock {
   subtype: 'open' | 'receive';
 }
 
-/** A pending send to `address`, checked like a frontier: its hash, its signer's signature, and that it pays `address`. */
-async function verifiedSource(ctx: OpsContext, address: string, sourceHash: string): Promise<bigint> {
-  const source = await ctx.api.blockInfo(sourceHash);
-  const block = source.contents;
-  if (hashBlock(block) !== sourceHash.toUpperCase()) throw inconsistent(`the contents given for pending block ${sourceHash} hash to ${hashBlock(block)}`);
-  if (!verifyBlock(block)) throw inconsistent(`the pending block ${sourceHash} is not signed by its account`);
-  if (block.link.toUpperCase() !== addressToPublicKey(address)) throw inconsistent(`the pending block ${sourceHash} does not pay ${address}`);
-  return source.amountRaw;
+/** A send block nanopay proved from the blocks themselves, not from what a backend said about it. */
+export interface ProvedSend {
+  hash: string;
+  from: string;
+  to: string;
+  amountRaw: bigint;
+  /** As the backend says: a block counts as a payment only once confirmed. */
+  confirmed: boolean;
 }
 
-/** Receives every pending block of at least `minimumRaw`, oldest first; the first opens the account. */
+/** Confirmed sends already proved: a confirmed block never changes, so it is fetched once. */
+const provedSends = new Map<string, ProvedSend>();
+const PROVED_KEPT = 10_000;
+
+/**
+ * Proves a send block: fetched by hash, its hash recomputed from its contents,
+ * its signature verified with its account's key, and its amount taken from its
+ * balance against its previous block (fetched and hashed too; the signature
+ * covers that hash). What a backend claims about the amount or the destination
+ * is never used. A block that is no send, or that does not hash or verify, is
+ * SERVICE_INCONSISTENT: an honest backend lists no such block.
+ */
+export async function proveSend(api: LedgerBackend, hash: string): Promise<ProvedSend> {
+  const key = hash.toUpperCase();
+  const kept = provedSends.get(key);
+  if (kept !== undefined) return kept;
+  const party = { party: api.kind, outcome: 'It was not counted as a payment, and nothing was signed.' };
+  const fetch = (h: string, what: string): Promise<RemoteBlockInfo> =>
+    api.blockInfo(h).catch((error: unknown) => {
+      if (error instanceof NanoPayError && error.status === 404) throw inconsistent(`${what} ${h} is not a known block`, party);
+      throw error;
+    });
+  const info = await fetch(key, 'the send');
+  const block = info.contents;
+  if (hashBlock(block) !== key) throw inconsistent(`the contents given for block ${key} hash to ${hashBlock(block)}`, party);
+  if (!verifyBlock(block)) throw inconsistent(`block ${key} is not signed by its account ${block.account}`, party);
+  const previous = block.previous.toUpperCase();
+  if (previous === ZERO_HASH) throw inconsistent(`block ${key} opens an account; it is no send`, party);
+  const before = (await fetch(previous, 'the block before')).contents;
+  if (hashBlock(before) !== previous) throw inconsistent(`the contents given for block ${previous} hash to ${hashBlock(before)}`, party);
+  const amountRaw = BigInt(before.balance) - BigInt(block.balance);
+  if (amountRaw <= 0n) throw inconsistent(`block ${key} lowers no balance; it is no send`, party);
+  const proved: ProvedSend = { hash: key, from: normalizeAddress(block.account), to: linkAsAccount(block.link), amountRaw, confirmed: info.confirmed };
+  if (proved.confirmed) {
+    if (provedSends.size >= PROVED_KEPT) provedSends.delete(provedSends.keys().next().value as string);
+    provedSends.set(key, proved);
+  }
+  return proved;
+}
+
+/** How many blocks are proved at once: each costs the backend two reads. */
+const PROVING_AT_ONCE = 8;
+
+/**
+ * The confirmed sends waiting for `address`, each proved (proveSend): the
+ * backend's list says which blocks to look at, never what they are worth.
+ * One that does not pay `address` is SERVICE_INCONSISTENT; unconfirmed ones are left for later.
+ */
+export async function provedReceivable(api: LedgerBackend, address: string, hashes: string[]): Promise<ProvedSend[]> {
+  const proved: ProvedSend[] = [];
+  for (let i = 0; i < hashes.length; i += PROVING_AT_ONCE) {
+    proved.push(...(await Promise.all(hashes.slice(i, i + PROVING_AT_ONCE).map((h) => proveSend(api, h)))));
+  }
+  const stray = proved.find((p) => p.to !== address);
+  if (stray !== undefined) throw inconsistent(`it lists block ${stray.hash} as waiting for ${address}, but it pays ${stray.to}`, { party: api.kind });
+  return proved.filter((p) => p.confirmed);
+}
+
+/** Receives every confirmed pending block of at least `minimumRaw` (each proved, see proveSend), oldest first; the first opens the account. */
 export async function receiveAllPending(ctx: OpsContext, signer: Signer, minimumRaw = 1n): Promise<ReceivedBlock[]> {
-  const hashes = await ctx.api.pending(signer.address);
+  const sends = (await provedReceivable(ctx.api, signer.address, await ctx.api.pending(signer.address))).filter((p) => p.amountRaw >= minimumRaw);
   const received: ReceivedBlock[] = [];
-  if (hashes.length === 0) return received;
+  if (sends.length === 0) return received;
   let { state, thresholds } = await readAccountHead(ctx, signer.address);
-  for (const sourceHash of hashes) {
-    const amountRaw = await verifiedSource(ctx, signer.address, sourceHash);
-    if (amountRaw < minimumRaw) continue;
+  for (const { hash: sourceHash, amountRaw } of sends) {
     const subtype = state.frontier === null ? 'open' : 'receive';
     const block = buildReceiveBlock(state, { sourceHash, amount: amountRaw });
     const entry = await signAndJournal(ctx, signer, block, subtype, thresholds);

@@ -1,8 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { NodeClient, Receivable } from '../api/node-client.js';
+import type { NodeClient } from '../api/node-client.js';
 import { NanoPayError } from '../errors.js';
 import { MAX_RAW, normalizeAddress } from '../nano/index.js';
 import type { RequestRecord } from '../wallet/requests.js';
+import { provedReceivable, readAccountHead } from './chain.js';
 import { xnoAndRaw } from './money.js';
 import type { Session } from './session.js';
 
@@ -98,12 +99,6 @@ function wrongAmount(arrived: bigint, wanted: bigint): string {
     : `Overpaid: ${xnoAndRaw(arrived)} arrived for ${xnoAndRaw(wanted)} requested (${xnoAndRaw(arrived - wanted)} too much); not marked paid.`;
 }
 
-/** Receivable blocks with their amounts (a node that lists hashes only is asked for each). */
-async function withAmounts(node: NodeClient, address: string): Promise<{ hash: string; amountRaw: bigint }[]> {
-  const list: Receivable[] = await node.receivable(address);
-  return Promise.all(list.map(async (r) => ({ hash: r.hash, amountRaw: r.amountRaw ?? (await node.blockInfo(r.hash)).amountRaw })));
-}
-
 /** What status reads need of a session: the requests store (plain data), never the key store. */
 export type RequestsHolder = Pick<Session, 'requests'>;
 
@@ -121,7 +116,9 @@ async function claim(session: RequestsHolder, id: string, hashes: string[]): Pro
 }
 
 /**
- * Where a request stands. Shared address: a receivable block of exactly the
+ * Where a request stands, from blocks nanopay proved itself (provedReceivable:
+ * fetched, hashed, signature verified, amount from the balances, confirmed);
+ * the node's list only says where to look. Shared address: a block of exactly the
  * amount that paid no other request pays it; else the nearest unclaimed
  * payment of another amount (from half to twice the amount) is reported as
  * under- or over-paid. Fresh address: everything the account holds and has
@@ -132,12 +129,13 @@ export async function nodePaymentStatus(session: RequestsHolder, node: NodeClien
   if (record === undefined) throw new NanoPayError('INVALID_TRANSACTION_ID', `Unknown transaction id "${id.slice(0, 80)}"`);
   if (record.paidBy !== undefined) return { record, isPaid: true, message: paidMessage(record.paidBy) };
   const wanted = BigInt(record.amountRaw);
-  const receivable = await withAmounts(node, record.address);
+  const receivable = await provedReceivable(node, record.address, await node.pending(record.address));
   const expired = record.expiresAt !== undefined && Date.parse(record.expiresAt) <= Date.now();
   const waiting = `Waiting for exactly ${xnoAndRaw(wanted)} to ${record.address}.${expired ? ` The request expired at ${record.expiresAt}.` : ''}`;
 
   if (record.fresh !== undefined) {
-    const held = (await node.accountInfo(record.address))?.balanceRaw ?? 0n;
+    // What the account holds is what its own (verified) head block says, not the node's summary.
+    const held = (await readAccountHead({ api: node }, record.address)).state.balance;
     const arrived = held + receivable.reduce((sum, r) => sum + r.amountRaw, 0n);
     if (arrived === wanted) {
       const paid = await claim(session, record.id, receivable.map((r) => r.hash));

@@ -2,13 +2,22 @@ import { checkRedirectUrl, isTransactionId } from '../api/contract.js';
 import type { CallOptions } from '../api/http.js';
 import { ExitCode, NanoPayError } from '../errors.js';
 import { buildNanoUri, normalizeAddress, parseNanoUri, rawToXno, xnoToRaw } from '../nano/index.js';
-import { rawOf, type Amount } from './money.js';
+import { inconsistent } from './chain.js';
+import { rawOf, xnoAndRaw, type Amount } from './money.js';
 import { createNodeRequest, nodePaymentStatus } from './node-requests.js';
 import { SAFETY_POLL_MS, Wakeup, confirmations } from './confirmations.js';
 import { send, type SendInput, type SendResult } from './send.js';
 import type { Session } from './session.js';
 
 export { checkRedirectUrl };
+
+/**
+ * The most the service may add to a request's amount so that payments can be
+ * matched to it ("extra fractional digits": the sandbox adds at most 999,999
+ * raw). 10^24 raw is 0.000001 XNO: anything more, or less than asked, is
+ * refused, as a payer would otherwise pay what the merchant did not ask for.
+ */
+export const MAX_REQUEST_ADJUSTMENT_RAW = 10n ** 24n;
 
 export interface PaymentRequestResult {
   transaction_id: string;
@@ -42,11 +51,10 @@ export async function requestPayment(
     if (input.freshAddress === true || input.expiresInS !== undefined) {
       throw new NanoPayError('USAGE', '--fresh-address and --expires are for requests nanopay keeps itself (backend node)', { hint: 'The service keeps its requests; use --to to name another address.' });
     }
-    const to = input.to === undefined ? (await session.account()).address : normalizeAddress(input.to);
+    const to = input.to === undefined ? await session.address() : normalizeAddress(input.to);
     const created = await (await session.serviceApi()).paymentRequest({ receiveAddress: to, amount: rawToXno(baseRaw), ...(input.redirectUrl === undefined ? {} : { redirectUrl: input.redirectUrl }) });
     id = created.transactionId;
-    address = normalizeAddress(created.receiveAddress);
-    amountRaw = xnoToRaw(created.amount);
+    ({ address, amountRaw } = checkCreated(created, to, baseRaw));
   }
   return {
     transaction_id: id,
@@ -56,6 +64,33 @@ export async function requestPayment(
     uri: buildNanoUri({ address, amountRaw }),
     ...(input.redirectUrl === undefined ? {} : { redirect_url: input.redirectUrl }),
   };
+}
+
+/**
+ * The service's new request must be the one asked for: a proxy or a faulty
+ * service that names another address (or another amount) would have the page,
+ * the QR code and the JSON send the customer's money astray. Refused before
+ * anything is shown or kept.
+ */
+function checkCreated(created: { receiveAddress: string; amount: string }, to: string, baseRaw: bigint): { address: string; amountRaw: bigint } {
+  const outcome = 'Nothing was shown; do not use this request.';
+  let address: string;
+  let amountRaw: bigint;
+  try {
+    address = normalizeAddress(created.receiveAddress);
+    amountRaw = xnoToRaw(created.amount);
+  } catch {
+    throw inconsistent(`its new payment request names "${created.receiveAddress.slice(0, 80)}" and "${created.amount.slice(0, 80)}" XNO, not an address and an amount`, { outcome });
+  }
+  if (address !== to) throw inconsistent(`the payment request asked for ${to} was made for ${address}`, { outcome });
+  const adjustment = amountRaw - baseRaw;
+  if (adjustment < 0n || adjustment > MAX_REQUEST_ADJUSTMENT_RAW) {
+    throw inconsistent(
+      `the payment request asked for ${xnoAndRaw(baseRaw)} was made for ${xnoAndRaw(amountRaw)} (it may add at most ${rawToXno(MAX_REQUEST_ADJUSTMENT_RAW)} XNO to match payments)`,
+      { outcome },
+    );
+  }
+  return { address, amountRaw };
 }
 
 export interface PaymentStatusResult {

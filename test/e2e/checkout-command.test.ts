@@ -6,6 +6,7 @@ import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { userSession } from '../helpers/backend-users.js';
 import { startCheckout } from '../helpers/browser.js';
 import { userWithWallet, type CliUser } from '../helpers/cli.js';
+import { startFaultyProxy } from '../helpers/faulty-proxy.js';
 import { sandbox } from '../helpers/sandbox.js';
 
 // `nanopay checkout` on the service backend as a child process; the requests it serves are made in-process
@@ -54,6 +55,23 @@ describe('nanopay checkout', () => {
     const request = await requestPayment(userSession(merchant), { amount: { xno: '1' } });
     const conflict = await merchant.json<{ error: { code: string } }>(['checkout', request.transaction_id, '--to', other]);
     expect(conflict).toMatchObject({ _code: 10, error: { code: 'CONFLICT' } });
+  });
+
+  it('a service that makes the new request for another address: request and checkout --amount show nothing (exit 5)', async () => {
+    const proxy = await startFaultyProxy(sb.url, (method, path) => (method === 'POST' && path === '/payment/request' ? { rewrite: (d) => ({ ...d, receive_address: other }) } : 'pass'));
+    try {
+      const env = { NANOPAY_API_URL: proxy.url };
+      for (const args of [['request', '1'], ['checkout', '--amount', '1']]) {
+        const result = await merchant.run([...args, '--json'], { env });
+        expect(result.code).toBe(5);
+        expect(JSON.parse(result.stdout)).toMatchObject({ error: { code: 'SERVICE_INCONSISTENT' } });
+        // The error names the address it was given, as a diagnosis; nothing offers it to pay.
+        expect(result.stdout + result.stderr).not.toMatch(/nano:nano_|https?:\/\/127/);
+      }
+      expect(proxy.seen.filter((r) => r === 'POST /payment/request')).toHaveLength(2);
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('in process: needs a TRANSACTION_ID or --amount, and an http(s) --redirect-url', async () => {

@@ -6,10 +6,12 @@ import type { AddressInfo, Socket } from 'node:net';
  * real upstream fails, or lie: `{rewrite}` passes the request on and changes
  * the `data` of the answer (a service that answers inconsistently); `{answer}`
  * answers by itself when it returns data for the request's body (else passes it on).
- * 'forward-then-drop' delivers the request and loses the answer.
+ * 'forward-then-drop' delivers the request and loses the answer. `{node}` lies as a
+ * node would: it changes the bare JSON answer of an RPC call (the action is in the body).
  */
 export type Fault = 'pass' | '500' | 'hang' | 'drop' | 'bad-json' | 'wrong-shape' | 'forward-then-drop' | 'hold' | { rewrite: (data: Record<string, any>, body: Record<string, any>) => Record<string, any> }
-  | { answer: (body: Record<string, any>) => Record<string, any> | undefined };
+  | { answer: (body: Record<string, any>) => Record<string, any> | undefined }
+  | { node: (answer: Record<string, any>, body: Record<string, any>) => Record<string, any> };
 
 export interface FaultyProxy {
   url: string;
@@ -50,6 +52,13 @@ export async function startFaultyProxy(target: string, choose: (method: string, 
       if (invented !== undefined) {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ success: true, data: invented, error: null }));
+        return;
+      }
+      if (typeof fault === 'object' && 'node' in fault) {
+        forward(req, body, (status, _headers, data) => {
+          res.writeHead(status, { 'content-type': 'application/json' });
+          res.end(JSON.stringify(fault.node(JSON.parse(data.toString()) as Record<string, any>, sent)));
+        });
         return;
       }
       if (typeof fault === 'object' && 'rewrite' in fault) {

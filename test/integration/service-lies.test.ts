@@ -136,6 +136,32 @@ describe('the frontier is checked before anything is built on it', () => {
   });
 });
 
+describe('a new payment request is the one asked for', () => {
+  const requestLie = (rewrite: (data: Record<string, any>) => Record<string, any>) => (method: string, path: string): Fault =>
+    method === 'POST' && path === '/payment/request' ? { rewrite } : 'pass';
+  const asked = XNO / 10n;
+
+  it.each([
+    ['another address', (d: Record<string, any>) => ({ ...d, receive_address: payee }), /asked for nano_\w+ was made for nano_/],
+    ['an amount 1 XNO higher', (d: Record<string, any>) => ({ ...d, amount: rawToXno(asked + XNO) }), /asked for 0.1 XNO .* was made for 1.1 XNO/],
+    ['an amount 1 raw lower than asked', () => ({ amount: rawToXno(asked - 1n) }), /made for 0.0999/],
+    ['an adjustment 1 raw over the bound', () => ({ amount: rawToXno(asked + 10n ** 24n + 1n) }), /at most 0.000001 XNO/],
+    ['no address at all', (d: Record<string, any>) => ({ ...d, receive_address: 'somewhere' }), /names "somewhere"/],
+  ])('%s: SERVICE_INCONSISTENT (exit 5), and nothing is returned to show', async (_what, rewrite, message) => {
+    lie = requestLie((d) => ({ ...d, ...rewrite(d) }));
+    const error = await failure(requestPayment(session, { amount: { raw: asked } }));
+    expect(error).toMatchObject({ code: 'SERVICE_INCONSISTENT', exitCode: 5 });
+    expect(error.message).toMatch(message);
+    expect(error.message).toMatch(/Nothing was shown/);
+  });
+
+  it('an adjustment within the bound, and the address asked for with --to, are accepted as the service made them', async () => {
+    lie = requestLie((d) => ({ ...d, amount: rawToXno(asked + 10n ** 24n) }));
+    const made = await requestPayment(session, { amount: { raw: asked }, to: payee });
+    expect(made).toMatchObject({ receive_address: payee, amount_raw: (asked + 10n ** 24n).toString() });
+  });
+});
+
 describe('epoch blocks', () => {
   const EPOCH_V2 = '65706F636820763220626C6F636B000000000000000000000000000000000000';
   const network = deriveAccount({ seed: generateSeed(), index: 0 });
