@@ -1,4 +1,5 @@
 import { NanoPayError } from '../errors.js';
+import { PacedTask } from '../ops/confirmations.js';
 import type { CheckoutObservation, CheckoutReader, CheckoutRequest } from '../ops/checkout.js';
 import { sameView, viewOf, type CheckoutView } from './view.js';
 
@@ -20,9 +21,8 @@ interface Entry {
   view: CheckoutView;
   lastViewed: number;
   listeners: Set<Listener>;
-  reading: boolean;
-  /** Woken while a read was under way: that read may predate the payment, so read once more after it. */
-  again: boolean;
+  /** The request's reads: one at a time, and those wake-ups cause spaced (a wake during a read, which may predate the payment, reads once more after it). */
+  reads: PacedTask;
   lastFailure?: string;
 }
 
@@ -32,7 +32,8 @@ interface Entry {
  * status of those someone watches at one interval, and tells the watchers of
  * each change. Paid and expired are final: they are not read again. A wake
  * (a payment to an address confirmed, from the node's WebSocket) reads at once
- * instead of at the next interval; the interval goes on behind it.
+ * instead of at the next interval, but only as a reason to look: a flood of
+ * wakes costs at most one read per MIN_WAKE_GAP_MS; the interval goes on behind it.
  */
 export class CheckoutWatcher {
   private readonly entries = new Map<string, Entry>();
@@ -47,7 +48,8 @@ export class CheckoutWatcher {
   add(request: CheckoutRequest, observation: CheckoutObservation): void {
     const id = request.transaction_id.toLowerCase();
     const view = viewOf(observation, this.now());
-    this.entries.set(id, { request, observation, view, lastViewed: -Infinity, listeners: new Set(), reading: false, again: false });
+    const entry: Entry = { request, observation, view, lastViewed: -Infinity, listeners: new Set(), reads: new PacedTask(() => this.read(entry), undefined, this.now) };
+    this.entries.set(id, entry);
   }
 
   request(id: string): CheckoutRequest | undefined {
@@ -89,15 +91,13 @@ export class CheckoutWatcher {
   /**
    * A payment to `address` may just have landed (any address when undefined:
    * a connection to the node came or went, so something may have been missed):
-   * reads its watched, open requests now, or once more after a read under way.
+   * reads its watched, open requests soon (paced), or once more after a read under way.
    */
   wake(address?: string): void {
     if (this.stopped) return;
     for (const entry of this.entries.values()) {
       if (address !== undefined && entry.request.receive_address !== address) continue;
-      if (!this.isOpen(entry) || !this.isWatched(entry)) continue;
-      if (entry.reading) entry.again = true;
-      else void this.read(entry);
+      if (this.isOpen(entry) && this.isWatched(entry)) entry.reads.wake();
     }
   }
 
@@ -108,8 +108,8 @@ export class CheckoutWatcher {
 
   /** One round: reads every watched, open request once (a read still under way is not doubled). */
   async tick(): Promise<void> {
-    const due = [...this.entries.values()].filter((e) => !e.reading && this.isOpen(e) && this.isWatched(e));
-    await Promise.all(due.map((entry) => this.read(entry)));
+    const due = [...this.entries.values()].filter((e) => !e.reads.busy && this.isOpen(e) && this.isWatched(e));
+    await Promise.all(due.map((entry) => entry.reads.run()));
   }
 
   private isOpen(entry: Entry): boolean {
@@ -122,7 +122,8 @@ export class CheckoutWatcher {
   }
 
   private async read(entry: Entry): Promise<void> {
-    entry.reading = true;
+    // A paced read may come due after a stop, or once the request is final.
+    if (this.stopped || !this.isOpen(entry)) return;
     try {
       entry.observation = await this.options.read(entry.request.transaction_id);
       delete entry.lastFailure;
@@ -132,12 +133,6 @@ export class CheckoutWatcher {
       // A lasting failure (no credits, a key revoked) is logged once, not every round.
       if (failure !== entry.lastFailure) this.options.log?.(`status of ${entry.request.transaction_id} failed (${failure}); retrying`);
       entry.lastFailure = failure;
-    } finally {
-      entry.reading = false;
-    }
-    if (entry.again) {
-      entry.again = false;
-      if (!this.stopped && this.isOpen(entry)) await this.read(entry);
     }
   }
 

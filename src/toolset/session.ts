@@ -1,4 +1,4 @@
-import { confirmations } from '../ops/confirmations.js';
+import { PacedTask, confirmations } from '../ops/confirmations.js';
 import { nextWork } from '../ops/precache.js';
 import { Session, type SessionOptions } from '../ops/session.js';
 
@@ -20,14 +20,17 @@ export async function openToolsetSession(options: SessionOptions, log: (line: st
   await session.api();
   log(`wallet unlocked: ${account.wallet} account ${account.index} (${account.address})`);
   const ahead = session.workAhead();
-  const refreshWork = (): void => {
-    nextWork(session)
-      .then(async ({ root, threshold }) => {
-        await ahead.precache(root, threshold);
-        log(`work ready for the next block (root ${root.slice(0, 16)}…)`);
-      })
-      .catch((error: unknown) => log(`could not precompute work: ${error instanceof Error ? error.message : String(error)}`));
-  };
+  // One refresh at a time, spaced: a flood of (forged) confirmations must not become a flood of reads and work.
+  const refresh = new PacedTask(async () => {
+    try {
+      const { root, threshold } = await nextWork(session);
+      await ahead.precache(root, threshold);
+      log(`work ready for the next block (root ${root.slice(0, 16)}…)`);
+    } catch (error) {
+      log(`could not precompute work: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  });
+  const refreshWork = (): void => refresh.wake();
   refreshWork();
   // Where the node's WebSocket is known, a block of this account made elsewhere (another process) makes the work anew at once.
   await confirmations(session, [account.address], refreshWork, (c) => c.account === account.address);

@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RAW_PER_XNO, deriveAccount, generateSeed } from '../../src/nano/index.js';
-import { paymentStatus, requestPayment } from '../../src/ops/payments.js';
+import { randomBytes } from 'node:crypto';
+import { WebSocketServer } from 'ws';
+import { paymentStatus, requestPayment, watchPayment } from '../../src/ops/payments.js';
 import { receive } from '../../src/ops/receive.js';
 import { send } from '../../src/ops/send.js';
 import { Session } from '../../src/ops/session.js';
@@ -150,5 +152,41 @@ describe('receive signs only what the blocks prove', () => {
     expect((await receive(payee)).received).toEqual([]);
     lie = honest;
     expect((await receive(payee)).total_raw).toBe(((2n * XNO) / 1000n).toString());
+  });
+});
+
+describe('WebSocket confirmations are a hint, never a fact', () => {
+  it('a flood of forged confirmations makes status --watch read a few times a second, and none of them pays', async () => {
+    const request = await requestPayment(merchant, { amount: { xno: '0.7' } });
+    // A WebSocket that acknowledges the subscription and then floods confirmations of sends to the address.
+    const ws = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+    let sent = 0;
+    ws.on('connection', (socket) => {
+      socket.on('message', () => {
+        socket.send(JSON.stringify({ ack: 'subscribe' }));
+        const flood = setInterval(() => {
+          for (let i = 0; i < 20; i++, sent++) {
+            const block = { account: merchantAddress, subtype: 'send', link_as_account: request.receive_address, amount: request.amount_raw };
+            socket.send(JSON.stringify({ topic: 'confirmation', message: { account: merchantAddress, amount: request.amount_raw, hash: randomBytes(32).toString('hex').toUpperCase(), block } }));
+          }
+        }, 2);
+        socket.on('close', () => clearInterval(flood));
+      });
+    });
+    await new Promise((resolve) => ws.once('listening', resolve));
+    const { port } = ws.address() as { port: number };
+    const watching = new Session({ password: async () => 'node lies password', configDir: merchant.dir, env: { NANOPAY_BACKEND: 'node', NANOPAY_NODE_URL: proxy.url, NANOPAY_NODE_WS_URL: `ws://127.0.0.1:${port}` } });
+    const stop = new AbortController();
+    const seenBefore = proxy.seen.length;
+    const watched = watchPayment(watching, request.transaction_id, { intervalMs: 1000, signal: stop.signal }).catch((e: unknown) => e);
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    stop.abort();
+    expect(await watched).toMatchObject({ code: 'CANCELLED' });
+    const reads = proxy.seen.length - seenBefore;
+    await new Promise<void>((resolve) => ws.close(() => resolve()));
+    expect(sent).toBeGreaterThan(1000);
+    // At most one read per MIN_WAKE_GAP_MS (250 ms) over 2 s, each a receivable list (the request's address has no blocks).
+    expect(reads).toBeLessThanOrEqual(10);
+    expect((await recordOf(request.transaction_id))?.paidBy).toBeUndefined();
   });
 });

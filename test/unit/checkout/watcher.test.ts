@@ -1,5 +1,7 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { CheckoutWatcher } from '../../../src/checkout/watcher.js';
+import { MIN_WAKE_GAP_MS } from '../../../src/ops/confirmations.js';
 import type { CheckoutObservation, CheckoutRequest } from '../../../src/ops/checkout.js';
 
 const A = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
@@ -25,10 +27,17 @@ function gatedReader(): { read: (id: string) => Promise<CheckoutObservation>; ca
 
 const settle = (): Promise<void> => new Promise((r) => setImmediate(r));
 
+/** The watcher's clock, moved by the test: wake-ups read at most once per MIN_WAKE_GAP_MS of it. */
+function testClock(): { now: () => number; pass(ms: number): void } {
+  let time = 1_000_000;
+  return { now: () => time, pass: (ms) => void (time += ms) };
+}
+
 describe('CheckoutWatcher.wake', () => {
   it('reads the watched, open requests to the confirmed address at once, and no others', async () => {
     const reader = gatedReader();
-    const watcher = new CheckoutWatcher({ read: reader.read, intervalMs: 3_600_000, viewGraceMs: 10_000 });
+    const clock = testClock();
+    const watcher = new CheckoutWatcher({ read: reader.read, intervalMs: 3_600_000, viewGraceMs: 10_000, now: clock.now });
     watcher.start();
     watcher.add(requestTo(A, 'a-watched'), { paid: false });
     watcher.add(requestTo(A, 'a-unwatched'), { paid: false });
@@ -43,6 +52,7 @@ describe('CheckoutWatcher.wake', () => {
     expect(reader.calls).toEqual(['a-watched']);
     reader.answer({ paid: false });
     await settle();
+    clock.pass(MIN_WAKE_GAP_MS);
     // Without an address (a reconnect): every watched, open request.
     watcher.wake();
     expect(reader.calls).toEqual(['a-watched', 'a-watched', 'b-watched']);
@@ -51,7 +61,8 @@ describe('CheckoutWatcher.wake', () => {
 
   it('a wake during a read reads once more after it (that read may predate the payment); none after stop', async () => {
     const reader = gatedReader();
-    const watcher = new CheckoutWatcher({ read: reader.read, intervalMs: 3_600_000, viewGraceMs: 10_000 });
+    const clock = testClock();
+    const watcher = new CheckoutWatcher({ read: reader.read, intervalMs: 3_600_000, viewGraceMs: 10_000, now: clock.now });
     watcher.start();
     watcher.add(requestTo(A, 'r'), { paid: false });
     const views: string[] = [];
@@ -61,6 +72,7 @@ describe('CheckoutWatcher.wake', () => {
     watcher.wake(A);
     watcher.wake(A);
     expect(reader.calls).toHaveLength(1);
+    clock.pass(MIN_WAKE_GAP_MS);
     reader.answer({ paid: false });
     await settle();
     // The three wakes during the first read make one more read, not three.
@@ -77,5 +89,26 @@ describe('CheckoutWatcher.wake', () => {
     watcher.stop();
     watcher.wake(B);
     expect(reader.calls).toHaveLength(2);
+  });
+
+  it('a flood of wakes is a reason to look, not a read each: one read, then at most one more per MIN_WAKE_GAP_MS', async () => {
+    const reader = gatedReader();
+    const watcher = new CheckoutWatcher({ read: reader.read, intervalMs: 3_600_000, viewGraceMs: 10_000 });
+    watcher.start();
+    watcher.add(requestTo(A, 'r'), { paid: false });
+    watcher.view('r');
+    for (let i = 0; i < 1000; i++) watcher.wake(A);
+    expect(reader.calls).toHaveLength(1);
+    reader.answer({ paid: false });
+    await settle();
+    for (let i = 0; i < 1000; i++) watcher.wake(A);
+    // The read that follows waits for the gap since the first read started.
+    expect(reader.calls).toHaveLength(1);
+    await sleep(MIN_WAKE_GAP_MS + 50);
+    expect(reader.calls).toHaveLength(2);
+    reader.answer({ paid: false });
+    await settle();
+    expect(reader.calls).toHaveLength(2);
+    watcher.stop();
   });
 });
