@@ -1,5 +1,5 @@
 import { NanoPayError } from '../errors.js';
-import { PacedTask } from '../ops/confirmations.js';
+import { PacedTask } from '../timing/wakeups.js';
 import type { CheckoutObservation, CheckoutReader, CheckoutRequest } from '../ops/checkout.js';
 import { sameView, viewOf, type CheckoutView } from './view.js';
 

@@ -5,7 +5,8 @@ import { buildNanoUri, normalizeAddress, parseNanoUri, rawToXno, xnoToRaw } from
 import { inconsistent } from './chain.js';
 import { rawOf, xnoAndRaw, type Amount } from './money.js';
 import { createNodeRequest, nodePaymentStatus } from './node-requests.js';
-import { SAFETY_POLL_MS, Wakeup, confirmations } from './confirmations.js';
+import { Wakeup } from '../timing/wakeups.js';
+import { SAFETY_POLL_MS, confirmations } from './confirmations.js';
 import { send, type SendInput, type SendResult } from './send.js';
 import type { Session } from './session.js';
 

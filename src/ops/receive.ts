@@ -1,6 +1,7 @@
 import { rawToXno } from '../nano/index.js';
 import { receiveAllPending, type ReceivedBlock } from './chain.js';
-import { SAFETY_POLL_MS, Wakeup, confirmations } from './confirmations.js';
+import { Wakeup } from '../timing/wakeups.js';
+import { SAFETY_POLL_MS, confirmations } from './confirmations.js';
 import { freshAccounts, markReceived } from './node-requests.js';
 import { settleJournal } from './recovery.js';
 import type { ActiveAccount, Session } from './session.js';

@@ -1,4 +1,5 @@
-import { PacedTask, confirmations } from '../ops/confirmations.js';
+import { confirmations } from '../ops/confirmations.js';
+import { PacedTask } from '../timing/wakeups.js';
 import { nextWork } from '../ops/precache.js';
 import { Session, type SessionOptions } from '../ops/session.js';
 

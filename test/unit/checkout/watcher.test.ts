@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { CheckoutWatcher } from '../../../src/checkout/watcher.js';
-import { MIN_WAKE_GAP_MS } from '../../../src/ops/confirmations.js';
+import { MIN_WAKE_GAP_MS } from '../../../src/timing/wakeups.js';
 import type { CheckoutObservation, CheckoutRequest } from '../../../src/ops/checkout.js';
 
 const A = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
