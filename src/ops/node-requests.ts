@@ -30,12 +30,17 @@ export interface NodeRequestInput {
   expiresInS?: number;
 }
 
-/** An account of the active wallet that no request used and the ledger has never seen. */
-async function unusedAccount(session: Session, node: NodeClient, taken: Set<number>): Promise<{ wallet: string; index: number; address: string }> {
+/**
+ * An account of the active wallet that no request used and the ledger has
+ * never seen. Called under the requests store's lock with its current records,
+ * so two requests made at once (two processes) never get the same account.
+ */
+async function unusedAccount(session: Session, node: NodeClient, requests: Record<string, RequestRecord>): Promise<{ wallet: string; index: number; address: string }> {
   const active = await session.account();
   const record = session.profile().wallets[active.wallet];
   if (record?.kind === 'private-key') throw new NanoPayError('INVALID_REQUEST', 'A wallet imported from a private key has one account only: --fresh-address needs a seed or mnemonic wallet');
   const known = Object.keys(record?.accounts ?? {}).map(Number);
+  const taken = Object.values(requests).flatMap((r) => (r.fresh?.wallet === active.wallet ? [r.fresh.index] : []));
   for (let index = Math.max(active.index, ...known, ...taken) + 1, tries = 0; tries < 50; index++, tries++) {
     const account = await session.account(active.wallet, index);
     if ((await node.accountInfo(account.address)) !== null || (await node.receivable(account.address)).length > 0) continue;
@@ -53,14 +58,18 @@ async function unusedAccount(session: Session, node: NodeClient, taken: Set<numb
  * A request kept by nanopay itself. On a shared address the amount is the
  * base plus an offset no open request to that address uses; on a fresh
  * address (an unused account of the wallet) it is the base itself: every
- * payment to that account belongs to the request, whatever the payer's wallet rounds.
+ * payment to that account belongs to the request, whatever the payer's wallet
+ * rounds. Both are chosen and recorded in one hold of the store's lock.
  */
 export async function createNodeRequest(session: Session, node: NodeClient, input: NodeRequestInput): Promise<RequestRecord> {
-  const fresh = input.freshAddress === true ? await unusedAccount(session, node, new Set((await session.requests.all()).flatMap((r) => (r.fresh === undefined ? [] : [r.fresh.index])))) : undefined;
-  const address = fresh?.address ?? (input.to === undefined ? (await session.account()).address : normalizeAddress(input.to));
-  if (fresh === undefined && input.baseRaw + OFFSET_SPACE > MAX_RAW) throw new NanoPayError('AMOUNT_TOO_LARGE', 'The amount leaves no room for the matching offset below 2^128-1 raw');
+  const given = input.freshAddress === true ? undefined : input.to === undefined ? await session.address() : normalizeAddress(input.to);
+  // The key store is unlocked (a prompt, scrypt) before the lock is taken, not while others wait for it.
+  if (input.freshAddress === true) await session.account();
+  if (given !== undefined && input.baseRaw + OFFSET_SPACE > MAX_RAW) throw new NanoPayError('AMOUNT_TOO_LARGE', 'The amount leaves no room for the matching offset below 2^128-1 raw');
   const now = Date.now();
-  return session.requests.update((requests) => {
+  return session.requests.update(async (requests) => {
+    const fresh = given === undefined ? await unusedAccount(session, node, requests) : undefined;
+    const address = fresh?.address ?? (given as string);
     const used = new Set(Object.values(requests).filter((r) => r.address === address && isOpen(r, now)).map((r) => r.amountRaw));
     let amountRaw = input.baseRaw;
     if (fresh === undefined) {

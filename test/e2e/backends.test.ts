@@ -92,4 +92,11 @@ describe('the commands through bin/run.js', () => {
     const to = await alice.user.json<{ to: string; amount_raw: string }>(['donate', '0.01', '--yes', '--to', bob.address]);
     expect(to).toMatchObject({ _code: 0, to: bob.address, amount_raw: xnoToRaw('0.01').toString() });
   });
+
+  it('node: request --fresh-address in four processes at once gives four accounts', async () => {
+    const merchant = await backendUser(sb, 'node');
+    const made = await Promise.all(Array.from({ length: 4 }, () => merchant.user.json<PaymentRequest>(['request', '0.05', '--fresh-address', '--no-qr'])));
+    expect(made.map((r) => r._code)).toEqual([0, 0, 0, 0]);
+    expect(new Set(made.map((r) => r.receive_address)).size).toBe(4);
+  });
 });

@@ -201,4 +201,17 @@ describe('payment requests kept by nanopay (node backend)', () => {
     expect(overpaid.is_paid).toBe(false);
     expect(overpaid.message).toMatch(/overpaid/i);
   });
+
+  it('20 fresh requests made at once (20 sessions, as 20 processes) get 20 accounts; one payment pays one request', async () => {
+    const merchant = await backendUser(sb, 'node');
+    const customer = await fundedUser(sb, 'node', '1');
+    const requests = await Promise.all(Array.from({ length: 20 }, () => requestPayment(userSession(merchant.user), { amount: { xno: '0.01' }, freshAddress: true })));
+    expect(new Set(requests.map((r) => r.receive_address)).size).toBe(20);
+    expect(requests.map((r) => r.receive_address)).not.toContain(merchant.address);
+    const chosen = requests[7] as (typeof requests)[number];
+    await payUri(customer.session, chosen.uri, {});
+    const paid = [];
+    for (const r of requests) if ((await paymentStatus(merchant.session, r.transaction_id)).is_paid) paid.push(r.transaction_id);
+    expect(paid).toEqual([chosen.transaction_id]);
+  });
 });
