@@ -135,13 +135,24 @@ export function isDefinitiveRejection(error: unknown): boolean {
   return error.code === 'INVALID_BLOCK' || error.code === 'PAYMENT_MISMATCH' || (error.code.startsWith('BLOCK_') && error.code !== 'BLOCK_EXISTS');
 }
 
-/** Makes the work, signs, and writes the journal entry: it is on disk before the block can leave the process. */
-export async function signAndJournal(ctx: OpsContext, signer: Signer, block: StateBlock, subtype: Subtype, thresholds: Thresholds, note: BlockNote = {}): Promise<JournalEntry> {
+/**
+ * Makes the work, signs, and writes the journal entry (`journal`, the account's
+ * entry by default): it is on disk before the block can leave the process.
+ */
+export async function signAndJournal(
+  ctx: OpsContext,
+  signer: Signer,
+  block: StateBlock,
+  subtype: Subtype,
+  thresholds: Thresholds,
+  note: BlockNote = {},
+  journal: (entry: JournalEntry) => Promise<void> = (entry) => ctx.journal.record(signer.address, entry),
+): Promise<JournalEntry> {
   const threshold = subtype === 'send' || subtype === 'change' ? thresholds.send : thresholds.receive;
   const work = await ctx.work(workRoot(block), threshold, ctx.signal);
   const signed: StateBlock = { ...block, signature: signBlock(block, signer.privateKey), work };
   const entry: JournalEntry = { hash: hashBlock(signed), subtype, block: signed, createdAt: new Date(ctx.now()).toISOString(), ...note };
-  await ctx.journal.record(signer.address, entry);
+  await journal(entry);
   return entry;
 }
 

@@ -4,7 +4,7 @@ import type { JournalEntry } from '../wallet/journal.js';
 import type { SendRecord } from '../wallet/send-log.js';
 import { planSend, publishTo, sendBlockOf, signAndJournal, submitEntry, type SendPlan } from './chain.js';
 import type { BlockNote, OpsContext, Signer } from './context.js';
-import { checkPerDay, checkPerSend } from './limits.js';
+import { checkPerDay, checkPerSend, spentToday, withSpendingLock } from './limits.js';
 import { recordLanded, settleJournal } from './recovery.js';
 
 /** What a payment will do, shown before it is confirmed. */
@@ -111,7 +111,7 @@ export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<M
   }
 
   const first = await planSend(ctx, m.signer.address, to, m.amountRaw);
-  checkPerDay(ctx.limits, await ctx.sendLog.spentToday(m.signer.address, ctx.now()), m.amountRaw);
+  checkPerDay(ctx.limits, await spentToday(ctx, m.id), m.amountRaw);
   if (m.dryRun) return planned(first, m.signer.address, { hash: null, dryRun: true });
   if (m.confirm !== undefined && !(await m.confirm(preview(m.signer.address, to, m.amountRaw, first.head.state.balance)))) {
     throw new NanoPayError('CANCELLED', 'Cancelled; nothing was signed');
@@ -123,9 +123,15 @@ export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<M
     if (resumed !== undefined) return resumed;
     // The head may have moved while the user confirmed: plan again on the fresh one.
     const plan = await planSend(ctx, m.signer.address, to, m.amountRaw);
-    checkPerDay(ctx.limits, await ctx.sendLog.spentToday(m.signer.address, ctx.now()), m.amountRaw);
-    const note: BlockNote = { amountRaw: m.amountRaw.toString(), ...(m.id === undefined ? {} : { sendId: m.id }), ...m.note };
-    const entry = await signAndJournal(ctx, m.signer, sendBlockOf(plan), 'send', plan.head.thresholds, note);
+    checkPerDay(ctx.limits, await spentToday(ctx), m.amountRaw);
+    const note: BlockNote = { amountRaw: m.amountRaw.toString(), profile: ctx.profile, ...(m.id === undefined ? {} : { sendId: m.id }), ...m.note };
+    // Checked again and journaled in one hold of the profile's spending lock: the journaled send counts at once.
+    const entry = await signAndJournal(ctx, m.signer, sendBlockOf(plan), 'send', plan.head.thresholds, note, (signed) =>
+      withSpendingLock(ctx, async () => {
+        checkPerDay(ctx.limits, await spentToday(ctx), m.amountRaw);
+        await ctx.journal.record(m.signer.address, signed);
+      }),
+    );
     const answer = await submitEntry(ctx, entry, m.submit ?? (publishTo(ctx, entry) as (block: StateBlock) => Promise<A>));
     await recordLanded(ctx, entry);
     await m.landed?.(answer, entry, plan);

@@ -3,6 +3,7 @@ import { ZERO_HASH, linkAsAccount } from '../nano/index.js';
 import type { JournalEntry, TopupAnswer } from '../wallet/journal.js';
 import { isDefinitiveRejection } from './chain.js';
 import type { OpsContext } from './context.js';
+import { withSpendingLock } from './limits.js';
 
 export type Outcome = 'none' | 'confirmed' | 'republished' | 'dropped';
 
@@ -23,7 +24,9 @@ export interface Settlement {
  */
 export async function recordLanded(ctx: OpsContext, entry: JournalEntry): Promise<void> {
   if (entry.subtype !== 'send' || entry.amountRaw === undefined) return;
-  await ctx.sendLog.recordSpend(entry.block.account, entry.hash, BigInt(entry.amountRaw), Date.parse(entry.createdAt));
+  const spend = { account: entry.block.account, hash: entry.hash, raw: BigInt(entry.amountRaw), at: Date.parse(entry.createdAt) };
+  const profile = entry.profile ?? ctx.profile;
+  await withSpendingLock({ ...ctx, profile }, () => ctx.sendLog.recordSpend(profile, spend));
   if (entry.sendId !== undefined) {
     await ctx.sendLog.saveResult(ctx.profile, entry.sendId, {
       id: entry.sendId,

@@ -1,4 +1,4 @@
-import { rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { NanoPayError } from '../errors.js';
 import type { StateBlock, Subtype } from '../nano/block.js';
@@ -19,6 +19,8 @@ export interface JournalEntry {
   amountRaw?: string;
   /** `send --id KEY`: the result is recorded under this key once the block lands. */
   sendId?: string;
+  /** For sends: the profile whose daily limit it counts toward (in flight until recorded). */
+  profile?: string;
   /** A credits top-up paid by this block, to be submitted with its transaction id. */
   topupTransactionId?: string;
   /** The service's answer to the top-up, kept until the result has been reported, so a rerun never pays twice. */
@@ -47,6 +49,16 @@ export class Journal {
         hint: 'It holds a signed block that may not have been published. Inspect it before removing it.',
       });
     }
+  }
+
+  /** Every entry of the config dir: blocks signed and not yet settled, of any account. */
+  async all(): Promise<JournalEntry[]> {
+    const names = await readdir(this.dir).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return [] as string[];
+      throw error;
+    });
+    const entries = await Promise.all(names.filter((n) => /^(nano|xrb)_\w+\.json$/.test(n)).map((n) => this.read(n.slice(0, -'.json'.length))));
+    return entries.filter((e): e is JournalEntry => e !== undefined);
   }
 
   async record(address: string, entry: JournalEntry): Promise<void> {

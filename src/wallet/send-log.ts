@@ -18,6 +18,8 @@ interface SpendEntry {
   hash: string;
   raw: string;
   at: string;
+  /** The account that sent it: the window is the profile's, over all its accounts. */
+  account: string;
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -30,21 +32,26 @@ function parse<T>(path: string, text: string): T {
   }
 }
 
+/** A file name for a profile's own records (profile names are free text). */
+export function profileKey(profile: string, id = ''): string {
+  return createHash('sha256').update(`${profile}\n${id}`).digest('hex').slice(0, 32);
+}
+
 /**
- * Results of sends by idempotency key, and each account's spending over the
- * last 24 hours (for the daily limit). Entries are keyed by block hash, so
- * recording the same block twice (a recovered send) counts it once.
+ * Results of sends by idempotency key, and each profile's spending over the
+ * last 24 hours, all its accounts together (for the daily limit). Entries are
+ * keyed by block hash, so recording the same block twice (a recovered send)
+ * counts it once. Writers of a profile's spending hold its spending lock.
  */
 export class SendLog {
   constructor(private readonly dir: string) {}
 
   private resultPath(profile: string, id: string): string {
-    const key = createHash('sha256').update(`${profile}\n${id}`).digest('hex').slice(0, 32);
-    return join(this.dir, 'ids', `${key}.json`);
+    return join(this.dir, 'ids', `${profileKey(profile, id)}.json`);
   }
 
-  private spendPath(address: string): string {
-    return join(this.dir, 'spend', `${address}.json`);
+  private spendPath(profile: string): string {
+    return join(this.dir, 'spend', `profile-${profileKey(profile)}.json`);
   }
 
   async result(profile: string, id: string): Promise<SendRecord | undefined> {
@@ -57,21 +64,21 @@ export class SendLog {
     await writeFileAtomic(this.resultPath(profile, id), JSON.stringify(record, null, 2));
   }
 
-  private async spends(address: string): Promise<SpendEntry[]> {
-    const path = this.spendPath(address);
+  private async spends(profile: string): Promise<SpendEntry[]> {
+    const path = this.spendPath(profile);
     const text = await readIfExists(path);
     return text === undefined ? [] : parse<SpendEntry[]>(path, text);
   }
 
-  async spentToday(address: string, now = Date.now()): Promise<bigint> {
-    return (await this.spends(address))
-      .filter((e) => now - Date.parse(e.at) < DAY_MS)
-      .reduce((sum, e) => sum + BigInt(e.raw), 0n);
+  /** The hashes and amounts of the profile's recorded sends in the 24 hours before `now`. */
+  async spentWithin(profile: string, now = Date.now()): Promise<Map<string, bigint>> {
+    return new Map((await this.spends(profile)).filter((e) => now - Date.parse(e.at) < DAY_MS).map((e) => [e.hash, BigInt(e.raw)]));
   }
 
-  async recordSpend(address: string, hash: string, raw: bigint, now = Date.now()): Promise<void> {
-    const recent = (await this.spends(address)).filter((e) => now - Date.parse(e.at) < DAY_MS && e.hash !== hash);
-    recent.push({ hash, raw: raw.toString(), at: new Date(now).toISOString() });
-    await writeFileAtomic(this.spendPath(address), JSON.stringify(recent, null, 2));
+  /** Records a landed send of one of the profile's accounts; the caller holds the profile's spending lock. */
+  async recordSpend(profile: string, spend: { account: string; hash: string; raw: bigint; at: number }): Promise<void> {
+    const recent = (await this.spends(profile)).filter((e) => spend.at - Date.parse(e.at) < DAY_MS && e.hash !== spend.hash);
+    recent.push({ hash: spend.hash, raw: spend.raw.toString(), at: new Date(spend.at).toISOString(), account: spend.account });
+    await writeFileAtomic(this.spendPath(profile), JSON.stringify(recent, null, 2));
   }
 }

@@ -101,6 +101,26 @@ describe('wallet and money movement through bin/run.js', () => {
     expect(JSON.parse(over.stdout)).toMatchObject({ error: { code: 'LIMIT_EXCEEDED' } });
   });
 
+  it("the daily limit is the profile's: another account of it gets no fresh allowance, and two accounts sending at once share it", async () => {
+    const { user: dave } = await userWithWallet(sb.url, '1');
+    const session = commandSession(dave);
+    const second = await session.account(undefined, 1);
+    const third = await session.account(undefined, 2);
+    for (const account of [second, third]) await fund(sb.url, account.address, '1');
+    await receive(session, { index: 1 });
+    await receive(session, { index: 2 });
+    await setSetting(session, 'limit-per-day', '0.5');
+    await send(session, { to: bobAddress, amount: { xno: '0.3' } });
+    const other = await dave.run(['send', bobAddress, '0.3', '--account', '1', '--yes', '--json']);
+    expect(other.code).toBe(7);
+    expect(JSON.parse(other.stdout)).toMatchObject({ error: { code: 'LIMIT_EXCEEDED' } });
+
+    // 0.2 left: two accounts (two sessions, as two processes) asking 0.15 each at once; one fits.
+    const both = await Promise.allSettled([1, 2].map((index) => send(commandSession(dave), { to: bobAddress, amount: { xno: '0.15' }, index })));
+    expect(both.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    expect(both.find((r) => r.status === 'rejected')).toMatchObject({ reason: { code: 'LIMIT_EXCEEDED' } });
+  });
+
   it('keeps no seed, private key or API key in plain text, with private modes', async () => {
     const exported = await alice.json<{ secret: string; accounts: { private_key: string }[] }>(['wallet', 'export', '--yes']);
     expect(exported.secret).toMatch(/^[0-9A-F]{64}$/i);

@@ -7,6 +7,7 @@ import { RAW_PER_XNO, ZERO_HASH, addressToPublicKey, deriveAccount, generateSeed
 import { readAccountHead } from '../../src/ops/chain.js';
 import { balance } from '../../src/ops/balance.js';
 import { setSetting, unsetSetting } from '../../src/ops/config.js';
+import { spentToday } from '../../src/ops/limits.js';
 import { move } from '../../src/ops/movement.js';
 import { parseTier } from '../../src/api/contract.js';
 import { topup } from '../../src/ops/credits.js';
@@ -264,7 +265,7 @@ describe('idempotent sends', () => {
 
   it('a crash after the block landed, before its records: the rerun repeats, and the daily limit counts it once', async () => {
     // Room for one more 0.001 XNO send today, not two.
-    const spent = await session.sendLog.spentToday(address);
+    const spent = await spentToday(await session.context());
     await setSetting(session, 'limit-per-day', rawToXno(spent + (15n * XNO) / 10_000n));
     const ctx = await session.context();
     // A send log that fails to record the spend: the process dying right after the block landed.
@@ -280,7 +281,7 @@ describe('idempotent sends', () => {
     const rerun = await send(session, { to: payee, amount: { raw: XNO / 1000n }, id: 'crash-1' });
     expect(rerun.repeated).toBe(true);
     expect(blocksInLedger()).toBe(before + 1);
-    expect(await session.sendLog.spentToday(address)).toBe(spent + XNO / 1000n);
+    expect(await spentToday(await session.context())).toBe(spent + XNO / 1000n);
     const over = await failure(send(session, { to: payee, amount: { raw: XNO / 1000n }, id: 'crash-2' }));
     expect(over.code).toBe('LIMIT_EXCEEDED');
     await setSetting(session, 'limit-per-day', '1000');

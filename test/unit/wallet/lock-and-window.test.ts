@@ -42,11 +42,14 @@ describe('the daily window', () => {
   it('counts the last 24 hours exactly: a spend leaves the window after 24 h', async () => {
     const log = new SendLog(await mkdtemp(join(tmpdir(), 'nanopay-sends-')));
     const now = Date.parse('2026-11-23T12:00:00Z');
-    await log.recordSpend(address, 'A'.repeat(64), 5n, now - 25 * HOUR);
-    await log.recordSpend(address, 'B'.repeat(64), 7n, now - 23 * HOUR);
-    await log.recordSpend(address, 'B'.repeat(64), 7n, now - 23 * HOUR);
-    expect(await log.spentToday(address, now)).toBe(7n);
-    expect(await log.spentToday(address, now + HOUR + 1)).toBe(0n);
+    const spent = async (at: number): Promise<bigint> => [...(await log.spentWithin('p', at)).values()].reduce((a, b) => a + b, 0n);
+    await log.recordSpend('p', { account: address, hash: 'A'.repeat(64), raw: 5n, at: now - 25 * HOUR });
+    await log.recordSpend('p', { account: address, hash: 'B'.repeat(64), raw: 7n, at: now - 23 * HOUR });
+    await log.recordSpend('p', { account: address, hash: 'B'.repeat(64), raw: 7n, at: now - 23 * HOUR });
+    // Another profile's spending is its own.
+    await log.recordSpend('q', { account: address, hash: 'C'.repeat(64), raw: 100n, at: now - HOUR });
+    expect(await spent(now)).toBe(7n);
+    expect(await spent(now + HOUR + 1)).toBe(0n);
     expect(() => checkPerDay({ perDay: '10' }, 7n, 4n)).toThrow(expect.objectContaining({ code: 'LIMIT_EXCEEDED' }));
     expect(() => checkPerDay({ perDay: '10' }, 7n, 3n)).not.toThrow();
   });
