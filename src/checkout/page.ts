@@ -21,6 +21,7 @@ h1{font-size:1.3rem;margin:0 0 .75rem}
 .status{margin:0 0 1rem;padding:.6rem .8rem;border-radius:8px;font-weight:600;background:var(--wait-bg)}
 [data-state=paid] .status{background:var(--ok-bg);color:var(--ok)}
 [data-state=expired] .status{background:var(--warn-bg);color:var(--warn)}
+.trouble{margin:0 0 1rem;padding:.6rem .8rem;border-radius:8px;background:var(--warn-bg);color:var(--warn)}
 .layout{display:grid;gap:1.25rem}
 .qr{background:#fff;border-radius:10px;padding:.5rem;max-width:17rem;margin:0 auto}
 .qr svg{display:block;width:100%;height:auto}
@@ -82,6 +83,9 @@ const SCRIPT = `(() => {
     const status = document.getElementById('status');
     status.textContent = status.dataset[view.state];
     document.title = status.dataset[view.state];
+    const trouble = document.getElementById('trouble');
+    trouble.textContent = view.trouble || '';
+    trouble.hidden = !view.trouble;
     if (view.block_hash) {
       document.getElementById('block-hash').textContent = view.block_hash;
       document.getElementById('block').hidden = false;
@@ -90,16 +94,41 @@ const SCRIPT = `(() => {
   };
   if (body.dataset.state === 'paid') startCountdown();
   if (body.dataset.state !== 'waiting') return;
-  const events = new EventSource(body.dataset.events);
-  events.addEventListener('status', (event) => {
-    const view = JSON.parse(event.data);
-    apply(view);
-    if (view.state !== 'waiting') events.close();
+  // Live updates while someone looks: each (re)connection tells the server so. A hidden tab lets go of them, so the
+  // shop's reads of this request slow down and stop; coming back, or touching the page after a while, reconnects.
+  let events;
+  let since = 0;
+  const disconnect = () => {
+    events?.close();
+    events = undefined;
+  };
+  const connect = () => {
+    disconnect();
+    since = Date.now();
+    const source = new EventSource(body.dataset.events);
+    events = source;
+    source.addEventListener('status', (event) => {
+      const view = JSON.parse(event.data);
+      apply(view);
+      if (view.state !== 'waiting') disconnect();
+    });
+    // Refused (too many viewers) or gone for good: fall back to reloading, like a page without JavaScript.
+    source.addEventListener('error', () => {
+      if (source === events && source.readyState === EventSource.CLOSED) setTimeout(() => location.replace(body.dataset.reloadUrl), Number(body.dataset.reload) * 1000);
+    });
+  };
+  const waiting = () => body.dataset.state === 'waiting';
+  connect();
+  document.addEventListener('visibilitychange', () => {
+    if (!waiting()) return;
+    if (document.hidden) disconnect();
+    else connect();
   });
-  // Refused (too many viewers) or gone for good: fall back to reloading, like a page without JavaScript.
-  events.addEventListener('error', () => {
-    if (events.readyState === EventSource.CLOSED) setTimeout(() => location.reload(), Number(body.dataset.reload) * 1000);
-  });
+  for (const kind of ['pointerdown', 'keydown', 'touchstart', 'wheel']) {
+    addEventListener(kind, () => {
+      if (waiting() && !document.hidden && Date.now() - since > 60000) connect();
+    }, { passive: true });
+  }
 })();`;
 
 const sha256 = (text: string): string => `'sha256-${createHash('sha256').update(text).digest('base64')}'`;
@@ -156,13 +185,16 @@ export interface CheckoutPageInput {
   reloadSeconds: number;
 }
 
+/** The query an automatic reload carries: it keeps the page watched, but is not someone looking (reads may slow down). */
+export const AUTOMATIC_RELOAD = 'reload=auto';
+
 /** The checkout page of one request, in its current state; every value from outside is escaped. */
 export function renderCheckoutPage({ request, view, qrSvg, eventsPath, redirectSeconds, reloadSeconds }: CheckoutPageInput): string {
   const state = view.state;
   const redirect = safeRedirect(request.redirect_url);
   const refresh =
     state === 'waiting'
-      ? `<noscript><meta http-equiv="refresh" content="${reloadSeconds}"></noscript>`
+      ? `<noscript><meta http-equiv="refresh" content="${reloadSeconds};url=?${AUTOMATIC_RELOAD}"></noscript>`
       : state === 'paid' && redirect !== undefined
         ? `<noscript><meta http-equiv="refresh" content="${redirectSeconds};url=${escapeHtml(redirect)}"></noscript>`
         : '';
@@ -173,6 +205,7 @@ export function renderCheckoutPage({ request, view, qrSvg, eventsPath, redirectS
   const hash = view.block_hash === undefined ? '' : escapeHtml(view.block_hash);
   const content = `<h1>Pay with Nano</h1>
 <p id="status" class="status" role="status" aria-live="polite"${statusData}>${escapeHtml(STATUS_TEXT[state])}</p>
+<p id="trouble" class="trouble" role="alert"${view.trouble === undefined ? ' hidden' : ''}>${escapeHtml(view.trouble ?? '')}</p>
 <div class="layout">
 <section${when('waiting', state)} aria-label="Scan or open in a wallet">
 <div class="qr" role="img" aria-label="QR code of the payment link: ${amount} XNO to ${address}">${qrSvg}</div>
@@ -198,7 +231,13 @@ ${
 </section>
 </div>
 <p id="announce" class="sr-only" aria-live="polite"></p>`;
-  return htmlDocument(STATUS_TEXT[state], refresh, ` data-state="${state}" data-events="${escapeHtml(eventsPath)}" data-reload="${reloadSeconds}"`, content, true);
+  return htmlDocument(
+    STATUS_TEXT[state],
+    refresh,
+    ` data-state="${state}" data-events="${escapeHtml(eventsPath)}" data-reload="${reloadSeconds}" data-reload-url="?${AUTOMATIC_RELOAD}"`,
+    content,
+    true,
+  );
 }
 
 /** A page for what cannot be shown (unknown request, bad link), with the reason. */

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import QRCode from 'qrcode';
 import { NanoPayError } from '../errors.js';
 import { RESPONDED, type Call, type Route } from '../http/server.js';
-import { DEFAULT_REDIRECT_SECONDS, DEFAULT_RELOAD_SECONDS, PAGE_HEADERS, renderCheckoutPage, renderMessagePage } from './page.js';
+import { AUTOMATIC_RELOAD, DEFAULT_REDIRECT_SECONDS, DEFAULT_RELOAD_SECONDS, PAGE_HEADERS, renderCheckoutPage, renderMessagePage } from './page.js';
 import type { CheckoutView } from './view.js';
 import type { CheckoutWatcher } from './watcher.js';
 
@@ -55,7 +55,8 @@ export function checkoutRoutes(watcher: CheckoutWatcher, options: CheckoutRoutes
   const page = async (call: Call): Promise<typeof RESPONDED> => {
     const id = call.params.transaction_id as string;
     const request = watcher.request(id);
-    const view = watcher.view(id);
+    const [key, value] = AUTOMATIC_RELOAD.split('=') as [string, string];
+    const view = watcher.view(id, { looked: call.query.get(key) !== value });
     if (request === undefined || view === undefined) return notFoundPage(call.response);
     const html = renderCheckoutPage({
       request,

@@ -6,6 +6,8 @@ export type CheckoutState = 'waiting' | 'paid' | 'expired';
 export interface CheckoutView {
   state: CheckoutState;
   block_hash?: string;
+  /** Why the status cannot be read now (for the customer), while it cannot. */
+  trouble?: string;
 }
 
 /** Paid wins over expired: a payment that landed is never hidden. */
@@ -15,7 +17,29 @@ export function viewOf(observation: CheckoutObservation, now: number): CheckoutV
 }
 
 export function sameView(a: CheckoutView, b: CheckoutView): boolean {
-  return a.state === b.state && a.block_hash === b.block_hash;
+  return a.state === b.state && a.block_hash === b.block_hash && a.trouble === b.trouble;
+}
+
+/** Failures that will not pass by themselves: a page says so at once, not after a few tries. */
+const LASTING: Record<string, string> = {
+  INSUFFICIENT_CREDITS: "the shop's account with the payment service has run out of credits",
+  INVALID_API_KEY: "the payment service refused the shop's key",
+  MISSING_API_KEY: "the payment service refused the shop's key",
+  API_KEY_NOT_FOUND: "the payment service refused the shop's key",
+  UNAUTHORIZED: 'the payment service refused the shop',
+  FORBIDDEN: 'the payment service refused the shop',
+};
+
+/**
+ * What a page tells the customer when the status cannot be read: after the
+ * first failure that will not pass by itself, or after `repeated` failures in a
+ * row of any kind. Never the service's own words (they may name a key or a URL).
+ */
+export function troubleOf(code: string, failuresInARow: number, repeated = 3): string | undefined {
+  const lasting = LASTING[code];
+  if (lasting === undefined && failuresInARow < repeated) return undefined;
+  const why = lasting ?? (code === 'RATE_LIMIT_EXCEEDED' ? 'the payment service is refusing too many requests' : 'the payment service cannot be reached');
+  return `This page cannot check your payment right now: ${why}. A payment you sent still reaches the shop; the shop can confirm it.`;
 }
 
 /** The only redirect a page follows: an absolute http(s) URL. */

@@ -1,7 +1,7 @@
 import { NanoPayError } from '../errors.js';
 import { PacedTask } from '../timing/wakeups.js';
 import type { CheckoutObservation, CheckoutReader, CheckoutRequest } from '../ops/checkout.js';
-import { sameView, viewOf, type CheckoutView } from './view.js';
+import { sameView, troubleOf, viewOf, type CheckoutView } from './view.js';
 
 export interface WatcherOptions {
   read: CheckoutReader;
@@ -9,6 +9,10 @@ export interface WatcherOptions {
   intervalMs: number;
   /** A page view keeps its request watched this long (pages without JavaScript reload within it). */
   viewGraceMs: number;
+  /** After this long without anyone looking (a page opened, or its live updates), reads slow down. Default 2 minutes. */
+  activeMs?: number;
+  /** The longest time between reads of a watched request, however idle or failing. Default 60 s. */
+  slowestMs?: number;
   log?: (line: string) => void;
   now?: () => number;
 }
@@ -23,7 +27,14 @@ interface Entry {
   listeners: Set<Listener>;
   /** The request's reads: one at a time, and those wake-ups cause spaced (a wake during a read, which may predate the payment, reads once more after it). */
   reads: PacedTask;
+  /** When someone last looked: a page opened by a person (not an automatic reload), or its live updates. */
+  lastLooked: number;
+  /** Rounds since the last read, for reads that have slowed down. */
+  roundsSinceRead: number;
+  failuresInARow: number;
   lastFailure?: string;
+  /** What the page says while the status cannot be read. */
+  trouble?: string;
 }
 
 /**
@@ -34,6 +45,13 @@ interface Entry {
  * (a payment to an address confirmed, from the node's WebSocket) reads at once
  * instead of at the next interval, but only as a reason to look: a flood of
  * wakes costs at most one read per MIN_WAKE_GAP_MS; the interval goes on behind it.
+ *
+ * Reads cost the shop (a credit each on the service), so a page nobody looks
+ * at does not drain them: after `activeMs` without a look, a request is read
+ * every 2, 4, 8… rounds (each minute doubles it) up to `slowestMs`; failures in
+ * a row slow reads the same way. A look (a page opened, live updates
+ * connected) brings it back to every round, with a read at once when the last
+ * is a round old. A status that cannot be read is shown on the page, and why.
  */
 export class CheckoutWatcher {
   private readonly entries = new Map<string, Entry>();
@@ -48,7 +66,17 @@ export class CheckoutWatcher {
   add(request: CheckoutRequest, observation: CheckoutObservation): void {
     const id = request.transaction_id.toLowerCase();
     const view = viewOf(observation, this.now());
-    const entry: Entry = { request, observation, view, lastViewed: -Infinity, listeners: new Set(), reads: new PacedTask(() => this.read(entry), undefined, this.now) };
+    const entry: Entry = {
+      request,
+      observation,
+      view,
+      lastViewed: -Infinity,
+      lastLooked: this.now(),
+      roundsSinceRead: 0,
+      failuresInARow: 0,
+      listeners: new Set(),
+      reads: new PacedTask(() => this.read(entry), undefined, this.now),
+    };
     this.entries.set(id, entry);
   }
 
@@ -56,20 +84,25 @@ export class CheckoutWatcher {
     return this.entries.get(id.toLowerCase())?.request;
   }
 
-  /** The current view of a request, for a page being shown: it counts as watching for a while. */
-  view(id: string): CheckoutView | undefined {
+  /**
+   * The current view of a request, for a page being shown: it counts as
+   * watching for a while, and (unless an automatic reload) as someone looking.
+   */
+  view(id: string, options: { looked?: boolean } = {}): CheckoutView | undefined {
     const entry = this.entries.get(id.toLowerCase());
     if (entry === undefined) return undefined;
     entry.lastViewed = this.now();
+    if (options.looked !== false) this.looked(entry);
     this.refresh(entry);
     return entry.view;
   }
 
-  /** Follows a request's changes until the returned function is called. */
+  /** Follows a request's changes until the returned function is called; someone is looking. */
   subscribe(id: string, listener: Listener): () => void {
     const entry = this.entries.get(id.toLowerCase());
     if (entry === undefined) throw new NanoPayError('NOT_FOUND', 'Unknown checkout');
     entry.listeners.add(listener);
+    this.looked(entry);
     return () => {
       entry.listeners.delete(listener);
       entry.lastViewed = this.now();
@@ -106,10 +139,30 @@ export class CheckoutWatcher {
     return [...new Set([...this.entries.values()].map((e) => e.request.receive_address))];
   }
 
-  /** One round: reads every watched, open request once (a read still under way is not doubled). */
+  /** One round: reads every watched, open request that is due (a read still under way is not doubled). */
   async tick(): Promise<void> {
-    const due = [...this.entries.values()].filter((e) => !e.reads.busy && this.isOpen(e) && this.isWatched(e));
+    const due = [...this.entries.values()].filter((e) => {
+      if (e.reads.busy || !this.isOpen(e)) return false;
+      // Counted while nobody watches too, so a page opened later reads a stale status at once.
+      e.roundsSinceRead += 1;
+      return this.isWatched(e) && e.roundsSinceRead >= this.roundsBetweenReads(e);
+    });
     await Promise.all(due.map((entry) => entry.reads.run()));
+  }
+
+  /** 1 while someone looks and reads succeed; doubling with each idle minute and each failure in a row, up to `slowestMs`. */
+  private roundsBetweenReads(entry: Entry): number {
+    const activeMs = this.options.activeMs ?? 120_000;
+    const idle = this.now() - entry.lastLooked;
+    const idleSteps = idle <= activeMs ? 0 : Math.ceil((idle - activeMs) / 60_000);
+    const slowest = Math.max(1, Math.floor((this.options.slowestMs ?? 60_000) / this.options.intervalMs));
+    return Math.min(slowest, 2 ** Math.min(Math.max(idleSteps, entry.failuresInARow), 20));
+  }
+
+  /** Someone opened the page or its live updates: reads go back to every round, and a stale status is read now. */
+  private looked(entry: Entry): void {
+    entry.lastLooked = this.now();
+    if (!this.stopped && entry.roundsSinceRead >= 1 && this.isOpen(entry)) entry.reads.wake();
   }
 
   private isOpen(entry: Entry): boolean {
@@ -124,21 +177,29 @@ export class CheckoutWatcher {
   private async read(entry: Entry): Promise<void> {
     // A paced read may come due after a stop, or once the request is final.
     if (this.stopped || !this.isOpen(entry)) return;
+    entry.roundsSinceRead = 0;
     try {
       entry.observation = await this.options.read(entry.request.transaction_id);
       delete entry.lastFailure;
-      this.refresh(entry);
+      delete entry.trouble;
+      entry.failuresInARow = 0;
     } catch (error) {
+      const code = error instanceof NanoPayError ? error.code : 'INTERNAL_ERROR';
       const failure = error instanceof NanoPayError ? `${error.code}: ${error.message}` : 'unexpected error';
       // A lasting failure (no credits, a key revoked) is logged once, not every round.
       if (failure !== entry.lastFailure) this.options.log?.(`status of ${entry.request.transaction_id} failed (${failure}); retrying`);
       entry.lastFailure = failure;
+      entry.failuresInARow += 1;
+      const trouble = troubleOf(code, entry.failuresInARow);
+      if (trouble !== undefined) entry.trouble = trouble;
     }
+    this.refresh(entry);
   }
 
   /** Recomputes the view (an expiry can pass between reads) and tells the watchers when it changed. */
   private refresh(entry: Entry): void {
-    const view = viewOf(entry.observation, this.now());
+    const seen = viewOf(entry.observation, this.now());
+    const view = seen.state === 'waiting' && entry.trouble !== undefined ? { ...seen, trouble: entry.trouble } : seen;
     if (sameView(view, entry.view)) return;
     entry.view = view;
     for (const listener of entry.listeners) listener(view);

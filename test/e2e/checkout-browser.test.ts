@@ -7,6 +7,7 @@ import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../src/work/index.js';
 import { browserAvailability, launchChromium, readQr, startCheckout, startShop, type CheckoutProcess } from '../helpers/browser.js';
 import { SandboxClient, newAccount } from '../helpers/chain.js';
+import { userSession } from '../helpers/backend-users.js';
 import { userWithWallet, type CliUser } from '../helpers/cli.js';
 import { sandbox } from '../helpers/sandbox.js';
 
@@ -198,7 +199,7 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
   it('reaches the paid state with JavaScript disabled (the page reloads itself), then the redirect', async () => {
     const { page, close } = await openAlone(noScript.url, { javaScriptEnabled: false });
     expect(await page.getAttribute('body', 'data-state')).toBe('waiting');
-    expect(await page.content()).toContain('<meta http-equiv="refresh" content="1">');
+    expect(await page.content()).toContain('<meta http-equiv="refresh" content="1;url=?reload=auto">');
     expect(await page.locator('button[data-copy="amount"]').isVisible()).toBe(false);
     await pay(noScript);
     await page.waitForSelector('body[data-state="paid"]', { timeout: 15_000 });
@@ -206,6 +207,23 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
     expect(await page.content()).toContain(`<meta http-equiv="refresh" content="2;url=${shop.url}/thanks">`);
     await page.waitForURL(`${shop.url}/thanks`, { timeout: 15_000 });
     await close();
+  });
+
+  it('says on the page, live, when its status can no longer be read and why (the shop ran out of credits)', async () => {
+    const { user } = await userWithWallet(sb.url);
+    const broke = await startCheckout(user, ['--amount', '0.5']);
+    try {
+      const { page, errors, close } = await open(broke.url);
+      expect(await page.isHidden('#trouble')).toBe(true);
+      sb.service.setCredits((await userSession(user).apiKey()) as string, 0);
+      await page.waitForSelector('#trouble:not([hidden])', { timeout: 15_000 });
+      expect(await page.textContent('#trouble')).toMatch(/cannot check your payment right now: the shop's account with the payment service has run out of credits/);
+      expect(await page.textContent('#status')).toBe('Waiting for your payment…');
+      await close();
+      expect(errors).toEqual([]);
+    } finally {
+      await broke.stop();
+    }
   });
 
   it('answers an unknown or malformed id with a clear 404 page', async () => {

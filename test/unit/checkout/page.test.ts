@@ -9,6 +9,7 @@ const CONTENT_SECURITY_POLICY = PAGE_HEADERS['content-security-policy'] as strin
 import { checkoutRoutes } from '../../../src/checkout/routes.js';
 import { startCheckoutServer } from '../../../src/checkout/server.js';
 import { viewOf } from '../../../src/checkout/view.js';
+import { NanoPayError } from '../../../src/errors.js';
 import { CheckoutWatcher } from '../../../src/checkout/watcher.js';
 import type { CheckoutObservation, CheckoutRequest } from '../../../src/ops/checkout.js';
 
@@ -27,13 +28,20 @@ const scriptOf = (html: string): string => /<script>([\s\S]*?)<\/script>/.exec(h
 const visible = (html: string, when: string): boolean => new RegExp(`data-when="${when}"(?! hidden)`).test(html);
 
 describe('checkout page rendering', () => {
+  it('shows why the status cannot be read, escaped, and nothing when it can', () => {
+    const page = (trouble?: string): string =>
+      renderCheckoutPage({ request, view: { state: 'waiting', ...(trouble === undefined ? {} : { trouble }) }, qrSvg: '<svg></svg>', eventsPath: '/e', redirectSeconds: 5, reloadSeconds: 4 });
+    expect(page('Cannot <check> now')).toContain('<p id="trouble" class="trouble" role="alert">Cannot &#60;check&#62; now</p>');
+    expect(page()).toContain('<p id="trouble" class="trouble" role="alert" hidden></p>');
+  });
+
   it('waiting: amount, address, wallet link, a reload for pages without JavaScript, no redirect yet', () => {
     const html = render({}, { paid: false });
     expect(html).toContain('data-state="waiting"');
     expect(html).toContain(`>${request.amount}<`);
     expect(html).toContain(`>${address}<`);
     expect(html).toContain(`href="nano:${address}?amount=1500000000000000000000000203744"`);
-    expect(html).toMatch(/<noscript><meta http-equiv="refresh" content="\d+"><\/noscript>/);
+    expect(html).toMatch(/<noscript><meta http-equiv="refresh" content="\d+;url=\?reload=auto"><\/noscript>/);
     expect(visible(html, 'waiting')).toBe(true);
     expect(visible(html, 'paid')).toBe(false);
     expect(html).toContain('role="status"');
@@ -52,11 +60,11 @@ describe('checkout page rendering', () => {
   });
 
   it('by default reloads every four seconds and redirects after five; the shop can set both, and the script (allowed by its hash) stays the same', () => {
-    expect(render({}, { paid: false })).toContain('<noscript><meta http-equiv="refresh" content="4"></noscript>');
+    expect(render({}, { paid: false })).toContain('<noscript><meta http-equiv="refresh" content="4;url=?reload=auto"></noscript>');
     expect(render({}, { paid: false })).toContain('data-reload="4"');
     const timing = { redirectSeconds: 2, reloadSeconds: 3 };
     const waiting = render({}, { paid: false }, 0, timing);
-    expect(waiting).toContain('<noscript><meta http-equiv="refresh" content="3"></noscript>');
+    expect(waiting).toContain('<noscript><meta http-equiv="refresh" content="3;url=?reload=auto"></noscript>');
     // The script reads it there when live updates are refused.
     expect(waiting).toContain('data-reload="3"');
     const paid = render({}, { paid: true }, 0, timing);
@@ -177,6 +185,76 @@ describe('the shared poller', () => {
     watcher.view(request.transaction_id);
     await watcher.tick();
     expect(reads).toHaveLength(3);
+  });
+});
+
+describe('a page nobody looks at does not drain the credits it lives on', () => {
+  /** A request watched by one open page (live updates), read by a reader that may fail, on a clock the test moves. */
+  const watched = (fail?: () => NanoPayError | undefined) => {
+    const clock = { now: 0 };
+    let reads = 0;
+    const watcher = new CheckoutWatcher({
+      read: async () => {
+        reads += 1;
+        const error = fail?.();
+        if (error !== undefined) throw error;
+        return { paid: false };
+      },
+      intervalMs: 1000,
+      viewGraceMs: 10_000,
+      now: () => clock.now,
+    });
+    watcher.add(request, { paid: false });
+    const views: (string | undefined)[] = [];
+    watcher.subscribe(request.transaction_id, (v) => views.push(v.trouble));
+    /** Runs `rounds` rounds, one a second; the reads they made. */
+    const run = async (rounds: number): Promise<number> => {
+      const before = reads;
+      for (let i = 0; i < rounds; i++) {
+        clock.now += 1000;
+        await watcher.tick();
+      }
+      return reads - before;
+    };
+    return { watcher, clock, run, views };
+  };
+
+  it('reads every second for two minutes after a look, then every 2, 4, 8… rounds, at most once a minute; a look brings it back at once', async () => {
+    const { watcher, run } = watched();
+    expect(await run(120)).toBe(120);
+    expect(await run(60)).toBe(30);
+    expect(await run(60)).toBe(15);
+    // An hour later it reads once a minute: about 60 reads an hour instead of 3600.
+    await run(10 * 60);
+    expect(await run(60 * 60)).toBe(60);
+    // An automatic reload (a page without JavaScript) keeps it watched but is nobody looking.
+    watcher.view(request.transaction_id, { looked: false });
+    expect(await run(30)).toBeLessThanOrEqual(1);
+    // A person opens the page: a stale status is read at once (paced), and every round again.
+    watcher.view(request.transaction_id);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await run(10)).toBe(10);
+  });
+
+  it('says on the page why the status cannot be read: at once when it will not pass (no credits), after three failures otherwise, and reads slow down meanwhile', async () => {
+    let failure: NanoPayError | undefined = new NanoPayError('INSUFFICIENT_CREDITS', 'This API key has 0 credits');
+    const { watcher, run, views } = watched(() => failure);
+    await run(1);
+    const trouble = watcher.view(request.transaction_id)?.trouble;
+    expect(trouble).toMatch(/cannot check your payment right now: the shop's account with the payment service has run out of credits/);
+    expect(trouble).not.toMatch(/API key|0 credits/);
+    // Failing reads back off: 2, 4, 8… rounds apart.
+    expect(await run(30)).toBeLessThanOrEqual(4);
+    failure = undefined;
+    await run(64);
+    expect(watcher.view(request.transaction_id)?.trouble).toBeUndefined();
+    expect(views.at(-1)).toBeUndefined();
+
+    failure = new NanoPayError('REQUEST_ERROR', 'The service did not answer');
+    await run(2);
+    expect(watcher.view(request.transaction_id)?.trouble).toBeUndefined();
+    await run(6);
+    expect(watcher.view(request.transaction_id)?.trouble).toMatch(/the payment service cannot be reached/);
   });
 });
 
