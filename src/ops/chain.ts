@@ -9,7 +9,6 @@ import {
   buildSendBlock,
   hashBlock,
   normalizeAddress,
-  signBlock,
   verifyBlock,
   workRoot,
   type AccountState,
@@ -131,7 +130,7 @@ export function isDefinitiveRejection(error: unknown): boolean {
 export async function signAndJournal(ctx: OpsContext, signer: Signer, block: StateBlock, subtype: Subtype, thresholds: Thresholds, note: BlockNote = {}): Promise<JournalEntry> {
   const threshold = subtype === 'send' || subtype === 'change' ? thresholds.send : thresholds.receive;
   const work = await ctx.work(workRoot(block), threshold, ctx.signal);
-  const signed: StateBlock = { ...block, signature: signBlock(block, signer.privateKey), work };
+  const signed: StateBlock = { ...block, signature: await signer.sign(block), work };
   const entry: JournalEntry = { hash: hashBlock(signed), subtype, block: signed, createdAt: new Date(ctx.now()).toISOString(), ...note };
   await ctx.journal.record(signer.address, entry);
   return entry;

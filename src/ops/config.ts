@@ -122,7 +122,7 @@ async function secretSetting(session: Session, name: SecretName): Promise<Settin
   const secret = SECRETS[name];
   const base = { name, description: secret.describe };
   if (session.env[secret.env]) return { ...base, value: '(set)', source: 'env', variable: secret.env };
-  const stored = (await session.hasKeystore()) && (await session.secrets()).get(secret.id(session.profileName)) !== undefined;
+  const stored = (await session.credential(name)) !== undefined;
   return { ...base, value: stored ? '(set, encrypted)' : null, source: stored ? 'profile' : 'default' };
 }
 

@@ -177,7 +177,7 @@ export async function exportWallet(session: Session, name?: string): Promise<Exp
   const passphrase = keystore.get(secretIds.passphrase(session.profileName, wallet));
   const accounts = [];
   for (const index of Object.keys(record.accounts).map(Number).sort((a, b) => a - b)) {
-    const account = await session.derive(wallet, record, index);
+    const account = await session.privateAccount(wallet, record, index);
     accounts.push({ index, address: account.address, private_key: account.privateKey });
   }
   return { name: wallet, kind: record.kind, secret, ...(passphrase === undefined ? {} : { passphrase }), accounts };
