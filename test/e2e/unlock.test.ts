@@ -89,7 +89,7 @@ describe('nanopay unlock / lock', () => {
     expect(socketInfo.uid).toBe(process.getuid?.());
     expect((await stat(join(user.configDir, 'sessions'))).mode & 0o777).toBe(0o700);
 
-    // A command without a password, as a process of its own; a send in-process (the same borrowing, in Session).
+    // A command without a password, as a process of its own; a send in-process (signed through the session, in Session).
     const shown = await user.run(['balance'], { env: NO_PASSWORD });
     expect(shown.code, shown.stderr).toBe(0);
     expect(shown.stdout).toContain('Balance: 10 XNO');

@@ -189,6 +189,16 @@ describe.concurrent('the unlocked session', () => {
       hint: expect.stringContaining('nanopay lock'),
     });
     await expect(receive(noPassword(), { wallet: 'single', index: 1 })).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+
+    // The session ends while commands run: one with the password goes on with it; one without says it needs it.
+    const withPassword = await sessionOf(user).account();
+    const without = noPassword();
+    const stranded = await without.account();
+    expect(await lock(sessionOf(user))).toMatchObject({ ended: 1 });
+    const block = buildSendBlock({ address, frontier: 'A'.repeat(64), balance: 10n, representative: DEFAULT_REPRESENTATIVE }, { to: words, amount: 1n });
+    expect(verifyBlock(block, await withPassword.sign(block))).toBe(true);
+    await expect(stranded.sign(block)).rejects.toMatchObject(PASSWORD_REQUIRED);
+    await expect(without.account('words', 3)).rejects.toMatchObject(PASSWORD_REQUIRED);
   });
 
   it('ends by itself when the key store file changes behind its back, and never lends stale secrets', async () => {
