@@ -91,6 +91,8 @@ const CATALOG: Record<string, CodeInfo> = {
   STORE_CORRUPT: { status: 500, exit: ExitCode.GENERAL },
   // An unlocked session's socket or dir that is not the user's own and private: refused, never used.
   UNSAFE_SESSION: { status: 500, exit: ExitCode.GENERAL },
+  // A wallet the running unlocked session does not hold (the settings name one it was not unlocked with).
+  NOT_IN_SESSION: conflict,
   // Upstream and transport.
   REQUEST_ERROR: upstream,
   PARSE_ERROR: upstream,

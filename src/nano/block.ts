@@ -53,6 +53,11 @@ export function signBlock(block: StateBlock, privateKey: string): string {
   return signMessage(blockHashBytes(block), privateKey);
 }
 
+/** Signs a block by its hash alone (64 hex): what a signer that never sees the block, such as an unlocked session, signs. */
+export function signBlockHash(hash: string, privateKey: string): string {
+  return signMessage(hexToBytes(hash, 32, 'Block hash', 'INVALID_BLOCK'), privateKey);
+}
+
 /** Verifies `signature` (or the block's own) against the block account's key. */
 export function verifyBlock(block: StateBlock, signature: string | undefined = block.signature): boolean {
   if (signature === undefined) return false;

@@ -10,6 +10,7 @@ export {
   hashBlock,
   linkAsAccount,
   signBlock,
+  signBlockHash,
   verifyBlock,
   workRoot,
   type AccountState,

@@ -10,7 +10,6 @@ import {
   hashBlock,
   linkAsAccount,
   normalizeAddress,
-  signBlock,
   verifyBlock,
   workRoot,
   type AccountState,
@@ -150,7 +149,7 @@ export async function signAndJournal(
 ): Promise<JournalEntry> {
   const threshold = subtype === 'send' || subtype === 'change' ? thresholds.send : thresholds.receive;
   const work = await ctx.work(workRoot(block), threshold, ctx.signal);
-  const signed: StateBlock = { ...block, signature: signBlock(block, signer.privateKey), work };
+  const signed: StateBlock = { ...block, signature: await signer.sign(block), work };
   const entry: JournalEntry = { hash: hashBlock(signed), subtype, block: signed, createdAt: new Date(ctx.now()).toISOString(), ...note };
   await journal(entry);
   return entry;

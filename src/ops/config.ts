@@ -122,8 +122,37 @@ async function secretSetting(session: Session, name: SecretName): Promise<Settin
   const secret = SECRETS[name];
   const base = { name, description: secret.describe };
   if (session.env[secret.env]) return { ...base, value: '(set)', source: 'env', variable: secret.env };
-  const stored = (await session.hasKeystore()) && (await session.secrets()).get(secret.id(session.profileName)) !== undefined;
+  const stored = (await session.credential(name)) !== undefined;
   return { ...base, value: stored ? '(set, encrypted)' : null, source: stored ? 'profile' : 'default' };
+}
+
+/** A secret setting in the clear: what `config get --reveal` prints. */
+export interface RevealedSetting {
+  value: string;
+  source: 'env' | 'profile';
+}
+
+/**
+ * The value in effect of a secret setting, in the clear, for a backup or a
+ * script: a variable's as it is, else the key store's, unlocked with the
+ * password (never through the unlocked session: showing a secret always asks).
+ * One that is set nowhere is NOT_FOUND, never an empty value.
+ */
+export async function revealSetting(session: Session, name: string): Promise<RevealedSetting> {
+  if (!isSecretSetting(name)) {
+    setting(name);
+    throw new NanoPayError('USAGE', `${name} is not a secret, so there is nothing to reveal; only ${Object.keys(SECRETS).join(' and ')} are`, {
+      hint: `Its value: nanopay config get ${name}`,
+    });
+  }
+  const secret = SECRETS[name];
+  const fromEnv = session.env[secret.env];
+  if (fromEnv) return { value: fromEnv, source: 'env' };
+  const stored = (await session.hasKeystore()) ? (await session.keystore()).get(secret.id(session.profileName)) : undefined;
+  if (stored === undefined) {
+    throw new NanoPayError('NOT_FOUND', `${name} is not set for profile "${session.profileName}"`, { hint: `Set it with: nanopay config set ${name} --stdin` });
+  }
+  return { value: stored, source: 'profile' };
 }
 
 export async function getSetting(session: Session, name: string): Promise<SettingValue> {

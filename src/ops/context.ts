@@ -1,4 +1,5 @@
 import type { LedgerBackend } from '../api/backend.js';
+import type { StateBlock } from '../nano/index.js';
 import type { Limits } from '../wallet/config.js';
 import type { Journal, JournalEntry } from '../wallet/journal.js';
 import type { SendLog } from '../wallet/send-log.js';
@@ -30,8 +31,13 @@ export interface OpsContext {
   signal?: AbortSignal;
 }
 
-/** An account this process can sign for. */
+/**
+ * An account this process can sign for. Where the key is stays behind `sign`:
+ * in this process (the key store unlocked with the password), or in the
+ * unlocked session, which signs on request and never hands the key out.
+ */
 export interface Signer {
   address: string;
-  privateKey: string;
+  /** The block's signature (128 hex) by the account's key. */
+  sign(block: StateBlock): Promise<string>;
 }

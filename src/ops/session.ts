@@ -2,18 +2,20 @@ import type { BackendKind, LedgerBackend } from '../api/backend.js';
 import { ApiClient } from '../api/client.js';
 import { NodeClient } from '../api/node-client.js';
 import { NanoPayError } from '../errors.js';
-import { deriveAccount, type Account } from '../nano/index.js';
+import type { Account } from '../nano/index.js';
 import { WorkCache, providerSettings, workProvider, type WorkObserver } from '../work/index.js';
 import { ConfigStore, type ProfileRecord, type WalletRecord } from '../wallet/config.js';
 import { Journal } from '../wallet/journal.js';
 import { RequestStore } from '../wallet/requests.js';
-import { KeyStore, type SecretReader } from '../wallet/keystore.js';
+import { KeyStore } from '../wallet/keystore.js';
 import { withAccountLock } from '../wallet/lock.js';
 import { SendLog } from '../wallet/send-log.js';
-import { borrowSecrets, stopAllAgents } from '../wallet/unlocked.js';
+import { openUnlocked, stopAllAgents, type CredentialName, type UnlockedKeys } from '../wallet/unlocked.js';
+import { walletAccount } from '../wallet/wallet-keys.js';
 import { WorkStore } from '../wallet/work-store.js';
 import { configDir, keystorePath, stateDir } from '../wallet/paths.js';
 import type { OpsContext, Signer, WorkProvider } from './context.js';
+import { keySigner, sessionSigner } from './signers.js';
 
 /** Asks for the key store password; `purpose` says why (for a prompt). */
 export type PasswordSource = (purpose: 'unlock' | 'create') => Promise<string>;
@@ -35,14 +37,18 @@ export interface SessionOptions {
 /** The service a fresh profile talks to: the sandbox's default address. */
 export const DEFAULT_API_URL = 'http://127.0.0.1:7076';
 
+const credentialId = (profile: string, name: CredentialName): string => `profile/${profile}/${name}`;
+
 export const secretIds = {
-  apiKey: (profile: string) => `profile/${profile}/api-key`,
-  nodeAuth: (profile: string) => `profile/${profile}/node-auth`,
+  apiKey: (profile: string) => credentialId(profile, 'api-key'),
+  nodeAuth: (profile: string) => credentialId(profile, 'node-auth'),
+  credential: credentialId,
   wallet: (profile: string, wallet: string) => `profile/${profile}/wallet/${wallet}/secret`,
   passphrase: (profile: string, wallet: string) => `profile/${profile}/wallet/${wallet}/passphrase`,
-  /** What every secret of the profile starts with: what an unlocked session of the profile holds. */
-  profile: (profile: string) => `profile/${profile}/`,
 };
+
+/** Where a command's keys are: the key store unlocked with the password, or the profile's unlocked session. */
+type Keys = { store: KeyStore } | { unlocked: UnlockedKeys };
 
 export interface ActiveAccount extends Signer {
   wallet: string;
@@ -65,7 +71,7 @@ export class Session {
   /** Payment requests nanopay keeps itself (node backend). */
   readonly requests: RequestStore;
   private store: Promise<KeyStore> | undefined;
-  private lent: Promise<SecretReader> | undefined;
+  private lent: Promise<Keys> | undefined;
   /** Unlocked sessions this session ended by changing the key store (a front end may say so). */
   endedSessions = 0;
   private provider: WorkProvider | undefined;
@@ -121,7 +127,7 @@ export class Session {
   nodeClient(): Promise<NodeClient> {
     this.node ??= (async () => {
       const url = this.nodeUrl();
-      const secret = this.env.NANOPAY_NODE_AUTH || ((await this.hasKeystore()) ? (await this.secrets()).get(secretIds.nodeAuth(this.profileName)) : undefined);
+      const secret = this.env.NANOPAY_NODE_AUTH || (await this.credential('node-auth'));
       const timeoutMs = this.options.timeoutMs ?? timeoutFromEnv(this.env);
       return new NodeClient({
         url,
@@ -160,13 +166,16 @@ export class Session {
   }
 
   /**
-   * The secrets, for reading: the key store this session already unlocked,
-   * else the profile's unlocked session (nanopay unlock: no password, no
-   * scrypt), else the key store unlocked with the password.
+   * Where the keys are, for using them: the key store this session already
+   * unlocked, else the profile's unlocked session (nanopay unlock: no
+   * password, no scrypt), else the key store unlocked with the password.
    */
-  async secrets(): Promise<SecretReader> {
-    if (this.store !== undefined) return this.keystore();
-    this.lent ??= (async () => (await borrowSecrets(this.dir, this.profileName, keystorePath(this.dir), secretIds.profile(this.profileName))) ?? this.keystore())();
+  private async keys(): Promise<Keys> {
+    if (this.store !== undefined) return { store: await this.keystore() };
+    this.lent ??= (async () => {
+      const unlocked = await openUnlocked(this.dir, this.profileName, keystorePath(this.dir));
+      return unlocked === undefined ? { store: await this.keystore() } : { unlocked };
+    })();
     try {
       return await this.lent;
     } catch (error) {
@@ -175,14 +184,19 @@ export class Session {
     }
   }
 
+  /** A bearer credential of the profile in the key store (the API key, node-auth), from wherever the keys are. */
+  async credential(name: CredentialName): Promise<string | undefined> {
+    if (!(await this.hasKeystore())) return undefined;
+    const keys = await this.keys();
+    return 'unlocked' in keys ? keys.unlocked.credential(name) : keys.store.get(secretIds.credential(this.profileName, name));
+  }
+
   hasKeystore(): Promise<boolean> {
     return KeyStore.exists(keystorePath(this.dir));
   }
 
   async apiKey(): Promise<string | undefined> {
-    if (this.env.NANOPAY_API_KEY) return this.env.NANOPAY_API_KEY;
-    if (!(await this.hasKeystore())) return undefined;
-    return (await this.secrets()).get(secretIds.apiKey(this.profileName));
+    return this.env.NANOPAY_API_KEY || this.credential('api-key');
   }
 
   /** The API client without a key (for public calls such as /wallet/create). */
@@ -259,11 +273,11 @@ export class Session {
     return { wallet, record, index: index ?? (walletName === undefined ? profile.activeAccount : undefined) ?? 0 };
   }
 
-  /** The account a command signs for: unlocks the key store. */
+  /** The account a command signs for: through the unlocked session when one runs, else with the password. */
   async account(walletName?: string, index?: number): Promise<ActiveAccount> {
     const picked = this.pick(walletName, index);
-    const derived = await this.derive(picked.wallet, picked.record, picked.index);
-    return { wallet: picked.wallet, index: picked.index, address: derived.address, privateKey: derived.privateKey };
+    const signer = await this.derive(picked.wallet, picked.record, picked.index);
+    return { wallet: picked.wallet, index: picked.index, address: signer.address, sign: signer.sign };
   }
 
   /** The address of the account a command reads: from the settings when it was derived before, without unlocking. */
@@ -272,17 +286,28 @@ export class Session {
     return picked.record.accounts[String(picked.index)] ?? (await this.derive(picked.wallet, picked.record, picked.index)).address;
   }
 
-  async derive(wallet: string, record: WalletRecord, index: number): Promise<Account> {
-    const store = await this.secrets();
+  /**
+   * A wallet's account, to sign with: in the unlocked session when one runs
+   * (the key stays there), else derived here from the key store unlocked with
+   * the password.
+   */
+  async derive(wallet: string, record: WalletRecord, index: number): Promise<Signer> {
+    const keys = await this.keys();
+    if ('unlocked' in keys) {
+      const held = await keys.unlocked.account(wallet, index);
+      const own = async (): Promise<Signer> => keySigner(await this.privateAccount(wallet, record, index));
+      if (held !== undefined) return sessionSigner(held.address, (hash) => keys.unlocked.sign(wallet, index, hash), own);
+    }
+    return keySigner(await this.privateAccount(wallet, record, index));
+  }
+
+  /** A wallet's account with its private key: always from the key store unlocked with the password, never the unlocked session. */
+  async privateAccount(wallet: string, record: WalletRecord, index: number): Promise<Account> {
+    const store = await this.keystore();
     const secret = store.get(secretIds.wallet(this.profileName, wallet));
     if (secret === undefined) throw new NanoPayError('STORE_CORRUPT', `The secret of wallet "${wallet}" is missing from the key store`);
-    if (record.kind === 'private-key') {
-      if (index !== 0) throw new NanoPayError('INVALID_REQUEST', 'A wallet imported from a private key has only account 0');
-      return deriveAccount({ privateKey: secret });
-    }
-    if (record.kind === 'seed') return deriveAccount({ seed: secret, index });
-    const passphrase = store.get(secretIds.passphrase(this.profileName, wallet)) ?? '';
-    return deriveAccount({ mnemonic: secret, passphrase, legacy: record.kind === 'legacy-mnemonic', index });
+    const passphrase = store.get(secretIds.passphrase(this.profileName, wallet));
+    return walletAccount({ kind: record.kind, secret, ...(passphrase === undefined ? {} : { passphrase }) }, index);
   }
 }
 

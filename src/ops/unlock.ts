@@ -1,5 +1,6 @@
 import { NanoPayError } from '../errors.js';
-import { startAgent, stopAgent, stopAllAgents } from '../wallet/unlocked.js';
+import type { KeyStore } from '../wallet/keystore.js';
+import { CREDENTIAL_NAMES, startAgent, stopAgent, stopAllAgents, type UnlockedContent } from '../wallet/unlocked.js';
 import { keystorePath } from '../wallet/paths.js';
 import { secretIds, type Session } from './session.js';
 
@@ -35,9 +36,31 @@ export interface UnlockResult {
 }
 
 /**
+ * What the profile's unlocked session holds: each wallet's secret with its
+ * kind (to derive), and the credentials. A wallet whose secret is missing is
+ * not held (using it through the session says so; with the password, the
+ * store is reported damaged).
+ */
+function contentOf(session: Session, store: KeyStore): UnlockedContent {
+  const profile = session.profileName;
+  const content: UnlockedContent = { wallets: {}, credentials: {} };
+  for (const [name, record] of Object.entries(session.profile().wallets)) {
+    const secret = store.get(secretIds.wallet(profile, name));
+    const passphrase = store.get(secretIds.passphrase(profile, name));
+    if (secret !== undefined) content.wallets[name] = { kind: record.kind, secret, ...(passphrase === undefined ? {} : { passphrase }) };
+  }
+  for (const name of CREDENTIAL_NAMES) {
+    const secret = store.get(secretIds.credential(profile, name));
+    if (secret !== undefined) content.credentials[name] = secret;
+  }
+  return content;
+}
+
+/**
  * Unlocks the key store (with the password, once) and starts the profile's
- * unlocked session: a background process that lends the profile's secrets to
- * the user's commands until it expires, `lock` ends it, or the key store changes.
+ * unlocked session: a background process that signs for the user's commands
+ * (and lends them the credentials) until it expires, `lock` ends it, or the
+ * key store changes.
  */
 export async function unlock(session: Session, input: { seconds: number }): Promise<UnlockResult> {
   if (!Number.isInteger(input.seconds) || input.seconds < 1 || input.seconds > MAX_UNLOCK_SECONDS) {
@@ -53,7 +76,7 @@ export async function unlock(session: Session, input: { seconds: number }): Prom
     keystore: keystorePath(session.dir),
     fingerprint: store.fingerprint(),
     expiresAt,
-    secrets: store.secretsUnder(secretIds.profile(session.profileName)),
+    content: contentOf(session, store),
   });
   return { profile: session.profileName, expires_at: new Date(expiresAt).toISOString(), seconds: input.seconds, pid: started.pid, socket: started.socket, replaced };
 }

@@ -165,9 +165,13 @@ export interface ExportedWallet {
   secret: string;
   passphrase?: string;
   accounts: { index: number; address: string; private_key: string }[];
+  /** The profile's API key in the key store (it holds the credits bought), when set. */
+  api_key?: string;
+  /** The profile's node-auth in the key store, when set. */
+  node_auth?: string;
 }
 
-/** The wallet's secrets. Front ends call this only after the user confirmed. */
+/** The wallet's secrets and the profile's credentials, from the key store unlocked with the password. Front ends call this only after the user confirmed. */
 export async function exportWallet(session: Session, name?: string): Promise<ExportedWallet> {
   const wallet = name ?? showWallet(session).name;
   const record = requireWallet(session, wallet);
@@ -177,10 +181,20 @@ export async function exportWallet(session: Session, name?: string): Promise<Exp
   const passphrase = keystore.get(secretIds.passphrase(session.profileName, wallet));
   const accounts = [];
   for (const index of Object.keys(record.accounts).map(Number).sort((a, b) => a - b)) {
-    const account = await session.derive(wallet, record, index);
+    const account = await session.privateAccount(wallet, record, index);
     accounts.push({ index, address: account.address, private_key: account.privateKey });
   }
-  return { name: wallet, kind: record.kind, secret, ...(passphrase === undefined ? {} : { passphrase }), accounts };
+  const apiKey = keystore.get(secretIds.apiKey(session.profileName));
+  const nodeAuth = keystore.get(secretIds.nodeAuth(session.profileName));
+  return {
+    name: wallet,
+    kind: record.kind,
+    secret,
+    ...(passphrase === undefined ? {} : { passphrase }),
+    accounts,
+    ...(apiKey === undefined ? {} : { api_key: apiKey }),
+    ...(nodeAuth === undefined ? {} : { node_auth: nodeAuth }),
+  };
 }
 
 export async function removeWallet(session: Session, name: string): Promise<{ removed: string }> {

@@ -114,17 +114,12 @@ function parseFile(path: string, text: string): KeystoreFile {
   return parsed;
 }
 
-/** What the secrets are read through: a key store unlocked here, or the secrets an unlocked session lends. */
-export interface SecretReader {
-  get(id: string): string | undefined;
-}
-
 /** The SHA-256 of a key store's bytes: which content a key store, or an unlocked session, holds. */
 function fingerprint(text: string): string {
   return createHash('sha256').update(text, 'utf8').digest('hex');
 }
 
-export class KeyStore implements SecretReader {
+export class KeyStore {
   private readonly written: (() => Promise<void>)[] = [];
   /** The fingerprint of the content this store was read from, or last wrote. */
   private sum: string;
@@ -210,16 +205,6 @@ export class KeyStore implements SecretReader {
   /** The fingerprint of the content this store holds (see KeyStore.current). */
   fingerprint(): string {
     return this.sum;
-  }
-
-  /** Every secret whose id starts with `prefix`, decrypted (what an unlocked session holds). */
-  secretsUnder(prefix: string): Record<string, string> {
-    const out: Record<string, string> = {};
-    for (const id of this.ids()) {
-      const secret = id.startsWith(prefix) ? this.get(id) : undefined;
-      if (secret !== undefined) out[id] = secret;
-    }
-    return out;
   }
 
   /** Runs `listener` after each write of the file (the session ends unlocked sessions, which hold the old content). */

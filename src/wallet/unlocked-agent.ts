@@ -1,19 +1,35 @@
 /**
  * The unlocked-session process (started by `nanopay unlock`, see unlocked.ts).
  * It receives one profile's decrypted secrets over its IPC channel, listens on
- * a 0600 Unix socket in a 0700 dir, and lends them to commands until it ends:
- * at expiry, when the key store file changes in any way, when its socket is
- * removed, on `stop` (nanopay lock) and on SIGTERM/SIGINT/SIGHUP. It never has
- * the password, writes nothing but its socket, and prints nothing (no stdio).
- * A malformed request gets an error answer and a closed connection, never a crash.
+ * a 0600 Unix socket in a 0700 dir, and derives and signs with them for
+ * commands until it ends: at expiry, when the key store file changes in any
+ * way, when its socket is removed, on `stop` (nanopay lock) and on
+ * SIGTERM/SIGINT/SIGHUP. No seed, mnemonic, passphrase or private key ever
+ * leaves it; it lends only the bearer credentials (API key, node-auth). It
+ * never has the password, writes nothing but its socket, and prints nothing
+ * (no stdio). A malformed request gets an error answer and a closed
+ * connection, never a crash.
  */
 import { lstatSync, unlinkSync, type BigIntStats } from 'node:fs';
 import { chmod, mkdir } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { dirname } from 'node:path';
 import { NanoPayError } from '../errors.js';
+import { signBlockHash, type Account } from '../nano/index.js';
 import { KeyStore } from './keystore.js';
-import { MAX_REQUEST, checkPrivate, probe, type AgentAnswer, type AgentFailure, type AgentInit, type AgentStarted } from './unlocked.js';
+import {
+  CREDENTIAL_NAMES,
+  MAX_REQUEST,
+  checkPrivate,
+  probe,
+  type AgentAnswer,
+  type AgentFailure,
+  type AgentInit,
+  type AgentRequest,
+  type AgentStarted,
+  type CredentialName,
+} from './unlocked.js';
+import { WALLET_KINDS, walletAccount, type WalletSecret } from './wallet-keys.js';
 
 /** How often the key store, the socket and the clock are checked. */
 const CHECK_MS = 500;
@@ -22,9 +38,19 @@ const IDLE_MS = 2000;
 const MAX_CONNECTIONS = 16;
 /** How long the agent waits for its secrets after it starts. */
 const INIT_MS = 10_000;
+/** Derived accounts kept (a BIP39 mnemonic costs a PBKDF2 per derivation); the oldest goes first. */
+const MAX_DERIVED = 256;
+/** The largest account index of any derivation (a 64-hex seed's; BIP39's is half of it). */
+const MAX_INDEX = 0xffffffff;
 
-let init: AgentInit | undefined;
-let held: Map<string, string> | undefined;
+interface Held {
+  wallets: Map<string, WalletSecret>;
+  credentials: Map<CredentialName, string>;
+  derived: Map<string, Account>;
+}
+
+let init: Omit<AgentInit, 'wallets' | 'credentials'> | undefined;
+let held: Held | undefined;
 let server: Server | undefined;
 let keystoreStat: BigIntStats | undefined;
 let socketIno: bigint | undefined;
@@ -58,7 +84,9 @@ function valid(): boolean {
 function end(code = 0): void {
   if (ending) return;
   ending = true;
-  held?.clear();
+  held?.wallets.clear();
+  held?.credentials.clear();
+  held?.derived.clear();
   held = undefined;
   if (checker !== undefined) clearInterval(checker);
   server?.close();
@@ -77,22 +105,78 @@ function failure(code: string, message: string): AgentFailure {
   return { ok: false, error: { code, message } };
 }
 
+/** The fields each op takes besides `op`: anything else is refused. */
+const FIELDS: Record<AgentRequest['op'], readonly string[]> = {
+  ping: [],
+  stop: [],
+  credentials: [],
+  account: ['wallet', 'index'],
+  sign: ['wallet', 'index', 'hash'],
+};
+
+/** The request, every field checked, or why it is refused. */
+function parseRequest(request: Record<string, unknown>): AgentRequest | string {
+  const { op } = request;
+  if (typeof op !== 'string' || !Object.hasOwn(FIELDS, op)) return `Unknown op; known: ${Object.keys(FIELDS).join(', ')}`;
+  const fields = FIELDS[op as AgentRequest['op']];
+  const unknown = Object.keys(request).filter((key) => key !== 'op' && !fields.includes(key));
+  if (unknown.length > 0) return `Unknown field for ${op}: ${unknown.join(', ')}`;
+  if (op !== 'account' && op !== 'sign') return { op } as AgentRequest;
+  const { wallet, index, hash } = request;
+  if (typeof wallet !== 'string' || wallet.length === 0 || wallet.length > 64) return 'wallet must be a wallet name';
+  if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index > MAX_INDEX) return `index must be an integer from 0 to ${MAX_INDEX}`;
+  if (op === 'account') return { op, wallet, index };
+  if (typeof hash !== 'string' || !/^[0-9A-Fa-f]{64}$/.test(hash)) return 'hash must be a block hash (64 hex)';
+  return { op, wallet, index, hash };
+}
+
+/** Account `index` of a held wallet, derived once and kept. */
+function accountOf(keys: Held, wallet: string, index: number): Account {
+  const key = `${wallet}\n${index}`;
+  const known = keys.derived.get(key);
+  if (known !== undefined) return known;
+  const secret = keys.wallets.get(wallet);
+  if (secret === undefined) throw new NanoPayError('NOT_IN_SESSION', `The unlocked session of profile "${init?.profile}" holds no wallet named "${wallet}"`);
+  const account = walletAccount(secret, index);
+  if (keys.derived.size >= MAX_DERIVED) keys.derived.delete(keys.derived.keys().next().value as string);
+  keys.derived.set(key, account);
+  return account;
+}
+
 /** The answer to one request line, and whether the session ends with it. */
 function answerTo(text: string): { body: AgentAnswer | AgentFailure; last?: true } {
-  let request: unknown;
+  let parsed: unknown;
   try {
-    request = JSON.parse(text);
+    parsed = JSON.parse(text);
   } catch {
     return { body: failure('BAD_REQUEST', 'The request is not JSON') };
   }
-  if (typeof request !== 'object' || request === null || Array.isArray(request)) return { body: failure('BAD_REQUEST', 'The request is not a JSON object') };
-  const op = (request as { op?: unknown }).op;
-  if (op !== 'ping' && op !== 'secrets' && op !== 'stop') return { body: failure('BAD_REQUEST', 'Unknown op; known: ping, secrets, stop') };
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return { body: failure('BAD_REQUEST', 'The request is not a JSON object') };
+  const request = parseRequest(parsed as Record<string, unknown>);
+  if (typeof request === 'string') return { body: failure('BAD_REQUEST', request) };
   if (!ready) return { body: failure('STARTING', 'The unlocked session is starting') };
   if (init === undefined || held === undefined || !valid()) return { body: failure('ENDED', 'The unlocked session has ended (expired, or the key store changed)'), last: true };
   const status: AgentAnswer = { ok: true, pid: process.pid, profile: init.profile, expires_at: new Date(init.expiresAt).toISOString(), fingerprint: init.fingerprint };
-  if (op === 'stop') return { body: status, last: true };
-  return { body: op === 'secrets' ? { ...status, secrets: Object.fromEntries(held) } : status };
+  switch (request.op) {
+    case 'stop':
+      return { body: status, last: true };
+    case 'ping':
+      return { body: status };
+    case 'credentials':
+      return { body: { ...status, credentials: Object.fromEntries(held.credentials) } };
+    case 'account':
+    case 'sign': {
+      let account: Account;
+      try {
+        account = accountOf(held, request.wallet, request.index);
+      } catch (error) {
+        if (error instanceof NanoPayError) return { body: failure(error.code, error.message) };
+        throw error;
+      }
+      if (request.op === 'account') return { body: { ...status, address: account.address, public_key: account.publicKey } };
+      return { body: { ...status, address: account.address, signature: signBlockHash(request.hash, account.privateKey) } };
+    }
+  }
 }
 
 function serve(connection: Socket): void {
@@ -142,21 +226,29 @@ function listen(socket: string): Promise<Server> {
   });
 }
 
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+function isWalletSecret(value: unknown): value is WalletSecret {
+  return isRecord(value) && WALLET_KINDS.includes(value.kind as WalletSecret['kind']) && typeof value.secret === 'string' && (value.passphrase === undefined || typeof value.passphrase === 'string');
+}
+
 function isInit(value: unknown): value is AgentInit {
-  const v = value as AgentInit;
+  if (!isRecord(value) || value.type !== 'init') return false;
+  const v = value as unknown as AgentInit;
   return (
-    typeof v === 'object' && v !== null && v.type === 'init' &&
     [v.profile, v.socket, v.keystore, v.fingerprint].every((s) => typeof s === 'string' && s.length > 0) &&
-    Number.isSafeInteger(v.expiresAt) && typeof v.secrets === 'object' && v.secrets !== null &&
-    Object.values(v.secrets).every((s) => typeof s === 'string')
+    Number.isSafeInteger(v.expiresAt) &&
+    isRecord(v.wallets) && Object.values(v.wallets).every(isWalletSecret) &&
+    isRecord(v.credentials) && Object.entries(v.credentials).every(([name, secret]) => CREDENTIAL_NAMES.includes(name as CredentialName) && typeof secret === 'string')
   );
 }
 
 async function start(message: AgentInit): Promise<void> {
   // Everything made from here on is private to the user: the socket is closed to others from birth (then 0600).
   process.umask(0o077);
-  init = message;
-  held = new Map(Object.entries(message.secrets));
+  const { wallets, credentials, ...rest } = message;
+  init = rest;
+  held = { wallets: new Map(Object.entries(wallets)), credentials: new Map(Object.entries(credentials) as [CredentialName, string][]), derived: new Map() };
   keystoreStat = statOf(message.keystore);
   if ((await KeyStore.current(message.keystore)) !== message.fingerprint || !sameFile(keystoreStat, statOf(message.keystore))) {
     throw new NanoPayError('CONFLICT', 'The key store changed while it was being unlocked; nothing was kept', { hint: 'Run nanopay unlock again.' });

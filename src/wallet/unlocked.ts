@@ -6,14 +6,18 @@ import { connect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NanoPayError } from '../errors.js';
-import { KeyStore, type SecretReader } from './keystore.js';
+import { KeyStore } from './keystore.js';
+import type { WalletSecret } from './wallet-keys.js';
 
 /**
  * The unlocked session (`nanopay unlock`): a small background process, like
- * ssh-agent, that holds one profile's secrets, decrypted, for a while and
- * lends them to commands of the same user over a Unix socket, so they need
- * neither the password nor scrypt. This module is its client (what commands
- * use) and its starter; the process itself is unlocked-agent.ts.
+ * ssh-agent, that holds one profile's decrypted secrets for a while and
+ * derives and signs with them for commands of the same user over a Unix
+ * socket, so they need neither the password nor scrypt. It never hands out a
+ * seed, mnemonic, passphrase or private key; it lends only the bearer
+ * credentials commands send over HTTP anyway (the API key, node-auth). This
+ * module is its client (what commands use) and its starter; the process
+ * itself is unlocked-agent.ts.
  *
  * The socket is `sessions/<profile>.sock` in the config dir: the dir 0700, the
  * socket 0600, both owned by the user, so only the user (and root) can
@@ -23,9 +27,22 @@ import { KeyStore, type SecretReader } from './keystore.js';
  * a line of JSON.
  */
 
-export type AgentRequest = { op: 'ping' } | { op: 'secrets' } | { op: 'stop' };
+/** The bearer credentials a session lends: commands send them over HTTP anyway. */
+export type CredentialName = 'api-key' | 'node-auth';
+export const CREDENTIAL_NAMES: readonly CredentialName[] = ['api-key', 'node-auth'];
 
-/** What the agent answers to `secrets` (and, without `secrets`, to `ping`). */
+export type Credentials = Partial<Record<CredentialName, string>>;
+
+export type AgentRequest =
+  | { op: 'ping' }
+  | { op: 'stop' }
+  | { op: 'credentials' }
+  /** The address and public key of a wallet's account. */
+  | { op: 'account'; wallet: string; index: number }
+  /** A signature of a block hash (64 hex) by a wallet's account. */
+  | { op: 'sign'; wallet: string; index: number; hash: string };
+
+/** What the agent answers to every request it serves, with what the op asked for. */
 export interface AgentAnswer {
   ok: true;
   pid: number;
@@ -33,7 +50,10 @@ export interface AgentAnswer {
   expires_at: string;
   /** The SHA-256 of the key store content the secrets were decrypted from. */
   fingerprint: string;
-  secrets?: Record<string, string>;
+  credentials?: Credentials;
+  address?: string;
+  public_key?: string;
+  signature?: string;
 }
 
 export interface AgentFailure {
@@ -43,9 +63,9 @@ export interface AgentFailure {
 
 /** The longest request line the agent reads; anything longer is refused. */
 export const MAX_REQUEST = 1024;
-/** The longest answer a client reads (the secrets of one profile are far smaller). */
-const MAX_ANSWER = 1024 * 1024;
-/** How long a client waits for an answer: the agent answers from memory at once. */
+/** The longest answer a client reads (an answer is a few hundred bytes, the credentials included). */
+const MAX_ANSWER = 64 * 1024;
+/** How long a client waits for an answer: the agent answers at once (from memory, or a derivation of milliseconds). */
 const ANSWER_MS = 3000;
 /** sun_path is 108 bytes on Linux and 104 on macOS, the final NUL included. */
 const MAX_SOCKET_PATH = 103;
@@ -148,29 +168,80 @@ export async function probe(socket: string): Promise<'live' | 'free'> {
   return result.kind === 'answer' || result.kind === 'silent' ? 'live' : 'free';
 }
 
-function isStringRecord(value: unknown): value is Record<string, string> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.values(value).every((v) => typeof v === 'string');
+function isCredentials(value: unknown): value is Credentials {
+  return (
+    typeof value === 'object' && value !== null && !Array.isArray(value) &&
+    Object.entries(value).every(([name, secret]) => CREDENTIAL_NAMES.includes(name as CredentialName) && typeof secret === 'string')
+  );
+}
+
+/** The profile's unlocked session, as a command uses it: the keys stay in the session. */
+export interface UnlockedKeys {
+  /** A credential the session lends, when the profile has it. */
+  credential(name: CredentialName): string | undefined;
+  /** The address and public key of a wallet's account, derived in the session; undefined once the session has ended. */
+  account(wallet: string, index: number): Promise<{ address: string; publicKey: string } | undefined>;
+  /** The signature of a block hash by a wallet's account, made in the session; undefined once the session has ended. */
+  sign(wallet: string, index: number, hash: string): Promise<string | undefined>;
+}
+
+const HEX = (bytes: number): RegExp => new RegExp(`^[0-9A-F]{${bytes * 2}}$`);
+
+/**
+ * The session's refusal of a request, as an error of this process. Its own
+ * checks (BAD_REQUEST) mean the command asked for something no wallet has.
+ */
+function refusal(error: AgentFailure['error'], profile: string): NanoPayError {
+  if (error.code === 'NOT_IN_SESSION') {
+    return new NanoPayError('NOT_IN_SESSION', error.message, {
+      hint: `It holds the wallets of profile "${profile}" as they were when it was unlocked. Run nanopay lock, then nanopay unlock again (or give the password).`,
+    });
+  }
+  return new NanoPayError(error.code === 'BAD_REQUEST' ? 'INVALID_REQUEST' : error.code, `The unlocked session refused: ${error.message}`);
 }
 
 /**
- * The secrets of the profile's unlocked session, or undefined when none runs
- * (or it is stale, expired or unusable: the caller then unlocks with the
- * password). Never stale: the agent's content must be the key store's content
- * now, else the agent is told to stop and nothing is lent.
+ * The profile's unlocked session, or undefined when none runs (or it is
+ * stale, expired or unusable: the caller then unlocks with the password).
+ * Never stale: the agent's content must be the key store's content now, else
+ * the agent is told to stop and nothing is used; every later answer must come
+ * from that same content.
  */
-export async function borrowSecrets(dir: string, profile: string, keystore: string, prefix: string): Promise<SecretReader | undefined> {
+export async function openUnlocked(dir: string, profile: string, keystore: string): Promise<UnlockedKeys | undefined> {
   if (process.platform === 'win32') return undefined;
   const socket = socketPath(dir, profile);
-  const reply = await ask(socket, { op: 'secrets' });
+  const reply = await ask(socket, { op: 'credentials' });
   if (reply.kind !== 'answer' || !reply.body.ok) return undefined;
-  const { fingerprint, secrets, profile: served } = reply.body;
-  if (served !== profile || !isStringRecord(secrets) || !Object.keys(secrets).every((id) => id.startsWith(prefix))) return undefined;
+  const { fingerprint, credentials, profile: served } = reply.body;
+  if (served !== profile || !isCredentials(credentials)) return undefined;
   if (fingerprint !== (await KeyStore.current(keystore))) {
     await exchange(socket, { op: 'stop' });
     return undefined;
   }
-  const held = new Map(Object.entries(secrets));
-  return { get: (id) => held.get(id) };
+  const lent = new Map(Object.entries(credentials));
+  const later = async (request: AgentRequest): Promise<AgentAnswer | undefined> => {
+    const answer = await ask(socket, request);
+    if (answer.kind !== 'answer') return undefined;
+    if (!answer.body.ok) {
+      if (answer.body.error.code === 'ENDED') return undefined;
+      throw refusal(answer.body.error, profile);
+    }
+    return answer.body.fingerprint === fingerprint && answer.body.profile === profile ? answer.body : undefined;
+  };
+  return {
+    credential: (name) => lent.get(name),
+    account: async (wallet, index) => {
+      const answer = await later({ op: 'account', wallet, index });
+      if (answer === undefined) return undefined;
+      const { address, public_key: publicKey } = answer;
+      if (typeof address !== 'string' || typeof publicKey !== 'string' || !HEX(32).test(publicKey)) return undefined;
+      return { address, publicKey };
+    },
+    sign: async (wallet, index, hash) => {
+      const answer = await later({ op: 'sign', wallet, index, hash });
+      return typeof answer?.signature === 'string' && HEX(64).test(answer.signature) ? answer.signature : undefined;
+    },
+  };
 }
 
 /**
@@ -202,8 +273,14 @@ export async function stopAllAgents(dir: string): Promise<number> {
   return stopped;
 }
 
+/** What an unlocked session holds: the profile's wallets (with their kinds, to derive) and its credentials. */
+export interface UnlockedContent {
+  wallets: Record<string, WalletSecret>;
+  credentials: Credentials;
+}
+
 /** What `unlock` hands to the new agent over its IPC channel: never through argv, the environment or a file. */
-export interface AgentInit {
+export interface AgentInit extends UnlockedContent {
   type: 'init';
   profile: string;
   socket: string;
@@ -211,7 +288,6 @@ export interface AgentInit {
   fingerprint: string;
   /** Epoch milliseconds. */
   expiresAt: number;
-  secrets: Record<string, string>;
 }
 
 /** What the agent says back over IPC once, before `unlock` lets it go. */
@@ -222,7 +298,7 @@ export type AgentStarted = { type: 'ready'; pid: number } | { type: 'failed'; co
  * reach it), with an empty environment and no stdio, hands it the secrets over
  * IPC, and waits until it listens.
  */
-export async function startAgent(options: { dir: string; profile: string; keystore: string; fingerprint: string; expiresAt: number; secrets: Record<string, string> }): Promise<{ pid: number; socket: string }> {
+export async function startAgent(options: { dir: string; profile: string; keystore: string; fingerprint: string; expiresAt: number; content: UnlockedContent }): Promise<{ pid: number; socket: string }> {
   const socket = socketPath(options.dir, options.profile);
   if (Buffer.byteLength(socket) > MAX_SOCKET_PATH) {
     throw new NanoPayError('USAGE', `The socket path ${socket} is too long for a Unix socket (${Buffer.byteLength(socket)} bytes; at most ${MAX_SOCKET_PATH})`, {
@@ -247,7 +323,16 @@ export async function startAgent(options: { dir: string; profile: string; keysto
     });
     child.on('exit', (code, signal) => settle(() => reject(new NanoPayError('INTERNAL_ERROR', `The unlocked session ended as it started (${signal ?? `exit ${code}`})`))));
     child.on('error', (error) => settle(() => reject(new NanoPayError('INTERNAL_ERROR', `Cannot start the unlocked session: ${error.message}`))));
-    const init: AgentInit = { type: 'init', profile: options.profile, socket, keystore: options.keystore, fingerprint: options.fingerprint, expiresAt: options.expiresAt, secrets: options.secrets };
+    const init: AgentInit = {
+      type: 'init',
+      profile: options.profile,
+      socket,
+      keystore: options.keystore,
+      fingerprint: options.fingerprint,
+      expiresAt: options.expiresAt,
+      wallets: options.content.wallets,
+      credentials: options.content.credentials,
+    };
     child.send(init);
   });
   if (child.connected) child.disconnect();

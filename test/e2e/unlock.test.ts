@@ -89,7 +89,7 @@ describe('nanopay unlock / lock', () => {
     expect(socketInfo.uid).toBe(process.getuid?.());
     expect((await stat(join(user.configDir, 'sessions'))).mode & 0o777).toBe(0o700);
 
-    // A command without a password, as a process of its own; a send in-process (the same borrowing, in Session).
+    // A command without a password, as a process of its own; a send in-process (signed through the session, in Session).
     const shown = await user.run(['balance'], { env: NO_PASSWORD });
     expect(shown.code, shown.stderr).toBe(0);
     expect(shown.stdout).toContain('Balance: 10 XNO');
@@ -148,6 +148,32 @@ describe('nanopay unlock / lock', () => {
     expect(existsSync(socketOf(user))).toBe(false);
     await waitUntil('the agent process to end', () => !alive(unlocked.pid), 5000);
     await expect(balanceWithoutPassword(user)).rejects.toMatchObject({ code: 'PASSWORD_REQUIRED' });
+  });
+
+  it('showing a secret always asks for the password: wallet export and config get --reveal refuse without one while a session runs', async () => {
+    const { user, passwordFile } = await walletUser();
+    const exported = await exportWallet(sessionOf(user));
+    const apiKey = (await sessionOf(user).apiKey()) as string;
+    const secrets = [exported.secret, exported.accounts[0]!.private_key, apiKey];
+    const unlocked = await unlockedInProcess(user);
+
+    const refused = [
+      await user.run(['wallet', 'export', '--yes', '--json'], { env: NO_PASSWORD }),
+      await user.run(['wallet', 'export', '--yes'], { env: NO_PASSWORD }),
+      await user.run(['config', 'get', 'api-key', '--reveal', '--json'], { env: NO_PASSWORD }),
+    ];
+    for (const result of refused) {
+      expect(result.code, result.stderr).toBe(6);
+      expect(`${result.stdout}${result.stderr}`).toContain('PASSWORD_REQUIRED');
+      for (const secret of secrets) expect(`${result.stdout}${result.stderr}`).not.toContain(secret);
+    }
+    // The session is still there for what it is for, and the password still shows the secret.
+    expect(alive(unlocked.pid)).toBe(true);
+    await expect(balanceWithoutPassword(user)).resolves.toMatchObject({ balance: '0' });
+    const shown = await user.run(['config', 'get', 'api-key', '--reveal', '--password-file', passwordFile], { env: NO_PASSWORD });
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toBe(`${apiKey}\n`);
+    expect(await lock(sessionOf(user))).toMatchObject({ ended: 1 });
   });
 
   it('refuses a sessions dir open to others; lock --all ends the sessions of every profile, and shows no secret', async () => {

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { passwordSource } from '../../src/cli/password.js';
 import { balance } from '../../src/ops/balance.js';
-import { getSetting, setSetting } from '../../src/ops/config.js';
+import { getSetting, setSetting, unsetSetting } from '../../src/ops/config.js';
 import { receive } from '../../src/ops/receive.js';
 import { send } from '../../src/ops/send.js';
 import type { Session } from '../../src/ops/session.js';
@@ -139,6 +139,49 @@ describe('wallet and money movement through bin/run.js', () => {
       expect((await stat(file)).mode & 0o077, file).toBe(0);
     }
     expect((await stat(alice.configDir)).mode & 0o777).toBe(0o700);
+  });
+
+  it('the API key and node-auth can be backed up: wallet export shows them, config get --reveal prints one alone for scripts', async () => {
+    const { user } = await userWithWallet(sb.url);
+    const apiKey = (await commandSession(user).apiKey()) as string;
+    expect(apiKey).toBeTypeOf('string');
+    const withKey = await user.json<{ api_key?: string; node_auth?: string }>(['wallet', 'export', '--yes']);
+    expect(withKey).toMatchObject({ _code: 0, api_key: apiKey });
+    expect(withKey).not.toHaveProperty('node_auth');
+    await setSetting(commandSession(user), 'node-auth', 'node-secret-1');
+    const both = await user.json<{ api_key?: string; node_auth?: string }>(['wallet', 'export', '--yes']);
+    expect(both).toMatchObject({ _code: 0, api_key: apiKey, node_auth: 'node-secret-1' });
+    const human = await user.run(['wallet', 'export', '--yes']);
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stdout).toContain(`API key of profile "default": ${apiKey}\n`);
+    expect(human.stdout).toContain('node-auth of profile "default": node-secret-1\n');
+    // The same confirmation as the seed: without a terminal and without --yes, nothing is shown.
+    const unconfirmed = await user.run(['wallet', 'export']);
+    expect(unconfirmed.code).toBe(2);
+    expect(`${unconfirmed.stdout}${unconfirmed.stderr}`).not.toContain(apiKey);
+
+    // One value alone, for a script; without --reveal nothing changes.
+    const revealed = await user.run(['config', 'get', 'api-key', '--reveal']);
+    expect(revealed.code, revealed.stderr).toBe(0);
+    expect(revealed.stdout).toBe(`${apiKey}\n`);
+    expect(await user.json(['config', 'get', 'node-auth', '--reveal'])).toEqual({ value: 'node-secret-1', source: 'profile', _code: 0 });
+    const plain = await user.run(['config', 'get', 'api-key']);
+    expect(plain.stdout).toContain('(set, encrypted)');
+    expect(plain.stdout).not.toContain(apiKey);
+    // The value in effect: a variable's is shown as it is; one that is set nowhere is an error, not an empty line.
+    expect(await user.json(['config', 'get', 'api-key', '--reveal'], { env: { NANOPAY_API_KEY: 'key-from-env' } })).toEqual({ value: 'key-from-env', source: 'env', _code: 0 });
+    await unsetSetting(commandSession(user), 'node-auth');
+    const unset = await user.run(['config', 'get', 'node-auth', '--reveal']);
+    expect(unset.code).toBe(9);
+    expect(unset.stdout).toBe('');
+    expect(unset.stderr).toContain('[NOT_FOUND]');
+    // A setting that is not a secret has nothing to reveal.
+    const notSecret = await user.run(['config', 'get', 'api-url', '--reveal']);
+    expect(notSecret.code).toBe(2);
+    expect(notSecret.stderr).toContain('[USAGE]');
+    const wrong = await user.run(['config', 'get', 'api-key', '--reveal'], { env: { NANOPAY_PASSWORD: 'not it' } });
+    expect(wrong.code).toBe(6);
+    expect(`${wrong.stdout}${wrong.stderr}`).not.toContain(apiKey);
   });
 
   it('a wrong password fails clearly and leaves the store byte-identical', async () => {

@@ -50,7 +50,7 @@ export const socketOf = (user: CliUser, profile = 'default'): string => join(use
 
 /**
  * The user's profile in-process, configured like one CLI command: a new
- * Session has unlocked and borrowed nothing yet. With `password: false` there
+ * Session has unlocked nothing and asked no unlocked session yet. With `password: false` there
  * is none, as for the CLI without NANOPAY_PASSWORD or a terminal: only an
  * unlocked session can help, else PASSWORD_REQUIRED.
  */

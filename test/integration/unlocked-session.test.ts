@@ -3,13 +3,16 @@ import { copyFile, readFile, rename, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildSendBlock, deriveAccount, generateMnemonic, generateSeed, hashBlock, verifyBlock, DEFAULT_REPRESENTATIVE } from '../../src/nano/index.js';
 import { balance } from '../../src/ops/balance.js';
 import { setSetting } from '../../src/ops/config.js';
+import { receive } from '../../src/ops/receive.js';
+import { send } from '../../src/ops/send.js';
 import { lock, parseDuration, type UnlockResult } from '../../src/ops/unlock.js';
-import { createWallet, exportWallet } from '../../src/ops/wallet.js';
+import { createWallet, exportWallet, importWallet } from '../../src/ops/wallet.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { newUser, type CliUser } from '../helpers/cli.js';
-import { sandbox } from '../helpers/sandbox.js';
+import { fund, sandbox } from '../helpers/sandbox.js';
 import { alive, remoteWallet, sessionOf, socketOf, unlockInProcess, waitUntil } from '../helpers/unlocked.js';
 
 /**
@@ -83,6 +86,119 @@ describe.concurrent('the unlocked session', () => {
     await expect(exportWallet(noPassword())).rejects.toMatchObject(PASSWORD_REQUIRED);
     expect(alive(session.pid)).toBe(true);
     await expect(balance(noPassword())).resolves.toMatchObject({ balance: '0' });
+  });
+
+  it('never hands out a seed, mnemonic, passphrase or private key, whatever it is asked: it derives and signs', async () => {
+    const user = await walletUser();
+    const setup = sessionOf(user);
+    const mnemonic = generateMnemonic(24);
+    const passphrase = 'my own passphrase';
+    await importWallet(setup, { name: 'words', kind: 'mnemonic', secret: mnemonic, passphrase });
+    const single = deriveAccount({ seed: generateSeed(), index: 0 });
+    await importWallet(setup, { name: 'single', kind: 'private-key', secret: single.privateKey });
+    await setSetting(setup, 'node-auth', 'node-token-123');
+    const { secret: seed } = await exportWallet(setup, 'default');
+    const apiKey = (await setup.apiKey()) as string;
+    const accounts = {
+      default: [0, 1, 2].map((index) => deriveAccount({ seed, index })),
+      words: [0, 1].map((index) => deriveAccount({ mnemonic, passphrase, index })),
+      single: [single],
+    };
+    const secrets = [seed, mnemonic, passphrase, ...Object.values(accounts).flat().map((a) => a.privateKey)];
+    await unlocked(user);
+    const socket = socketOf(user);
+    const ask = async (request: Record<string, unknown> | string): Promise<Record<string, any>> => {
+      const answer = await rawRequest(socket, `${typeof request === 'string' ? request : JSON.stringify(request)}\n`);
+      answers.push(answer);
+      return JSON.parse(answer) as Record<string, any>;
+    };
+    const answers: string[] = [];
+    const blockOf = (address: string): ReturnType<typeof buildSendBlock> =>
+      buildSendBlock({ address, frontier: 'A'.repeat(64), balance: 10n, representative: DEFAULT_REPRESENTATIVE }, { to: single.address, amount: 1n });
+
+    // The op that handed out everything is gone; the status says nothing secret.
+    expect(await ask({ op: 'secrets' })).toMatchObject({ ok: false, error: { code: 'BAD_REQUEST' } });
+    expect(await ask({ op: 'ping' })).not.toHaveProperty('secrets');
+    // Lent: only the bearer credentials that commands send over HTTP anyway.
+    expect((await ask({ op: 'credentials' })).credentials).toEqual({ 'api-key': apiKey, 'node-auth': 'node-token-123' });
+    // Derived and signed in the session, for every kind of wallet.
+    for (const [wallet, list] of Object.entries(accounts)) {
+      for (const [index, account] of list.entries()) {
+        expect(await ask({ op: 'account', wallet, index })).toMatchObject({ ok: true, address: account.address, public_key: account.publicKey });
+        const block = blockOf(account.address);
+        const signed = await ask({ op: 'sign', wallet, index, hash: hashBlock(block).toLowerCase() });
+        expect(signed).toMatchObject({ ok: true, signature: expect.stringMatching(/^[0-9A-F]{128}$/) });
+        expect(verifyBlock(block, signed.signature as string), `${wallet} ${index}`).toBe(true);
+      }
+    }
+    // What it does not hold, or cannot derive, is a clear refusal.
+    expect(await ask({ op: 'sign', wallet: 'ghost', index: 0, hash: 'A'.repeat(64) })).toMatchObject({ ok: false, error: { code: 'NOT_IN_SESSION' } });
+    expect(await ask({ op: 'account', wallet: '__proto__', index: 0 })).toMatchObject({ ok: false, error: { code: 'NOT_IN_SESSION' } });
+    expect(await ask({ op: 'sign', wallet: 'single', index: 1, hash: 'A'.repeat(64) })).toMatchObject({ ok: false, error: { code: 'INVALID_REQUEST' } });
+    // Every field is checked.
+    const malformed: Record<string, unknown>[] = [
+      { op: 'sign', wallet: 'default', index: 0 },
+      { op: 'sign', wallet: 'default', index: 0, hash: 'A'.repeat(63) },
+      { op: 'sign', wallet: 'default', index: 0, hash: 'G'.repeat(64) },
+      { op: 'sign', wallet: 'default', index: 0, hash: 12 },
+      { op: 'account', wallet: 'default' },
+      { op: 'account', wallet: 'default', index: -1 },
+      { op: 'account', wallet: 'default', index: 1.5 },
+      { op: 'account', wallet: 'default', index: '0' },
+      { op: 'account', wallet: 'default', index: 2 ** 32 },
+      { op: 'account', wallet: 7, index: 0 },
+      { op: 'account', index: 0 },
+      { op: 'account', wallet: 'default', index: 0, secret: true },
+      { op: 'credentials', wallet: 'default' },
+      { op: 'export', wallet: 'default' },
+      { op: 'private_key', wallet: 'default', index: 0 },
+    ];
+    for (const request of malformed) expect(await ask(request), JSON.stringify(request)).toMatchObject({ ok: false, error: { code: 'BAD_REQUEST' } });
+
+    const bytes = answers.join('\n').toLowerCase();
+    for (const secret of secrets) expect(bytes).not.toContain(secret.toLowerCase());
+  });
+
+  it('send, receive and balance run through it without a password, and the ledger accepts its signatures; a wallet it does not hold is a clear error', async () => {
+    const user = await walletUser();
+    const setup = sessionOf(user);
+    await importWallet(setup, { name: 'words', kind: 'mnemonic', secret: generateMnemonic(12), passphrase: 'salt' });
+    await importWallet(setup, { name: 'single', kind: 'private-key', secret: deriveAccount({ seed: generateSeed(), index: 0 }).privateKey });
+    const address = await setup.address('default', 0);
+    await fund(sb.url, address, '5');
+    await unlocked(user);
+    const noPassword = (): ReturnType<typeof sessionOf> => sessionOf(user, { password: false });
+
+    const opened = await receive(noPassword());
+    expect(opened).toMatchObject({ total: '5', received: [{ subtype: 'open' }] });
+    const words = await noPassword().address('words', 3);
+    const sent = await send(noPassword(), { to: words, amount: { xno: '1.5' } });
+    expect(sent).toMatchObject({ balance_after: '3.5' });
+    const received = await receive(noPassword(), { wallet: 'words', index: 3 });
+    expect(received).toMatchObject({ account: words, total: '1.5', received: [{ subtype: 'open' }] });
+    await expect(balance(noPassword(), { wallet: 'words', index: 3 })).resolves.toMatchObject({ balance: '1.5' });
+    // The ledger checked each signature as it took the block; here each is checked again, on the block the sandbox keeps.
+    const api = await setup.api();
+    for (const hash of [opened.received[0]!.hash, sent.hash as string, received.received[0]!.hash]) expect(verifyBlock((await api.blockInfo(hash)).contents)).toBe(true);
+
+    // A wallet named in the settings but not in the session (written to config.json behind its back).
+    setup.updateProfile((p) => ({ ...p, wallets: { ...p.wallets, ghost: { kind: 'seed', createdAt: new Date().toISOString(), accounts: {} } } }));
+    await expect(send(noPassword(), { wallet: 'ghost', to: words, amount: { xno: '1' } })).rejects.toMatchObject({
+      code: 'NOT_IN_SESSION',
+      message: expect.stringContaining('"ghost"'),
+      hint: expect.stringContaining('nanopay lock'),
+    });
+    await expect(receive(noPassword(), { wallet: 'single', index: 1 })).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+
+    // The session ends while commands run: one with the password goes on with it; one without says it needs it.
+    const withPassword = await sessionOf(user).account();
+    const without = noPassword();
+    const stranded = await without.account();
+    expect(await lock(sessionOf(user))).toMatchObject({ ended: 1 });
+    const block = buildSendBlock({ address, frontier: 'A'.repeat(64), balance: 10n, representative: DEFAULT_REPRESENTATIVE }, { to: words, amount: 1n });
+    expect(verifyBlock(block, await withPassword.sign(block))).toBe(true);
+    await expect(stranded.sign(block)).rejects.toMatchObject(PASSWORD_REQUIRED);
+    await expect(without.account('words', 3)).rejects.toMatchObject(PASSWORD_REQUIRED);
   });
 
   it('ends by itself when the key store file changes behind its back, and never lends stale secrets', async () => {
