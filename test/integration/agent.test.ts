@@ -23,6 +23,7 @@ import {
   type StreamEvent,
 } from '../helpers/agent.js';
 import { PASSWORD, userWithWallet } from '../helpers/cli.js';
+import { startFaultyProxy } from '../helpers/faulty-proxy.js';
 import { startGateProxy, type GateProxy } from '../helpers/gate-proxy.js';
 import { fund, sandbox } from '../helpers/sandbox.js';
 
@@ -353,6 +354,20 @@ describe('--confirm-above holds every spend of the chat, counting its recent one
     const burst = await Promise.all(Array.from({ length: 4 }, () => turn(agent2.url, `send 0.06 to ${other}`)));
     expect(burst.map(outcome).sort()).toEqual(['held', 'held', 'held', 'ok']);
     expect(await balanceOf(agent2)).toBe(xnoToRaw('4.94'));
+  });
+
+  it('a spend whose answer was lost keeps counting: its signed block may land', async () => {
+    let dropPublish = false;
+    const lossy = await startFaultyProxy(sb.url, (method, path) => (dropPublish && method === 'POST' && path === '/block/publish' ? 'drop' : 'pass'));
+    running.push(lossy);
+    const agent = await startInProcessAgent(lossy.url, { confirmAboveRaw: THRESHOLD });
+    running.push(agent);
+    await fund(sb.url, agent.address, '1');
+    await new AgentClient(agent.url).check_balance(true);
+    dropPublish = true;
+    expect(outcome(await turn(agent.url, `send 0.05 to ${other}`))).toBe('REQUEST_ERROR');
+    dropPublish = false;
+    expect(outcome(await turn(agent.url, `send 0.06 to ${other}`))).toBe('held');
   });
 });
 
