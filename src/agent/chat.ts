@@ -187,9 +187,9 @@ async function costOf(session: Session, name: string, input: ToolInput): Promise
     return undefined;
   }
   // The top-up pays exactly the listed price (the operation refuses any other offer): that is what it costs.
-  const listed = (await credits(session)).tiers.find((t) => t.credits === tier);
-  if (listed === undefined) throw new NanoPayError('INVALID_CREDITS_AMOUNT', `The service lists no price for ${tier} credits`);
-  return xnoToRaw(listed.price);
+  const price = (await credits(session)).tiers.find((t) => t.credits === tier)?.price;
+  if (price === undefined) throw new NanoPayError('INVALID_DATA', `The service lists no price for ${tier} credits; nothing was bought`);
+  return xnoToRaw(price);
 }
 
 function amountRaw(amount: ToolInput[string]): bigint | undefined {
