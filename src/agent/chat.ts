@@ -1,17 +1,24 @@
 import { NanoPayError } from '../errors.js';
 import { publicFailure } from '../http/respond.js';
-import { xnoToRaw } from '../nano/index.js';
-import { TOOLS, checkInput, type Tool, type ToolInput } from '../toolset/tools.js';
+import { rawToXno, xnoToRaw } from '../nano/index.js';
+import { credits, parseTier } from '../ops/credits.js';
+import type { Session } from '../ops/session.js';
+import { failedBeforeSigning } from '../ops/spend-outcome.js';
+import { TOOLS, checkInput, type ToolInput } from '../toolset/tools.js';
 import type { Confirmations } from './confirmations.js';
 import type { ChatEvent, ErrorBody } from './events.js';
 import { HELP, parseSentence } from './grammar.js';
 import { complete, functionName, functionsOf, type ModelConfig, type ModelMessage } from './model.js';
+import { SPEND_WINDOW_MS, type Reservation } from './spend-window.js';
 import type { WalletHolder } from './wallet-holder.js';
 
 export interface ChatDeps {
   holder: WalletHolder;
   confirmations: Confirmations;
-  /** Sends (and donations) above this many raw are held for confirmation. */
+  /**
+   * A spend (send, donation, top-up) is held for confirmation when it, plus the
+   * chat's spends made without one in the last hour, would exceed this many raw.
+   */
   confirmAboveRaw?: bigint;
   model?: ModelConfig;
   log: (line: string) => void;
@@ -35,7 +42,7 @@ const MAX_MODEL_ROUNDS = 8;
 const SYSTEM_PROMPT = `You are nanopay's payment agent. You manage one Nano (XNO) wallet through the tools you are given and nothing else.
 Amounts are decimal strings in XNO, such as "0.5". Addresses start with nano_ or xrb_.
 Only move money when the user asked for it, with the exact address and amount they gave. Spending limits apply.
-When a tool answers that confirmation is required, tell the user that the send waits for their confirmation; do not retry it.
+When a tool answers that confirmation is required, tell the user that the payment waits for their confirmation; do not retry it.
 Answer briefly.`;
 
 /** One conversation turn: events go to `emit` as they happen; never throws. */
@@ -109,10 +116,14 @@ function parseArguments(text: string): unknown {
   }
 }
 
+/** What a call came to inside the holder's session: held for confirmation (nothing ran), or the tool's data. */
+type Ran = { held: true; costRaw: bigint; recentRaw: bigint } | { held: false; data: Record<string, unknown> };
+
 /**
  * Every tool call of the chat: checked against the tool's schema, held for
- * confirmation when it sends more than --confirm-above, then run with the
- * holder's session (the operations apply the spending limits).
+ * confirmation when it would take the chat's recent spending above
+ * --confirm-above, then run with the holder's session (the operations apply
+ * the spending limits). A confirmed call is carried out as it was issued.
  */
 async function callTool(deps: ChatDeps, name: string, args: unknown, emit: Emit, id: string, signal: AbortSignal, confirmedCall: boolean): Promise<Outcome> {
   emit({ type: 'tool_call', id, name, arguments: args instanceof Error ? null : args });
@@ -121,16 +132,27 @@ async function callTool(deps: ChatDeps, name: string, args: unknown, emit: Emit,
     const tool = TOOLS.find((t) => t.name === name);
     if (tool === undefined) throw new NanoPayError('NOT_FOUND', `There is no tool named "${name}"`);
     const input = checkInput(tool, args);
-    if (!confirmedCall && needsConfirmation(deps, tool, input)) {
+    const ran = await deps.holder.use(async (session): Promise<Ran> => {
+      const admitted = confirmedCall ? {} : await admit(deps, session, name, input);
+      if ('held' in admitted) return { held: true, ...admitted.held };
+      try {
+        const data = await tool.handler(session, input, signal);
+        admitted.reservation?.end(true);
+        return { held: false, data };
+      } catch (error) {
+        admitted.reservation?.end(!(await failedBeforeSigning(session, error)));
+        throw error;
+      }
+    });
+    if (ran.held) {
       const { token, expiresInS } = deps.confirmations.issue({ name, arguments: input });
-      const text = `Sending ${String(input.amount)} XNO is above the confirmation threshold: nothing was sent. Send {"confirm": "${token}"} (or "confirm ${token}") within ${expiresInS} s to carry it out.`;
+      const text = `${heldReason(name, input, ran.costRaw, ran.recentRaw, deps.confirmAboveRaw as bigint)}: nothing was sent. Send {"confirm": "${token}"} (or "confirm ${token}") within ${expiresInS} s to carry it out.`;
       emit({ type: 'confirm', id, name, arguments: input, token, expires_in_s: expiresInS, text });
-      return { ok: false, confirmation_required: 'Nothing was sent: the user must confirm this send in a separate request.' };
+      return { ok: false, confirmation_required: 'Nothing was sent: the user must confirm this payment in a separate request.' };
     }
-    const data = await deps.holder.use((session) => tool.handler(session, input, signal));
     if (tool.writes) deps.holder.afterWrite();
-    emit({ type: 'tool_result', id, name, ok: true, data });
-    return { ok: true, data };
+    emit({ type: 'tool_result', id, name, ok: true, data: ran.data });
+    return { ok: true, data: ran.data };
   } catch (error) {
     const failure = shown(deps, error);
     emit({ type: 'tool_result', id, name, ok: false, error: failure });
@@ -138,14 +160,55 @@ async function callTool(deps: ChatDeps, name: string, args: unknown, emit: Emit,
   }
 }
 
-function needsConfirmation(deps: ChatDeps, tool: Tool, input: ToolInput): boolean {
-  if (deps.confirmAboveRaw === undefined || !tool.writes || typeof input.amount !== 'string') return false;
+/**
+ * Whether a call may run without a confirmation: a spend is admitted (and its
+ * cost reserved) only while it keeps the chat's recent spending within the
+ * threshold. Calls that spend nothing, and amounts the tool will refuse anyway, pass.
+ */
+async function admit(deps: ChatDeps, session: Session, name: string, input: ToolInput): Promise<{ reservation?: Reservation } | { held: { costRaw: bigint; recentRaw: bigint } }> {
+  if (deps.confirmAboveRaw === undefined) return {};
+  const costRaw = await costOf(session, name, input);
+  if (costRaw === undefined) return {};
+  // No await from here on: the check and the reservation are one step, so concurrent turns see each other.
+  const recentRaw = deps.confirmations.spends.totalRaw();
+  const reservation = deps.confirmations.spends.admit(costRaw, deps.confirmAboveRaw);
+  return reservation === undefined ? { held: { costRaw, recentRaw } } : { reservation };
+}
+
+/** What a call would spend, in raw: a send's or donation's amount, a top-up's listed price (read now); undefined for anything else. */
+async function costOf(session: Session, name: string, input: ToolInput): Promise<bigint | undefined> {
+  if (name === 'wallet.send' || name === 'donate.send') return amountRaw(input.amount);
+  if (name !== 'credits.topup') return undefined;
+  let tier: number;
   try {
-    return xnoToRaw(input.amount) > deps.confirmAboveRaw;
+    tier = parseTier(String(input.credits_amount));
+  } catch {
+    // Not a tier: the tool refuses it with the proper error.
+    return undefined;
+  }
+  // The top-up pays exactly the listed price (the operation refuses any other offer): that is what it costs.
+  const price = (await credits(session)).tiers.find((t) => t.credits === tier)?.price;
+  if (price === undefined) throw new NanoPayError('INVALID_DATA', `The service lists no price for ${tier} credits; nothing was bought`);
+  return xnoToRaw(price);
+}
+
+function amountRaw(amount: ToolInput[string]): bigint | undefined {
+  try {
+    return typeof amount === 'string' ? xnoToRaw(amount) : undefined;
   } catch {
     // Not an amount: the tool refuses it with the proper error.
-    return false;
+    return undefined;
   }
+}
+
+/** Why a call was held, for the confirm event. */
+function heldReason(name: string, input: ToolInput, costRaw: bigint, recentRaw: bigint, thresholdRaw: bigint): string {
+  const cost = rawToXno(costRaw);
+  const what = name === 'credits.topup' ? `Buying ${String(input.credits_amount)} credits for ${cost} XNO` : `${name === 'donate.send' ? 'Donating' : 'Sending'} ${cost} XNO`;
+  const threshold = `the confirmation threshold of ${rawToXno(thresholdRaw)} XNO`;
+  if (recentRaw === 0n) return `${what} is above ${threshold}`;
+  const minutes = SPEND_WINDOW_MS / 60_000;
+  return `${what} would bring this chat's spending without confirmation in the last ${minutes} minutes to ${rawToXno(recentRaw + costRaw)} XNO, above ${threshold}`;
 }
 
 /** What a client may see of a failure: our bugs only as "Internal error" (the log has them). */

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { ToolInput } from '../toolset/tools.js';
+import { SPEND_WINDOW_MS, SpendWindow } from './spend-window.js';
 
 /** A tool call held back until a second request returns its token. */
 export interface HeldCall {
@@ -12,16 +13,21 @@ interface Entry extends HeldCall {
 }
 
 /**
- * Confirmation tokens: random, single-use, bound to one exact tool call (the
- * call is kept here, so a token can only ever carry out that call), and expiring.
+ * What --confirm-above keeps: confirmation tokens, random, single-use, bound
+ * to one exact tool call (the call is kept here, so a token can only ever
+ * carry out that call), and expiring; and the window of the chat's recent
+ * spends made without one, which decides what needs one.
  */
 export class Confirmations {
   private readonly held = new Map<string, Entry>();
+  readonly spends: SpendWindow;
 
   constructor(
     private readonly ttlMs = 5 * 60_000,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.spends = new SpendWindow(SPEND_WINDOW_MS, now);
+  }
 
   issue(call: HeldCall): { token: string; expiresInS: number } {
     this.sweep();

@@ -64,6 +64,6 @@ export const HELP = [
   '  credits                  the API credit balance and top-up prices',
   '  top up 100               buy 100 credits',
   '  donate 0.01              donate XNO to the service',
-  '  confirm <token>          carry out a send that asked for confirmation',
+  '  confirm <token>          carry out a payment that asked for confirmation',
   '  help                     this list',
 ].join('\n');

@@ -18,7 +18,8 @@ Events or NDJSON (Accept: application/x-ndjson). The chat reasons with an OpenAI
 NANOPAY_AGENT_MODEL_URL and NANOPAY_AGENT_MODEL are set, else with a plain grammar ("help" lists it).
 Strict mode (--strict or AGENT_MODE=production) owns its wallet in its own directory: made at first start with a random
 password (a 0600 file, or AI_WALLET_PASSWORD), unlocked per request and let go after. Otherwise the profile's wallet
-is used, unlocked once like serve. Spending limits apply; chat sends above --confirm-above wait for a confirmation.`;
+is used, unlocked once like serve. Spending limits apply; a chat spend (send, donation, top-up) that would take the chat's
+spending without confirmation in the last hour above --confirm-above waits for a confirmation.`;
   static override examples = [
     'AGENT_MODE=production <%= config.bin %> agent --json',
     '<%= config.bin %> agent --port 7861 --confirm-above 1',
@@ -29,7 +30,7 @@ is used, unlocked once like serve. Spending limits apply; chat sends above --con
     port: Flags.integer({ description: `port (default ${DEFAULT_AGENT_PORT}; 0 picks a free one)`, min: 0, max: 65535 }),
     strict: Flags.boolean({ description: 'custodial mode: the agent owns its wallet (also AGENT_MODE=production)' }),
     dir: Flags.string({ description: 'strict mode: the agent\'s own directory (default NANOPAY_AGENT_DIR, or "agent" in the config dir)' }),
-    'confirm-above': Flags.string({ description: 'chat sends above this many XNO need a confirmation token' }),
+    'confirm-above': Flags.string({ description: 'chat spends that would take the last hour\'s total above this many XNO need a confirmation token' }),
     'allow-origin': Flags.string({ description: 'a web origin allowed to call the agent (repeatable)', multiple: true }),
     token: Flags.string({ description: 'require this bearer token (prefer --token-file: flags show in ps)', env: 'NANOPAY_AGENT_TOKEN' }),
     'token-file': Flags.string({ description: 'require the bearer token read from this file' }),

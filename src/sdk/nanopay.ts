@@ -107,7 +107,7 @@ export class NanoPay {
     return topup(this.session, { tier, ...account(from) });
   }
 
-  donate(amountXno: string, options: FromAccount & { to?: string } = {}): Promise<DonateResult> {
-    return donate(this.session, { amount: { xno: amountXno }, ...account(options), ...(options.to === undefined ? {} : { to: options.to }) });
+  donate(amountXno: string, options: SpendOptions & { to?: string } = {}): Promise<DonateResult> {
+    return donate(this.session, { amount: { xno: amountXno }, ...spend(options), ...(options.to === undefined ? {} : { to: options.to }) });
   }
 }

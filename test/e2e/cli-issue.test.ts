@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getSetting } from '../../src/ops/config.js';
 import { credits, topup } from '../../src/ops/credits.js';
+import { donate } from '../../src/ops/donate.js';
 import { requestPayment, watchPayment, type WatchEvent } from '../../src/ops/payments.js';
 import { send } from '../../src/ops/send.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
@@ -63,6 +64,19 @@ describe('send --id', () => {
     expect(repeated.code).toBe(0);
     expect(repeated.stdout).toContain(`Already paid under --id order-1: 0.01 XNO to ${payee} (block ${first.hash}). Nothing new was sent.`);
     expect(repeated.stdout).not.toMatch(/^Paid/m);
+    expect((await ledger(sb.url)).blocks.length).toBe(blocks);
+  });
+});
+
+describe('donate --id', () => {
+  it('a repeated donation says nothing new was donated, never "Thank you! Donated"', async () => {
+    const first = await donate(commandSession(payer), { amount: { xno: '0.01' }, id: 'gift-1' });
+    expect(first.repeated).toBe(false);
+    const blocks = (await ledger(sb.url)).blocks.length;
+    const repeated = await payer.run(['donate', '0.01', '--yes', '--id', 'gift-1']);
+    expect(repeated.code).toBe(0);
+    expect(repeated.stdout).toContain(`Already donated under --id gift-1: 0.01 XNO to ${first.to} (block ${first.hash}). Nothing new was donated.`);
+    expect(repeated.stdout).not.toMatch(/Thank you|^Donated/m);
     expect((await ledger(sb.url)).blocks.length).toBe(blocks);
   });
 });

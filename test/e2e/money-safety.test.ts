@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NanoPayError } from '../../src/errors.js';
 import { topup } from '../../src/ops/credits.js';
+import { donate } from '../../src/ops/donate.js';
 import { send } from '../../src/ops/send.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../src/work/index.js';
@@ -121,6 +122,35 @@ describe('kill -9 at the named moments', () => {
       expect(journalFiles()).toEqual([]);
     }
     expect(await balanceRaw()).toBe(before - BigInt(delays.length) * 10n ** 27n);
+  });
+
+  it('donate --id killed at any moment after signing: a rerun donates nothing again, even when the service names another address', async () => {
+    const donation = sb.service.donationAddress().address;
+    const donations = (): number => [...sb.service.ledger.blocks.values()].filter((b) => b.subtype === 'send' && b.block.link === addressToPublicKey(donation)).length;
+    // The reruns ask a service that now names another donation address (the payee): the key's recipient is the one recorded.
+    const liar = await startFaultyProxy(sb.url, (method, path) => (method === 'GET' && path === '/donate/address' ? { rewrite: () => ({ address: payee }) } : 'pass'));
+    const before = { donations: donations(), balance: await balanceRaw() };
+    const blocks = (await ledger(sb.url)).blocks.length;
+    const delays = [0, 3, 8, 15, 30];
+    try {
+      for (const [i, delay] of delays.entries()) {
+        const run = start(['donate', '0.001', '--yes', '--id', `donate-kill-${i}`, '--json']);
+        await waitFor(() => journalFiles().length === 1 || run.child.exitCode !== null, 'the signed donation in the journal');
+        await sleep(delay);
+        run.child.kill('SIGKILL');
+        await run.exited;
+        const rerun = await donate(nextRun({ NANOPAY_API_URL: liar.url }), { amount: { xno: '0.001' }, id: `donate-kill-${i}` });
+        expect(rerun).toMatchObject({ repeated: true, to: donation, amount: '0.001' });
+        expect(rerun.message).toMatch(/nothing new was donated/i);
+        expect(journalFiles()).toEqual([]);
+      }
+    } finally {
+      await liar.close();
+    }
+    expect(donations()).toBe(before.donations + delays.length);
+    // One block per key and nothing else: none to the address the service named on the reruns.
+    expect((await ledger(sb.url)).blocks.length).toBe(blocks + delays.length);
+    expect(await balanceRaw()).toBe(before.balance - BigInt(delays.length) * 10n ** 27n);
   });
 
   it('a top-up killed just after it completed is completed by the rerun, not bought again', async () => {

@@ -23,6 +23,7 @@ import {
   type StreamEvent,
 } from '../helpers/agent.js';
 import { PASSWORD, userWithWallet } from '../helpers/cli.js';
+import { startFaultyProxy } from '../helpers/faulty-proxy.js';
 import { startGateProxy, type GateProxy } from '../helpers/gate-proxy.js';
 import { fund, sandbox } from '../helpers/sandbox.js';
 
@@ -75,14 +76,14 @@ interface ModelAgent {
 }
 
 /** A strict agent of its own, with its own API key, reasoning with its own stand-in model; with `funds`, that much XNO received. */
-async function modelAgent(funds?: string): Promise<ModelAgent> {
+async function modelAgent(funds?: string, confirmAboveRaw = xnoToRaw('1')): Promise<ModelAgent> {
   const model = new ScriptedModel();
   await model.start();
   running.push(model);
   const apiKey = ((await (await fetch(`${sb.url}/wallet/create`, { method: 'POST' })).json()) as { data: { api_key: string } }).data.api_key;
   const agent = await startInProcessAgent(sb.url, {
     env: { NANOPAY_API_KEY: apiKey },
-    confirmAboveRaw: xnoToRaw('1'),
+    confirmAboveRaw,
     model: { url: model.url, model: 'stand-in-1', key: MODEL_KEY },
   });
   running.push(agent);
@@ -284,6 +285,92 @@ describe('the agent in strict mode', () => {
   });
 });
 
+describe('--confirm-above holds every spend of the chat, counting its recent ones', () => {
+  const THRESHOLD = xnoToRaw('0.1');
+  const turn = async (url: string, message: string): Promise<StreamEvent[]> => (await chat(url, { message })).all();
+  /** What each turn came to: 'ok', 'held', or the error code. */
+  const outcome = (events: StreamEvent[]): string => {
+    const last = events.find((e) => e.type === 'confirm' || e.type === 'tool_result');
+    return last?.type === 'confirm' ? 'held' : last?.ok === true ? 'ok' : String(last?.error?.error);
+  };
+  const balanceOf = async (agent: InProcessAgent): Promise<bigint> => xnoToRaw((await new AgentClient(agent.url).check_balance()).balance);
+
+  it('20 sends of 0.09 under a threshold of 0.1: the second and every later one is held; a confirmed one is carried out as issued', async () => {
+    const agent = await agentWith('5', { confirmAboveRaw: THRESHOLD });
+    const outcomes: string[] = [];
+    const held: StreamEvent[] = [];
+    for (let i = 0; i < 20; i++) {
+      const events = await turn(agent.url, `send 0.09 to ${other}`);
+      outcomes.push(outcome(events));
+      const confirm = events.find((e) => e.type === 'confirm');
+      if (confirm !== undefined) held.push(confirm);
+    }
+    expect(outcomes).toEqual(['ok', ...Array(19).fill('held')]);
+    expect(held[0]?.text).toMatch(/0\.18 XNO, above the confirmation threshold of 0\.1 XNO: nothing was sent/);
+    expect(await balanceOf(agent)).toBe(xnoToRaw('4.91'));
+    // The token carries out its call, whatever the window holds.
+    const confirmed = await (await chat(agent.url, { confirm: held[0]?.token })).all();
+    expect(confirmed[1]).toMatchObject({ type: 'tool_result', ok: true, data: { amount: '0.09', recipient: other } });
+    expect(await balanceOf(agent)).toBe(xnoToRaw('4.82'));
+  });
+
+  it('holds a top-up whose listed price is above the threshold, and counts a smaller one toward it', async () => {
+    const agent = await agentWith('5', { confirmAboveRaw: THRESHOLD });
+    const before = await balanceOf(agent);
+    const big = await turn(agent.url, 'top up 10000');
+    expect(outcome(big)).toBe('held');
+    expect(big.find((e) => e.type === 'confirm')?.text).toMatch(/^Buying 10000 credits for 0\.8 XNO is above the confirmation threshold/);
+    expect(await balanceOf(agent)).toBe(before);
+    // 1000 credits cost 0.09 XNO: it passes, and then a send of 0.02 would bring the chat to 0.11.
+    expect(outcome(await turn(agent.url, 'top up 1000'))).toBe('ok');
+    expect(outcome(await turn(agent.url, `send 0.02 to ${other}`))).toBe('held');
+    expect(await balanceOf(agent)).toBe(before - xnoToRaw('0.09'));
+  });
+
+  it('holds a donation above the threshold, and the second of two that together exceed it', async () => {
+    const agent = await agentWith('5', { confirmAboveRaw: THRESHOLD });
+    const above = await turn(agent.url, 'donate 0.5');
+    expect(outcome(above)).toBe('held');
+    expect(above.find((e) => e.type === 'confirm')).toMatchObject({ name: 'donate.send', arguments: { amount: '0.5' } });
+    expect(outcome(await turn(agent.url, 'donate 0.06'))).toBe('ok');
+    expect(outcome(await turn(agent.url, 'donate 0.06'))).toBe('held');
+    expect(await balanceOf(agent)).toBe(xnoToRaw('4.94'));
+  });
+
+  it('parallel turns never both slip under it: a spend under way counts, and is released only when it surely moved nothing', async () => {
+    const agent = await agentWith('5', { confirmAboveRaw: THRESHOLD });
+    // A call the tool refuses before signing moved nothing: it does not count.
+    expect(outcome(await turn(agent.url, 'send 0.09 to nano_1111'))).toBe('INVALID_ADDRESS');
+    // The first send is held at its publish, still under way, while two more turns arrive.
+    const gate = proxy.hold('/block/publish');
+    const first = turn(agent.url, `send 0.09 to ${other}`);
+    await gate.reached;
+    const during = await Promise.all([turn(agent.url, `send 0.05 to ${other}`), turn(agent.url, 'donate 0.02')]);
+    expect(during.map(outcome)).toEqual(['held', 'held']);
+    gate.release();
+    expect(outcome(await first)).toBe('ok');
+    // Turns that arrive at the same moment: the threshold admits one of them.
+    const agent2 = await agentWith('5', { confirmAboveRaw: THRESHOLD });
+    const burst = await Promise.all(Array.from({ length: 4 }, () => turn(agent2.url, `send 0.06 to ${other}`)));
+    expect(burst.map(outcome).sort()).toEqual(['held', 'held', 'held', 'ok']);
+    expect(await balanceOf(agent2)).toBe(xnoToRaw('4.94'));
+  });
+
+  it('a spend whose answer was lost keeps counting: its signed block may land', async () => {
+    let dropPublish = false;
+    const lossy = await startFaultyProxy(sb.url, (method, path) => (dropPublish && method === 'POST' && path === '/block/publish' ? 'drop' : 'pass'));
+    running.push(lossy);
+    const agent = await startInProcessAgent(lossy.url, { confirmAboveRaw: THRESHOLD });
+    running.push(agent);
+    await fund(sb.url, agent.address, '1');
+    await new AgentClient(agent.url).check_balance(true);
+    dropPublish = true;
+    expect(outcome(await turn(agent.url, `send 0.05 to ${other}`))).toBe('REQUEST_ERROR');
+    dropPublish = false;
+    expect(outcome(await turn(agent.url, `send 0.06 to ${other}`))).toBe('held');
+  });
+});
+
 describe('the agent without strict mode', () => {
   it('uses the profile\'s wallet, unlocked once at start, for the SDK\'s calls and the chat', async () => {
     const { user, address } = await userWithWallet(proxy.url);
@@ -370,6 +457,26 @@ describe('the agent with a language model', () => {
     expect(await new AgentClient(agent.url).check_balance()).toMatchObject({ balance: '5' });
     const confirmed = await (await chat(agent.url, { confirm: token })).all();
     expect(confirmed[1]).toMatchObject({ type: 'tool_result', ok: true, data: { amount: '2' } });
+    await expectNoSecretShown(f);
+  });
+
+  it('holds the model\'s spends the same way: the sum of one turn\'s calls, and a top-up at its listed price', async () => {
+    const f = await modelAgent('5', xnoToRaw('0.1'));
+    const { agent, model } = f;
+    model.then(
+      toolCalls(
+        ['s', 'wallet_send', JSON.stringify({ recipient_address: other, amount: '0.09' })],
+        ['d', 'donate_send', JSON.stringify({ amount: '0.05' })],
+        ['t', 'credits_topup', JSON.stringify({ credits_amount: '10000' })],
+      ),
+      says('The donation and the top-up wait for your confirmation.'),
+    );
+    const events = await (await chat(agent.url, { message: `send 0.09 to ${other}, donate 0.05 and buy 10000 credits` })).all();
+    expect(types(events)).toEqual(['tool_call', 'tool_result', 'tool_call', 'confirm', 'tool_call', 'confirm', 'text', 'done']);
+    expect(events.filter((e) => e.type === 'confirm').map((e) => e.name)).toEqual(['donate.send', 'credits.topup']);
+    const told = toolMessages(model.received.at(-1) as ModelRequest);
+    expect(told).toMatchObject({ s: { ok: true }, d: { ok: false, confirmation_required: expect.any(String) }, t: { ok: false, confirmation_required: expect.any(String) } });
+    expect(await new AgentClient(agent.url).check_balance()).toMatchObject({ balance: '4.91' });
     await expectNoSecretShown(f);
   });
 

@@ -51,8 +51,10 @@ describe('the SDK', () => {
     expect(received.received.map((r) => r.account)).toEqual([spare1]);
     const sent = await pay.send(main.address, '0.25', { wallet: 'spare', account: 1 });
     expect(sent).toMatchObject({ from: spare1, to: main.address, amount: '0.25' });
-    const donated = await pay.donate('0.05', { wallet: 'spare', account: 1 });
-    expect(donated.from).toBe(spare1);
+    const donated = await pay.donate('0.05', { wallet: 'spare', account: 1, id: 'sdk-gift' });
+    expect(donated).toMatchObject({ from: spare1, repeated: false });
+    // Under the same key again: the first donation's result, nothing sent.
+    expect(await pay.donate('0.05', { wallet: 'spare', account: 1, id: 'sdk-gift' })).toMatchObject({ hash: donated.hash, repeated: true });
     const topped = await pay.topup(10, { wallet: 'spare', account: 1 });
     expect(topped.topped_up_credits).toBe(10);
     const after = await pay.balance({ address: spare1 });

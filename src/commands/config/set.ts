@@ -1,7 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import { SessionCommand } from '../../cli/session-command.js';
 import { describeSource } from '../../cli/format.js';
-import { stdinLine } from '../../cli/stdin.js';
+import { countRead, stdinRest } from '../../cli/stdin.js';
 import { NanoPayError } from '../../errors.js';
 import { SETTING_NAMES, isSecretSetting, setSetting, unsetSetting, type SettingValue } from '../../ops/config.js';
 
@@ -10,7 +10,8 @@ export default class ConfigSet extends SessionCommand {
   protected static override allowsNewProfile = true;
   static override description = `Settings: api-url, api-key, limit-per-send, limit-per-day, receive-minimum, work-mode, work-servers, backend,
 node-url, node-ws-url, node-auth and node-auth-scheme (see config list). Secrets (api-key, node-auth) are read from stdin
-only, so they stay out of shell history, and are stored encrypted. --unset removes a setting.`;
+only, so they stay out of shell history, and are stored encrypted. --stdin reads all of stdin (after the password line
+with --password-stdin): the value must be one line, and an api-key one word. --unset removes a setting.`;
   static override examples = [
     '<%= config.bin %> config set api-url https://api.example.com',
     '<%= config.bin %> config set limit-per-send 5',
@@ -38,7 +39,7 @@ only, so they stay out of shell history, and are stored encrypted. --unset remov
       }
       // With --password-stdin the password is the first line: unlock before reading the value.
       if (isSecretSetting(args.name) && flags['password-stdin']) await session.keystore('create');
-      const value = flags.stdin ? await stdinLine(`the value of ${args.name}`) : args.value;
+      const value = flags.stdin ? await valueFromStdin(args.name) : args.value;
       if (value === undefined) throw new NanoPayError('USAGE', `Give a value for ${args.name}, or --unset`);
       result = await setSetting(session, args.name, value);
     }
@@ -46,4 +47,20 @@ only, so they stay out of shell history, and are stored encrypted. --unset remov
     if (result.source === 'env') process.stderr.write(`Warning: ${result.variable} is set and overrides the profile's value.\n`);
     return result;
   }
+}
+
+/**
+ * A value given on stdin is everything after the password line, and one line:
+ * a second line is refused rather than dropped. An API key is one word too:
+ * whitespace inside it is refused, never silently joined. Errors give counts, never the value.
+ */
+async function valueFromStdin(name: string): Promise<string> {
+  const text = await stdinRest(`the value of ${name}`);
+  const words = name === 'api-key';
+  if (text.lines.length > 1 || (words && text.words.length > 1)) {
+    throw new NanoPayError('INVALID_REQUEST', `Expected ${words ? 'one word' : 'one line'} for ${name} on stdin, but read ${countRead(text)}; nothing was stored`, {
+      hint: words ? 'An API key has no spaces or line breaks: give exactly the key.' : 'Give the value on one line.',
+    });
+  }
+  return text.lines[0] as string;
 }

@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { SessionCommand } from '../../cli/session-command.js';
 import { readFlagFile } from '../../cli/flag-file.js';
-import { stdinLine } from '../../cli/stdin.js';
+import { countRead, stdinRest, type StdinText } from '../../cli/stdin.js';
 import { NanoPayError } from '../../errors.js';
 import { importWallet, type CreatedWallet } from '../../ops/wallet.js';
 
@@ -11,7 +11,8 @@ export default class WalletImport extends SessionCommand {
   static override description = `Secrets are read from stdin only, never from flags (they would stay in shell history).
 A 64-hex seed uses the node's derivation, a 128-hex seed BIP39 (m/44'/165'/i'). A mnemonic is BIP39 (12 or 24 words,
 optional passphrase); --legacy reads a 24-word mnemonic that encodes a 64-hex seed, as some mobile wallets show it.
-With --password-stdin too, the first line of stdin is the password and the second the secret.`;
+The secret is everything on stdin (after the password line with --password-stdin): a mnemonic's words may be on one
+line or many, separated by any whitespace; a hex seed or key split over lines is joined.`;
   static override examples = [
     'printf "%s" "$SEED" | <%= config.bin %> wallet import --seed-stdin --name cold',
     'cat words.txt | <%= config.bin %> wallet import --mnemonic-stdin --passphrase-file pass.txt',
@@ -38,7 +39,7 @@ With --password-stdin too, the first line of stdin is the password and the secon
     // With --password-stdin the password is stdin's first line, so the key store is unlocked (or made) before the
     // secret is read; otherwise the secret is checked first, and an invalid one leaves no key store behind.
     if (flags['password-stdin']) await session.keystore('create');
-    const secret = await stdinLine(kind === 'mnemonic' ? 'the mnemonic' : kind === 'seed' ? 'the seed' : 'the private key');
+    const secret = secretOf(kind, flags.legacy, await stdinRest(kind === 'mnemonic' ? 'the mnemonic' : kind === 'seed' ? 'the seed' : 'the private key'));
     const created = await importWallet(session, {
       kind,
       secret,
@@ -51,4 +52,31 @@ With --password-stdin too, the first line of stdin is the password and the secon
     this.log(`Address: ${created.address}`);
     return created;
   }
+}
+
+/**
+ * The secret in what stdin held, refused when its size is not one a secret of
+ * that kind has: a backup with a line missing or one too many must not become
+ * another valid wallet. Errors give counts, never the secret.
+ */
+function secretOf(kind: 'seed' | 'mnemonic' | 'private-key', legacy: boolean, text: StdinText): string {
+  if (kind === 'mnemonic') {
+    const counts = legacy ? [24] : [12, 24];
+    if (!counts.includes(text.words.length)) {
+      throw new NanoPayError('INVALID_MNEMONIC', `Expected a mnemonic of ${counts.join(' or ')} words on stdin, but read ${countRead(text)}; nothing was imported`, {
+        hint: 'Give every word of the backup, in order, separated by spaces or line breaks.',
+      });
+    }
+    return text.words.join(' ');
+  }
+  const hex = text.words.join('');
+  const lengths = kind === 'seed' ? [64, 128] : [64];
+  if (!lengths.includes(hex.length)) {
+    const what = kind === 'seed' ? 'a seed of 64 or 128 hex characters' : 'a private key of 64 hex characters';
+    throw new NanoPayError(kind === 'seed' ? 'INVALID_SEED' : 'INVALID_PRIVATE_KEY', `Expected ${what} on stdin, but read ${hex.length} characters (${countRead(text)}); nothing was imported`);
+  }
+  if (text.lines.length > 1) {
+    process.stderr.write(`Note: the ${kind === 'seed' ? 'seed' : 'private key'} was joined from ${text.lines.length} lines into ${hex.length} hex characters; check that the address is the one you expect.\n`);
+  }
+  return hex;
 }
