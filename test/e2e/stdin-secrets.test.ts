@@ -77,7 +77,7 @@ describe('a hex secret split over lines is joined', () => {
 
 describe('config set --stdin reads the rest of stdin', () => {
   const stored = async (name: 'apiKey' | 'nodeAuth'): Promise<string | undefined> =>
-    (await new Session({ password: async () => PASSWORD, env: user.env }).secrets()).get(secretIds[name]('default'));
+    (await new Session({ password: async () => PASSWORD, env: user.env }).keystore()).get(secretIds[name]('default'));
 
   it('an api-key is one token: surrounding whitespace and CRLF go, inner whitespace or a second line is refused', async () => {
     expect(await user.json(['config', 'set', 'api-key', '--stdin'], { input: '\r\n  key-one\r\n\r\n' })).toMatchObject({ _code: 0 });
