@@ -203,7 +203,7 @@ const PROVED_KEPT = 10_000;
  * is never used. A block that is no send, or that does not hash or verify, is
  * SERVICE_INCONSISTENT: an honest backend lists no such block.
  */
-export async function proveSend(api: LedgerBackend, hash: string): Promise<ProvedSend> {
+async function proveSend(api: LedgerBackend, hash: string): Promise<ProvedSend> {
   const key = hash.toUpperCase();
   const kept = provedSends.get(key);
   if (kept !== undefined) return kept;

@@ -18,7 +18,7 @@ export { checkRedirectUrl };
  * raw). 10^24 raw is 0.000001 XNO: anything more, or less than asked, is
  * refused, as a payer would otherwise pay what the merchant did not ask for.
  */
-export const MAX_REQUEST_ADJUSTMENT_RAW = 10n ** 24n;
+const MAX_REQUEST_ADJUSTMENT_RAW = 10n ** 24n;
 
 export interface PaymentRequestResult {
   transaction_id: string;

@@ -6,7 +6,7 @@ import { NanoPayError } from '../errors.js';
  * WebSocket (or the node itself) can send a flood of them: each costs at most
  * one read in this time, however many arrive.
  */
-export const MIN_WAKE_GAP_MS = 250;
+const MIN_WAKE_GAP_MS = 250;
 
 /**
  * A wait that ends early when woken (a confirmation, a reconnect), but never

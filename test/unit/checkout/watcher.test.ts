@@ -1,7 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { CheckoutWatcher } from '../../../src/checkout/watcher.js';
-import { MIN_WAKE_GAP_MS } from '../../../src/timing/wakeups.js';
 import type { CheckoutObservation, CheckoutRequest } from '../../../src/ops/checkout.js';
 
 const A = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
@@ -26,6 +25,9 @@ function gatedReader(): { read: (id: string) => Promise<CheckoutObservation>; ca
 }
 
 const settle = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+/** src/timing/wakeups.ts: the least time between two reads that wake-ups cause. */
+const MIN_WAKE_GAP_MS = 250;
 
 /** The watcher's clock, moved by the test: wake-ups read at most once per MIN_WAKE_GAP_MS of it. */
 function testClock(): { now: () => number; pass(ms: number): void } {
