@@ -103,10 +103,17 @@ export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<M
   const to = normalizeAddress(m.to);
   if (m.amountRaw <= 0n) throw new NanoPayError('INVALID_NUMBER_FORMAT', 'The amount must be greater than zero');
   checkPerSend(ctx.limits, m.amountRaw);
-  const repeat = await earlier(ctx, m, to);
+  let repeat = await earlier(ctx, m, to);
+  const pending = await ctx.journal.read(m.signer.address);
+  // A block signed under this very key and not yet settled (a run killed after signing): it is this payment.
+  // Settled first, the rerun is its repeat, not a second payment planned on a head it already spent.
+  if (repeat === undefined && m.id !== undefined && pending?.sendId === m.id) {
+    await ctx.lock(m.signer.address, () => settleJournal(ctx, m.signer.address));
+    repeat = await earlier(ctx, m, to);
+  }
   if (repeat !== undefined) {
     // A run killed after recording but before clearing its entry leaves it for the next command: settle it now.
-    if ((await ctx.journal.read(m.signer.address)) !== undefined) await ctx.lock(m.signer.address, () => settleJournal(ctx, m.signer.address));
+    if (pending !== undefined) await ctx.lock(m.signer.address, () => settleJournal(ctx, m.signer.address));
     return repeat;
   }
 

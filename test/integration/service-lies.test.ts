@@ -288,6 +288,26 @@ describe('idempotent sends', () => {
   });
 });
 
+describe('a rerun under the key of a block still in the journal', () => {
+  it('is that payment: the block is settled first, so a rerun is its repeat, not refused for the funds the block already spent', async () => {
+    const other = await mkdtemp(join(tmpdir(), 'nanopay-lies-'));
+    const poor = new Session({ password: async () => 'lies test password', configDir: other, env: { NANOPAY_API_URL: proxy.url } });
+    const from = (await createRemoteWallet(poor)).address;
+    await fund(sb.url, from, '1');
+    await receive(poor);
+    const ctx = await poor.context();
+    const crashing = Object.assign(Object.create(ctx.sendLog) as typeof ctx.sendLog, {
+      recordSpend: () => Promise.reject(new Error('killed before the spend was recorded')),
+    });
+    const amountRaw = (XNO * 7n) / 10n;
+    await move({ ...ctx, sendLog: crashing }, { signer: await poor.account(), to: payee, amountRaw, id: 'most-of-it' }).catch(() => undefined);
+    expect((await poor.journal.read(from))?.sendId).toBe('most-of-it');
+    const rerun = await send(poor, { to: payee, amount: { raw: amountRaw }, id: 'most-of-it' });
+    expect(rerun).toMatchObject({ repeated: true, balance_after_raw: (XNO - amountRaw).toString() });
+    expect(await poor.journal.read(from)).toBeUndefined();
+  });
+});
+
 describe('reads need no password when the API key is given', () => {
   it('balance, pending, account info, status, credits and request --to run without unlocking', async () => {
     const locked = new Session({
