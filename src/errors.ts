@@ -91,6 +91,8 @@ const CATALOG: Record<string, CodeInfo> = {
   STORE_CORRUPT: { status: 500, exit: ExitCode.GENERAL },
   // An unlocked session's socket or dir that is not the user's own and private: refused, never used.
   UNSAFE_SESSION: { status: 500, exit: ExitCode.GENERAL },
+  // A private directory of another user, or a file of secrets (password, token) others could read or change: refused, never used.
+  UNSAFE_PATH: { status: 500, exit: ExitCode.GENERAL },
   // Upstream and transport.
   REQUEST_ERROR: upstream,
   PARSE_ERROR: upstream,

@@ -57,7 +57,7 @@ const ENVIRONMENT: [string, string][] = [
 
 const EXIT_CODES: [number, string][] = [
   [ExitCode.OK, 'Success.'],
-  [ExitCode.GENERAL, 'An unexpected error (a bug: please report it), or a damaged store.'],
+  [ExitCode.GENERAL, 'An unexpected error (a bug: please report it), a damaged store, or a path that is not yours and private.'],
   [ExitCode.USAGE, 'Usage: an unknown command or flag, a missing argument, a confirmation needed without a terminal.'],
   [ExitCode.INVALID_INPUT, 'Invalid input: an address, amount, hex, mnemonic, URI, block, credits tier or malformed transaction id.'],
   [ExitCode.INSUFFICIENT_FUNDS, 'Insufficient funds or credits.'],
