@@ -45,6 +45,7 @@ const ENVIRONMENT: [string, string][] = [
   ['NANOPAY_TOOLSET_TOKEN', 'serve: the bearer token every request must carry.'],
   ['NANOPAY_AGENT_LISTEN_ADDR', 'agent: the listen address host:port (default 127.0.0.1:7860).'],
   ['NANOPAY_AGENT_TOKEN', 'agent: the bearer token every request must carry.'],
+  ['NANOPAY_SOCKET_TABLES', 'serve, agent: where the kernel\'s socket tables are (default /proc/net), to tell which user connects.'],
   ['NANOPAY_AGENT_DIR', 'agent: strict mode\'s own directory.'],
   ['AGENT_MODE', 'agent: production means strict mode.'],
   ['AI_WALLET_PASSWORD', 'agent strict mode: the wallet password (else a generated one).'],
