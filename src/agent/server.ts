@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { NanoPayError } from '../errors.js';
 import { isLoopback, refuseWebPages } from '../http/guards.js';
+import { parseOrigin } from '../http/origin.js';
 import { RESPONDED, startHttpServer, type Call, type HttpServer, type HttpServerOptions, type Route } from '../http/server.js';
 import { rawToXno } from '../nano/index.js';
 import { TOOL_ROUTES, routesFor } from '../toolset/http.js';
@@ -68,7 +69,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   requireTokenOffLoopback(options.host, options.token);
   const loopback = isLoopback(options.host);
   const holder: WalletHolder = options.holder;
-  const origins = new Set(options.allowOrigins ?? []);
+  const origins = new Set((options.allowOrigins ?? []).map(parseOrigin));
 
   /** Refuses web pages unless their Origin is allowed; the allowed one gets its CORS headers. */
   const corsHeaders = (headers: IncomingHttpHeaders): Record<string, string> => {

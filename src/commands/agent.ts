@@ -8,6 +8,7 @@ import { bearerToken } from '../cli/flag-file.js';
 import { listenAddress } from '../cli/listen-address.js';
 import { serverAccess } from '../cli/server-access.js';
 import { SessionCommand } from '../cli/session-command.js';
+import { parseOrigin } from '../http/origin.js';
 import { xnoToRaw } from '../nano/index.js';
 import { configDir } from '../wallet/paths.js';
 
@@ -34,7 +35,7 @@ unless you give one.`;
     strict: Flags.boolean({ description: 'custodial mode: the agent owns its wallet (also AGENT_MODE=production)' }),
     dir: Flags.string({ description: 'strict mode: the agent\'s own directory (default NANOPAY_AGENT_DIR, or "agent" in the config dir)' }),
     'confirm-above': Flags.string({ description: 'chat sends above this many XNO need a confirmation token' }),
-    'allow-origin': Flags.string({ description: 'a web origin allowed to call the agent (repeatable)', multiple: true }),
+    'allow-origin': Flags.string({ description: 'a web origin (scheme://host[:port]) allowed to call the agent (repeatable)', multiple: true }),
     token: Flags.string({ description: 'require this bearer token (prefer --token-file: flags show in ps)', env: 'NANOPAY_AGENT_TOKEN' }),
     'token-file': Flags.string({ description: 'require the bearer token read from this file (yours, mode 0600)' }),
     'allow-other-users': Flags.boolean({ description: 'DANGER: let other users of this machine call it (no user check, no token made); give a token' }),
@@ -49,6 +50,7 @@ unless you give one.`;
     const host = flags.host ?? listen.host ?? '127.0.0.1';
     // Before the wallet is made or unlocked: a refused start leaves nothing behind.
     requireTokenOffLoopback(host, token);
+    const allowOrigins = (flags['allow-origin'] ?? []).map(parseOrigin);
     const strict = flags.strict || env.AGENT_MODE === 'production';
     const agentDir = flags.dir ?? env.NANOPAY_AGENT_DIR ?? join(configDir(env), 'agent');
     const access = await serverAccess({
@@ -73,7 +75,7 @@ unless you give one.`;
       ...(access.onlyUser === undefined ? {} : { onlyUser: access.onlyUser }),
       ...(confirmAboveRaw === undefined ? {} : { confirmAboveRaw }),
       ...(model === undefined ? {} : { model }),
-      ...(flags['allow-origin'] === undefined ? {} : { allowOrigins: flags['allow-origin'] }),
+      allowOrigins,
     });
     const address = await holder.address();
     log(`nanopay agent listening on ${agent.url} (${strict ? 'strict' : 'profile wallet'}, ${model === undefined ? 'plain grammar' : `model ${model.model}`}; ${access.summary}); fund ${address}`);

@@ -1,17 +1,18 @@
-import { readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { startAgentProcess } from '../helpers/agent.js';
-import { userWithWallet, type CliUser } from '../helpers/cli.js';
+import { runCli, userWithWallet, type CliUser } from '../helpers/cli.js';
 import { addOtherUser, otherUserUnavailable, type AsRequest, type OtherUser } from '../helpers/other-user.js';
 import { expectEnvelopeError, httpCall } from '../helpers/raw-http.js';
 import { ledger, sandbox } from '../helpers/sandbox.js';
 import { startServe } from '../helpers/serve.js';
 
 // `serve` and `agent` on loopback answer only their own user: other users of the machine are refused (Linux, from
-// the kernel's socket tables), or, where the system cannot tell who connects, need a token nanopay makes. The peer
-// lookup itself: test/integration/peer-check.test.ts.
+// the kernel's socket tables), or, where the system cannot tell who connects, need a token nanopay makes. And the
+// agent's --allow-origin takes only real origins. The peer lookup itself: test/integration/peer-check.test.ts.
 
 let sb: RunningSandbox;
 let user: CliUser;
@@ -117,17 +118,38 @@ describe('where the system cannot tell who connects', () => {
     }
   });
 
-  it('the agent too (agent.token)', async () => {
-    const agent = await startAgentProcess({ ...user.env, ...NO_TABLES });
+  it('the agent too (agent.token), and an allowed origin is matched as browsers send it', async () => {
+    const agent = await startAgentProcess({ ...user.env, ...NO_TABLES }, ['--allow-origin', 'HTTPS://Shop.Example:443']);
     try {
       const tokenFile = join(user.configDir, 'agent.token');
       expect(agent.started).toMatchObject({ token_required: true, token_file: tokenFile });
       expect((await stat(tokenFile)).mode & 0o777).toBe(0o600);
       const token = (await readFile(tokenFile, 'utf8')).trim();
       expectEnvelopeError(await httpCall(agent.url, 'GET', '/status'), 401, 'UNAUTHORIZED');
-      expect((await httpCall(agent.url, 'GET', '/status', { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+      const allowed = await httpCall(agent.url, 'GET', '/status', { headers: { authorization: `Bearer ${token}`, origin: 'https://shop.example' } });
+      expect(allowed.status).toBe(200);
+      expect(allowed.headers['access-control-allow-origin']).toBe('https://shop.example');
     } finally {
       await agent.stop();
     }
+  });
+});
+
+describe('agent --allow-origin', () => {
+  it.each([
+    ['null', /sandboxed iframes/, undefined],
+    ['https://shop.example/', /is not an origin/, 'Did you mean --allow-origin https://shop.example?'],
+    ['https://user@shop.example', /is not an origin/, undefined],
+    ['file:///home/me/page.html', /is not an origin/, undefined],
+  ])('refuses %s at start (USAGE, exit 2), before anything is made', async (origin, message, hint) => {
+    const dir = await mkdtemp(join(tmpdir(), 'nanopay-origin-'));
+    const env = { PATH: process.env.PATH, HOME: dir, NANOPAY_CONFIG_DIR: dir, NANOPAY_API_URL: sb.url, AGENT_MODE: 'production', NO_COLOR: '1' };
+    // A start that is not refused would serve until killed.
+    const result = await runCli(['agent', '--port', '0', '--allow-origin', 'https://fine.example', '--allow-origin', origin, '--json'], env, { timeoutMs: 20_000 });
+    expect(result.code).toBe(2);
+    const { error } = JSON.parse(result.stdout) as { error: { code: string; message: string; hint?: string } };
+    expect(error).toMatchObject({ code: 'USAGE', message: expect.stringMatching(message) });
+    if (hint !== undefined) expect(error.hint).toBe(hint);
+    await expect(stat(join(dir, 'agent'))).rejects.toMatchObject({ code: 'ENOENT' });
   });
 });
