@@ -6,6 +6,8 @@ import { ensurePrivateDir, readPrivateFile } from '../fs/secure-fs.js';
 import { Session, type SessionOptions } from '../ops/session.js';
 import { createRemoteWallet, createWallet } from '../ops/wallet.js';
 import { openToolsetSession } from '../toolset/session.js';
+import { KeyStore } from '../wallet/keystore.js';
+import { UnlockGate } from './unlock-gate.js';
 
 /** Where the agent's wallet comes from and how long its unlocked keys live. */
 export interface WalletHolder {
@@ -63,15 +65,18 @@ export async function strictHolder(options: StrictOptions): Promise<WalletHolder
     return text.trim();
   };
   const live = new Set<Session>();
+  const gate = new UnlockGate();
   const fresh = (onUnlock?: (session: Session) => void): Session => {
     const session: Session = new Session({
       configDir: dir,
       env,
       profile: 'default',
-      password: async () => {
-        onUnlock?.(session);
-        return readPassword();
-      },
+      password: readPassword,
+      unlock: (path) =>
+        gate.run(async () => {
+          onUnlock?.(session);
+          return KeyStore.open(path, await readPassword());
+        }),
     });
     return session;
   };

@@ -185,6 +185,8 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     // Leave an unread body unread: answer, then close the connection.
     if (!req.complete) res.setHeader('connection', 'close');
     const shown = failure.code === 'INTERNAL_ERROR' ? new NanoPayError('INTERNAL_ERROR', 'Internal error') : failure;
+    // Our 503s mean busy (AGENT_BUSY): a second later is a fair retry.
+    if (shown.status === 503) res.setHeader('retry-after', '1');
     sendJson(res, shown.status, errorEnvelope(shown));
   };
 
