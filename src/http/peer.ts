@@ -1,6 +1,5 @@
-import { constants } from 'node:fs';
-import { access, readFile } from 'node:fs/promises';
-import { isIPv4, isIPv6 } from 'node:net';
+import { readFile } from 'node:fs/promises';
+import { connect, createServer, isIPv4, isIPv6, type AddressInfo, type Socket } from 'node:net';
 import { endianness } from 'node:os';
 import { join } from 'node:path';
 
@@ -16,13 +15,40 @@ export function socketTablesDir(env: NodeJS.ProcessEnv): string {
   return env.NANOPAY_SOCKET_TABLES || '/proc/net';
 }
 
-/** True when this system can tell which user a loopback connection comes from. */
+/**
+ * True when this system can tell which user a loopback connection comes
+ * from: asked about a connection of this process, the tables name our uid.
+ * Some systems have the files but leave them empty (WSL 1, some sandboxes).
+ */
 export async function peerCheckAvailable(tables: string): Promise<boolean> {
-  if (process.platform !== 'linux' || process.geteuid === undefined) return false;
-  return access(join(tables, 'tcp'), constants.R_OK).then(
-    () => true,
-    () => false,
-  );
+  const uid = process.geteuid?.();
+  if (process.platform !== 'linux' || uid === undefined) return false;
+  return (await ownConnectionUid(tables).catch(() => undefined)) === uid;
+}
+
+/** Connects to ourselves on 127.0.0.1 and looks the connection up. */
+async function ownConnectionUid(tables: string): Promise<number | undefined> {
+  const server = createServer();
+  const sockets: Socket[] = [];
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', resolve);
+    });
+    const accepted = new Promise<Socket>((resolve) => server.once('connection', resolve));
+    const client = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    sockets.push(client);
+    await new Promise<void>((resolve, reject) => {
+      client.once('connect', resolve);
+      client.once('error', reject);
+    });
+    const ours = await accepted;
+    sockets.push(ours);
+    return await peerUid(tables, { address: ours.remoteAddress ?? '', port: ours.remotePort ?? 0 }, { address: ours.localAddress ?? '', port: ours.localPort ?? 0 });
+  } finally {
+    for (const socket of sockets) socket.destroy();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
 }
 
 export interface Endpoint {

@@ -1,7 +1,10 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { peerUid } from '../../src/http/peer.js';
+import { peerCheckAvailable, peerUid } from '../../src/http/peer.js';
 import { startHttpServer, type HttpServer } from '../../src/http/server.js';
 import { expectEnvelopeError, httpCall, rawHttp, type RawReply } from '../helpers/raw-http.js';
 
@@ -71,6 +74,18 @@ describe.skipIf(!linux)('the peer of a loopback connection, from /proc/net/tcp a
     expect(await peerUid(TABLES, liveClient, { ...liveServer, port: liveServer.port === 1 ? 2 : 1 })).toBeUndefined();
     expect(await peerUid(TABLES, { ...liveClient, address: '10.0.0.1' }, liveServer)).toBeUndefined();
     expect(await peerUid('/nonexistent-socket-tables', liveClient, liveServer)).toBeUndefined();
+  });
+
+  it('is available where the tables name this process for a connection of its own; not where they are missing or empty', async () => {
+    expect(await peerCheckAvailable(TABLES)).toBe(true);
+    expect(await peerCheckAvailable('/nonexistent-socket-tables')).toBe(false);
+    // Tables that exist but list nothing (as on some systems): the check would refuse everyone, so it is not offered.
+    const empty = await mkdtemp(join(tmpdir(), 'nanopay-tables-'));
+    closers.push(() => rm(empty, { recursive: true, force: true }));
+    const header = '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n';
+    await writeFile(join(empty, 'tcp'), header);
+    await writeFile(join(empty, 'tcp6'), header);
+    expect(await peerCheckAvailable(empty)).toBe(false);
   });
 });
 
