@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -145,11 +145,15 @@ describe('agent --allow-origin', () => {
     const dir = await mkdtemp(join(tmpdir(), 'nanopay-origin-'));
     const env = { PATH: process.env.PATH, HOME: dir, NANOPAY_CONFIG_DIR: dir, NANOPAY_API_URL: sb.url, AGENT_MODE: 'production', NO_COLOR: '1' };
     // A start that is not refused would serve until killed.
-    const result = await runCli(['agent', '--port', '0', '--allow-origin', 'https://fine.example', '--allow-origin', origin, '--json'], env, { timeoutMs: 20_000 });
-    expect(result.code).toBe(2);
-    const { error } = JSON.parse(result.stdout) as { error: { code: string; message: string; hint?: string } };
-    expect(error).toMatchObject({ code: 'USAGE', message: expect.stringMatching(message) });
-    if (hint !== undefined) expect(error.hint).toBe(hint);
-    await expect(stat(join(dir, 'agent'))).rejects.toMatchObject({ code: 'ENOENT' });
+    try {
+      const result = await runCli(['agent', '--port', '0', '--allow-origin', 'https://fine.example', '--allow-origin', origin, '--json'], env, { timeoutMs: 20_000 });
+      expect(result.code).toBe(2);
+      const { error } = JSON.parse(result.stdout) as { error: { code: string; message: string; hint?: string } };
+      expect(error).toMatchObject({ code: 'USAGE', message: expect.stringMatching(message) });
+      if (hint !== undefined) expect(error.hint).toBe(hint);
+      await expect(stat(join(dir, 'agent'))).rejects.toMatchObject({ code: 'ENOENT' });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

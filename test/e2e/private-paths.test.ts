@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, chown, mkdtemp, readFile, stat, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -45,11 +45,15 @@ describe.skipIf(!root)('a config dir of another user', () => {
     const theirs = await newUser(sb.url);
     await chmod(theirs.configDir, 0o755);
     await chown(theirs.configDir, STRANGER, STRANGER);
-    const listed = await theirs.json<Failure>(['wallet', 'list']);
-    expect(listed).toMatchObject({ _code: 1, error: { code: 'UNSAFE_PATH', message: expect.stringContaining(`belongs to another user (uid ${STRANGER}`) } });
-    expect(listed.error.hint).toMatch(/NANOPAY_CONFIG_DIR/);
-    const after = await stat(theirs.configDir);
-    expect([after.uid, after.mode & 0o777]).toEqual([STRANGER, 0o755]);
+    try {
+      const listed = await theirs.json<Failure>(['wallet', 'list']);
+      expect(listed).toMatchObject({ _code: 1, error: { code: 'UNSAFE_PATH', message: expect.stringContaining(`belongs to another user (uid ${STRANGER}`) } });
+      expect(listed.error.hint).toMatch(/NANOPAY_CONFIG_DIR/);
+      const after = await stat(theirs.configDir);
+      expect([after.uid, after.mode & 0o777]).toEqual([STRANGER, 0o755]);
+    } finally {
+      await rm(theirs.configDir, { recursive: true, force: true });
+    }
   });
 });
 
@@ -94,10 +98,14 @@ describe.skipIf(!posix)('files that hold secrets', () => {
     await chmod(file, 0o644);
     await KeyStore.create(keystorePath(dir), password, 2 ** 10);
     const env = { PATH: process.env.PATH, HOME: dir, NANOPAY_API_URL: sb.url, NO_COLOR: '1' };
-    const result = await runCli(['agent', '--strict', '--dir', dir, '--port', '0', '--json'], env, { timeoutMs: 20_000 });
-    expect(result.code).toBe(1);
-    expect(JSON.parse(result.stdout)).toMatchObject({ error: { code: 'UNSAFE_PATH', hint: `chmod 600 ${file}` } });
-    expect((await stat(file)).mode & 0o777).toBe(0o644);
-    expect((await readFile(file, 'utf8')).trim()).toBe(password);
+    try {
+      const result = await runCli(['agent', '--strict', '--dir', dir, '--port', '0', '--json'], env, { timeoutMs: 20_000 });
+      expect(result.code).toBe(1);
+      expect(JSON.parse(result.stdout)).toMatchObject({ error: { code: 'UNSAFE_PATH', hint: `chmod 600 ${file}` } });
+      expect((await stat(file)).mode & 0o777).toBe(0o644);
+      expect((await readFile(file, 'utf8')).trim()).toBe(password);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
