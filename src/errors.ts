@@ -93,6 +93,10 @@ const CATALOG: Record<string, CodeInfo> = {
   UNSAFE_SESSION: { status: 500, exit: ExitCode.GENERAL },
   // A wallet the running unlocked session does not hold (the settings name one it was not unlocked with).
   NOT_IN_SESSION: conflict,
+  // A private directory of another user, or a file of secrets (password, token) others could read or change: refused, never used.
+  UNSAFE_PATH: { status: 500, exit: ExitCode.GENERAL },
+  // The strict agent already unlocks its key store for as many requests as it lets wait: try again in a moment.
+  AGENT_BUSY: { status: 503, exit: ExitCode.CONFLICT },
   // Upstream and transport.
   REQUEST_ERROR: upstream,
   PARSE_ERROR: upstream,

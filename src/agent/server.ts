@@ -1,7 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { NanoPayError } from '../errors.js';
 import { isLoopback, refuseWebPages } from '../http/guards.js';
-import { RESPONDED, startHttpServer, type Call, type HttpServer, type Route } from '../http/server.js';
+import { parseOrigin } from '../http/origin.js';
+import { RESPONDED, startHttpServer, type Call, type HttpServer, type HttpServerOptions, type Route } from '../http/server.js';
 import { rawToXno } from '../nano/index.js';
 import { TOOL_ROUTES, routesFor } from '../toolset/http.js';
 import { chatTurn, type ChatDeps, type ChatTurn } from './chat.js';
@@ -14,6 +15,8 @@ export interface AgentOptions extends ChatDeps {
   host: string;
   port: number;
   token?: string;
+  /** When set, connections of other users are refused before anything runs (see HttpServerOptions.onlyUser). */
+  onlyUser?: HttpServerOptions['onlyUser'];
   /** Origins whose web pages may call the agent (they get CORS headers); every other Origin is refused. */
   allowOrigins?: readonly string[];
 }
@@ -66,7 +69,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   requireTokenOffLoopback(options.host, options.token);
   const loopback = isLoopback(options.host);
   const holder: WalletHolder = options.holder;
-  const origins = new Set(options.allowOrigins ?? []);
+  const origins = new Set((options.allowOrigins ?? []).map(parseOrigin));
 
   /** Refuses web pages unless their Origin is allowed; the allowed one gets its CORS headers. */
   const corsHeaders = (headers: IncomingHttpHeaders): Record<string, string> => {
@@ -144,6 +147,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     checkHost: loopback,
     refuseWebPages: false,
     ...(options.token === undefined ? {} : { token: options.token }),
+    ...(options.onlyUser === undefined ? {} : { onlyUser: options.onlyUser }),
     log: options.log,
   });
   return { url: server.url, port: server.port, close: () => server.close() };

@@ -1,10 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { NanoPayError } from '../errors.js';
+import { ensurePrivateDir, readPrivateFile } from '../fs/secure-fs.js';
 import { Session, type SessionOptions } from '../ops/session.js';
 import { createRemoteWallet, createWallet } from '../ops/wallet.js';
 import { openToolsetSession } from '../toolset/session.js';
+import { KeyStore } from '../wallet/keystore.js';
+import { UnlockGate } from './unlock-gate.js';
 
 /** Where the agent's wallet comes from and how long its unlocked keys live. */
 export interface WalletHolder {
@@ -48,11 +51,13 @@ const PASSWORD_FILE = 'agent-password';
  */
 export async function strictHolder(options: StrictOptions): Promise<WalletHolder> {
   const { dir, env, log } = options;
-  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await ensurePrivateDir(dir);
   const passwordPath = join(dir, PASSWORD_FILE);
   const readPassword = async (): Promise<string> => {
     if (env.AI_WALLET_PASSWORD) return env.AI_WALLET_PASSWORD;
-    const text = await readFile(passwordPath, 'utf8').catch(() => {
+    // A password file others could read is refused (UNSAFE_PATH), like ssh refuses a loose private key.
+    const text = await readPrivateFile(passwordPath).catch((error: unknown) => {
+      if (error instanceof NanoPayError) throw error;
       throw new NanoPayError('PASSWORD_REQUIRED', `The agent's password file ${passwordPath} cannot be read`, {
         hint: 'Set AI_WALLET_PASSWORD to the password the agent wallet was made with, or restore the file.',
       });
@@ -60,15 +65,18 @@ export async function strictHolder(options: StrictOptions): Promise<WalletHolder
     return text.trim();
   };
   const live = new Set<Session>();
+  const gate = new UnlockGate();
   const fresh = (onUnlock?: (session: Session) => void): Session => {
     const session: Session = new Session({
       configDir: dir,
       env,
       profile: 'default',
-      password: async () => {
-        onUnlock?.(session);
-        return readPassword();
-      },
+      password: readPassword,
+      unlock: (path) =>
+        gate.run(async () => {
+          onUnlock?.(session);
+          return KeyStore.open(path, await readPassword());
+        }),
     });
     return session;
   };
@@ -83,7 +91,8 @@ export async function strictHolder(options: StrictOptions): Promise<WalletHolder
     await writeFile(passwordPath, `${randomBytes(32).toString('base64url')}\n`, { mode: 0o600, flag: 'wx' });
     log(`made a random wallet password in ${passwordPath}`);
   }
-  if (await exists(passwordPath)) await chmod(passwordPath, 0o600);
+  // At start, not at the first request: a password file that is not private stops the agent here.
+  await readPassword();
   if (setup.profile().activeWallet === undefined) {
     // With an API key of its own the seed is made here; without one the service makes the wallet and its key.
     const created = env.NANOPAY_API_KEY ? await createWallet(setup, { name: 'agent' }) : await createRemoteWallet(setup, { name: 'agent' });

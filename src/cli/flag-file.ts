@@ -1,11 +1,15 @@
-import { readFile } from 'node:fs/promises';
 import { NanoPayError } from '../errors.js';
+import { readPrivateFile } from '../fs/secure-fs.js';
 
-/** The text of a file named by a flag (--token-file, --passphrase-file): a file that cannot be read is a usage error naming the flag. */
+/**
+ * The text of a file of secrets named by a flag (--token-file, --passphrase-file, --password-file): one
+ * that others could read or change is refused (UNSAFE_PATH), one that cannot be read is a usage error naming the flag.
+ */
 export async function readFlagFile(path: string, flag: string): Promise<string> {
   try {
-    return await readFile(path, 'utf8');
+    return await readPrivateFile(path);
   } catch (error) {
+    if (error instanceof NanoPayError) throw error;
     throw new NanoPayError('USAGE', `Cannot read the file given to ${flag} (${path}): ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
 }

@@ -45,6 +45,7 @@ const ENVIRONMENT: [string, string][] = [
   ['NANOPAY_TOOLSET_TOKEN', 'serve: the bearer token every request must carry.'],
   ['NANOPAY_AGENT_LISTEN_ADDR', 'agent: the listen address host:port (default 127.0.0.1:7860).'],
   ['NANOPAY_AGENT_TOKEN', 'agent: the bearer token every request must carry.'],
+  ['NANOPAY_SOCKET_TABLES', 'serve, agent: where the kernel\'s socket tables are (default /proc/net), to tell which user connects.'],
   ['NANOPAY_AGENT_DIR', 'agent: strict mode\'s own directory.'],
   ['AGENT_MODE', 'agent: production means strict mode.'],
   ['AI_WALLET_PASSWORD', 'agent strict mode: the wallet password (else a generated one).'],
@@ -57,7 +58,7 @@ const ENVIRONMENT: [string, string][] = [
 
 const EXIT_CODES: [number, string][] = [
   [ExitCode.OK, 'Success.'],
-  [ExitCode.GENERAL, 'An unexpected error (a bug: please report it), or a damaged store.'],
+  [ExitCode.GENERAL, 'An unexpected error (a bug: please report it), a damaged store, or a path that is not yours and private.'],
   [ExitCode.USAGE, 'Usage: an unknown command or flag, a missing argument, a confirmation needed without a terminal.'],
   [ExitCode.INVALID_INPUT, 'Invalid input: an address, amount, hex, mnemonic, URI, block, credits tier or malformed transaction id.'],
   [ExitCode.INSUFFICIENT_FUNDS, 'Insufficient funds or credits.'],

@@ -1,7 +1,7 @@
-import { readFile } from 'node:fs/promises';
 import { NanoPayError } from '../errors.js';
 import type { PasswordSource } from '../ops/session.js';
 import { KeyStore } from '../wallet/keystore.js';
+import { readFlagFile } from './flag-file.js';
 import { stdinLine } from './stdin.js';
 
 export interface PasswordFlags {
@@ -62,9 +62,7 @@ async function ask(message: string, validate?: (v: string) => boolean | string):
 
 async function resolve(flags: PasswordFlags, env: NodeJS.ProcessEnv, purpose: 'unlock' | 'create'): Promise<string> {
   if (flags['password-file'] !== undefined) {
-    const text = await readFile(flags['password-file'], 'utf8').catch((error: NodeJS.ErrnoException) => {
-      throw new NanoPayError('USAGE', `Cannot read the password file ${flags['password-file']}: ${error.code ?? error.message}`);
-    });
+    const text = await readFlagFile(flags['password-file'], '--password-file');
     const password = text.replace(/\r?\n$/, '');
     if (password === '') throw new NanoPayError('PASSWORD_REQUIRED', `The password file ${flags['password-file']} is empty`);
     return password;

@@ -6,7 +6,9 @@ import { DEFAULT_AGENT_PORT, requireTokenOffLoopback, startAgent } from '../agen
 import { profileHolder, strictHolder, type WalletHolder } from '../agent/wallet-holder.js';
 import { bearerToken } from '../cli/flag-file.js';
 import { listenAddress } from '../cli/listen-address.js';
+import { serverAccess } from '../cli/server-access.js';
 import { SessionCommand } from '../cli/session-command.js';
+import { parseOrigin } from '../http/origin.js';
 import { xnoToRaw } from '../nano/index.js';
 import { configDir } from '../wallet/paths.js';
 
@@ -19,7 +21,10 @@ NANOPAY_AGENT_MODEL_URL and NANOPAY_AGENT_MODEL are set, else with a plain gramm
 Strict mode (--strict or AGENT_MODE=production) owns its wallet in its own directory: made at first start with a random
 password (a 0600 file, or AI_WALLET_PASSWORD), unlocked per request and let go after. Otherwise the profile's wallet
 is used, unlocked once like serve. Spending limits apply; a chat spend (send, donation, top-up) that would take the chat's
-spending without confirmation in the last hour above --confirm-above waits for a confirmation.`;
+spending without confirmation in the last hour above --confirm-above waits for a confirmation.
+On loopback it answers only your own user: on Linux other users' connections are refused; where the system cannot tell
+who connects, a token is required, made in agent.token (the agent's directory in strict mode, else the config dir)
+unless you give one.`;
   static override examples = [
     'AGENT_MODE=production <%= config.bin %> agent --json',
     '<%= config.bin %> agent --port 7861 --confirm-above 1',
@@ -31,9 +36,10 @@ spending without confirmation in the last hour above --confirm-above waits for a
     strict: Flags.boolean({ description: 'custodial mode: the agent owns its wallet (also AGENT_MODE=production)' }),
     dir: Flags.string({ description: 'strict mode: the agent\'s own directory (default NANOPAY_AGENT_DIR, or "agent" in the config dir)' }),
     'confirm-above': Flags.string({ description: 'chat spends that would take the last hour\'s total above this many XNO need a confirmation token' }),
-    'allow-origin': Flags.string({ description: 'a web origin allowed to call the agent (repeatable)', multiple: true }),
+    'allow-origin': Flags.string({ description: 'a web origin (scheme://host[:port]) allowed to call the agent (repeatable)', multiple: true }),
     token: Flags.string({ description: 'require this bearer token (prefer --token-file: flags show in ps)', env: 'NANOPAY_AGENT_TOKEN' }),
-    'token-file': Flags.string({ description: 'require the bearer token read from this file' }),
+    'token-file': Flags.string({ description: 'require the bearer token read from this file (yours, mode 0600)' }),
+    'allow-other-users': Flags.boolean({ description: 'DANGER: let other users of this machine call it (no user check, no token made); give a token' }),
   };
 
   async run(): Promise<void> {
@@ -45,10 +51,19 @@ spending without confirmation in the last hour above --confirm-above waits for a
     const host = flags.host ?? listen.host ?? '127.0.0.1';
     // Before the wallet is made or unlocked: a refused start leaves nothing behind.
     requireTokenOffLoopback(host, token);
+    const allowOrigins = (flags['allow-origin'] ?? []).map(parseOrigin);
     const strict = flags.strict || env.AGENT_MODE === 'production';
+    const agentDir = flags.dir ?? env.NANOPAY_AGENT_DIR ?? join(configDir(env), 'agent');
+    const access = await serverAccess({
+      host,
+      token,
+      allowOtherUsers: flags['allow-other-users'],
+      tokenFile: join(strict ? agentDir : configDir(env), 'agent.token'),
+      env,
+    });
     const log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
     const holder: WalletHolder = strict
-      ? await strictHolder({ dir: flags.dir ?? env.NANOPAY_AGENT_DIR ?? join(configDir(env), 'agent'), env, log })
+      ? await strictHolder({ dir: agentDir, env, log })
       : await profileHolder({ password: this.passwordSource(flags), ...(flags.profile === undefined ? {} : { profile: flags.profile }) }, log);
     const model = modelFromEnv(env);
     const agent = await startAgent({
@@ -57,15 +72,17 @@ spending without confirmation in the last hour above --confirm-above waits for a
       holder,
       confirmations: new Confirmations(),
       log,
-      ...(token === undefined ? {} : { token }),
+      ...(access.token === undefined ? {} : { token: access.token }),
+      ...(access.onlyUser === undefined ? {} : { onlyUser: access.onlyUser }),
       ...(confirmAboveRaw === undefined ? {} : { confirmAboveRaw }),
       ...(model === undefined ? {} : { model }),
-      ...(flags['allow-origin'] === undefined ? {} : { allowOrigins: flags['allow-origin'] }),
+      allowOrigins,
     });
     const address = await holder.address();
-    log(`nanopay agent listening on ${agent.url} (${strict ? 'strict' : 'profile wallet'}, ${model === undefined ? 'plain grammar' : `model ${model.model}`}); fund ${address}`);
+    log(`nanopay agent listening on ${agent.url} (${strict ? 'strict' : 'profile wallet'}, ${model === undefined ? 'plain grammar' : `model ${model.model}`}; ${access.summary}); fund ${address}`);
     if (this.jsonEnabled()) {
-      process.stdout.write(`${JSON.stringify({ url: agent.url, address, strict, model: model?.model ?? null, token_required: token !== undefined })}\n`);
+      const started = { url: agent.url, address, strict, model: model?.model ?? null, token_required: access.token !== undefined, token_file: access.tokenFile ?? null };
+      process.stdout.write(`${JSON.stringify(started)}\n`);
     }
     // Lasting listeners: a signal re-raised by conf's exit hook (when-exit) must not kill us mid-close.
     await new Promise<void>((resolve) => {

@@ -1,43 +1,62 @@
+import { join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { bearerToken } from '../cli/flag-file.js';
 import { listenAddress } from '../cli/listen-address.js';
+import { serverAccess } from '../cli/server-access.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { startToolset } from '../toolset/http.js';
 import { openToolsetSession } from '../toolset/session.js';
+import { configDir } from '../wallet/paths.js';
 
 export default class Serve extends SessionCommand {
   static override summary = 'Run the local HTTP toolset (the seven tools) on 127.0.0.1:3123.';
   static override description = `Unlocks the wallet once at start and keeps running. Refuses requests whose Host is not the listen
 address, requests from web pages (Origin or cross-site Sec-Fetch-Site), POST bodies that are not JSON (a POST without a body is
-accepted) and large bodies. With a token
-(--token-file, --token or NANOPAY_TOOLSET_TOKEN) every request needs "Authorization: Bearer <token>"; a non-loopback
-address requires one. Spending limits apply. Logs one line per request to stderr.`;
-  static override examples = ['NANOPAY_PASSWORD=… <%= config.bin %> serve', '<%= config.bin %> serve --port 4000 --token-file ~/.nanopay-token'];
+accepted) and large bodies. On loopback it answers only your own user: on Linux other users' connections are refused;
+where the system cannot tell who connects, a token is required, made in serve.token in the config dir unless you give
+one. With a token (--token-file, --token or NANOPAY_TOOLSET_TOKEN) every request needs "Authorization: Bearer <token>";
+a non-loopback address requires one. Spending limits apply. Logs one line per request to stderr.`;
+  static override examples = [
+    'NANOPAY_PASSWORD=… <%= config.bin %> serve',
+    '<%= config.bin %> serve --port 4000 --token-file ~/.nanopay-token',
+    '<%= config.bin %> serve --allow-other-users --token-file ~/.nanopay-token',
+  ];
   static override flags = {
     host: Flags.string({ description: 'address to listen on (default 127.0.0.1, or NANOPAY_HTTP_LISTEN_ADDR)' }),
     port: Flags.integer({ description: 'port (default 3123)', min: 0, max: 65535 }),
     token: Flags.string({ description: 'require this bearer token (prefer --token-file: flags show in ps)', env: 'NANOPAY_TOOLSET_TOKEN' }),
-    'token-file': Flags.string({ description: 'require the bearer token read from this file' }),
+    'token-file': Flags.string({ description: 'require the bearer token read from this file (yours, mode 0600)' }),
+    'allow-other-users': Flags.boolean({ description: 'DANGER: let other users of this machine call it (no user check, no token made); give a token' }),
   };
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Serve);
     const listen = listenAddress(process.env.NANOPAY_HTTP_LISTEN_ADDR ?? process.env.HTTP_LISTEN_ADDR, 'NANOPAY_HTTP_LISTEN_ADDR');
-    const token = await bearerToken(flags, 'toolset');
+    const host = flags.host ?? listen.host ?? '127.0.0.1';
+    const access = await serverAccess({
+      host,
+      token: await bearerToken(flags, 'toolset'),
+      allowOtherUsers: flags['allow-other-users'],
+      tokenFile: join(configDir(process.env), 'serve.token'),
+      env: process.env,
+    });
     const log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
     const { session, refreshWork } = await openToolsetSession(
       { password: this.passwordSource(flags), ...(flags.profile === undefined ? {} : { profile: flags.profile }) },
       log,
     );
     const toolset = await startToolset(session, {
-      host: flags.host ?? listen.host ?? '127.0.0.1',
+      host,
       port: flags.port ?? listen.port ?? 3123,
-      ...(token === undefined ? {} : { token }),
+      ...(access.token === undefined ? {} : { token: access.token }),
+      ...(access.onlyUser === undefined ? {} : { onlyUser: access.onlyUser }),
       log,
       afterWrite: refreshWork,
     });
-    log(`nanopay toolset listening on ${toolset.url}${token === undefined ? '' : ' (token required)'}`);
-    if (this.jsonEnabled()) process.stdout.write(`${JSON.stringify({ url: toolset.url, token_required: token !== undefined })}\n`);
+    log(`nanopay toolset listening on ${toolset.url} (${access.summary})`);
+    if (this.jsonEnabled()) {
+      process.stdout.write(`${JSON.stringify({ url: toolset.url, token_required: access.token !== undefined, token_file: access.tokenFile ?? null })}\n`);
+    }
     // Lasting listeners: a second signal while the toolset closes must not kill it mid-close.
     await new Promise<void>((resolve) => {
       process.on('SIGINT', () => resolve());

@@ -14,11 +14,19 @@ function linkRefused(path: string): NanoPayError {
 function checkOwnDir(dir: string, stats: Stats): void {
   if (stats.isSymbolicLink()) throw linkRefused(dir);
   if (!stats.isDirectory()) throw new NanoPayError('STORE_CORRUPT', `${dir} is not a directory`);
+  // Before any chmod: another user's dir is theirs to read and change, never a place for our secrets.
+  const uid = process.geteuid?.();
+  if (uid !== undefined && stats.uid !== uid) {
+    throw new NanoPayError('UNSAFE_PATH', `${dir} belongs to another user (uid ${stats.uid}, you are ${uid}); nanopay keeps its keys and settings only in a directory of yours`, {
+      hint: `Use a directory of your own (NANOPAY_CONFIG_DIR, or the command's --dir / --data-dir), or, if this one should be yours, have it handed over: sudo chown -R ${uid} ${dir}`,
+    });
+  }
 }
 
 /**
  * Creates a private directory (0700), tightening it if it already exists.
- * A link in its place is refused rather than followed: its target may be shared.
+ * A link in its place is refused rather than followed: its target may be
+ * shared; so is a directory of another user (UNSAFE_PATH).
  */
 export async function ensurePrivateDir(dir: string): Promise<void> {
   // resolve() drops a trailing slash, with which lstat would follow the link.
@@ -120,6 +128,33 @@ export async function syncDir(dir: string): Promise<void> {
   const handle = await open(dir, 'r');
   try {
     await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Reads a file that holds a secret (a password or token file): like ssh with a
+ * private key, it must belong to this user and be closed to group and others,
+ * else anyone could have read it or put their own secret in it (UNSAFE_PATH).
+ * The checks are on the file opened (a link's target, a pipe), not on a name
+ * that could be swapped after them. Errors of the open itself are thrown as they come.
+ */
+export async function readPrivateFile(path: string): Promise<string> {
+  const handle = await open(path, 'r');
+  try {
+    const info = await handle.stat();
+    const uid = process.geteuid?.();
+    if (uid !== undefined) {
+      const mode = (info.mode & 0o777).toString(8).padStart(4, '0');
+      const loose = info.uid !== uid ? `belongs to another user (uid ${info.uid})` : (info.mode & 0o077) !== 0 ? `is open to group or others (mode ${mode})` : undefined;
+      if (loose !== undefined) {
+        throw new NanoPayError('UNSAFE_PATH', `${path} holds a secret but ${loose}; nanopay does not use it`, {
+          hint: info.uid !== uid ? 'Use a file that belongs to you, readable only by you (chmod 600).' : `chmod 600 ${path}`,
+        });
+      }
+    }
+    return await handle.readFile('utf8');
   } finally {
     await handle.close();
   }

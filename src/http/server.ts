@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks';
 import { NanoPayError } from '../errors.js';
 import { parseJsonObject, readBody } from './body.js';
 import { checkHost, checkToken, listenHosts, refuseWebPages } from './guards.js';
+import { peerUid } from './peer.js';
 import { errorEnvelope, publicFailure, sendJson, sendRawEnvelope, successEnvelope } from './respond.js';
 import { compilePath, decodeParams, loggablePath, matchPath, splitTarget, type PathTemplate } from './routing.js';
 
@@ -54,6 +55,13 @@ export interface HttpServerOptions {
   refuseWebPages?: boolean;
   /** When set, every request needs `Authorization: Bearer <token>`. */
   token?: string;
+  /**
+   * Answer only the processes of user `uid`: each connection's peer is looked
+   * up once, in the kernel's socket tables in `socketTables` (peer.ts), before
+   * any route or upgrade runs. A connection of another user, or one whose user
+   * cannot be found, gets 403 FORBIDDEN on every request.
+   */
+  onlyUser?: { uid: number; socketTables: string };
   /** One line per request (method, path, status, ms), and internal errors. Never a secret. */
   log?: (line: string) => void;
   /** Time allowed to receive the headers, and the whole request. Defaults 10 s and 30 s. */
@@ -111,6 +119,30 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   const sockets = new Map<Socket, number>();
   /** Answers under way, each with the signal of its handler. */
   const inFlight = new Map<ServerResponse, AbortController>();
+  /** Per connection (onlyUser): why it is refused, or undefined when it is the user's own. Never rejects. */
+  const peers = new WeakMap<Socket, Promise<NanoPayError | undefined>>();
+  const onlyUser = options.onlyUser;
+
+  const identify = async (socket: Socket): Promise<NanoPayError | undefined> => {
+    if (onlyUser === undefined) return undefined;
+    const client = { address: socket.remoteAddress ?? '', port: socket.remotePort ?? 0 };
+    const uid = await peerUid(onlyUser.socketTables, client, { address: socket.localAddress ?? '', port: socket.localPort ?? 0 }).catch(() => undefined);
+    if (uid === onlyUser.uid) return undefined;
+    const who = uid === undefined ? 'a process whose user cannot be found' : `another user (uid ${uid})`;
+    log(`refused the connection from ${client.address}:${client.port}: ${who}`);
+    return new NanoPayError('FORBIDDEN', `This server answers only the processes of its own user (uid ${onlyUser.uid}); this connection comes from ${who}`);
+  };
+  /** Throws the refusal of the request's connection, looked up once per connection. */
+  const admit = async (socket: Socket): Promise<void> => {
+    if (onlyUser === undefined) return;
+    let verdict = peers.get(socket);
+    if (verdict === undefined) {
+      verdict = identify(socket);
+      peers.set(socket, verdict);
+    }
+    const refused = await verdict;
+    if (refused !== undefined) throw refused;
+  };
 
   const guard = (headers: IncomingHttpHeaders): void => {
     if (options.checkHost === true) checkHost(headers, hosts);
@@ -122,6 +154,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     const method = req.method ?? 'GET';
     const { path, query } = splitTarget(req.url ?? '/');
     shown.path = loggablePath(path);
+    await admit(req.socket);
     guard(req.headers);
     const matches = routes.flatMap((r) => {
       const params = matchPath(r.template, path);
@@ -152,6 +185,8 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     // Leave an unread body unread: answer, then close the connection.
     if (!req.complete) res.setHeader('connection', 'close');
     const shown = failure.code === 'INTERNAL_ERROR' ? new NanoPayError('INTERNAL_ERROR', 'Internal error') : failure;
+    // Our 503s mean busy (AGENT_BUSY): a second later is a fair retry.
+    if (shown.status === 503) res.setHeader('retry-after', '1');
     sendJson(res, shown.status, errorEnvelope(shown));
   };
 
@@ -186,6 +221,8 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   server.on('connection', (socket: Socket) => {
     sockets.set(socket, 0);
     socket.on('close', () => sockets.delete(socket));
+    // While the socket surely exists on both ends: the client's row may go once it closes.
+    if (onlyUser !== undefined) peers.set(socket, identify(socket));
   });
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
     if (!socket.writable || (sockets.get(socket) ?? 0) > 0 || error.code === 'ECONNRESET') return void socket.destroy();
@@ -197,15 +234,32 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   // Only with a handler: without one, Node answers an Upgrade header as a plain request.
   if (upgrade !== undefined) {
     server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
-      try {
-        if (closing) throw new NanoPayError('NOT_FOUND', 'The server is closing');
-        guard(req.headers);
-        log(`${req.method} ${loggablePath(String(req.url ?? '').split('?')[0] as string)} upgrade`);
-        upgrade(req, socket, head);
-      } catch (error) {
-        if (!(error instanceof NanoPayError)) log(`upgrade failed: ${error instanceof Error ? error.message : String(error)}`);
-        socket.destroy();
-      }
+      // Node took its own error listener off the socket: a reset while the checks run must not be unhandled.
+      socket.on('error', () => socket.destroy());
+      const refusal = async (): Promise<NanoPayError | undefined> => {
+        try {
+          if (closing) throw new NanoPayError('NOT_FOUND', 'The server is closing');
+          await admit(socket);
+          guard(req.headers);
+          return undefined;
+        } catch (error) {
+          return publicFailure(error);
+        }
+      };
+      const shownPath = loggablePath(String(req.url ?? '').split('?')[0] as string);
+      void refusal().then((refused) => {
+        if (refused !== undefined) {
+          log(`${req.method} ${shownPath} upgrade ${refused.status}`);
+          return void sendRawEnvelope(socket, refused);
+        }
+        log(`${req.method} ${shownPath} upgrade`);
+        try {
+          upgrade(req, socket, head);
+        } catch (error) {
+          if (!(error instanceof NanoPayError)) log(`upgrade failed: ${error instanceof Error ? error.message : String(error)}`);
+          socket.destroy();
+        }
+      });
     });
   }
   // Node would answer these by itself, outside the envelope (CONNECT by dropping the connection).

@@ -1,6 +1,6 @@
 import { NanoPayError } from '../errors.js';
 import { isLoopback } from '../http/guards.js';
-import { startHttpServer, type Call, type Route } from '../http/server.js';
+import { startHttpServer, type Call, type HttpServerOptions, type Route } from '../http/server.js';
 import type { Session } from '../ops/session.js';
 import { checkInput, findTool, type Tool, type ToolInput } from './tools.js';
 
@@ -9,6 +9,8 @@ export interface ToolsetOptions {
   port: number;
   /** When set, every request needs `Authorization: Bearer <token>`. */
   token?: string;
+  /** When set, connections of other users are refused (see HttpServerOptions.onlyUser). */
+  onlyUser?: HttpServerOptions['onlyUser'];
   log?: (line: string) => void;
   /** Called after a tool that changed the account, e.g. to make the next block's work ahead. */
   afterWrite?: () => void;
@@ -52,7 +54,7 @@ export const TOOL_ROUTES: readonly ToolRoute[] = [
 /**
  * The local HTTP toolset: the seven tools over the spec's routes, behind the
  * guards that keep web pages out (Host, Origin, Sec-Fetch-Site, JSON bodies)
- * and, when set, the token.
+ * and, when set, the user check and the token.
  */
 /** HTTP routes for tool routes: each checks its input against the tool's schema, then `run`s the tool. */
 export function routesFor(tools: readonly ToolRoute[], run: (tool: Tool, input: ToolInput, call: Call) => Promise<unknown>): Route[] {
@@ -84,6 +86,7 @@ export async function startToolset(session: Session, options: ToolsetOptions): P
     checkHost: true,
     refuseWebPages: true,
     ...(options.token === undefined ? {} : { token: options.token }),
+    ...(options.onlyUser === undefined ? {} : { onlyUser: options.onlyUser }),
     ...(options.log === undefined ? {} : { log: options.log }),
   });
   return { url: server.url, port: server.port, close: () => server.close() };

@@ -100,7 +100,7 @@ describe('wallet import --passphrase-file', () => {
     if (vector === undefined) throw new Error('the vectors have no mnemonic with a passphrase');
     const importer = await newUser(sb.url);
     const file = join(importer.configDir, 'passphrase.txt');
-    await writeFile(file, `${vector.passphrase}\n`);
+    await writeFile(file, `${vector.passphrase}\n`, { mode: 0o600 });
     const imported = await importer.json<{ address: string }>(['wallet', 'import', '--mnemonic-stdin', '--passphrase-file', file], { input: `${vector.mnemonic}\n` });
     expect(imported).toMatchObject({ _code: 0, address: vector.accounts[0]?.address });
     // With --password-stdin, the password is stdin's first line and the secret the next.

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Confirmations } from '../../src/agent/confirmations.js';
 import type { ModelConfig } from '../../src/agent/model.js';
-import { startAgent, type RunningAgent } from '../../src/agent/server.js';
+import { startAgent, type AgentOptions, type RunningAgent } from '../../src/agent/server.js';
 import { strictHolder } from '../../src/agent/wallet-holder.js';
 import { KeyStore } from '../../src/wallet/keystore.js';
 import { keystorePath } from '../../src/wallet/paths.js';
@@ -41,6 +41,9 @@ export interface InProcessAgentOptions {
   confirmAboveRaw?: bigint;
   allowOrigins?: string[];
   model?: ModelConfig;
+  /** Who may call, as `nanopay agent` sets it: a bearer token, and other users' connections refused. */
+  token?: string;
+  onlyUser?: AgentOptions['onlyUser'];
 }
 
 /**
@@ -64,6 +67,8 @@ export async function startInProcessAgent(apiUrl: string, options: InProcessAgen
     ...(options.confirmAboveRaw === undefined ? {} : { confirmAboveRaw: options.confirmAboveRaw }),
     ...(options.allowOrigins === undefined ? {} : { allowOrigins: options.allowOrigins }),
     ...(options.model === undefined ? {} : { model: options.model }),
+    ...(options.token === undefined ? {} : { token: options.token }),
+    ...(options.onlyUser === undefined ? {} : { onlyUser: options.onlyUser }),
   });
   return { ...agent, address: await holder.address(), dir, password, log };
 }
