@@ -26,7 +26,7 @@ let passphraseFile: string;
 beforeAll(async () => {
   user = await newUser(UNUSED_SERVICE);
   passphraseFile = join(user.configDir, 'passphrase.txt');
-  await writeFile(passphraseFile, `${vector.passphrase}\n`);
+  await writeFile(passphraseFile, `${vector.passphrase}\n`, { mode: 0o600 });
 });
 
 afterAll(async () => {

@@ -263,9 +263,9 @@ describe('listening and closing', () => {
     const closing = await start();
     const { Agent } = await import('node:http');
     const agent = new Agent({ keepAlive: true });
-    const get = (path: string, onFirstData?: () => void): Promise<{ status: number; connection: string | undefined; text: string }> =>
+    const get = (path: string, onFirstData?: () => void, via: InstanceType<typeof Agent> | false = agent): Promise<{ status: number; connection: string | undefined; text: string }> =>
       new Promise((resolve, reject) => {
-        request(`${closing.url}${path}`, { agent }, (res) => {
+        request(`${closing.url}${path}`, { agent: via }, (res) => {
           let text = '';
           res.on('data', (d: Buffer) => {
             text += d.toString();
@@ -289,7 +289,8 @@ describe('listening and closing', () => {
     slowGate.open();
     expect(await slow).toEqual({ status: 200, connection: 'close', text: JSON.stringify({ success: true, data: { finished: true }, error: null }) });
     await closed;
-    await expect(get('/things/1')).rejects.toThrow(/ECONNREFUSED/);
     agent.destroy();
+    // A new connection: a pooled one may still be seen as open by the client for a moment (ECONNRESET), which says nothing of listening.
+    await expect(get('/things/1', undefined, false)).rejects.toThrow(/ECONNREFUSED/);
   });
 });
