@@ -10,7 +10,7 @@ import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { computeWork } from 'nanocurrency';
-import { measure } from '../dist/ops/work.js';
+import { measure } from '../dist/ops/account/work.js';
 import { LIVE_THRESHOLDS, expectedHashes, generateWork, shutdownWorkers, workEngine } from '../dist/work/index.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);

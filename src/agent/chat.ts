@@ -1,9 +1,9 @@
 import { NanoPayError } from '../errors.js';
 import { publicFailure } from '../http/respond.js';
 import { rawToXno, xnoToRaw } from '../nano/index.js';
-import { credits, parseTier } from '../ops/credits.js';
+import { credits, parseTier } from '../ops/spending/credits.js';
 import type { Session } from '../ops/session.js';
-import { failedBeforeSigning } from '../ops/spend-outcome.js';
+import { failedBeforeSigning } from '../ops/spending/spend-outcome.js';
 import { TOOLS, checkInput, type ToolInput } from '../toolset/tools.js';
 import type { Confirmations } from './confirmations.js';
 import type { ChatEvent, ErrorBody } from './events.js';

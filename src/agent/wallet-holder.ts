@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { NanoPayError } from '../errors.js';
 import { ensurePrivateDir, readPrivateFile } from '../fs/secure-fs.js';
 import { Session, type SessionOptions } from '../ops/session.js';
-import { createRemoteWallet, createWallet } from '../ops/wallet.js';
+import { createRemoteWallet, createWallet } from '../ops/profile/wallet.js';
 import { openToolsetSession } from '../toolset/session.js';
 import { KeyStore } from '../wallet/keystore.js';
 import { UnlockGate } from './unlock-gate.js';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { CheckoutRequest } from '../ops/checkout.js';
+import type { CheckoutRequest } from '../ops/requests/checkout.js';
 import { safeRedirect, type CheckoutState, type CheckoutView } from './view.js';
 
 /** Seconds between reloads of a page that gets no live updates (no JavaScript, or too many viewers), unless the shop says otherwise. */

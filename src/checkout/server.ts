@@ -1,5 +1,5 @@
 import { startHttpServer } from '../http/server.js';
-import type { CheckoutConfirmationSource, CheckoutObservation, CheckoutReader, CheckoutRequest } from '../ops/checkout.js';
+import type { CheckoutConfirmationSource, CheckoutObservation, CheckoutReader, CheckoutRequest } from '../ops/requests/checkout.js';
 import { DEFAULT_RELOAD_SECONDS, renderMessagePage } from './page.js';
 import { checkoutPath, checkoutRoutes, sendHtml, type CheckoutRoutesOptions } from './routes.js';
 import { CheckoutWatcher } from './watcher.js';

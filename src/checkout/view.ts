@@ -1,4 +1,4 @@
-import type { CheckoutObservation } from '../ops/checkout.js';
+import type { CheckoutObservation } from '../ops/requests/checkout.js';
 
 export type CheckoutState = 'waiting' | 'paid' | 'expired';
 

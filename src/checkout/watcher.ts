@@ -1,6 +1,6 @@
 import { NanoPayError } from '../errors.js';
 import { PacedTask } from '../timing/wakeups.js';
-import type { CheckoutObservation, CheckoutReader, CheckoutRequest } from '../ops/checkout.js';
+import type { CheckoutObservation, CheckoutReader, CheckoutRequest } from '../ops/requests/checkout.js';
 import { sameView, troubleOf, viewOf, type CheckoutView } from './view.js';
 
 export interface WatcherOptions {

@@ -1,4 +1,4 @@
-import { watchPayment, type PaymentStatusResult } from '../ops/payments.js';
+import { watchPayment, type PaymentStatusResult } from '../ops/requests/payments.js';
 import type { Session } from '../ops/session.js';
 import { progress } from './spinner.js';
 

@@ -1,6 +1,6 @@
 import { Args, Flags } from '@oclif/core';
 import { SessionCommand } from '../cli/session-command.js';
-import { balance, type BalanceResult } from '../ops/balance.js';
+import { balance, type BalanceResult } from '../ops/account/balance.js';
 
 export default class Balance extends SessionCommand {
   static override summary = 'Show the balance and pending amount of the active account (or any address).';

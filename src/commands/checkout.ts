@@ -5,7 +5,7 @@ import type { PasswordFlags } from '../cli/password.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { DEFAULT_REDIRECT_SECONDS, DEFAULT_RELOAD_SECONDS } from '../checkout/page.js';
 import { startCheckoutServer } from '../checkout/server.js';
-import { checkoutConfirmations, checkoutReader, openCheckout } from '../ops/checkout.js';
+import { checkoutConfirmations, checkoutReader, openCheckout } from '../ops/requests/checkout.js';
 
 /** A URL customers on the network can open when the server listens on every interface. */
 function reachableUrl(url: string, host: string): string {

@@ -2,7 +2,7 @@ import { Args, Flags } from '@oclif/core';
 import { paymentConfirmation } from '../cli/confirm-send.js';
 import { sentText } from '../cli/sent.js';
 import { SessionCommand } from '../cli/session-command.js';
-import { donate, type DonateResult } from '../ops/donate.js';
+import { donate, type DonateResult } from '../ops/spending/donate.js';
 
 export default class Donate extends SessionCommand {
   static override summary = 'Donate XNO to the service (it names the address) or to --to; confirmed and limited like send.';

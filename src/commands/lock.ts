@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { SessionCommand } from '../cli/session-command.js';
-import { lock, type LockResult } from '../ops/unlock.js';
+import { lock, type LockResult } from '../ops/profile/unlock.js';
 
 export default class Lock extends SessionCommand {
   static override summary = 'End the unlocked session at once (nanopay unlock); fine when none runs.';

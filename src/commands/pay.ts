@@ -2,8 +2,8 @@ import { Args, Flags } from '@oclif/core';
 import { paymentConfirmation } from '../cli/confirm-send.js';
 import { sentText } from '../cli/sent.js';
 import { SessionCommand } from '../cli/session-command.js';
-import { payUri } from '../ops/payments.js';
-import type { SendResult } from '../ops/send.js';
+import { payUri } from '../ops/requests/payments.js';
+import type { SendResult } from '../ops/spending/send.js';
 
 export default class Pay extends SessionCommand {
   static override summary = 'Pay a nano: URI exactly (address and raw amount), like send.';

@@ -1,6 +1,6 @@
 import { Args } from '@oclif/core';
 import { SessionCommand } from '../cli/session-command.js';
-import { pending } from '../ops/reads.js';
+import { pending } from '../ops/account/reads.js';
 
 export default class Pending extends SessionCommand {
   static override summary = 'List the blocks waiting to be received by the active account (or any address).';

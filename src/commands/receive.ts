@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { SessionCommand } from '../cli/session-command.js';
 import { xnoToRaw } from '../nano/index.js';
-import { receive, watchReceive, type ReceiveResult } from '../ops/receive.js';
+import { receive, watchReceive, type ReceiveResult } from '../ops/account/receive.js';
 
 export default class Receive extends SessionCommand {
   static override summary = 'Receive every pending block of the active account (opening it if new).';

@@ -1,7 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import { QR_STYLES, renderQr, type QrStyle } from '../cli/qr.js';
 import { SessionCommand } from '../cli/session-command.js';
-import { requestPayment, type PaymentRequestResult } from '../ops/payments.js';
+import { requestPayment, type PaymentRequestResult } from '../ops/requests/payments.js';
 import { watch } from '../cli/watch.js';
 
 export default class Request extends SessionCommand {

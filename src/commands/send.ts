@@ -2,7 +2,7 @@ import { Args, Flags } from '@oclif/core';
 import { paymentConfirmation } from '../cli/confirm-send.js';
 import { sentText } from '../cli/sent.js';
 import { SessionCommand } from '../cli/session-command.js';
-import { send, type SendResult } from '../ops/send.js';
+import { send, type SendResult } from '../ops/spending/send.js';
 
 export default class Send extends SessionCommand {
   static override summary = 'Send XNO to an address: built, worked and signed here, then published.';

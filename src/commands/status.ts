@@ -1,7 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import { watch } from '../cli/watch.js';
 import { SessionCommand } from '../cli/session-command.js';
-import { paymentStatus, type PaymentStatusResult } from '../ops/payments.js';
+import { paymentStatus, type PaymentStatusResult } from '../ops/requests/payments.js';
 
 export default class Status extends SessionCommand {
   static override summary = 'Check whether a payment request is paid; --watch polls until it is.';

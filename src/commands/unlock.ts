@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { SessionCommand } from '../cli/session-command.js';
-import { DEFAULT_UNLOCK, parseDuration, unlock, type UnlockResult } from '../ops/unlock.js';
+import { DEFAULT_UNLOCK, parseDuration, unlock, type UnlockResult } from '../ops/profile/unlock.js';
 
 export default class Unlock extends SessionCommand {
   static override summary = 'Unlock the key store for a while, so commands need no password (like ssh-agent).';

@@ -16,9 +16,9 @@ import SandboxFund from '../commands/sandbox/fund.js';
 import Status from '../commands/status.js';
 import Unlock from '../commands/unlock.js';
 import WalletCreate from '../commands/wallet/create.js';
-import type { BalanceResult } from '../ops/balance.js';
-import type { PaymentRequestResult } from '../ops/payments.js';
-import type { CreatedWallet } from '../ops/wallet.js';
+import type { BalanceResult } from '../ops/account/balance.js';
+import type { PaymentRequestResult } from '../ops/requests/payments.js';
+import type { CreatedWallet } from '../ops/profile/wallet.js';
 import { startSandbox } from '../sandbox/index.js';
 
 /**
@@ -46,7 +46,7 @@ async function main(): Promise<void> {
     NANOPAY_PASSWORD: randomBytes(12).toString('base64url'),
     ...(backend === 'node' ? { NANOPAY_BACKEND: 'node', NANOPAY_NODE_URL: sandbox.url, NANOPAY_NODE_WS_URL: sandbox.wsUrl } : {}),
   });
-  const config = await Config.load(new URL('../../', import.meta.url).pathname);
+  const config = await Config.load(new URL('../..', import.meta.url).pathname);
 
   /** Runs one command as `nanopay …` would, stopping the demo if it fails. */
   async function nanopay<T>(command: { run(argv: string[], config: Config): Promise<unknown> }, name: string, argv: string[]): Promise<T> {

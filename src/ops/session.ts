@@ -15,7 +15,7 @@ import { walletAccount } from '../wallet/wallet-keys.js';
 import { WorkStore } from '../wallet/work-store.js';
 import { configDir, keystorePath, stateDir } from '../wallet/paths.js';
 import type { OpsContext, Signer, WorkProvider } from './context.js';
-import { keySigner, sessionSigner } from './signers.js';
+import { keySigner, sessionSigner } from './ledger/signers.js';
 
 /** Asks for the key store password; `purpose` says why (for a prompt). */
 export type PasswordSource = (purpose: 'unlock' | 'create') => Promise<string>;

@@ -1,11 +1,11 @@
-import { balance, type BalanceResult } from '../ops/balance.js';
-import { credits, topup, type CreditsResult, type TopupResult } from '../ops/credits.js';
-import { donate, type DonateResult } from '../ops/donate.js';
-import { payUri, paymentStatus, requestPayment, watchPayment, type PaymentRequestResult, type PaymentStatusResult } from '../ops/payments.js';
-import { receive, type ReceiveResult } from '../ops/receive.js';
-import { send, type SendResult } from '../ops/send.js';
+import { balance, type BalanceResult } from '../ops/account/balance.js';
+import { credits, topup, type CreditsResult, type TopupResult } from '../ops/spending/credits.js';
+import { donate, type DonateResult } from '../ops/spending/donate.js';
+import { payUri, paymentStatus, requestPayment, watchPayment, type PaymentRequestResult, type PaymentStatusResult } from '../ops/requests/payments.js';
+import { receive, type ReceiveResult } from '../ops/account/receive.js';
+import { send, type SendResult } from '../ops/spending/send.js';
 import { Session, type SessionOptions } from '../ops/session.js';
-import { createWallet, importWallet, listWallets, type CreatedWallet, type ImportInput, type WalletSummary } from '../ops/wallet.js';
+import { createWallet, importWallet, listWallets, type CreatedWallet, type ImportInput, type WalletSummary } from '../ops/profile/wallet.js';
 
 /** Which wallet and account pay (or receive), like the CLI's --wallet and --account; the active ones by default. */
 export interface FromAccount {

@@ -1,6 +1,6 @@
-import { confirmations } from '../ops/confirmations.js';
+import { confirmations } from '../ops/ledger/confirmations.js';
 import { PacedTask } from '../timing/wakeups.js';
-import { nextWork } from '../ops/precache.js';
+import { nextWork } from '../ops/account/precache.js';
 import { Session, type SessionOptions } from '../ops/session.js';
 
 export interface ToolsetSession {

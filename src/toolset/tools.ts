@@ -1,9 +1,9 @@
 import { NanoPayError } from '../errors.js';
-import { balance } from '../ops/balance.js';
-import { credits, parseTier, topup } from '../ops/credits.js';
-import { donate } from '../ops/donate.js';
-import { paymentStatus, requestPayment } from '../ops/payments.js';
-import { send } from '../ops/send.js';
+import { balance } from '../ops/account/balance.js';
+import { credits, parseTier, topup } from '../ops/spending/credits.js';
+import { donate } from '../ops/spending/donate.js';
+import { paymentStatus, requestPayment } from '../ops/requests/payments.js';
+import { send } from '../ops/spending/send.js';
 import type { Session } from '../ops/session.js';
 
 /** A JSON Schema for a tool's input: an object of string or boolean properties. */

@@ -11,7 +11,7 @@ import { userSession } from '../helpers/backend-users.js';
 import { userWithWallet, type CliUser } from '../helpers/cli.js';
 import { sandbox } from '../helpers/sandbox.js';
 
-const ARTIFACTS = fileURLToPath(new URL('../artifacts/', import.meta.url));
+const ARTIFACTS = fileURLToPath(new URL('../artifacts', import.meta.url));
 const browser = browserAvailability();
 if (!browser.available && !browser.inCi) {
   // Said out loud, never a silent pass: the summary also lists these tests as skipped.

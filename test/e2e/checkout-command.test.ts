@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NanoPayError } from '../../src/errors.js';
-import { openCheckout } from '../../src/ops/checkout.js';
-import { requestPayment } from '../../src/ops/payments.js';
+import { openCheckout } from '../../src/ops/requests/checkout.js';
+import { requestPayment } from '../../src/ops/requests/payments.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { userSession } from '../helpers/backend-users.js';
 import { startCheckout } from '../helpers/browser.js';

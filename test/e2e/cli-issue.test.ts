@@ -1,11 +1,11 @@
 import { createServer, type Server } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getSetting } from '../../src/ops/config.js';
-import { credits, topup } from '../../src/ops/credits.js';
-import { donate } from '../../src/ops/donate.js';
-import { requestPayment, watchPayment, type WatchEvent } from '../../src/ops/payments.js';
-import { send } from '../../src/ops/send.js';
+import { getSetting } from '../../src/ops/profile/config.js';
+import { credits, topup } from '../../src/ops/spending/credits.js';
+import { donate } from '../../src/ops/spending/donate.js';
+import { requestPayment, watchPayment, type WatchEvent } from '../../src/ops/requests/payments.js';
+import { send } from '../../src/ops/spending/send.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../src/work/index.js';
 import { commandSession, userWithWallet, type CliUser } from '../helpers/cli.js';

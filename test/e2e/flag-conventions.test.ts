@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deriveAccount, xnoToRaw } from '../../src/nano/index.js';
-import { topup } from '../../src/ops/credits.js';
-import { donate } from '../../src/ops/donate.js';
-import { payUri, requestPayment } from '../../src/ops/payments.js';
-import { receive } from '../../src/ops/receive.js';
-import { send } from '../../src/ops/send.js';
-import { createWallet } from '../../src/ops/wallet.js';
+import { topup } from '../../src/ops/spending/credits.js';
+import { donate } from '../../src/ops/spending/donate.js';
+import { payUri, requestPayment } from '../../src/ops/requests/payments.js';
+import { receive } from '../../src/ops/account/receive.js';
+import { send } from '../../src/ops/spending/send.js';
+import { createWallet } from '../../src/ops/profile/wallet.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../src/work/index.js';
 import { commandSession, newUser, userWithWallet, type CliUser } from '../helpers/cli.js';

@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { xnoToRaw } from '../../src/nano/index.js';
-import { balance } from '../../src/ops/balance.js';
-import { payUri, requestPayment } from '../../src/ops/payments.js';
-import { send } from '../../src/ops/send.js';
+import { balance } from '../../src/ops/account/balance.js';
+import { payUri, requestPayment } from '../../src/ops/requests/payments.js';
+import { send } from '../../src/ops/spending/send.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../src/work/index.js';
 import { userSession } from '../helpers/backend-users.js';

@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseNanoUri, xnoToRaw } from '../../src/nano/index.js';
-import { credits, topup } from '../../src/ops/credits.js';
-import { donate } from '../../src/ops/donate.js';
-import { requestPayment } from '../../src/ops/payments.js';
+import { credits, topup } from '../../src/ops/spending/credits.js';
+import { donate } from '../../src/ops/spending/donate.js';
+import { requestPayment } from '../../src/ops/requests/payments.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../src/work/index.js';
 import { BIN, commandSession, userWithWallet, type CliUser } from '../helpers/cli.js';

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import NanopayHelp from '../../src/cli/help.js';
 import { BIN, newUser, type RunResult } from '../helpers/cli.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ADDRESS = 'nano_3t6k35gi95xu6tergt6p69ck76ogmitsa8mnijtpxm9fkcm736xtoncuohr3';
 // Nothing listens there: a command that got as far as the network would fail differently.
 const NO_SERVICE = 'http://127.0.0.1:9';

@@ -1,9 +1,9 @@
 import { expect } from 'vitest';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
-import { receive } from '../../src/ops/receive.js';
+import { receive } from '../../src/ops/account/receive.js';
 import { Session } from '../../src/ops/session.js';
 import { xnoToRaw } from '../../src/nano/index.js';
-import { createRemoteWallet, createWallet } from '../../src/ops/wallet.js';
+import { createRemoteWallet, createWallet } from '../../src/ops/profile/wallet.js';
 import { newUser, PASSWORD, type CliUser } from './cli.js';
 import { fund } from './sandbox.js';
 

@@ -6,9 +6,9 @@ import { fileURLToPath } from 'node:url';
 import { NanoPayError } from '../../src/errors.js';
 import { keystorePath } from '../../src/wallet/paths.js';
 import { KeyStore } from '../../src/wallet/keystore.js';
-import { receive } from '../../src/ops/receive.js';
+import { receive } from '../../src/ops/account/receive.js';
 import { Session } from '../../src/ops/session.js';
-import { createRemoteWallet } from '../../src/ops/wallet.js';
+import { createRemoteWallet } from '../../src/ops/profile/wallet.js';
 import { fund } from './sandbox.js';
 
 export const BIN = fileURLToPath(new URL('../../bin/run.js', import.meta.url));

@@ -1,10 +1,10 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { NanoPayError } from '../../src/errors.js';
-import { receive } from '../../src/ops/receive.js';
+import { receive } from '../../src/ops/account/receive.js';
 import { Session } from '../../src/ops/session.js';
-import { unlock, type UnlockResult } from '../../src/ops/unlock.js';
-import { createRemoteWallet } from '../../src/ops/wallet.js';
+import { unlock, type UnlockResult } from '../../src/ops/profile/unlock.js';
+import { createRemoteWallet } from '../../src/ops/profile/wallet.js';
 import { PASSWORD, type CliUser } from './cli.js';
 import { fund } from './sandbox.js';
 

@@ -1,7 +1,7 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCheckoutServer, type CheckoutServer } from '../../src/checkout/server.js';
-import type { CheckoutRequest } from '../../src/ops/checkout.js';
+import type { CheckoutRequest } from '../../src/ops/requests/checkout.js';
 
 const address = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
 const request: CheckoutRequest = {

@@ -1,6 +1,6 @@
 import { Args } from '@oclif/core';
 import { SessionCommand } from '../../cli/session-command.js';
-import { accountInfo } from '../../ops/reads.js';
+import { accountInfo } from '../../ops/account/reads.js';
 
 export default class AccountInfo extends SessionCommand {
   static override summary = 'Show an account\'s ledger head: frontier, balance, representative, thresholds.';

@@ -1,6 +1,6 @@
 import { Args } from '@oclif/core';
 import { SessionCommand } from '../../cli/session-command.js';
-import { blockInfo } from '../../ops/reads.js';
+import { blockInfo } from '../../ops/account/reads.js';
 
 export default class BlockInfo extends SessionCommand {
   static override summary = 'Show a block by hash: its kind, account, amount and balance.';

@@ -1,7 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import { SessionCommand } from '../../cli/session-command.js';
 import { describeSource } from '../../cli/format.js';
-import { SETTING_NAMES, getSetting, revealSetting, type RevealedSetting, type SettingValue } from '../../ops/config.js';
+import { SETTING_NAMES, getSetting, revealSetting, type RevealedSetting, type SettingValue } from '../../ops/profile/config.js';
 
 export default class ConfigGet extends SessionCommand {
   static override summary = 'Show the value in effect of one setting, and where it comes from.';

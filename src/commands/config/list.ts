@@ -1,6 +1,6 @@
 import { describeSource, table } from '../../cli/format.js';
 import { SessionCommand } from '../../cli/session-command.js';
-import { listSettings } from '../../ops/config.js';
+import { listSettings } from '../../ops/profile/config.js';
 
 export default class ConfigList extends SessionCommand {
   static override summary = 'List the settings of the profile, with the value in effect and where it comes from.';

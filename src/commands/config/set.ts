@@ -3,7 +3,7 @@ import { SessionCommand } from '../../cli/session-command.js';
 import { describeSource } from '../../cli/format.js';
 import { countRead, stdinRest } from '../../cli/stdin.js';
 import { NanoPayError } from '../../errors.js';
-import { SETTING_NAMES, isSecretSetting, setSetting, unsetSetting, type SettingValue } from '../../ops/config.js';
+import { SETTING_NAMES, isSecretSetting, setSetting, unsetSetting, type SettingValue } from '../../ops/profile/config.js';
 
 export default class ConfigSet extends SessionCommand {
   static override summary = 'Change a setting of the profile (api-key and node-auth only from stdin).';

@@ -1,6 +1,6 @@
 import { table } from '../../cli/format.js';
 import { SessionCommand } from '../../cli/session-command.js';
-import { credits, type CreditsResult } from '../../ops/credits.js';
+import { credits, type CreditsResult } from '../../ops/spending/credits.js';
 
 export default class Credits extends SessionCommand {
   static override summary = 'Show the API key\'s credit balance and the price of each top-up tier.';

@@ -1,7 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import { paymentConfirmation } from '../../cli/confirm-send.js';
 import { SessionCommand } from '../../cli/session-command.js';
-import { parseTier, topup, type TopupResult } from '../../ops/credits.js';
+import { parseTier, topup, type TopupResult } from '../../ops/spending/credits.js';
 
 export default class CreditsTopup extends SessionCommand {
   static override summary = 'Buy credits: pays the service the tier\'s price from the active account (or --wallet and --account).';

@@ -1,5 +1,5 @@
 import { SessionCommand } from '../../cli/session-command.js';
-import { networkDifficulty } from '../../ops/reads.js';
+import { networkDifficulty } from '../../ops/account/reads.js';
 
 export default class NetworkDifficulty extends SessionCommand {
   static override summary = 'Show the proof-of-work thresholds the service asks for.';

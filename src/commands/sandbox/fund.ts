@@ -1,6 +1,6 @@
 import { Args, Flags } from '@oclif/core';
 import { SessionCommand } from '../../cli/session-command.js';
-import { fundFromFaucet } from '../../ops/faucet.js';
+import { fundFromFaucet } from '../../ops/account/faucet.js';
 
 export default class SandboxFund extends SessionCommand {
   static override summary = 'Get test funds from the sandbox faucet (NANOPAY_API_URL must point at a sandbox).';

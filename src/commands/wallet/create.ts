@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { SessionCommand } from '../../cli/session-command.js';
-import { createRemoteWallet, createWallet, type CreatedWallet } from '../../ops/wallet.js';
+import { createRemoteWallet, createWallet, type CreatedWallet } from '../../ops/profile/wallet.js';
 
 export default class WalletCreate extends SessionCommand {
   static override summary = 'Create a wallet: a new seed made on this machine, stored encrypted.';

@@ -2,7 +2,7 @@ import { Args, Flags } from '@oclif/core';
 import { confirmOnTerminal } from '../../cli/confirm.js';
 import { SessionCommand } from '../../cli/session-command.js';
 import { NanoPayError } from '../../errors.js';
-import { exportWallet, type ExportedWallet } from '../../ops/wallet.js';
+import { exportWallet, type ExportedWallet } from '../../ops/profile/wallet.js';
 
 export default class WalletExport extends SessionCommand {
   static override summary = 'Print a wallet\'s secrets (seed or mnemonic and private keys) and the profile\'s API key for backup.';

@@ -3,7 +3,7 @@ import { SessionCommand } from '../../cli/session-command.js';
 import { readFlagFile } from '../../cli/flag-file.js';
 import { countRead, stdinRest, type StdinText } from '../../cli/stdin.js';
 import { NanoPayError } from '../../errors.js';
-import { importWallet, type CreatedWallet } from '../../ops/wallet.js';
+import { importWallet, type CreatedWallet } from '../../ops/profile/wallet.js';
 
 export default class WalletImport extends SessionCommand {
   static override summary = 'Import a wallet from a seed, a mnemonic or a private key read from stdin.';

@@ -1,6 +1,6 @@
 import { table } from '../../cli/format.js';
 import { SessionCommand } from '../../cli/session-command.js';
-import { listWallets, type WalletSummary } from '../../ops/wallet.js';
+import { listWallets, type WalletSummary } from '../../ops/profile/wallet.js';
 
 export default class WalletList extends SessionCommand {
   static override summary = 'List the wallets of the profile and their accounts.';

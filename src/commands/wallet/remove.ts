@@ -2,7 +2,7 @@ import { Args, Flags } from '@oclif/core';
 import { confirmOnTerminal } from '../../cli/confirm.js';
 import { SessionCommand } from '../../cli/session-command.js';
 import { NanoPayError } from '../../errors.js';
-import { removeWallet } from '../../ops/wallet.js';
+import { removeWallet } from '../../ops/profile/wallet.js';
 
 export default class WalletRemove extends SessionCommand {
   static override summary = 'Remove a wallet and its secrets from the key store.';

@@ -1,6 +1,6 @@
 import { Args } from '@oclif/core';
 import { SessionCommand } from '../../cli/session-command.js';
-import { showWallet, type WalletSummary } from '../../ops/wallet.js';
+import { showWallet, type WalletSummary } from '../../ops/profile/wallet.js';
 
 export default class WalletShow extends SessionCommand {
   static override summary = 'Show a wallet (the active one by default): kind and addresses, never secrets.';

@@ -1,6 +1,6 @@
 import { Args, Flags } from '@oclif/core';
 import { SessionCommand } from '../../cli/session-command.js';
-import { useWallet, type WalletSummary } from '../../ops/wallet.js';
+import { useWallet, type WalletSummary } from '../../ops/profile/wallet.js';
 
 export default class WalletUse extends SessionCommand {
   static override summary = 'Make a wallet (and account index) the active one.';

@@ -3,7 +3,7 @@ import { Errors, Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
 import { table } from '../../cli/format.js';
 import { progress } from '../../cli/spinner.js';
-import { bench } from '../../ops/work.js';
+import { bench } from '../../ops/account/work.js';
 
 export default class WorkBench extends BaseCommand {
   static override summary = 'Measure this machine\'s proof-of-work speed and say which engine is in use.';

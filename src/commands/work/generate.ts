@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { SessionCommand } from '../../cli/session-command.js';
-import { generate, resolveThreshold } from '../../ops/work.js';
+import { generate, resolveThreshold } from '../../ops/account/work.js';
 
 export default class WorkGenerate extends SessionCommand {
   static override summary = 'Make proof of work for a root (NANO_WORK_MODE decides where: auto, cpu or remote).';

@@ -1,5 +1,5 @@
 import { SessionCommand } from '../../cli/session-command.js';
-import { precache } from '../../ops/work.js';
+import { precache } from '../../ops/account/work.js';
 
 export default class WorkPrecache extends SessionCommand {
   static override summary = 'Make the proof of work for the active account\'s next block now, so the next send does not wait.';

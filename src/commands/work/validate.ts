@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
-import { validate } from '../../ops/work.js';
+import { validate } from '../../ops/account/work.js';
 
 export default class WorkValidate extends BaseCommand {
   static override summary = 'Check a work nonce for a root against a threshold (exit 3 when it does not meet it).';

@@ -11,7 +11,7 @@ import { startCheckoutServer } from '../../../src/checkout/server.js';
 import { viewOf } from '../../../src/checkout/view.js';
 import { NanoPayError } from '../../../src/errors.js';
 import { CheckoutWatcher } from '../../../src/checkout/watcher.js';
-import type { CheckoutObservation, CheckoutRequest } from '../../../src/ops/checkout.js';
+import type { CheckoutObservation, CheckoutRequest } from '../../../src/ops/requests/checkout.js';
 
 const address = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
 const request: CheckoutRequest = {

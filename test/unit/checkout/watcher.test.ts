@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { CheckoutWatcher } from '../../../src/checkout/watcher.js';
-import type { CheckoutObservation, CheckoutRequest } from '../../../src/ops/checkout.js';
+import type { CheckoutObservation, CheckoutRequest } from '../../../src/ops/requests/checkout.js';
 
 const A = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
 const B = 'nano_1111111111111111111111111111111111111111111111111111hifc8npp';

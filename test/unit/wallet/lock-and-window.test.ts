@@ -2,7 +2,7 @@ import { mkdtemp, readFile, writeFile, mkdir } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkPerDay } from '../../../src/ops/limits.js';
+import { checkPerDay } from '../../../src/ops/spending/limits.js';
 import { withAccountLock, withKeystoreLock } from '../../../src/wallet/lock.js';
 import { SendLog } from '../../../src/wallet/send-log.js';
 

@@ -211,7 +211,7 @@ describe('generateWork', () => {
 console.log(await generateWork(${JSON.stringify(root)}, ${JSON.stringify(DEV_THRESHOLDS.send)}, { workers: 2 }));`;
     // The timeout only guards against a hang; no assertion is made on how long it takes.
     const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
-      cwd: fileURLToPath(new URL('../../../', import.meta.url)),
+      cwd: fileURLToPath(new URL('../../..', import.meta.url)),
       encoding: 'utf8',
       timeout: 30_000,
     });

@@ -8,7 +8,7 @@ describe('install', () => {
   it('never fails when the native addon cannot be built, and says the WASM kernel will be used', () => {
     const result = spawnSync(process.execPath, [script], {
       env: { PATH: process.env.PATH, npm_config_node_gyp: '/nonexistent/node-gyp.js' },
-      cwd: fileURLToPath(new URL('../../../', import.meta.url)),
+      cwd: fileURLToPath(new URL('../../..', import.meta.url)),
       encoding: 'utf8',
     });
     expect(result.status).toBe(0);

@@ -1,8 +1,8 @@
-import { NanoPayError } from '../errors.js';
-import type { KeyStore } from '../wallet/keystore.js';
-import { CREDENTIAL_NAMES, startAgent, stopAgent, stopAllAgents, type UnlockedContent } from '../wallet/unlocked.js';
-import { keystorePath } from '../wallet/paths.js';
-import { secretIds, type Session } from './session.js';
+import { NanoPayError } from '../../errors.js';
+import type { KeyStore } from '../../wallet/keystore.js';
+import { CREDENTIAL_NAMES, startAgent, stopAgent, stopAllAgents, type UnlockedContent } from '../../wallet/unlocked.js';
+import { keystorePath } from '../../wallet/paths.js';
+import { secretIds, type Session } from '../session.js';
 
 /** How long a session lasts unless told: a working session, not a day. */
 export const DEFAULT_UNLOCK = '15m';

@@ -1,8 +1,8 @@
-import { NanoPayError } from '../errors.js';
-import { rawToXno } from '../nano/index.js';
-import type { Limits } from '../wallet/config.js';
-import { profileKey } from '../wallet/send-log.js';
-import type { OpsContext } from './context.js';
+import { NanoPayError } from '../../errors.js';
+import { rawToXno } from '../../nano/index.js';
+import type { Limits } from '../../wallet/config.js';
+import { profileKey } from '../../wallet/send-log.js';
+import type { OpsContext } from '../context.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 

@@ -1,5 +1,5 @@
-import type { Confirmation } from '../api/node-ws.js';
-import type { Session } from './session.js';
+import type { Confirmation } from '../../api/node-ws.js';
+import type { Session } from '../session.js';
 
 /** With a live WebSocket, a poll still runs this often: delivery is not guaranteed. */
 export const SAFETY_POLL_MS = 60_000;
@@ -27,7 +27,7 @@ export async function confirmations(
   const url = session.nodeWsUrl();
   if (url === undefined) return undefined;
   // Loaded only here: most commands never open a WebSocket.
-  const ws = await import('../api/node-ws.js');
+  const ws = await import('../../api/node-ws.js');
   let connected = false;
   const feed = new ws.ConfirmationFeed(url, accounts, {
     onConfirmation: (c) => {

@@ -1,7 +1,7 @@
-import { NanoPayError } from '../errors.js';
-import { rawToXno, xnoToRaw } from '../nano/index.js';
-import type { ProfileRecord } from '../wallet/config.js';
-import { DEFAULT_API_URL, secretIds, type Session } from './session.js';
+import { NanoPayError } from '../../errors.js';
+import { rawToXno, xnoToRaw } from '../../nano/index.js';
+import type { ProfileRecord } from '../../wallet/config.js';
+import { DEFAULT_API_URL, secretIds, type Session } from '../session.js';
 
 /** Settings a user can change, with how each is checked and stored. Amounts are XNO at the edge, raw inside. */
 function checkUrl(v: string, what: string, protocols: string[]): string {

@@ -1,8 +1,8 @@
-import { serviceOnly } from '../api/backend.js';
-import { NanoPayError } from '../errors.js';
-import { deriveAccount, generateSeed, type AccountSource } from '../nano/index.js';
-import type { WalletKind, WalletRecord } from '../wallet/config.js';
-import { secretIds, type Session } from './session.js';
+import { serviceOnly } from '../../api/backend.js';
+import { NanoPayError } from '../../errors.js';
+import { deriveAccount, generateSeed, type AccountSource } from '../../nano/index.js';
+import type { WalletKind, WalletRecord } from '../../wallet/config.js';
+import { secretIds, type Session } from '../session.js';
 
 export interface WalletSummary {
   name: string;

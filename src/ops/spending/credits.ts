@@ -1,13 +1,13 @@
-import { CREDIT_TIERS, parseTier, type CreditTier } from '../api/contract.js';
-import { NanoPayError } from '../errors.js';
-import { linkAsAccount, rawToXno, xnoToRaw } from '../nano/index.js';
-import type { TopupAnswer } from '../wallet/journal.js';
-import { inconsistent } from './chain.js';
-import type { OpsContext, Signer } from './context.js';
-import { xnoAndRaw } from './money.js';
+import { CREDIT_TIERS, parseTier, type CreditTier } from '../../api/contract.js';
+import { NanoPayError } from '../../errors.js';
+import { linkAsAccount, rawToXno, xnoToRaw } from '../../nano/index.js';
+import type { TopupAnswer } from '../../wallet/journal.js';
+import { inconsistent } from '../ledger/chain.js';
+import type { OpsContext, Signer } from '../context.js';
+import { xnoAndRaw } from '../money.js';
 import { move, type Confirm } from './movement.js';
-import { settleJournal } from './recovery.js';
-import type { Session } from './session.js';
+import { settleJournal } from '../ledger/recovery.js';
+import type { Session } from '../session.js';
 
 export { parseTier };
 

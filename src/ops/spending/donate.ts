@@ -1,7 +1,7 @@
-import { linkAsAccount } from '../nano/index.js';
-import { rawOf } from './money.js';
+import { linkAsAccount } from '../../nano/index.js';
+import { rawOf } from '../money.js';
 import { send, type SendInput, type SendResult } from './send.js';
-import type { Session } from './session.js';
+import type { Session } from '../session.js';
 
 export interface DonateResult extends SendResult {
   success: boolean;

@@ -1,6 +1,6 @@
-import { NanoPayError } from '../errors.js';
-import { hashBlock, signBlock, verifyBlock, type Account, type StateBlock } from '../nano/index.js';
-import type { Signer } from './context.js';
+import { NanoPayError } from '../../errors.js';
+import { hashBlock, signBlock, verifyBlock, type Account, type StateBlock } from '../../nano/index.js';
+import type { Signer } from '../context.js';
 
 /** Signs in this process with the account's private key (the key store unlocked with the password). */
 export function keySigner(account: Account): Signer {

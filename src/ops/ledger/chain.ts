@@ -1,6 +1,6 @@
-import type { BackendKind, LedgerBackend } from '../api/backend.js';
-import type { RemoteAccountInfo, RemoteBlockInfo } from '../api/client.js';
-import { NanoPayError } from '../errors.js';
+import type { BackendKind, LedgerBackend } from '../../api/backend.js';
+import type { RemoteAccountInfo, RemoteBlockInfo } from '../../api/client.js';
+import { NanoPayError } from '../../errors.js';
 import {
   DEFAULT_REPRESENTATIVE,
   ZERO_HASH,
@@ -15,11 +15,11 @@ import {
   type AccountState,
   type StateBlock,
   type Subtype,
-} from '../nano/index.js';
-import { LIVE_THRESHOLDS, type Thresholds } from '../work/index.js';
-import type { JournalEntry } from '../wallet/journal.js';
-import type { BlockNote, OpsContext, Signer } from './context.js';
-import { xnoAndRaw } from './money.js';
+} from '../../nano/index.js';
+import { LIVE_THRESHOLDS, type Thresholds } from '../../work/index.js';
+import type { JournalEntry } from '../../wallet/journal.js';
+import type { BlockNote, OpsContext, Signer } from '../context.js';
+import { xnoAndRaw } from '../money.js';
 
 export interface AccountHead {
   state: AccountState;

@@ -1,11 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { NodeClient } from '../api/node-client.js';
-import { NanoPayError } from '../errors.js';
-import { MAX_RAW, normalizeAddress } from '../nano/index.js';
-import type { RequestRecord } from '../wallet/requests.js';
-import { provedReceivable, readAccountHead } from './chain.js';
-import { xnoAndRaw } from './money.js';
-import type { Session } from './session.js';
+import type { NodeClient } from '../../api/node-client.js';
+import { NanoPayError } from '../../errors.js';
+import { MAX_RAW, normalizeAddress } from '../../nano/index.js';
+import type { RequestRecord } from '../../wallet/requests.js';
+import { provedReceivable, readAccountHead } from '../ledger/chain.js';
+import { xnoAndRaw } from '../money.js';
+import type { Session } from '../session.js';
 
 /**
  * Offsets are drawn from 1..2^48 raw (under 3·10^-16 XNO, invisible to a

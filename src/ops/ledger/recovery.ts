@@ -1,9 +1,9 @@
-import { NanoPayError } from '../errors.js';
-import { ZERO_HASH, linkAsAccount } from '../nano/index.js';
-import type { JournalEntry, TopupAnswer } from '../wallet/journal.js';
+import { NanoPayError } from '../../errors.js';
+import { ZERO_HASH, linkAsAccount } from '../../nano/index.js';
+import type { JournalEntry, TopupAnswer } from '../../wallet/journal.js';
 import { isDefinitiveRejection } from './chain.js';
-import type { OpsContext } from './context.js';
-import { withSpendingLock } from './limits.js';
+import type { OpsContext } from '../context.js';
+import { withSpendingLock } from '../spending/limits.js';
 
 export type Outcome = 'none' | 'confirmed' | 'republished' | 'dropped';
 

@@ -1,7 +1,7 @@
-import { normalizeAddress, rawToXno } from '../nano/index.js';
-import { rawOf, type Amount } from './money.js';
+import { normalizeAddress, rawToXno } from '../../nano/index.js';
+import { rawOf, type Amount } from '../money.js';
 import { move, type Confirm, type Moved, type SendPreview } from './movement.js';
-import type { Session } from './session.js';
+import type { Session } from '../session.js';
 
 export type { SendPreview } from './movement.js';
 

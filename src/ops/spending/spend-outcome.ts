@@ -1,5 +1,5 @@
-import { NanoPayError } from '../errors.js';
-import type { Session } from './session.js';
+import { NanoPayError } from '../../errors.js';
+import type { Session } from '../session.js';
 
 /** Refusals the operations make before a payment's block is signed: its input, the limits, the funds, a price, the wallet. */
 const BEFORE_SIGNING = new Set([

@@ -1,9 +1,9 @@
-import { NanoPayError } from '../errors.js';
-import { parseHash } from '../nano/index.js';
-import { LIVE_THRESHOLDS, expectedHashes, generateWork, parseThreshold, validateWork, workEngine, workValue, type EngineName } from '../work/index.js';
-import { serviceThresholds } from './chain.js';
+import { NanoPayError } from '../../errors.js';
+import { parseHash } from '../../nano/index.js';
+import { LIVE_THRESHOLDS, expectedHashes, generateWork, parseThreshold, validateWork, workEngine, workValue, type EngineName } from '../../work/index.js';
+import { serviceThresholds } from '../ledger/chain.js';
 import { nextWork } from './precache.js';
-import type { Session } from './session.js';
+import type { Session } from '../session.js';
 
 /** A threshold given as hex, or the service's for a subtype (live base values when it does not say). */
 export async function resolveThreshold(session: Session, input: { threshold?: string; subtype?: 'send' | 'receive' }): Promise<string> {

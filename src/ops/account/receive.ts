@@ -1,10 +1,10 @@
-import { rawToXno } from '../nano/index.js';
-import { receiveAllPending, type ReceivedBlock } from './chain.js';
-import { Wakeup } from '../timing/wakeups.js';
-import { SAFETY_POLL_MS, confirmations } from './confirmations.js';
-import { freshAccounts, markReceived } from './node-requests.js';
-import { settleJournal } from './recovery.js';
-import type { ActiveAccount, Session } from './session.js';
+import { rawToXno } from '../../nano/index.js';
+import { receiveAllPending, type ReceivedBlock } from '../ledger/chain.js';
+import { Wakeup } from '../../timing/wakeups.js';
+import { SAFETY_POLL_MS, confirmations } from '../ledger/confirmations.js';
+import { freshAccounts, markReceived } from '../requests/node-requests.js';
+import { settleJournal } from '../ledger/recovery.js';
+import type { ActiveAccount, Session } from '../session.js';
 
 export interface ReceiveInput {
   wallet?: string;

@@ -1,7 +1,7 @@
-import { NanoPayError } from '../errors.js';
-import { normalizeAddress, rawToXno } from '../nano/index.js';
+import { NanoPayError } from '../../errors.js';
+import { normalizeAddress, rawToXno } from '../../nano/index.js';
 import { receive, type ReceivedItem } from './receive.js';
-import type { Session } from './session.js';
+import type { Session } from '../session.js';
 
 export interface BalanceInput {
   /** Any account; the active one when absent. */

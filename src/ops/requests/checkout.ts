@@ -1,12 +1,12 @@
-import type { RemotePaymentStatus } from '../api/client.js';
-import type { Confirmation } from '../api/node-ws.js';
-import { NanoPayError, redactUrl } from '../errors.js';
-import { buildNanoUri, normalizeAddress, rawToXno, xnoToRaw } from '../nano/index.js';
-import type { RequestRecord } from '../wallet/requests.js';
-import { confirmations, type LiveFeed } from './confirmations.js';
+import type { RemotePaymentStatus } from '../../api/client.js';
+import type { Confirmation } from '../../api/node-ws.js';
+import { NanoPayError, redactUrl } from '../../errors.js';
+import { buildNanoUri, normalizeAddress, rawToXno, xnoToRaw } from '../../nano/index.js';
+import type { RequestRecord } from '../../wallet/requests.js';
+import { confirmations, type LiveFeed } from '../ledger/confirmations.js';
 import { nodePaymentStatus } from './node-requests.js';
 import { checkRedirectUrl, checkTransactionId, requestPayment, type PaymentRequestResult } from './payments.js';
-import type { Session } from './session.js';
+import type { Session } from '../session.js';
 
 /** What a checkout page shows of a payment request: the request itself, nothing secret. */
 export type CheckoutRequest = PaymentRequestResult;

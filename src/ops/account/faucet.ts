@@ -1,6 +1,6 @@
-import { ApiClient } from '../api/client.js';
-import { normalizeAddress, rawToXno, xnoToRaw } from '../nano/index.js';
-import type { Session } from './session.js';
+import { ApiClient } from '../../api/client.js';
+import { normalizeAddress, rawToXno, xnoToRaw } from '../../nano/index.js';
+import type { Session } from '../session.js';
 
 /** Test funds from the sandbox's faucet (a real service has none): to any address, or the active account. On a node backend, the sandbox is the node. */
 export async function fundFromFaucet(session: Session, input: { address?: string; amount: string }) {

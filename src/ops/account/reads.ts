@@ -1,6 +1,6 @@
-import { normalizeAddress, parseHash, rawToXno } from '../nano/index.js';
-import { serviceThresholds } from './chain.js';
-import type { Session } from './session.js';
+import { normalizeAddress, parseHash, rawToXno } from '../../nano/index.js';
+import { serviceThresholds } from '../ledger/chain.js';
+import type { Session } from '../session.js';
 
 async function addressOrActive(session: Session, address?: string): Promise<string> {
   return address === undefined ? session.address() : normalizeAddress(address);

@@ -1,11 +1,11 @@
-import { NanoPayError } from '../errors.js';
-import { normalizeAddress, rawToXno, type StateBlock } from '../nano/index.js';
-import type { JournalEntry } from '../wallet/journal.js';
-import type { SendRecord } from '../wallet/send-log.js';
-import { planSend, publishTo, sendBlockOf, signAndJournal, submitEntry, type SendPlan } from './chain.js';
-import type { BlockNote, OpsContext, Signer } from './context.js';
+import { NanoPayError } from '../../errors.js';
+import { normalizeAddress, rawToXno, type StateBlock } from '../../nano/index.js';
+import type { JournalEntry } from '../../wallet/journal.js';
+import type { SendRecord } from '../../wallet/send-log.js';
+import { planSend, publishTo, sendBlockOf, signAndJournal, submitEntry, type SendPlan } from '../ledger/chain.js';
+import type { BlockNote, OpsContext, Signer } from '../context.js';
 import { checkPerDay, checkPerSend, spentToday, withSpendingLock } from './limits.js';
-import { recordLanded, settleJournal } from './recovery.js';
+import { recordLanded, settleJournal } from '../ledger/recovery.js';
 
 /** What a payment will do, shown before it is confirmed. */
 export interface SendPreview {

@@ -1,14 +1,14 @@
-import { checkRedirectUrl, isTransactionId } from '../api/contract.js';
-import type { CallOptions } from '../api/http.js';
-import { ExitCode, NanoPayError } from '../errors.js';
-import { buildNanoUri, normalizeAddress, parseNanoUri, rawToXno, xnoToRaw } from '../nano/index.js';
-import { inconsistent } from './chain.js';
-import { rawOf, xnoAndRaw, type Amount } from './money.js';
+import { checkRedirectUrl, isTransactionId } from '../../api/contract.js';
+import type { CallOptions } from '../../api/http.js';
+import { ExitCode, NanoPayError } from '../../errors.js';
+import { buildNanoUri, normalizeAddress, parseNanoUri, rawToXno, xnoToRaw } from '../../nano/index.js';
+import { inconsistent } from '../ledger/chain.js';
+import { rawOf, xnoAndRaw, type Amount } from '../money.js';
 import { createNodeRequest, nodePaymentStatus } from './node-requests.js';
-import { Wakeup } from '../timing/wakeups.js';
-import { SAFETY_POLL_MS, confirmations } from './confirmations.js';
-import { send, type SendInput, type SendResult } from './send.js';
-import type { Session } from './session.js';
+import { Wakeup } from '../../timing/wakeups.js';
+import { SAFETY_POLL_MS, confirmations } from '../ledger/confirmations.js';
+import { send, type SendInput, type SendResult } from '../spending/send.js';
+import type { Session } from '../session.js';
 
 export { checkRedirectUrl };
 

@@ -1,6 +1,6 @@
-import { workRoot } from '../nano/index.js';
-import { readAccountHead } from './chain.js';
-import type { Session } from './session.js';
+import { workRoot } from '../../nano/index.js';
+import { readAccountHead } from '../ledger/chain.js';
+import type { Session } from '../session.js';
 
 /**
  * The root and threshold of the active account's next block: its frontier (or
