@@ -8,7 +8,6 @@ import {
   buildReceiveBlock,
   buildSendBlock,
   hashBlock,
-  linkAsAccount,
   normalizeAddress,
   verifyBlock,
   workRoot,
@@ -20,6 +19,7 @@ import { LIVE_THRESHOLDS, type Thresholds } from '../../work/index.js';
 import type { JournalEntry } from '../../wallet/journal.js';
 import type { BlockNote, OpsContext, Signer } from '../context.js';
 import { xnoAndRaw } from '../money.js';
+import { provedReceivable } from './proofs.js';
 
 export interface AccountHead {
   state: AccountState;
@@ -179,74 +179,6 @@ export interface ReceivedBlock {
   sourceHash: string;
   amountRaw: bigint;
   subtype: 'open' | 'receive';
-}
-
-/** A send block nanopay proved from the blocks themselves, not from what a backend said about it. */
-export interface ProvedSend {
-  hash: string;
-  from: string;
-  to: string;
-  amountRaw: bigint;
-  /** As the backend says: a block counts as a payment only once confirmed. */
-  confirmed: boolean;
-}
-
-/** Confirmed sends already proved: a confirmed block never changes, so it is fetched once. */
-const provedSends = new Map<string, ProvedSend>();
-const PROVED_KEPT = 10_000;
-
-/**
- * Proves a send block: fetched by hash, its hash recomputed from its contents,
- * its signature verified with its account's key, and its amount taken from its
- * balance against its previous block (fetched and hashed too; the signature
- * covers that hash). What a backend claims about the amount or the destination
- * is never used. A block that is no send, or that does not hash or verify, is
- * SERVICE_INCONSISTENT: an honest backend lists no such block.
- */
-async function proveSend(api: LedgerBackend, hash: string): Promise<ProvedSend> {
-  const key = hash.toUpperCase();
-  const kept = provedSends.get(key);
-  if (kept !== undefined) return kept;
-  const party = { party: api.kind, outcome: 'It was not counted as a payment, and nothing was signed.' };
-  const fetch = (h: string, what: string): Promise<RemoteBlockInfo> =>
-    api.blockInfo(h).catch((error: unknown) => {
-      if (error instanceof NanoPayError && error.status === 404) throw inconsistent(`${what} ${h} is not a known block`, party);
-      throw error;
-    });
-  const info = await fetch(key, 'the send');
-  const block = info.contents;
-  if (hashBlock(block) !== key) throw inconsistent(`the contents given for block ${key} hash to ${hashBlock(block)}`, party);
-  if (!verifyBlock(block)) throw inconsistent(`block ${key} is not signed by its account ${block.account}`, party);
-  const previous = block.previous.toUpperCase();
-  if (previous === ZERO_HASH) throw inconsistent(`block ${key} opens an account; it is no send`, party);
-  const before = (await fetch(previous, 'the block before')).contents;
-  if (hashBlock(before) !== previous) throw inconsistent(`the contents given for block ${previous} hash to ${hashBlock(before)}`, party);
-  const amountRaw = BigInt(before.balance) - BigInt(block.balance);
-  if (amountRaw <= 0n) throw inconsistent(`block ${key} lowers no balance; it is no send`, party);
-  const proved: ProvedSend = { hash: key, from: normalizeAddress(block.account), to: linkAsAccount(block.link), amountRaw, confirmed: info.confirmed };
-  if (proved.confirmed) {
-    if (provedSends.size >= PROVED_KEPT) provedSends.delete(provedSends.keys().next().value as string);
-    provedSends.set(key, proved);
-  }
-  return proved;
-}
-
-/** How many blocks are proved at once: each costs the backend two reads. */
-const PROVING_AT_ONCE = 8;
-
-/**
- * The confirmed sends waiting for `address`, each proved (proveSend): the
- * backend's list says which blocks to look at, never what they are worth.
- * One that does not pay `address` is SERVICE_INCONSISTENT; unconfirmed ones are left for later.
- */
-export async function provedReceivable(api: LedgerBackend, address: string, hashes: string[]): Promise<ProvedSend[]> {
-  const proved: ProvedSend[] = [];
-  for (let i = 0; i < hashes.length; i += PROVING_AT_ONCE) {
-    proved.push(...(await Promise.all(hashes.slice(i, i + PROVING_AT_ONCE).map((h) => proveSend(api, h)))));
-  }
-  const stray = proved.find((p) => p.to !== address);
-  if (stray !== undefined) throw inconsistent(`it lists block ${stray.hash} as waiting for ${address}, but it pays ${stray.to}`, { party: api.kind });
-  return proved.filter((p) => p.confirmed);
 }
 
 /** Receives every confirmed pending block of at least `minimumRaw` (each proved, see proveSend), oldest first; the first opens the account. */

@@ -3,7 +3,8 @@ import type { NodeClient } from '../../api/node-client.js';
 import { NanoPayError } from '../../errors.js';
 import { MAX_RAW, normalizeAddress } from '../../nano/index.js';
 import type { RequestRecord } from '../../wallet/requests.js';
-import { provedReceivable, readAccountHead } from '../ledger/chain.js';
+import { readAccountHead } from '../ledger/chain.js';
+import { provedReceivable } from '../ledger/proofs.js';
 import { xnoAndRaw } from '../money.js';
 import type { Session } from '../session.js';
 
