@@ -51,11 +51,6 @@ export const TOOL_ROUTES: readonly ToolRoute[] = [
   { method: 'POST', path: '/donate/:amount', tool: 'donate.send', input: ({ params }) => ({ amount: params.amount }) },
 ];
 
-/**
- * The local HTTP toolset: the seven tools over the spec's routes, behind the
- * guards that keep web pages out (Host, Origin, Sec-Fetch-Site, JSON bodies)
- * and, when set, the user check and the token.
- */
 /** HTTP routes for tool routes: each checks its input against the tool's schema, then `run`s the tool. */
 export function routesFor(tools: readonly ToolRoute[], run: (tool: Tool, input: ToolInput, call: Call) => Promise<unknown>): Route[] {
   return tools.map((route) => ({
@@ -68,6 +63,11 @@ export function routesFor(tools: readonly ToolRoute[], run: (tool: Tool, input: 
   }));
 }
 
+/**
+ * The local HTTP toolset: the seven tools over the spec's routes, behind the
+ * guards that keep web pages out (Host, Origin, Sec-Fetch-Site, JSON bodies)
+ * and, when set, the user check and the token.
+ */
 export async function startToolset(session: Session, options: ToolsetOptions): Promise<RunningToolset> {
   if (!isLoopback(options.host) && options.token === undefined) {
     throw new NanoPayError('USAGE', `Listening on ${options.host} (not loopback) requires a token`, { hint: 'Pass --token-file or set NANOPAY_TOOLSET_TOKEN.' });
