@@ -6,7 +6,6 @@ import type { Account } from '../nano/index.js';
 import { WorkCache, providerSettings, workProvider, type WorkObserver } from '../work/index.js';
 import { ConfigStore, type ProfileRecord, type WalletRecord } from '../wallet/config.js';
 import { Journal } from '../wallet/journal.js';
-import { RequestStore } from '../wallet/requests.js';
 import { KeyStore } from '../wallet/keystore.js';
 import { withAccountLock } from '../wallet/lock.js';
 import { SendLog } from '../wallet/send-log.js';
@@ -16,6 +15,8 @@ import { WorkStore } from '../wallet/work-store.js';
 import { configDir, keystorePath, stateDir } from '../wallet/paths.js';
 import type { OpsContext, Signer, WorkProvider } from './context.js';
 import { keySigner, sessionSigner } from './ledger/signers.js';
+import { openStore } from '../store/open.js';
+import type { Store } from '../store/store.js';
 
 /** Asks for the key store password; `purpose` says why (for a prompt). */
 export type PasswordSource = (purpose: 'unlock' | 'create') => Promise<string>;
@@ -68,8 +69,7 @@ export class Session {
   readonly journal: Journal;
   readonly sendLog: SendLog;
   readonly workStore: WorkStore;
-  /** Payment requests nanopay keeps itself (node backend). */
-  readonly requests: RequestStore;
+  private opened: Promise<Store> | undefined;
   private store: Promise<KeyStore> | undefined;
   private lent: Promise<Keys> | undefined;
   /** Unlocked sessions this session ended by changing the key store (a front end may say so). */
@@ -86,7 +86,6 @@ export class Session {
     this.journal = new Journal(stateDir(this.dir, 'journal'));
     this.sendLog = new SendLog(stateDir(this.dir, 'sends'));
     this.workStore = new WorkStore(this.dir);
-    this.requests = new RequestStore(stateDir(this.dir, 'requests'), stateDir(this.dir, 'locks'), this.profileName);
   }
 
   profile(): ProfileRecord {
@@ -95,6 +94,28 @@ export class Session {
 
   updateProfile(change: (p: ProfileRecord) => ProfileRecord): ProfileRecord {
     return this.config.updateProfile(this.profileName, change);
+  }
+
+  /** The shared PostgreSQL store's URL (NANOPAY_DATABASE_URL, else database-url), if one is set. */
+  databaseUrl(): string | undefined {
+    return this.env.NANOPAY_DATABASE_URL || this.profile().databaseUrl || undefined;
+  }
+
+  /**
+   * What nanopay keeps that grows (payment requests of the node backend): the
+   * profile's SQLite file, or the PostgreSQL database of database-url. Opened
+   * once, on first need.
+   */
+  dataStore(): Promise<Store> {
+    this.opened ??= openStore({
+      storeDir: stateDir(this.dir, 'store'),
+      requestsDir: stateDir(this.dir, 'requests'),
+      lockDir: stateDir(this.dir, 'locks'),
+      profile: this.profileName,
+      ...(this.databaseUrl() === undefined ? {} : { databaseUrl: this.databaseUrl() }),
+    });
+    this.opened.catch(() => (this.opened = undefined));
+    return this.opened;
   }
 
   apiUrl(): string {

@@ -35,6 +35,8 @@ export interface ProfileRecord {
   nodeWsUrl?: string;
   /** How node-auth (a secret, in the key store) is sent. */
   nodeAuthScheme?: 'bearer' | 'basic' | 'key';
+  /** The shared PostgreSQL store (no password: that is in PGPASSWORD or ~/.pgpass). */
+  databaseUrl?: string;
   wallets: Record<string, WalletRecord>;
 }
 

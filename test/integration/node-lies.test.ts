@@ -44,7 +44,7 @@ function onAction(action: string, change: (answer: Answer, body: Answer) => Answ
   lie = (answer, body) => (body.action === action ? change(answer, body) : answer);
 }
 
-const recordOf = async (id: string) => merchant.requests.get(id);
+const recordOf = async (id: string) => (await merchant.dataStore()).requests.get(id);
 
 beforeAll(async () => {
   sb = await sandbox();

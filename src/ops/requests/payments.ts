@@ -167,7 +167,7 @@ export async function watchPayment(session: Session, transactionId: string, opti
   const id = checkTransactionId(transactionId);
   const started = Date.now();
   const deadline = options.timeoutMs === undefined ? Infinity : started + options.timeoutMs;
-  const address = session.backendKind() === 'node' ? (await session.requests.get(id.toLowerCase()))?.address : undefined;
+  const address = session.backendKind() === 'node' ? (await (await session.dataStore()).requests.get(id.toLowerCase()))?.address : undefined;
   const wake = new Wakeup();
   const feed = address === undefined ? undefined : await confirmations(session, [address], () => wake.wake(), (c) => c.subtype === 'send' && c.linkAsAccount === address);
   let last: string | undefined;
