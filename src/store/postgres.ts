@@ -22,6 +22,8 @@ function isConnectionError(error: unknown): boolean {
   );
 }
 
+const ignore = (): void => undefined;
+
 const rowRecord = (row: { doc: RequestRecord } | undefined): RequestRecord | undefined => row?.doc;
 
 const NOTIFY = (seq: string, id: string, status: string) => `pg_notify('${CHANNEL}', json_build_object('id', ${id}, 'status', ${status}, 'seq', ${seq})::text)`;
@@ -178,6 +180,7 @@ export class PostgresStore implements Store {
   readonly outbox: Outbox = new PostgresOutbox(this);
   readonly location: string;
   private readonly listeners = new Set<Listener>();
+  private readonly queues = new Map<string, Promise<void>>();
 
   private constructor(
     private readonly pg: typeof import('pg').default,
@@ -220,11 +223,26 @@ export class PostgresStore implements Store {
     }
   }
 
-  /** Runs `fn` in a transaction on one connection; `rollback(value)` ends it unchanged with that value. */
-  async transaction<T>(fn: (client: pg.PoolClient, rollback: <V>(value: V) => V) => Promise<T>): Promise<T> {
+  /**
+   * A connection of the pool for a while. Its errors (the server gone) are ignored here: the statement
+   * running on it fails with them, and it is released as broken.
+   */
+  private async checkout(): Promise<pg.PoolClient> {
     const client = await this.pool.connect().catch((error: unknown) => {
       throw isConnectionError(error) ? this.unavailable(error) : error;
     });
+    client.on('error', ignore);
+    return client;
+  }
+
+  private release(client: pg.PoolClient, error?: unknown): void {
+    client.off('error', ignore);
+    client.release(error as Error | undefined);
+  }
+
+  /** Runs `fn` in a transaction on one connection; `rollback(value)` ends it unchanged with that value. */
+  async transaction<T>(fn: (client: pg.PoolClient, rollback: <V>(value: V) => V) => Promise<T>): Promise<T> {
+    const client = await this.checkout();
     let rolledBack = false;
     let broken: unknown;
     try {
@@ -243,7 +261,7 @@ export class PostgresStore implements Store {
       await client.query('ROLLBACK').catch(() => undefined);
       throw error;
     } finally {
-      client.release(broken as Error | undefined);
+      this.release(client, broken);
     }
   }
 
@@ -260,23 +278,39 @@ export class PostgresStore implements Store {
     });
   }
 
-  async exclusive<T>(name: string, fn: () => Promise<T>): Promise<T> {
-    const client = await this.pool.connect().catch((error: unknown) => {
-      throw isConnectionError(error) ? this.unavailable(error) : error;
+  /**
+   * Callers of this process queue for a name first, so that they hold one connection between them while
+   * waiting for the server's lock (waiting with one each would leave `fn` none to work with).
+   */
+  exclusive<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    const previous = this.queues.get(name) ?? Promise.resolve();
+    const mine = previous.then(() => this.exclusiveOnServer(name, fn));
+    const settled = mine.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.queues.set(name, settled);
+    void settled.then(() => {
+      if (this.queues.get(name) === settled) this.queues.delete(name);
     });
+    return mine;
+  }
+
+  private async exclusiveOnServer<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    const client = await this.checkout();
     // A session lock on a connection of its own: if this process dies, the server ends the session and frees it.
     try {
       await client.query(`SELECT pg_advisory_lock(hashtextextended($1, 0))`, [`nanopay:${name}`]);
     } catch (error) {
-      client.release(error as Error);
+      this.release(client, error);
       throw isConnectionError(error) ? this.unavailable(error) : error;
     }
     try {
       return await fn();
     } finally {
       await client.query(`SELECT pg_advisory_unlock(hashtextextended($1, 0))`, [`nanopay:${name}`]).then(
-        () => client.release(),
-        (error: Error) => client.release(error),
+        () => this.release(client),
+        (error: unknown) => this.release(client, error),
       );
     }
   }

@@ -159,6 +159,19 @@ describe.each(kinds)('the $name store', (kind) => {
     expect(most).toBe(1);
   });
 
+  test('many exclusive sections of one store at once, each using the store, all finish (more than its connections)', async () => {
+    const { store } = await kind.fresh();
+    const done = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        store.exclusive('requests', async () => {
+          await store.requests.insert(request({ amountRaw: String(9000 + i) }));
+          return store.requests.amountInUse(ADDRESS, String(9000 + i), '2000-01-01T00:00:00.000Z');
+        }),
+      ),
+    );
+    expect(done).toEqual(Array(30).fill(true));
+  });
+
   test('a status change made through one store reaches a subscriber of another, once', async () => {
     const { store, another } = await kind.fresh();
     const other = await another();
