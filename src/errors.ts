@@ -89,6 +89,9 @@ const CATALOG: Record<string, CodeInfo> = {
   WRONG_PASSWORD: auth,
   PASSWORD_REQUIRED: auth,
   STORE_CORRUPT: { status: 500, exit: ExitCode.GENERAL },
+  // The requests store (src/store/): its schema is newer than this nanopay; its PostgreSQL server cannot be reached.
+  STORE_TOO_NEW: { status: 500, exit: ExitCode.GENERAL },
+  STORE_UNAVAILABLE: { status: 503, exit: ExitCode.UPSTREAM },
   // An unlocked session's socket or dir that is not the user's own and private: refused, never used.
   UNSAFE_SESSION: { status: 500, exit: ExitCode.GENERAL },
   // A wallet the running unlocked session does not hold (the settings name one it was not unlocked with).
