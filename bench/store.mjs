@@ -4,8 +4,8 @@
 //    (goal <= 1.2x at 100,000), on SQLite and on PostgreSQL;
 // 2. requests created per second by one process through the store, one after another and 16 at once;
 // 3. on PostgreSQL, how long a status change takes to reach a subscriber on another connection.
-// PostgreSQL is a private cluster started here (Debian's binaries, as the postgres user when run as root), or
-// BENCH_DATABASE_URL's database (emptied first!); without either, its rows are skipped. A benchmark: it prints figures.
+// PostgreSQL is a private cluster started here (Debian's binaries, as the postgres user when run as root, a new
+// database for each case); without it, its rows are skipped. A benchmark: it prints figures.
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, chownSync } from 'node:fs';
@@ -57,21 +57,22 @@ async function startCluster() {
   await as('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions']);
   // Durable as a real server is (fsync on): the figures are for a store that keeps what it commits.
   await as('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1`, 'start']);
+  let made = 0;
   return {
-    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    database: async () => {
+      const name = `bench_${++made}`;
+      const client = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:${port}/postgres` });
+      await client.connect();
+      await client.query(`CREATE DATABASE ${name}`);
+      await client.end();
+      return `postgres://postgres@127.0.0.1:${port}/${name}`;
+    },
     stop: async () => {
       const pid = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
       process.kill(pid, 'SIGINT');
       while ((() => { try { process.kill(pid, 0); return true; } catch { return false; } })()) await sleep(20);
     },
   };
-}
-
-async function emptyDatabase(url) {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  await client.query('DROP SCHEMA public CASCADE; CREATE SCHEMA public');
-  await client.end();
 }
 
 /** One CLI run: wall time from spawn to exit, and max RSS (by /usr/bin/time, when there is one). */
@@ -139,38 +140,34 @@ async function profile(sandboxUrl, count, databaseUrl) {
   return { env, statusId: middle, lock: () => measure(['lock'], env).catch(() => undefined) };
 }
 
-async function commandFigures(sandbox, kind, databaseUrl) {
-  const rows = [];
-  for (const size of SIZES) {
-    if (databaseUrl !== undefined) await emptyDatabase(databaseUrl);
-    const p = await profile(sandbox.url, size, databaseUrl);
-    try {
-      await measure(['status', p.statusId, '--json'], p.env);
-      const samples = { request: [], status: [] };
-      for (let round = 0; round < ROUNDS; round++) {
-        samples.request.push(await measure(['request', '0.001', '--json'], p.env));
-        samples.status.push(await measure(['status', p.statusId, '--json'], p.env));
-      }
-      for (const command of ['request', 'status']) {
-        rows.push({ kind, size, command, ms: median(samples[command].map((s) => s.ms)), mb: median(samples[command].map((s) => s.mb)) });
-      }
-    } finally {
-      await p.lock();
+/**
+ * The commands on stores of every size, interleaved: each round runs every (size, command) once, in turn, so a
+ * busy moment of the machine (shared by others) hits them all alike. PostgreSQL gets one database per size.
+ */
+async function commandFigures(sandbox, kind, cluster) {
+  const profiles = [];
+  try {
+    for (const size of SIZES) profiles.push({ size, ...(await profile(sandbox.url, size, cluster === undefined ? undefined : await cluster.database())) });
+    const cases = profiles.flatMap((p) => ['request', 'status'].map((command) => ({ ...p, command, samples: [] })));
+    const args = (c) => (c.command === 'request' ? ['request', '0.001', '--json'] : ['status', c.statusId, '--json']);
+    for (const c of cases) await measure(args(c), c.env);
+    for (let round = 0; round < ROUNDS; round++) for (const c of cases) c.samples.push(await measure(args(c), c.env));
+    for (const c of cases) {
+      const empty = cases.find((e) => e.command === c.command && e.size === SIZES[0]);
+      const [ms, mb, emptyMs, emptyMb] = [c, c, empty, empty].map((x, i) => median(x.samples.map((s) => (i % 2 === 0 ? s.ms : s.mb))));
+      const goal = c.size === 100_000 ? `  goal <= 1.2x ${ms / emptyMs <= 1.2 && mb / emptyMb <= 1.2 ? 'met' : 'MISSED'}` : '';
+      console.log(
+        `${kind.padEnd(8)} ${c.command.padEnd(7)} ${String(c.size).padStart(7)} requests  ${ms.toFixed(0).padStart(5)} ms (${(ms / emptyMs).toFixed(2)}x)  ${mb.toFixed(0).padStart(4)} MB (${(mb / emptyMb).toFixed(2)}x)${goal}`,
+      );
     }
-  }
-  for (const row of rows) {
-    const empty = rows.find((r) => r.command === row.command && r.size === SIZES[0]);
-    const goal = row.size === 100_000 ? `  goal <= 1.2x ${row.ms / empty.ms <= 1.2 && row.mb / empty.mb <= 1.2 ? 'met' : 'MISSED'}` : '';
-    console.log(
-      `${row.kind.padEnd(8)} ${row.command.padEnd(7)} ${String(row.size).padStart(7)} requests  ${row.ms.toFixed(0).padStart(5)} ms (${(row.ms / empty.ms).toFixed(2)}x)  ${row.mb.toFixed(0).padStart(4)} MB (${(row.mb / empty.mb).toFixed(2)}x)${goal}`,
-    );
+  } finally {
+    for (const p of profiles) await p.lock();
   }
 }
 
 /** Requests made by one process through the store (the operation `request` runs), in a row and 16 at once. */
-async function creationRate(sandbox, kind, databaseUrl) {
-  if (databaseUrl !== undefined) await emptyDatabase(databaseUrl);
-  const p = await profile(sandbox.url, 0, databaseUrl);
+async function creationRate(sandbox, kind, cluster) {
+  const p = await profile(sandbox.url, 0, cluster === undefined ? undefined : await cluster.database());
   try {
     const session = new Session({ password: async () => PASSWORD, configDir: p.env.NANOPAY_CONFIG_DIR, env: p.env });
     await requestPayment(session, { amount: { xno: '0.001' } });
@@ -191,8 +188,8 @@ async function creationRate(sandbox, kind, databaseUrl) {
 }
 
 /** How long a change made on one connection takes to reach a subscriber on another (PostgreSQL's NOTIFY). */
-async function notifyLatency(databaseUrl) {
-  await emptyDatabase(databaseUrl);
+async function notifyLatency(cluster) {
+  const databaseUrl = await cluster.database();
   const [writer, reader] = [await PostgresStore.open(databaseUrl), await PostgresStore.open(databaseUrl)];
   const waiting = new Map();
   const stop = await reader.subscribe((change) => waiting.get(change.id)?.(performance.now()));
@@ -211,17 +208,17 @@ async function notifyLatency(databaseUrl) {
 }
 
 const sandbox = await startSandbox({ port: 0 });
-const cluster = process.env.BENCH_DATABASE_URL ? { url: process.env.BENCH_DATABASE_URL, stop: async () => undefined } : await startCluster();
+const cluster = await startCluster();
 try {
-  console.log(`Machine: ${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, Node ${process.version}; median of ${ROUNDS} runs\n`);
+  console.log(`Machine: ${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, Node ${process.version}; median of ${ROUNDS} interleaved runs\n`);
   await commandFigures(sandbox, 'sqlite', undefined);
-  if (cluster.url !== undefined) await commandFigures(sandbox, 'postgres', cluster.url);
+  if (cluster.skipped === undefined) await commandFigures(sandbox, 'postgres', cluster);
   else console.log(`postgres skipped: ${cluster.skipped}`);
   console.log('');
   await creationRate(sandbox, 'sqlite', undefined);
-  if (cluster.url !== undefined) {
-    await creationRate(sandbox, 'postgres', cluster.url);
-    await notifyLatency(cluster.url);
+  if (cluster.skipped === undefined) {
+    await creationRate(sandbox, 'postgres', cluster);
+    await notifyLatency(cluster);
   }
 } catch (error) {
   console.error(error);
