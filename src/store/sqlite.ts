@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, lstatSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { NanoPayError } from '../errors.js';
@@ -232,6 +232,10 @@ export class SqliteStore implements Store {
   /** Opens (or creates) the store at `path`; a damaged file is reported, never replaced. */
   static async open(path: string, lockDir: string, lockPrefix: string): Promise<SqliteStore> {
     await ensurePrivateDir(dirname(path));
+    // A link is not followed (its target may be anyone's), as for every file of the config dir.
+    if (lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink() === true) {
+      throw new NanoPayError('STORE_CORRUPT', `${path} is a symbolic link; nanopay does not follow links for its own files`, { hint: 'Replace the link with the file it points to.' });
+    }
     // Created 0600 before SQLite opens it: SQLite gives its -wal and -shm files the database's mode.
     closeSync(openSync(path, 'a', 0o600));
     const { default: Database } = await import('better-sqlite3');

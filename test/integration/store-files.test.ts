@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, symlink, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -108,6 +108,15 @@ describe('a damaged store', () => {
     })().catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'STORE_CORRUPT', message: expect.stringContaining(path) });
     expect((await readFile(path)).subarray(0, cut.length)).toEqual(cut);
+  });
+
+  it('that is a link is refused, not followed', async () => {
+    const dir = await configDir();
+    await mkdir(join(dir, 'store'), { mode: 0o700 });
+    const elsewhere = join(dir, 'elsewhere.sqlite');
+    await symlink(elsewhere, join(dir, 'store', 'default.sqlite'));
+    await expect(session(dir).dataStore()).rejects.toMatchObject({ code: 'STORE_CORRUPT' });
+    await expect(stat(elsewhere)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
   it('is created private (0600) in a private directory', async () => {
