@@ -165,6 +165,36 @@ async function commandFigures(sandbox, kind, cluster) {
   }
 }
 
+/**
+ * The store's own part of a command, in-process, which the CLI's figures bury in start-up noise: open the store
+ * (schema check included) and make the reads `status` makes, on an empty store and on one of the largest size.
+ */
+async function storeCost(kind, cluster) {
+  const figures = [];
+  for (const size of [0, SIZES.at(-1)]) {
+    const dir = tempDir('cost');
+    const url = cluster === undefined ? undefined : await cluster.database();
+    const session = () => new Session({ password: async () => PASSWORD, configDir: dir, env: url === undefined ? {} : { NANOPAY_DATABASE_URL: url } });
+    const store = await session().dataStore();
+    const filled = records(size, 'nano_bench');
+    for (let i = 0; i < filled.length; i += 10_000) await store.requests.importAll(filled.slice(i, i + 10_000));
+    await store.close();
+    const id = filled[filled.length >> 1]?.id ?? randomUUID();
+    const samples = [];
+    for (let round = 0; round < 31; round++) {
+      const started = performance.now();
+      const opened = await session().dataStore();
+      await opened.requests.get(id);
+      await opened.requests.claimedHashes([randomBytes(32).toString('hex')]);
+      await opened.requests.openAmounts('nano_bench', ['12345', '67890'], new Date().toISOString());
+      await opened.close();
+      samples.push(performance.now() - started);
+    }
+    figures.push(`${median(samples).toFixed(2)} ms with ${size}`);
+  }
+  console.log(`${kind.padEnd(8)} the store's part of status (open, schema check, reads), in-process, median of 31: ${figures.join(', ')} requests`);
+}
+
 /** Requests made by one process through the store (the operation `request` runs), in a row and 16 at once. */
 async function creationRate(sandbox, kind, cluster) {
   const p = await profile(sandbox.url, 0, cluster === undefined ? undefined : await cluster.database());
@@ -215,6 +245,8 @@ try {
   if (cluster.skipped === undefined) await commandFigures(sandbox, 'postgres', cluster);
   else console.log(`postgres skipped: ${cluster.skipped}`);
   console.log('');
+  await storeCost('sqlite', undefined);
+  if (cluster.skipped === undefined) await storeCost('postgres', cluster);
   await creationRate(sandbox, 'sqlite', undefined);
   if (cluster.skipped === undefined) {
     await creationRate(sandbox, 'postgres', cluster);
