@@ -1,13 +1,24 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { cp, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createWallet } from '../../src/ops/profile/wallet.js';
+import { payUri, paymentStatus, requestPayment } from '../../src/ops/requests/payments.js';
+import { Session } from '../../src/ops/session.js';
+import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { PostgresStore } from '../../src/store/postgres.js';
+import { shutdownWorkers } from '../../src/work/index.js';
 import type { StoreChange } from '../../src/store/store.js';
 import type { RequestRecord } from '../../src/wallet/requests.js';
+import { fundedUser } from '../helpers/backend-users.js';
+import { PASSWORD, newUser } from '../helpers/cli.js';
 import { postgresUnavailable, startPostgres, type PostgresCluster } from '../helpers/postgres.js';
+import { sandbox } from '../helpers/sandbox.js';
 
 /**
  * Several instances on one PostgreSQL database, as several `checkout serve`s
@@ -94,6 +105,35 @@ describe.skipIf(skip !== undefined)('stores of several processes on one PostgreS
   });
 
   // How soon (well under a second here) is measured by npm run bench:store; a test does not time.
+  it('two machines with the same wallet on one database: 20 fresh requests at once get 20 accounts; a payment pays one request, seen paid by both', async () => {
+    const sb: RunningSandbox = await sandbox();
+    const machineB = await mkdtemp(join(tmpdir(), 'nanopay-machine-b-'));
+    try {
+      const url = await cluster.createDatabase(`f_${randomUUID().replaceAll('-', '')}`);
+      const merchant = await newUser(sb.url, { NANOPAY_BACKEND: 'node', NANOPAY_NODE_URL: sb.url, NANOPAY_DATABASE_URL: url });
+      await createWallet(new Session({ password: async () => PASSWORD, env: merchant.env }));
+      // Machine B: a copy of the merchant's config dir (the same wallet), on the same database.
+      await cp(merchant.configDir, machineB, { recursive: true });
+      const envs = [merchant.env, { ...merchant.env, HOME: machineB, NANOPAY_CONFIG_DIR: machineB }];
+      const on = (machine: number) => new Session({ password: async () => PASSWORD, env: envs[machine] as NodeJS.ProcessEnv });
+      const requests = await Promise.all(Array.from({ length: 20 }, (_, i) => requestPayment(on(i % 2), { amount: { xno: '0.01' }, freshAddress: true })));
+      expect(new Set(requests.map((r) => r.receive_address)).size).toBe(20);
+      const customer = await fundedUser(sb, 'node', '1');
+      const chosen = requests[5] as (typeof requests)[number];
+      await payUri(customer.session, chosen.uri, {});
+      const [a, b] = [on(0), on(1)];
+      const paid = [];
+      for (const [i, r] of requests.entries()) if ((await paymentStatus(i % 2 === 0 ? b : a, r.transaction_id)).is_paid) paid.push(r.transaction_id);
+      expect(paid).toEqual([chosen.transaction_id]);
+      expect((await paymentStatus(a, chosen.transaction_id)).is_paid).toBe(true);
+      for (const session of [a, b]) await (await session.dataStore()).close();
+    } finally {
+      await sb.close();
+      await shutdownWorkers();
+      await rm(machineB, { recursive: true, force: true });
+    }
+  });
+
   it('a status change made by one instance reaches a subscriber in another, once', async () => {
     const { url, store } = await database();
     const { lines } = instance(url, 'subscribe');
