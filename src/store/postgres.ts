@@ -362,10 +362,11 @@ class Listener {
   /** Notifications that came during a catch-up, passed on after it (in order). */
   private held: StoreChange[] | undefined;
 
+  /** `since`: the newest change when the subscription began; none up to it is passed on. */
   constructor(
     private readonly pg: typeof import('pg').default,
     private readonly url: string,
-    since: number,
+    private readonly since: number,
     private readonly onChange: (change: StoreChange) => void,
   ) {
     this.newest = since;
@@ -417,7 +418,7 @@ class Listener {
   private async catchUp(client: pg.Client): Promise<void> {
     const missed = await client.query<{ id: string; status: StoreChange['status']; changed_seq: string }>(
       'SELECT id, status, changed_seq FROM requests WHERE changed_seq > $1 ORDER BY changed_seq',
-      [this.newest - CATCH_UP_MARGIN],
+      [Math.max(this.since, this.newest - CATCH_UP_MARGIN)],
     );
     const held = this.held ?? [];
     this.held = undefined;
