@@ -80,7 +80,6 @@ export async function startPostgres(): Promise<PostgresCluster> {
   if (found.owner !== undefined) await chown(dir, found.owner.uid, found.owner.gid);
   const data = join(dir, 'data');
   const as = (program: string, args: string[]) => run(found.as[0] ?? join(found.bin, program), found.as.length > 0 ? [...found.as.slice(1), join(found.bin, program), ...args] : args);
-  await as('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions']);
   const port = await freePort();
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
   const start = () => as('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '60', '-o', options, 'start']);
@@ -92,7 +91,14 @@ export async function startPostgres(): Promise<PostgresCluster> {
     process.kill(pid, 'SIGINT');
     while (alive(pid)) await sleep(20);
   };
-  await start();
+  try {
+    await as('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions']);
+    await start();
+  } catch (error) {
+    await stopServer().catch(() => undefined);
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
   const url = (db: string) => `postgres://postgres@127.0.0.1:${port}/${db}`;
   return {
     port,
