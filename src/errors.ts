@@ -86,6 +86,8 @@ const CATALOG: Record<string, CodeInfo> = {
   API_KEY_NOT_FOUND: auth,
   FORBIDDEN: { status: 403, exit: ExitCode.AUTH },
   UNAUTHORIZED: auth,
+  // A webhook whose Nanopay-Signature does not verify (verifyWebhook): tampered, replayed, or another secret.
+  WEBHOOK_SIGNATURE_INVALID: auth,
   WRONG_PASSWORD: auth,
   PASSWORD_REQUIRED: auth,
   STORE_CORRUPT: { status: 500, exit: ExitCode.GENERAL },

@@ -30,4 +30,5 @@ export {
 export { workValue, validateWork, generateWork, shutdownWorkers, LIVE_THRESHOLDS, DEV_THRESHOLDS, type Thresholds } from './work/index.js';
 export { NanoPay, type NanoPayOptions } from './sdk/nanopay.js';
 export { AgentClient, AgentError } from './sdk/agent-client.js';
+export { verifyWebhook, signWebhook, SIGNATURE_HEADER, type VerifyWebhookOptions } from './shop/signature.js';
 export { startSandbox, type RunningSandbox, type SandboxOptions } from './sandbox/index.js';
