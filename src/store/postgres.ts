@@ -3,6 +3,8 @@ import { NanoPayError } from '../errors.js';
 import type { RequestRecord } from '../wallet/requests.js';
 import { MIGRATIONS, SCHEMA_VERSION, requestColumns, tooNew } from './schema.js';
 import { redactUrl } from './url.js';
+import { PostgresShop } from './postgres-shop.js';
+import type { ShopTable } from './shop.js';
 import type { Outbox, OutboxItem, RequestsTable, Store, StoreChange } from './store.js';
 
 /** The channel status changes are announced on (pg_notify in the changing transaction: sent on commit only). */
@@ -188,6 +190,7 @@ export class PostgresStore implements Store {
   readonly kind = 'postgres';
   readonly requests: RequestsTable = new PostgresRequests(this);
   readonly outbox: Outbox = new PostgresOutbox(this);
+  readonly shop: ShopTable = new PostgresShop(this);
   readonly location: string;
   private readonly listeners = new Set<Listener>();
   private readonly queues = new Map<string, Promise<void>>();

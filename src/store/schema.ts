@@ -87,6 +87,54 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX outbox_due ON outbox (topic, due_ms) WHERE NOT done;
     `,
   },
+  {
+    version: 2,
+    // The shop server (checkout serve): its requests and their webhook events (shop.ts).
+    sqlite: `
+      CREATE TABLE shop_requests (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        status TEXT NOT NULL,
+        order_id TEXT,
+        idempotency_key TEXT UNIQUE,
+        fingerprint TEXT,
+        doc TEXT NOT NULL
+      );
+      CREATE INDEX shop_requests_status ON shop_requests (status, seq);
+      CREATE INDEX shop_requests_order ON shop_requests (order_id, seq) WHERE order_id IS NOT NULL;
+      CREATE TABLE webhook_events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        request_id TEXT NOT NULL,
+        request_seq INTEGER NOT NULL,
+        pending INTEGER NOT NULL,
+        doc TEXT NOT NULL,
+        UNIQUE (request_id, request_seq)
+      );
+    `,
+    postgres: `
+      CREATE TABLE shop_requests (
+        seq BIGSERIAL PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        status TEXT NOT NULL,
+        order_id TEXT,
+        idempotency_key TEXT UNIQUE,
+        fingerprint TEXT,
+        doc JSONB NOT NULL
+      );
+      CREATE INDEX shop_requests_status ON shop_requests (status, seq);
+      CREATE INDEX shop_requests_order ON shop_requests (order_id, seq) WHERE order_id IS NOT NULL;
+      CREATE TABLE webhook_events (
+        seq BIGSERIAL PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        request_id TEXT NOT NULL,
+        request_seq INTEGER NOT NULL,
+        pending BOOLEAN NOT NULL,
+        doc JSONB NOT NULL,
+        UNIQUE (request_id, request_seq)
+      );
+    `,
+  },
 ];
 
 /** The columns a request's record is queried by, taken from its document (which keeps every field). */

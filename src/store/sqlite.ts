@@ -7,6 +7,8 @@ import { ensurePrivateDir } from '../fs/secure-fs.js';
 import { withAccountLock } from '../wallet/lock.js';
 import type { RequestRecord } from '../wallet/requests.js';
 import { MIGRATIONS, SCHEMA_VERSION, requestColumns, tooNew } from './schema.js';
+import { SqliteShop } from './sqlite-shop.js';
+import type { ShopTable } from './shop.js';
 import type { Outbox, OutboxItem, RequestsTable, Store, StoreChange } from './store.js';
 
 type Db = BetterSqlite3.Database;
@@ -221,6 +223,7 @@ export class SqliteStore implements Store {
   readonly kind = 'sqlite';
   readonly requests: RequestsTable = new SqliteRequests(this);
   readonly outbox: Outbox = new SqliteOutbox(this);
+  readonly shop: ShopTable = new SqliteShop(this);
 
   private constructor(
     readonly db: Db,

@@ -1,4 +1,5 @@
 import type { RequestRecord } from '../wallet/requests.js';
+import type { ShopTable } from './shop.js';
 
 /**
  * The storage of what grows without bound (payment requests now; the webhook
@@ -15,6 +16,8 @@ export interface Store {
   readonly location: string;
   readonly requests: RequestsTable;
   readonly outbox: Outbox;
+  /** The shop server's requests and webhook events (shop.ts). */
+  readonly shop: ShopTable;
   /**
    * Runs `fn` as the only holder of `name` among every process using this store (a lock file beside
    * SQLite; an advisory lock in PostgreSQL, released if the holder's connection dies).

@@ -9,6 +9,7 @@ import { PostgresStore } from '../../src/store/postgres.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import type { Store, StoreChange } from '../../src/store/store.js';
 import type { RequestRecord } from '../../src/wallet/requests.js';
+import type { ShopRequest, WebhookEvent } from '../../src/store/shop.js';
 import { postgresUnavailable, startPostgres, type PostgresCluster } from '../helpers/postgres.js';
 
 /**
@@ -67,6 +68,15 @@ let clock = Date.parse('2026-01-01T00:00:00.000Z');
 function request(fields: Partial<RequestRecord> & Record<string, unknown> = {}): RequestRecord {
   clock += 1000;
   return { id: randomUUID(), address: ADDRESS, baseRaw: '1000', amountRaw: String(1000 + (clock % 997)), createdAt: new Date(clock).toISOString(), ...fields };
+}
+
+function shopRequest(fields: Partial<ShopRequest> = {}): ShopRequest {
+  const id = randomUUID();
+  return { id, status: 'waiting', currency: 'XNO', amount: '1', amount_raw: '1000000000000000000000000000000', receive_address: ADDRESS, uri: `nano:${ADDRESS}`, created_at: new Date().toISOString(), events: 0, ...fields };
+}
+
+function webhookEvent(request: ShopRequest, seq: number): WebhookEvent {
+  return { id: `evt_${randomUUID()}`, type: `request.${request.status}` as WebhookEvent['type'], created: 1, request_seq: seq, data: { object: request }, delivery: { attempts: 0 } };
 }
 
 const hash = () => randomUUID().replaceAll('-', '').toUpperCase().padEnd(64, '0');
@@ -223,6 +233,64 @@ describe.each(kinds)('the $name store', (kind) => {
     await sleep(120);
     expect(await store.outbox.claim('webhook', 60_000)).toMatchObject({ id: (second as { id: number }).id, attempts: 3 });
     expect(await store.outbox.claim('webhook', 60_000)).toBeUndefined();
+  });
+
+  test('shop requests: idempotency keys, filters and cursor pages, newest first', async () => {
+    const { store, another } = await kind.fresh();
+    const other = await another();
+    const made: ShopRequest[] = [];
+    for (let i = 0; i < 7; i++) {
+      const r = shopRequest({ order_id: i % 2 === 0 ? 'even' : `odd-${i}` });
+      expect(await (i % 2 === 0 ? store : other).shop.create(r)).toEqual({ request: r, created: true });
+      made.push(r);
+    }
+    const keyed = shopRequest();
+    expect(await store.shop.create(keyed, { key: 'k1', fingerprint: 'f1' })).toMatchObject({ created: true });
+    // The same key and body from any instance: the same request; another body: refused.
+    expect(await other.shop.create(shopRequest(), { key: 'k1', fingerprint: 'f1' })).toEqual({ request: keyed, created: false });
+    await expect(other.shop.create(shopRequest(), { key: 'k1', fingerprint: 'f2' })).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH' });
+    expect(await store.shop.get(keyed.id)).toEqual(keyed);
+    const first = await store.shop.list({ limit: 3 });
+    expect(first.data.map((r) => r.id)).toEqual([keyed.id, made[6]?.id, made[5]?.id]);
+    expect(first.hasMore).toBe(true);
+    const pages: string[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = await other.shop.list({ limit: 3, ...(after === undefined ? {} : { startingAfter: after }) });
+      pages.push(...page.data.map((r) => r.id));
+      if (!page.hasMore) break;
+      after = page.data.at(-1)?.id;
+    }
+    expect(pages).toEqual([...made, keyed].map((r) => r.id).reverse());
+    expect((await store.shop.list({ limit: 10, orderId: 'even' })).data).toHaveLength(4);
+    await expect(store.shop.list({ limit: 10, startingAfter: 'nope' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  });
+
+  test('shop status changes: once per change, with its event queued in the same transaction, in order', async () => {
+    const { store, another } = await kind.fresh();
+    const other = await another();
+    const r = shopRequest();
+    await store.shop.create(r);
+    const underpaid = { ...r, status: 'underpaid' as const, events: 1 };
+    const e1 = webhookEvent(underpaid, 1);
+    // Two instances see the same change: one wins, one event.
+    const results = await Promise.all([store.shop.change('waiting', underpaid, e1), other.shop.change('waiting', underpaid, webhookEvent(underpaid, 1))]);
+    expect(results.filter(Boolean)).toHaveLength(1);
+    const paid = { ...underpaid, status: 'paid' as const, events: 2 };
+    const e2 = webhookEvent(paid, 2);
+    expect(await other.shop.change('underpaid', paid, e2)).toBe(true);
+    expect(await store.shop.change('underpaid', paid, webhookEvent(paid, 2))).toBe(false);
+    expect(await store.shop.get(r.id)).toEqual(paid);
+    expect((await store.shop.unsettled(10)).map((x) => x.id)).not.toContain(r.id);
+    const events = await store.shop.events(10);
+    expect(events.map((e) => e.type)).toEqual(['request.paid', 'request.underpaid']);
+    const e1id = (events[1] as WebhookEvent).id;
+    expect(await store.shop.earlierPending(r.id, 2)).toBe(true);
+    const item = await store.outbox.claim('webhook', 60_000);
+    expect(item?.payload).toEqual({ event_id: e1id });
+    await store.shop.recordDelivery(e1id, { attempts: 1, delivered_at: new Date().toISOString(), last_result: '200' });
+    expect(await other.shop.earlierPending(r.id, 2)).toBe(false);
+    expect((await other.shop.event(e1id))?.delivery).toMatchObject({ attempts: 1, last_result: '200' });
   });
 
   test('a store made by a newer nanopay is refused, not written to', async () => {

@@ -1,0 +1,112 @@
+import type pg from 'pg';
+import { NanoPayError } from '../errors.js';
+import { idempotencyMismatch, WEBHOOK_TOPIC, type ShopListQuery, type ShopRequest, type ShopStatus, type ShopTable, type WebhookEvent } from './shop.js';
+
+/** What the shop table needs of the PostgreSQL store. */
+export interface PostgresHost {
+  query<R extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[], options?: { retry?: boolean }): Promise<pg.QueryResult<R>>;
+  transaction<T>(fn: (client: pg.PoolClient, rollback: <V>(value: V) => V) => Promise<T>): Promise<T>;
+}
+
+const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
+
+export class PostgresShop implements ShopTable {
+  constructor(private readonly host: PostgresHost) {}
+
+  async create(request: ShopRequest, idempotency?: { key: string; fingerprint: string }): Promise<{ request: ShopRequest; created: boolean }> {
+    for (;;) {
+      if (idempotency !== undefined) {
+        const found = await this.byIdempotencyKey(idempotency.key);
+        if (found !== undefined) {
+          if (found.fingerprint !== idempotency.fingerprint) throw idempotencyMismatch(idempotency.key);
+          return { request: found.request, created: false };
+        }
+      }
+      try {
+        await this.host.query(
+          'INSERT INTO shop_requests (id, status, order_id, idempotency_key, fingerprint, doc) VALUES ($1, $2, $3, $4, $5, $6::jsonb)',
+          [request.id, request.status, request.order_id ?? null, idempotency?.key ?? null, idempotency?.fingerprint ?? null, JSON.stringify(request)],
+          { retry: false },
+        );
+        return { request, created: true };
+      } catch (error) {
+        if ((error as { code?: string; constraint?: string }).code !== '23505') throw error;
+        // Another instance took the key meanwhile: its answer is the answer.
+        if (idempotency !== undefined && (error as { constraint?: string }).constraint === 'shop_requests_idempotency_key_key') continue;
+        throw new NanoPayError('CONFLICT', `Request ${request.id} is already in the store`);
+      }
+    }
+  }
+
+  async byIdempotencyKey(key: string): Promise<{ request: ShopRequest; fingerprint: string } | undefined> {
+    const row = (await this.host.query<{ doc: ShopRequest; fingerprint: string }>('SELECT doc, fingerprint FROM shop_requests WHERE idempotency_key = $1', [key])).rows[0];
+    return row === undefined ? undefined : { request: row.doc, fingerprint: row.fingerprint };
+  }
+
+  async get(id: string): Promise<ShopRequest | undefined> {
+    return (await this.host.query<{ doc: ShopRequest }>('SELECT doc FROM shop_requests WHERE id = $1', [id])).rows[0]?.doc;
+  }
+
+  async list(query: ShopListQuery): Promise<{ data: ShopRequest[]; hasMore: boolean }> {
+    const where: string[] = [];
+    const values: unknown[] = [];
+    const add = (clause: string, value: unknown): void => {
+      values.push(value);
+      where.push(clause.replace('?', `$${values.length}`));
+    };
+    if (query.status !== undefined) add('status = ?', query.status);
+    if (query.orderId !== undefined) add('order_id = ?', query.orderId);
+    if (query.startingAfter !== undefined) {
+      const after = (await this.host.query<{ seq: string }>('SELECT seq FROM shop_requests WHERE id = $1', [query.startingAfter])).rows[0];
+      if (after === undefined) throw new NanoPayError('NOT_FOUND', `No request ${query.startingAfter.slice(0, 80)} to start after`);
+      add('seq < ?', after.seq);
+    }
+    values.push(query.limit + 1);
+    const rows = (
+      await this.host.query<{ doc: ShopRequest }>(
+        `SELECT doc FROM shop_requests ${where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`} ORDER BY seq DESC LIMIT $${values.length}`,
+        values,
+      )
+    ).rows;
+    return { data: rows.slice(0, query.limit).map((r) => r.doc), hasMore: rows.length > query.limit };
+  }
+
+  async unsettled(limit: number): Promise<ShopRequest[]> {
+    return (await this.host.query<{ doc: ShopRequest }>(`SELECT doc FROM shop_requests WHERE status IN ('waiting', 'underpaid') ORDER BY seq LIMIT $1`, [limit])).rows.map((r) => r.doc);
+  }
+
+  change(from: ShopStatus, next: ShopRequest, event?: WebhookEvent): Promise<boolean> {
+    return this.host.transaction(async (client, rollback) => {
+      const updated = await client.query('UPDATE shop_requests SET status = $1, doc = $2::jsonb WHERE id = $3 AND status = $4', [next.status, JSON.stringify(next), next.id, from]);
+      if (updated.rowCount === 0) return rollback(false);
+      if (event !== undefined) {
+        await client.query('INSERT INTO webhook_events (id, request_id, request_seq, pending, doc) VALUES ($1, $2, $3, true, $4::jsonb)', [
+          event.id,
+          next.id,
+          event.request_seq,
+          JSON.stringify(event),
+        ]);
+        await client.query(`INSERT INTO outbox (topic, payload, due_ms) VALUES ($1, $2::jsonb, ${NOW_MS})`, [WEBHOOK_TOPIC, JSON.stringify({ event_id: event.id })]);
+      }
+      return true;
+    });
+  }
+
+  async event(id: string): Promise<WebhookEvent | undefined> {
+    return (await this.host.query<{ doc: WebhookEvent }>('SELECT doc FROM webhook_events WHERE id = $1', [id])).rows[0]?.doc;
+  }
+
+  async events(limit: number): Promise<WebhookEvent[]> {
+    return (await this.host.query<{ doc: WebhookEvent }>('SELECT doc FROM webhook_events ORDER BY seq DESC LIMIT $1', [limit])).rows.map((r) => r.doc);
+  }
+
+  async earlierPending(requestId: string, requestSeq: number): Promise<boolean> {
+    const result = await this.host.query('SELECT 1 FROM webhook_events WHERE request_id = $1 AND request_seq < $2 AND pending LIMIT 1', [requestId, requestSeq]);
+    return result.rows.length > 0;
+  }
+
+  async recordDelivery(id: string, delivery: WebhookEvent['delivery']): Promise<void> {
+    const pending = delivery.delivered_at === undefined && delivery.failed !== true;
+    await this.host.query(`UPDATE webhook_events SET pending = $2, doc = jsonb_set(doc, '{delivery}', $3::jsonb) WHERE id = $1`, [id, pending, JSON.stringify(delivery)]);
+  }
+}

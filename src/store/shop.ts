@@ -1,0 +1,103 @@
+import { NanoPayError } from '../errors.js';
+
+/**
+ * The shop server's tables (checkout serve): its requests, with what the shop
+ * gave (order id, metadata, redirect) and where each stands, and the webhook
+ * events of their changes. A change of status and its event are written in one
+ * transaction, with the event queued in the outbox for delivery: a crash never
+ * loses one, nor sends one for a change that did not happen.
+ */
+
+export type ShopStatus = 'waiting' | 'paid' | 'underpaid' | 'overpaid' | 'expired';
+
+/** A status no read changes any more (an underpaid request may still be paid in full). */
+export const FINAL_STATUSES: readonly ShopStatus[] = ['paid', 'overpaid', 'expired'];
+
+/** A request of the shop, as its API shows it (snake_case, amounts as decimal strings). */
+export interface ShopRequest {
+  id: string;
+  status: ShopStatus;
+  currency: 'XNO';
+  amount: string;
+  amount_raw: string;
+  receive_address: string;
+  uri: string;
+  created_at: string;
+  expires_at?: string;
+  order_id?: string;
+  metadata?: Record<string, unknown>;
+  redirect_url?: string;
+  /** The paying blocks, once paid (node backend), or the block the service names. */
+  paid_by?: string[];
+  /** Raw received so far, when known (node backend). */
+  received_raw?: string;
+  /** Events emitted for it so far (the next event's number within the request is this + 1). */
+  events: number;
+}
+
+export type WebhookType = 'request.paid' | 'request.underpaid' | 'request.overpaid' | 'request.expired';
+
+/** A webhook event: what is signed and sent (id, type, created, data) and how its delivery goes. */
+export interface WebhookEvent {
+  id: string;
+  type: WebhookType;
+  /** Unix seconds. */
+  created: number;
+  /** Its number among the events of its request: they are delivered in this order. */
+  request_seq: number;
+  data: { object: ShopRequest };
+  delivery: {
+    attempts: number;
+    delivered_at?: string;
+    last_attempt_at?: string;
+    /** The endpoint's HTTP status, or why it could not be reached. */
+    last_result?: string;
+    /** Given up after the retry period. */
+    failed?: boolean;
+  };
+}
+
+export interface ShopListQuery {
+  status?: ShopStatus;
+  orderId?: string;
+  limit: number;
+  /** A request id: the page starts after it (newest first). */
+  startingAfter?: string;
+}
+
+export interface ShopTable {
+  /**
+   * Adds a request. With an idempotency key already used: the request made with it when `fingerprint`
+   * (of the body) is the same (created false), IDEMPOTENCY_MISMATCH when it differs.
+   */
+  create(request: ShopRequest, idempotency?: { key: string; fingerprint: string }): Promise<{ request: ShopRequest; created: boolean }>;
+  /** The request first made with this idempotency key, and the fingerprint of its body. */
+  byIdempotencyKey(key: string): Promise<{ request: ShopRequest; fingerprint: string } | undefined>;
+  get(id: string): Promise<ShopRequest | undefined>;
+  /** Newest first; `hasMore` when the next page has some. */
+  list(query: ShopListQuery): Promise<{ data: ShopRequest[]; hasMore: boolean }>;
+  /** Requests whose status may still change (waiting, underpaid), oldest first. */
+  unsettled(limit: number): Promise<ShopRequest[]>;
+  /**
+   * In one transaction, when the request's status is still `from`: stores `next` and adds `event`
+   * (queued in the outbox under WEBHOOK_TOPIC). False when another instance changed it first.
+   */
+  change(from: ShopStatus, next: ShopRequest, event?: WebhookEvent): Promise<boolean>;
+  event(id: string): Promise<WebhookEvent | undefined>;
+  /** Newest first. */
+  events(limit: number): Promise<WebhookEvent[]>;
+  /** Whether an earlier event of the request is not delivered yet (nor given up). */
+  earlierPending(requestId: string, requestSeq: number): Promise<boolean>;
+  /** Records a delivery attempt's outcome. */
+  recordDelivery(id: string, delivery: WebhookEvent['delivery']): Promise<void>;
+}
+
+/** The outbox topic of webhook events: each item's payload is `{event_id}`. */
+export const WEBHOOK_TOPIC = 'webhook';
+
+/** A reused idempotency key with another body: refused, as Stripe does. */
+export function idempotencyMismatch(key: string): NanoPayError {
+  return new NanoPayError('IDEMPOTENCY_MISMATCH', `The Idempotency-Key "${key.slice(0, 80)}" was used with another body; nothing was created`, {
+    hint: 'Use a new key for another request.',
+  });
+}

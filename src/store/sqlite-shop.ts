@@ -1,0 +1,129 @@
+import type BetterSqlite3 from 'better-sqlite3';
+import { NanoPayError } from '../errors.js';
+import { idempotencyMismatch, WEBHOOK_TOPIC, type ShopListQuery, type ShopRequest, type ShopStatus, type ShopTable, type WebhookEvent } from './shop.js';
+
+/** What the shop table needs of the SQLite store: its database, and statements run with damage reported. */
+export interface SqliteHost {
+  readonly db: BetterSqlite3.Database;
+  run<T>(fn: () => T): Promise<T>;
+}
+
+const parse = <T>(row: { doc: string } | undefined): T | undefined => (row === undefined ? undefined : (JSON.parse(row.doc) as T));
+
+export class SqliteShop implements ShopTable {
+  constructor(private readonly host: SqliteHost) {}
+
+  private get db(): BetterSqlite3.Database {
+    return this.host.db;
+  }
+
+  create(request: ShopRequest, idempotency?: { key: string; fingerprint: string }): Promise<{ request: ShopRequest; created: boolean }> {
+    return this.host.run(() =>
+      this.db
+        .transaction(() => {
+          if (idempotency !== undefined) {
+            const found = this.db.prepare('SELECT doc, fingerprint FROM shop_requests WHERE idempotency_key = ?').get(idempotency.key) as
+              | { doc: string; fingerprint: string }
+              | undefined;
+            if (found !== undefined) {
+              if (found.fingerprint !== idempotency.fingerprint) throw idempotencyMismatch(idempotency.key);
+              return { request: JSON.parse(found.doc) as ShopRequest, created: false };
+            }
+          }
+          try {
+            this.db
+              .prepare('INSERT INTO shop_requests (id, status, order_id, idempotency_key, fingerprint, doc) VALUES (?, ?, ?, ?, ?, ?)')
+              .run(request.id, request.status, request.order_id ?? null, idempotency?.key ?? null, idempotency?.fingerprint ?? null, JSON.stringify(request));
+          } catch (error) {
+            if ((error as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT')) throw new NanoPayError('CONFLICT', `Request ${request.id} is already in the store`);
+            throw error;
+          }
+          return { request, created: true };
+        })
+        .immediate(),
+    );
+  }
+
+  byIdempotencyKey(key: string): Promise<{ request: ShopRequest; fingerprint: string } | undefined> {
+    return this.host.run(() => {
+      const row = this.db.prepare('SELECT doc, fingerprint FROM shop_requests WHERE idempotency_key = ?').get(key) as { doc: string; fingerprint: string } | undefined;
+      return row === undefined ? undefined : { request: JSON.parse(row.doc) as ShopRequest, fingerprint: row.fingerprint };
+    });
+  }
+
+  get(id: string): Promise<ShopRequest | undefined> {
+    return this.host.run(() => parse<ShopRequest>(this.db.prepare('SELECT doc FROM shop_requests WHERE id = ?').get(id) as { doc: string } | undefined));
+  }
+
+  list(query: ShopListQuery): Promise<{ data: ShopRequest[]; hasMore: boolean }> {
+    return this.host.run(() => {
+      const where: string[] = [];
+      const values: unknown[] = [];
+      if (query.status !== undefined) (where.push('status = ?'), values.push(query.status));
+      if (query.orderId !== undefined) (where.push('order_id = ?'), values.push(query.orderId));
+      if (query.startingAfter !== undefined) {
+        const after = this.db.prepare('SELECT seq FROM shop_requests WHERE id = ?').get(query.startingAfter) as { seq: number } | undefined;
+        if (after === undefined) throw new NanoPayError('NOT_FOUND', `No request ${query.startingAfter.slice(0, 80)} to start after`);
+        where.push('seq < ?');
+        values.push(after.seq);
+      }
+      const rows = this.db
+        .prepare(`SELECT doc FROM shop_requests ${where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`} ORDER BY seq DESC LIMIT ?`)
+        .all(...values, query.limit + 1) as { doc: string }[];
+      return { data: rows.slice(0, query.limit).map((r) => JSON.parse(r.doc) as ShopRequest), hasMore: rows.length > query.limit };
+    });
+  }
+
+  unsettled(limit: number): Promise<ShopRequest[]> {
+    return this.host.run(() =>
+      (this.db.prepare(`SELECT doc FROM shop_requests WHERE status IN ('waiting', 'underpaid') ORDER BY seq LIMIT ?`).all(limit) as { doc: string }[]).map(
+        (r) => JSON.parse(r.doc) as ShopRequest,
+      ),
+    );
+  }
+
+  change(from: ShopStatus, next: ShopRequest, event?: WebhookEvent): Promise<boolean> {
+    return this.host.run(() =>
+      this.db
+        .transaction(() => {
+          const updated = this.db.prepare('UPDATE shop_requests SET status = ?, doc = ? WHERE id = ? AND status = ?').run(next.status, JSON.stringify(next), next.id, from);
+          if (updated.changes === 0) return false;
+          if (event !== undefined) {
+            this.db
+              .prepare('INSERT INTO webhook_events (id, request_id, request_seq, pending, doc) VALUES (?, ?, ?, 1, ?)')
+              .run(event.id, next.id, event.request_seq, JSON.stringify(event));
+            this.db.prepare('INSERT INTO outbox (topic, payload, due_ms) VALUES (?, ?, ?)').run(WEBHOOK_TOPIC, JSON.stringify({ event_id: event.id }), Date.now());
+          }
+          return true;
+        })
+        .immediate(),
+    );
+  }
+
+  event(id: string): Promise<WebhookEvent | undefined> {
+    return this.host.run(() => parse<WebhookEvent>(this.db.prepare('SELECT doc FROM webhook_events WHERE id = ?').get(id) as { doc: string } | undefined));
+  }
+
+  events(limit: number): Promise<WebhookEvent[]> {
+    return this.host.run(() =>
+      (this.db.prepare('SELECT doc FROM webhook_events ORDER BY seq DESC LIMIT ?').all(limit) as { doc: string }[]).map((r) => JSON.parse(r.doc) as WebhookEvent),
+    );
+  }
+
+  earlierPending(requestId: string, requestSeq: number): Promise<boolean> {
+    return this.host.run(() => this.db.prepare('SELECT 1 FROM webhook_events WHERE request_id = ? AND request_seq < ? AND pending = 1 LIMIT 1').get(requestId, requestSeq) !== undefined);
+  }
+
+  recordDelivery(id: string, delivery: WebhookEvent['delivery']): Promise<void> {
+    return this.host.run(() =>
+      this.db
+        .transaction(() => {
+          const event = parse<WebhookEvent>(this.db.prepare('SELECT doc FROM webhook_events WHERE id = ?').get(id) as { doc: string } | undefined);
+          if (event === undefined) return;
+          const pending = delivery.delivered_at === undefined && delivery.failed !== true ? 1 : 0;
+          this.db.prepare('UPDATE webhook_events SET pending = ?, doc = ? WHERE id = ?').run(pending, JSON.stringify({ ...event, delivery }), id);
+        })
+        .immediate(),
+    );
+  }
+}
