@@ -183,13 +183,15 @@ export interface CheckoutPageInput {
   redirectSeconds: number;
   /** Between reloads of a waiting page without JavaScript, and of one refused live updates. */
   reloadSeconds: number;
+  /** The shop's name (shown with the request's order reference, when it has one). */
+  shopName?: string;
 }
 
 /** The query an automatic reload carries: it keeps the page watched, but is not someone looking (reads may slow down). */
 export const AUTOMATIC_RELOAD = 'reload=auto';
 
 /** The checkout page of one request, in its current state; every value from outside is escaped. */
-export function renderCheckoutPage({ request, view, qrSvg, eventsPath, redirectSeconds, reloadSeconds }: CheckoutPageInput): string {
+export function renderCheckoutPage({ request, view, qrSvg, eventsPath, redirectSeconds, reloadSeconds, shopName }: CheckoutPageInput): string {
   const state = view.state;
   const redirect = safeRedirect(request.redirect_url);
   const refresh =
@@ -203,7 +205,8 @@ export function renderCheckoutPage({ request, view, qrSvg, eventsPath, redirectS
   const address = escapeHtml(request.receive_address);
   const uri = escapeHtml(request.uri);
   const hash = view.block_hash === undefined ? '' : escapeHtml(view.block_hash);
-  const content = `<h1>Pay with Nano</h1>
+  const merchant = [shopName, request.order_id === undefined ? undefined : `Order ${request.order_id}`].filter((part) => part !== undefined);
+  const content = `<h1>Pay with Nano</h1>${merchant.length === 0 ? '' : `\n<p id="merchant" class="note">${escapeHtml(merchant.join(' · '))}</p>`}
 <p id="status" class="status" role="status" aria-live="polite"${statusData}>${escapeHtml(STATUS_TEXT[state])}</p>
 <p id="trouble" class="trouble" role="alert"${view.trouble === undefined ? ' hidden' : ''}>${escapeHtml(view.trouble ?? '')}</p>
 <div class="layout">

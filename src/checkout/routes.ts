@@ -15,6 +15,10 @@ export interface CheckoutRoutesOptions {
   redirectSeconds?: number;
   /** Seconds between reloads of a page that gets no live updates (no JavaScript, or too many viewers). Default 4. */
   reloadSeconds?: number;
+  /** The shop's name, shown on the page. */
+  shopName?: string;
+  /** Called for a request the watcher does not know yet (the shop server's store): it may add it to the watcher. */
+  lookup?: (transactionId: string) => Promise<void>;
 }
 
 const HEARTBEAT_MS = 15_000;
@@ -54,6 +58,7 @@ export function checkoutRoutes(watcher: CheckoutWatcher, options: CheckoutRoutes
 
   const page = async (call: Call): Promise<typeof RESPONDED> => {
     const id = call.params.transaction_id as string;
+    if (watcher.request(id) === undefined) await options.lookup?.(id);
     const request = watcher.request(id);
     const [key, value] = AUTOMATIC_RELOAD.split('=') as [string, string];
     const view = watcher.view(id, { looked: call.query.get(key) !== value });
@@ -65,12 +70,14 @@ export function checkoutRoutes(watcher: CheckoutWatcher, options: CheckoutRoutes
       eventsPath: `${checkoutPath(request.transaction_id)}/events`,
       redirectSeconds: options.redirectSeconds ?? DEFAULT_REDIRECT_SECONDS,
       reloadSeconds: options.reloadSeconds ?? DEFAULT_RELOAD_SECONDS,
+      ...(options.shopName === undefined ? {} : { shopName: options.shopName }),
     });
     return sendHtml(call.response, 200, html);
   };
 
-  const events = (call: Call): Promise<typeof RESPONDED> => {
+  const events = async (call: Call): Promise<typeof RESPONDED> => {
     const id = call.params.transaction_id as string;
+    if (watcher.request(id) === undefined) await options.lookup?.(id);
     const initial = watcher.view(id);
     if (initial === undefined) throw new NanoPayError('NOT_FOUND', 'Unknown checkout');
     const client = call.request.socket.remoteAddress ?? '?';

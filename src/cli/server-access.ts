@@ -58,7 +58,7 @@ export async function serverAccess(options: AccessOptions): Promise<ServerAccess
  * kept across restarts, so a client reads it once, and two servers started at
  * once agree on it: the file appears whole (link), or not at all.
  */
-async function ownToken(path: string): Promise<string> {
+export async function ownToken(path: string): Promise<string> {
   await ensurePrivateDir(dirname(path));
   for (;;) {
     const kept = (

@@ -72,7 +72,7 @@ export class PostgresShop implements ShopTable {
   }
 
   async unsettled(limit: number): Promise<ShopRequest[]> {
-    return (await this.host.query<{ doc: ShopRequest }>(`SELECT doc FROM shop_requests WHERE status IN ('waiting', 'underpaid') ORDER BY seq LIMIT $1`, [limit])).rows.map((r) => r.doc);
+    return (await this.host.query<{ doc: ShopRequest }>(`SELECT doc FROM shop_requests WHERE status IN ('waiting', 'underpaid', 'overpaid') ORDER BY seq LIMIT $1`, [limit])).rows.map((r) => r.doc);
   }
 
   change(from: ShopStatus, next: ShopRequest, event?: WebhookEvent): Promise<boolean> {

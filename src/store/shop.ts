@@ -10,8 +10,12 @@ import { NanoPayError } from '../errors.js';
 
 export type ShopStatus = 'waiting' | 'paid' | 'underpaid' | 'overpaid' | 'expired';
 
-/** A status no read changes any more (an underpaid request may still be paid in full). */
-export const FINAL_STATUSES: readonly ShopStatus[] = ['paid', 'overpaid', 'expired'];
+/**
+ * A status no read changes any more. Under- and overpaid are not final: an
+ * underpaid request may be paid in full, and on a shared address the payment
+ * of another amount nearest to it may turn out to be someone else's.
+ */
+export const FINAL_STATUSES: readonly ShopStatus[] = ['paid', 'expired'];
 
 /** A request of the shop, as its API shows it (snake_case, amounts as decimal strings). */
 export interface ShopRequest {
@@ -76,7 +80,7 @@ export interface ShopTable {
   get(id: string): Promise<ShopRequest | undefined>;
   /** Newest first; `hasMore` when the next page has some. */
   list(query: ShopListQuery): Promise<{ data: ShopRequest[]; hasMore: boolean }>;
-  /** Requests whose status may still change (waiting, underpaid), oldest first. */
+  /** Requests whose status may still change (waiting, underpaid, overpaid), oldest first. */
   unsettled(limit: number): Promise<ShopRequest[]>;
   /**
    * In one transaction, when the request's status is still `from`: stores `next` and adds `event`

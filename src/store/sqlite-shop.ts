@@ -76,7 +76,7 @@ export class SqliteShop implements ShopTable {
 
   unsettled(limit: number): Promise<ShopRequest[]> {
     return this.host.run(() =>
-      (this.db.prepare(`SELECT doc FROM shop_requests WHERE status IN ('waiting', 'underpaid') ORDER BY seq LIMIT ?`).all(limit) as { doc: string }[]).map(
+      (this.db.prepare(`SELECT doc FROM shop_requests WHERE status IN ('waiting', 'underpaid', 'overpaid') ORDER BY seq LIMIT ?`).all(limit) as { doc: string }[]).map(
         (r) => JSON.parse(r.doc) as ShopRequest,
       ),
     );

@@ -8,8 +8,8 @@ import { nodePaymentStatus } from './node-requests.js';
 import { checkRedirectUrl, checkTransactionId, requestPayment, type PaymentRequestResult } from './payments.js';
 import type { Session } from '../session.js';
 
-/** What a checkout page shows of a payment request: the request itself, nothing secret. */
-export type CheckoutRequest = PaymentRequestResult;
+/** What a checkout page shows of a payment request: the request itself, nothing secret (and the shop's order reference, when given). */
+export type CheckoutRequest = PaymentRequestResult & { order_id?: string };
 
 /** One status read, as a checkout page needs it. */
 export interface CheckoutObservation {

@@ -1,0 +1,32 @@
+import { join } from 'node:path';
+import { readPrivateFile } from '../fs/secure-fs.js';
+import type { Session } from '../ops/session.js';
+import { nodeStatusSource, serviceStatusSource, type ShopStatusSource } from '../shop/monitor.js';
+import { configDir } from '../wallet/paths.js';
+import { ownToken } from './server-access.js';
+
+/** The shop API's bearer token: read from `file` (default checkout.token in the config dir), made (random, 0600) when absent. */
+export async function shopToken(file: string | undefined): Promise<{ token: string; file: string }> {
+  const path = file ?? join(configDir(process.env), 'checkout.token');
+  return { token: await ownToken(path), file: path };
+}
+
+/**
+ * The webhook signing secrets: the lines of `file` (default webhook.secret in the config dir, made when absent),
+ * the current one first; while rotating, the file holds the new and the old, and each event carries a v1 for both.
+ */
+export async function webhookSecrets(file: string | undefined): Promise<{ secrets: string[]; file: string }> {
+  const path = file ?? join(configDir(process.env), 'webhook.secret');
+  await ownToken(path);
+  const secrets = (await readPrivateFile(path))
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line.length > 0);
+  return { secrets, file: path };
+}
+
+/** Where the shop's requests' statuses come from: nanopay's verified view on a node, the service otherwise. */
+export async function shopStatusSource(session: Session): Promise<ShopStatusSource> {
+  if (session.backendKind() === 'node') return nodeStatusSource({ dataStore: () => session.dataStore() }, await session.nodeClient());
+  return serviceStatusSource(await session.serviceApi());
+}

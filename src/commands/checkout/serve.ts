@@ -1,0 +1,76 @@
+import { Flags } from '@oclif/core';
+import { SessionCommand } from '../../cli/session-command.js';
+import { shopStatusSource, shopToken, webhookSecrets } from '../../cli/shop.js';
+import { DEFAULT_REDIRECT_SECONDS, DEFAULT_RELOAD_SECONDS } from '../../checkout/page.js';
+import { checkoutConfirmations } from '../../ops/requests/checkout.js';
+import { createShopRequest } from '../../shop/create.js';
+import { startShopServer } from '../../shop/server.js';
+
+export default class CheckoutServe extends SessionCommand {
+  static override summary = "Run the shop's payment server: an API for the shop's backend, a checkout page per request, signed webhooks.";
+  static override description = `One long-running server for all of the profile's requests, on either backend.
+The shop's backend creates requests with POST /api/v1/requests (bearer token from --token-file, made when absent) and
+sends the customer to the checkout_url it gets back. The pages (/checkout/ID and their live updates) are public and
+read-only. Every change of a request's status (paid, underpaid, overpaid, expired), as nanopay's verified view (node)
+or the service reports it, is recorded with an event in the store and delivered to each --webhook URL, signed
+(Nanopay-Signature) with the secret in --webhook-secret-file, retried for 3 days. Runs until Ctrl-C; logs to stderr.`;
+  static override examples = [
+    '<%= config.bin %> checkout serve --port 8080 --public-url https://pay.shop.example --webhook https://shop.example/nanopay-webhook',
+    '<%= config.bin %> checkout serve --token-file ./shop.token --webhook http://127.0.0.1:3000/hooks --json',
+  ];
+  static override flags = {
+    host: Flags.string({ description: 'address to listen on', default: '127.0.0.1' }),
+    port: Flags.integer({ description: 'port (default: a free one)', default: 0, min: 0, max: 65535 }),
+    'public-url': Flags.string({ description: 'the URL customers reach this server at (checkout_url is made from it)' }),
+    'token-file': Flags.string({ description: 'the API bearer token, made (0600) when the file is absent (default: checkout.token in the config dir)' }),
+    webhook: Flags.string({ description: 'URL that receives the signed events (repeatable)', multiple: true, default: [] }),
+    'webhook-secret-file': Flags.string({ description: 'the signing secret(s), current first, made when absent (default: webhook.secret in the config dir)' }),
+    'shop-name': Flags.string({ description: 'name shown on the checkout pages' }),
+    interval: Flags.integer({ description: 'seconds between status reads of a request whose page is open', default: 1, min: 1 }),
+    'poll-interval': Flags.integer({ description: 'seconds between reads of every unsettled request (a credit each on the service)', default: 10, min: 1 }),
+    'redirect-delay': Flags.integer({ description: 'seconds the paid page shows before it goes to the redirect URL', default: DEFAULT_REDIRECT_SECONDS, min: 1 }),
+    'reload-interval': Flags.integer({ description: 'seconds between reloads of a page without live updates', default: DEFAULT_RELOAD_SECONDS, min: 1 }),
+    'webhook-backoff-ms': Flags.integer({ description: 'first retry wait of a webhook (doubling)', default: 1000, min: 1, hidden: true }),
+  };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(CheckoutServe);
+    const session = this.session(flags);
+    const store = await session.dataStore();
+    const { token, file: tokenFile } = await shopToken(flags['token-file']);
+    const { secrets, file: secretFile } = await webhookSecrets(flags['webhook-secret-file']);
+    const log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
+    const confirmations = checkoutConfirmations(session);
+    const server = await startShopServer({
+      host: flags.host,
+      port: flags.port,
+      ...(flags['public-url'] === undefined ? {} : { publicUrl: flags['public-url'].replace(/\/+$/, '') }),
+      token,
+      store,
+      source: await shopStatusSource(session),
+      create: (body, key) => createShopRequest(session, store, body, key),
+      intervalMs: flags.interval * 1000,
+      pollMs: flags['poll-interval'] * 1000,
+      redirectSeconds: flags['redirect-delay'],
+      reloadSeconds: flags['reload-interval'],
+      ...(flags['shop-name'] === undefined ? {} : { shopName: flags['shop-name'] }),
+      ...(confirmations === undefined ? {} : { confirmations }),
+      webhooks: { endpoints: flags.webhook, secrets, backoffMs: flags['webhook-backoff-ms'] },
+      log,
+    });
+    if (this.jsonEnabled()) {
+      process.stdout.write(`${JSON.stringify({ url: server.url, token_file: tokenFile, webhook_secret_file: secretFile, webhooks: flags.webhook, store: store.location })}\n`);
+    } else {
+      this.log(`Shop server: ${server.url} (API: ${server.url}/api/v1/requests)`);
+      this.log(`API token: in ${tokenFile} (Authorization: Bearer <token>)`);
+      this.log(flags.webhook.length === 0 ? 'Webhooks: none (--webhook URL; events wait in the store)' : `Webhooks: ${flags.webhook.join(', ')}, signed with the secret in ${secretFile}`);
+      this.log('Stop it: Ctrl-C');
+    }
+    await new Promise<void>((resolve) => {
+      process.on('SIGINT', () => resolve());
+      process.on('SIGTERM', () => resolve());
+    });
+    await server.close();
+    await store.close();
+  }
+}

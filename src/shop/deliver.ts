@@ -1,0 +1,167 @@
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { WEBHOOK_TOPIC, type WebhookEvent } from '../store/shop.js';
+import type { OutboxItem, Store } from '../store/store.js';
+import { SIGNATURE_HEADER, signWebhook } from './signature.js';
+
+/** Retries go on this long after the event (then it is marked failed, and `webhooks resend` can try again). */
+const WEBHOOK_RETRY_PERIOD_MS = 3 * 24 * 3600 * 1000;
+/** The longest wait between two attempts. */
+const MAX_BACKOFF_MS = 3600 * 1000;
+/** An endpoint that has not answered in this long failed this attempt. */
+const TIMEOUT_MS = 10_000;
+/** How long one worker holds an event it is delivering: past it (the worker died), another takes it. */
+const LEASE_MS = 60_000;
+
+/** The body sent (and signed): the event without its delivery record. */
+function webhookBody(event: WebhookEvent): string {
+  return JSON.stringify({ id: event.id, type: event.type, created: event.created, data: event.data });
+}
+
+/** What an endpoint said to one attempt. */
+export interface DeliveryAnswer {
+  url: string;
+  /** The HTTP status, or undefined when there was none (refused, timed out). */
+  status?: number;
+  error?: string;
+}
+
+/** One POST, signed; resolves with the answer, never rejects. */
+function post(url: string, body: string, signature: string, timeoutMs: number): Promise<DeliveryAnswer> {
+  return new Promise((resolve) => {
+    let target: URL;
+    try {
+      target = new URL(url);
+    } catch {
+      return resolve({ url, error: 'not a URL' });
+    }
+    const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
+    const req = send(
+      target,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), [SIGNATURE_HEADER.toLowerCase()]: signature, 'user-agent': 'nanopay-webhooks/1' },
+        timeout: timeoutMs,
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ url, status: res.statusCode ?? 0 }));
+        res.on('error', () => resolve({ url, status: res.statusCode ?? 0 }));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    req.on('error', (error: NodeJS.ErrnoException) => resolve({ url, error: error.code ?? error.message }));
+    req.end(body);
+  });
+}
+
+export interface DelivererOptions {
+  store: Store;
+  endpoints: readonly string[];
+  /** Signing secrets, the current one first (several while rotating: one v1 each). */
+  secrets: readonly string[];
+  /** The first retry's wait; each next one doubles, up to an hour. Default 1 s. */
+  backoffMs?: number;
+  /** Events delivered at once (each request's in order whatever this is). Default 4. */
+  concurrency?: number;
+  /** Each attempt, with its answers. */
+  onAttempt?: (event: WebhookEvent, answers: DeliveryAnswer[], delivered: boolean) => void;
+  log?: (line: string) => void;
+}
+
+const ok = (a: DeliveryAnswer): boolean => a.status !== undefined && a.status >= 200 && a.status < 300;
+
+/**
+ * Delivers the webhook events of the store's outbox, at least once: an event is
+ * done when every endpoint answered 2xx; otherwise it is retried after 1 s, 2 s,
+ * 4 s… (at most an hour apart) until three days after it happened. An event is
+ * held back while an earlier one of its request is not delivered, so a
+ * request's events arrive in order. The outbox is the store's: a restart, or
+ * kill -9 mid-delivery (its lease runs out), loses nothing; several servers on
+ * one PostgreSQL share the work, each event to one at a time.
+ */
+export class WebhookDeliverer {
+  private stopped = false;
+  private workers: Promise<void>[] = [];
+  /** Idle workers' wake-ups. */
+  private readonly sleepers = new Set<() => void>();
+
+  constructor(private readonly options: DelivererOptions) {}
+
+  start(): void {
+    this.stopped = false;
+    this.workers = Array.from({ length: this.options.concurrency ?? 4 }, () => this.work());
+  }
+
+  /** New events may be due: look now rather than at the next second. */
+  poke(): void {
+    for (const wake of this.sleepers) wake();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.poke();
+    await Promise.all(this.workers);
+  }
+
+  private async work(): Promise<void> {
+    while (!this.stopped) {
+      let item: OutboxItem | undefined;
+      try {
+        item = await this.options.store.outbox.claim(WEBHOOK_TOPIC, LEASE_MS);
+        if (item !== undefined) await this.deliver(item);
+      } catch (error) {
+        this.options.log?.(`webhook delivery: ${error instanceof Error ? error.message : String(error)}`);
+      }
+      if (item === undefined && !this.stopped) {
+        await new Promise<void>((resolve) => {
+          const wake = (): void => {
+            clearTimeout(timer);
+            this.sleepers.delete(wake);
+            resolve();
+          };
+          const timer = setTimeout(wake, 1000);
+          this.sleepers.add(wake);
+        });
+      }
+    }
+  }
+
+  private async deliver(item: OutboxItem): Promise<void> {
+    const { store } = this.options;
+    const { event_id: eventId, resend } = item.payload as { event_id: string; resend?: boolean };
+    const event = await store.shop.event(eventId);
+    if (event === undefined || (resend !== true && (event.delivery.delivered_at !== undefined || event.delivery.failed === true))) return store.outbox.done(item.id);
+    const requestId = event.data.object.id;
+    if (resend !== true && (await store.shop.earlierPending(requestId, event.request_seq))) {
+      // Its request's earlier event goes first.
+      return store.outbox.retry(item.id, 500);
+    }
+    const body = webhookBody(event);
+    const signature = signWebhook(this.options.secrets, body);
+    const answers = await Promise.all(this.options.endpoints.map((url) => post(url, body, signature, TIMEOUT_MS)));
+    const delivered = answers.every(ok);
+    const attempts = event.delivery.attempts + 1;
+    const now = new Date();
+    const lastResult = answers.map((a) => `${a.url} ${a.status ?? a.error}`).join('; ');
+    this.options.onAttempt?.(event, answers, delivered);
+    if (delivered) {
+      await store.shop.recordDelivery(event.id, { attempts, delivered_at: now.toISOString(), last_attempt_at: now.toISOString(), last_result: lastResult });
+      return store.outbox.done(item.id);
+    }
+    const giveUp = now.getTime() - event.created * 1000 > WEBHOOK_RETRY_PERIOD_MS;
+    await store.shop.recordDelivery(event.id, {
+      attempts,
+      last_attempt_at: now.toISOString(),
+      last_result: lastResult,
+      ...(giveUp ? { failed: true } : {}),
+      ...(event.delivery.delivered_at === undefined ? {} : { delivered_at: event.delivery.delivered_at }),
+    });
+    if (giveUp) {
+      this.options.log?.(`webhook ${event.id} given up after ${attempts} attempts (${lastResult}); nanopay webhooks resend ${event.id} tries again`);
+      return store.outbox.done(item.id);
+    }
+    const wait = Math.min(MAX_BACKOFF_MS, (this.options.backoffMs ?? 1000) * 2 ** Math.min(attempts - 1, 30));
+    await store.outbox.retry(item.id, wait);
+  }
+}

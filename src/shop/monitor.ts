@@ -1,0 +1,161 @@
+import { randomUUID } from 'node:crypto';
+import { NanoPayError } from '../errors.js';
+import type { NodeClient } from '../api/node-client.js';
+import type { ApiClient } from '../api/client.js';
+import type { CheckoutObservation } from '../ops/requests/checkout.js';
+import { nodePaymentStatus, type RequestsHolder } from '../ops/requests/node-requests.js';
+import { FINAL_STATUSES, type ShopRequest, type ShopStatus, type WebhookEvent, type WebhookType } from '../store/shop.js';
+import type { Store } from '../store/store.js';
+
+/** Where a request stands, read from the backend. */
+export interface ShopReading {
+  status: Exclude<ShopStatus, 'expired'>;
+  paid_by?: string[];
+}
+
+export type ShopStatusSource = (request: ShopRequest) => Promise<ShopReading>;
+
+/**
+ * Node backend: nanopay's own verified view (blocks fetched, hashed, signature
+ * checked, exact amount matched; nodePaymentStatus). Its under- and overpaid
+ * verdicts come from the same proved blocks.
+ */
+export function nodeStatusSource(holder: RequestsHolder, node: NodeClient): ShopStatusSource {
+  return async (request) => {
+    const { record, isPaid, message } = await nodePaymentStatus(holder, node, request.id);
+    if (isPaid) return { status: 'paid', ...(record.paidBy === undefined ? {} : { paid_by: record.paidBy }) };
+    if (message.startsWith('Underpaid')) return { status: 'underpaid' };
+    if (message.startsWith('Overpaid')) return { status: 'overpaid' };
+    return { status: 'waiting' };
+  };
+}
+
+/** Service backend: the service's word (it keeps the request). */
+export function serviceStatusSource(api: ApiClient): ShopStatusSource {
+  return async (request) => {
+    const status = await api.paymentStatus(request.id);
+    if (!status.isPaid) return { status: 'waiting' };
+    return { status: 'paid', ...(status.blockHash === undefined ? {} : { paid_by: [status.blockHash] }) };
+  };
+}
+
+/** What a checkout page shows of a shop request. */
+export function observationOf(request: ShopRequest): CheckoutObservation {
+  const block = request.paid_by?.length === 1 ? request.paid_by[0] : undefined;
+  return {
+    paid: request.status === 'paid',
+    ...(request.status === 'paid' && block !== undefined ? { block_hash: block } : {}),
+    ...(request.expires_at === undefined ? {} : { expires_at: Date.parse(request.expires_at) }),
+  };
+}
+
+export interface ShopMonitorOptions {
+  store: Store;
+  source: ShopStatusSource;
+  /** Between rounds over every unsettled request (pages watched are read more often, by the checkout watcher). */
+  pollMs: number;
+  /** A change was recorded (its event is queued). */
+  onChange?: () => void;
+  log?: (line: string) => void;
+}
+
+/**
+ * Keeps the shop's requests' statuses: reads a request from the backend (one
+ * read at a time per request, shared by whoever asks), and records each change
+ * with its webhook event in one transaction of the store (so a change is
+ * notified once, whichever instance sees it, and never lost to a crash). Every
+ * `pollMs` it reads all unsettled requests: one paid while no server ran is
+ * found at the next start.
+ */
+export class ShopMonitor {
+  private readonly reads = new Map<string, Promise<ShopRequest | undefined>>();
+  private timer: NodeJS.Timeout | undefined;
+  private round: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(private readonly options: ShopMonitorOptions) {}
+
+  /** Reads request `id` now (or joins a read under way); its record after any change. */
+  check(id: string): Promise<ShopRequest | undefined> {
+    let read = this.reads.get(id);
+    if (read === undefined) {
+      read = this.read(id).finally(() => this.reads.delete(id));
+      this.reads.set(id, read);
+    }
+    return read;
+  }
+
+  start(): void {
+    this.stopped = false;
+    const tick = (): void => {
+      this.round = this.sweep().finally(() => {
+        this.round = undefined;
+        if (!this.stopped) this.timer = setTimeout(tick, this.options.pollMs);
+      });
+    };
+    tick();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.round;
+    await Promise.allSettled([...this.reads.values()]);
+  }
+
+  /** A payment to `address` may have landed (any address when undefined): reads its unsettled requests now. */
+  async wake(address?: string): Promise<void> {
+    const open = await this.options.store.shop.unsettled(10_000);
+    await Promise.allSettled(open.filter((r) => address === undefined || r.receive_address === address).map((r) => this.check(r.id)));
+  }
+
+  /** The addresses of the unsettled requests (for a node's WebSocket). */
+  async addresses(): Promise<string[]> {
+    return [...new Set((await this.options.store.shop.unsettled(10_000)).map((r) => r.receive_address))];
+  }
+
+  private async sweep(): Promise<void> {
+    try {
+      const open = await this.options.store.shop.unsettled(10_000);
+      // A few at a time: the backend is not flooded, and one slow read does not hold the rest.
+      const queue = [...open];
+      const worker = async (): Promise<void> => {
+        for (let next = queue.shift(); next !== undefined && !this.stopped; next = queue.shift()) await this.check(next.id).catch(() => undefined);
+      };
+      await Promise.all(Array.from({ length: 4 }, worker));
+    } catch (error) {
+      this.options.log?.(`status round failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
+  private async read(id: string): Promise<ShopRequest | undefined> {
+    const shop = this.options.store.shop;
+    const request = await shop.get(id);
+    if (request === undefined || FINAL_STATUSES.includes(request.status)) return request;
+    let reading: ShopReading;
+    try {
+      reading = await this.options.source(request);
+    } catch (error) {
+      const failure = error instanceof NanoPayError ? `${error.code}: ${error.message}` : 'unexpected error';
+      this.options.log?.(`status of ${id} failed (${failure}); retrying`);
+      throw error;
+    }
+    // Paid wins over expired: a payment that landed is never hidden.
+    const expired = reading.status === 'waiting' && request.expires_at !== undefined && Date.parse(request.expires_at) <= Date.now();
+    const status: ShopStatus = expired ? 'expired' : reading.status;
+    if (status === request.status) return request;
+    const seq = request.events + 1;
+    const next: ShopRequest = { ...request, status, events: seq, ...(reading.paid_by === undefined ? {} : { paid_by: reading.paid_by }) };
+    const event: WebhookEvent | undefined =
+      status === 'waiting'
+        ? undefined
+        : { id: `evt_${randomUUID().replaceAll('-', '')}`, type: `request.${status}` as WebhookType, created: Math.floor(Date.now() / 1000), request_seq: seq, data: { object: next }, delivery: { attempts: 0 } };
+    if (await shop.change(request.status, event === undefined ? { ...next, events: request.events } : next, event)) {
+      this.options.onChange?.();
+      this.options.log?.(`request ${id}${request.order_id === undefined ? '' : ` (order ${request.order_id})`}: ${request.status} -> ${status}`);
+      return event === undefined ? { ...next, events: request.events } : next;
+    }
+    // Another instance recorded a change first: its record is the truth.
+    return shop.get(id);
+  }
+}

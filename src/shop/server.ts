@@ -1,0 +1,141 @@
+import { DEFAULT_RELOAD_SECONDS, renderMessagePage } from '../checkout/page.js';
+import { checkoutPath, checkoutRoutes, sendHtml, type CheckoutRoutesOptions } from '../checkout/routes.js';
+import { CheckoutWatcher } from '../checkout/watcher.js';
+import { NanoPayError } from '../errors.js';
+import { startHttpServer } from '../http/server.js';
+import type { CheckoutConfirmationSource, CheckoutRequest } from '../ops/requests/checkout.js';
+import type { ShopRequest } from '../store/shop.js';
+import type { Store } from '../store/store.js';
+import { shopApiRoutes } from './api.js';
+import { WebhookDeliverer, type DeliveryAnswer } from './deliver.js';
+import { observationOf, ShopMonitor, type ShopStatusSource } from './monitor.js';
+import type { WebhookEvent } from '../store/shop.js';
+
+export interface ShopServerOptions extends Omit<CheckoutRoutesOptions, 'lookup'> {
+  host: string;
+  port: number;
+  /** The URL customers reach this server at (behind a proxy); default its own. */
+  publicUrl?: string;
+  token: string;
+  store: Store;
+  source: ShopStatusSource;
+  create(body: Record<string, unknown>, idempotencyKey: string | undefined): Promise<{ request: ShopRequest; created: boolean }>;
+  /** Between reads of a request whose page is open (one read per interval, whatever the number of viewers). */
+  intervalMs: number;
+  /** Between rounds over every unsettled request. */
+  pollMs: number;
+  confirmations?: CheckoutConfirmationSource;
+  webhooks?: { endpoints: string[]; secrets: string[]; backoffMs?: number; onAttempt?: (event: WebhookEvent, answers: DeliveryAnswer[], delivered: boolean) => void };
+  log?: (line: string) => void;
+}
+
+export interface ShopServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+function pageRequest(request: ShopRequest): CheckoutRequest {
+  return {
+    transaction_id: request.id,
+    receive_address: request.receive_address,
+    amount: request.amount,
+    amount_raw: request.amount_raw,
+    uri: request.uri,
+    ...(request.redirect_url === undefined ? {} : { redirect_url: request.redirect_url }),
+    ...(request.order_id === undefined ? {} : { order_id: request.order_id }),
+  };
+}
+
+/** A transaction id as a path may carry one: anything else is not looked up. */
+const PLAUSIBLE_ID = /^[0-9a-zA-Z-]{8,64}$/;
+
+/**
+ * The shop's payment server (checkout serve): the API for the shop's backend
+ * (token required), the checkout page of every request of the store and its
+ * live updates (public, read-only), the monitor that records status changes
+ * with their webhook events, and the deliverer of those events. It holds no
+ * route that signs or sends.
+ */
+export async function startShopServer(options: ShopServerOptions): Promise<ShopServer> {
+  const { store } = options;
+  const deliverer =
+    options.webhooks === undefined || options.webhooks.endpoints.length === 0
+      ? undefined
+      : new WebhookDeliverer({ store, ...options.webhooks, ...(options.log === undefined ? {} : { log: options.log }) });
+  const monitor = new ShopMonitor({
+    store,
+    source: options.source,
+    pollMs: options.pollMs,
+    // Its event is delivered at once, not at the deliverer's next look.
+    onChange: () => deliverer?.poke(),
+    ...(options.log === undefined ? {} : { log: options.log }),
+  });
+  // The page's reads go through the monitor: one read per request per interval however many look, and each change recorded once.
+  const watcher = new CheckoutWatcher({
+    read: async (id) => {
+      const request = await monitor.check(id);
+      if (request === undefined) throw new NanoPayError('NOT_FOUND', 'Unknown checkout');
+      return observationOf(request);
+    },
+    intervalMs: options.intervalMs,
+    viewGraceMs: (options.reloadSeconds ?? DEFAULT_RELOAD_SECONDS) * 3_000,
+    ...(options.log === undefined ? {} : { log: options.log }),
+  });
+  const feed = options.confirmations?.({
+    changed: (address) => {
+      watcher.wake(address);
+      void monitor.wake(address);
+    },
+    failed: (message) => options.log?.(`confirmations unavailable (${message}); reading at each interval only`),
+  });
+  const follow = async (): Promise<void> => {
+    if (feed !== undefined) feed.follow(await monitor.addresses());
+  };
+  const base = { url: '' };
+  const checkoutUrl = (id: string): string => `${options.publicUrl ?? base.url}${checkoutPath(id)}`;
+  const lookup = async (id: string): Promise<void> => {
+    if (!PLAUSIBLE_ID.test(id)) return;
+    const found = await store.shop.get(id.toLowerCase());
+    if (found !== undefined && watcher.request(found.id) === undefined) watcher.add(pageRequest(found), observationOf(found));
+  };
+  const server = await startHttpServer({
+    host: options.host,
+    port: options.port,
+    routes: [
+      ...checkoutRoutes(watcher, { ...options, lookup }),
+      ...shopApiRoutes({
+        store,
+        token: options.token,
+        checkoutUrl,
+        create: async (body, key) => {
+          const made = await options.create(body, key);
+          if (watcher.request(made.request.id) === undefined) watcher.add(pageRequest(made.request), observationOf(made.request));
+          await follow();
+          return made;
+        },
+      }),
+      {
+        method: 'GET',
+        path: '/',
+        handle: ({ response }) => sendHtml(response, 404, renderMessagePage(options.shopName ?? 'nanopay checkout', 'Open the checkout link the shop gave you.')),
+      },
+    ],
+    maxBodyBytes: 16 * 1024,
+    ...(options.log === undefined ? {} : { log: options.log }),
+  });
+  base.url = server.url;
+  watcher.start();
+  monitor.start();
+  deliverer?.start();
+  await follow();
+  return {
+    url: server.url,
+    close: async () => {
+      feed?.close();
+      watcher.stop();
+      await server.close();
+      await monitor.stop();
+      await deliverer?.stop();
+    },
+  };
+}
