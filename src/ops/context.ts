@@ -25,6 +25,8 @@ export interface OpsContext {
   /** Runs `fn` holding the account's lock (one writer per account, across processes). */
   lock<T>(address: string, fn: () => Promise<T>): Promise<T>;
   limits: Limits | undefined;
+  /** The representative a new account opens with (the profile's `representative`); the default one when unset. */
+  representative?: string;
   /** Idempotency keys are scoped to the profile. */
   profile: string;
   now(): number;

@@ -2,7 +2,7 @@ import type { BackendKind, LedgerBackend } from '../api/backend.js';
 import { ApiClient } from '../api/client.js';
 import { NodeClient } from '../api/node-client.js';
 import { NanoPayError } from '../errors.js';
-import type { Account } from '../nano/index.js';
+import { DEFAULT_REPRESENTATIVE, normalizeAddress, type Account } from '../nano/index.js';
 import { WorkCache, providerSettings, workProvider, type WorkObserver } from '../work/index.js';
 import { ConfigStore, type ProfileRecord, type WalletRecord } from '../wallet/config.js';
 import { Journal } from '../wallet/journal.js';
@@ -106,6 +106,11 @@ export class Session {
     const kind = this.env.NANOPAY_BACKEND || this.profile().backend || 'service';
     if (kind !== 'service' && kind !== 'node') throw new NanoPayError('USAGE', `NANOPAY_BACKEND must be service or node, not "${kind}"`);
     return kind;
+  }
+
+  /** The representative new accounts open with: NANOPAY_REPRESENTATIVE, else the profile's, else the default. */
+  representative(): string {
+    return normalizeAddress(this.env.NANOPAY_REPRESENTATIVE || this.profile().representative || DEFAULT_REPRESENTATIVE);
   }
 
   /** The node's WebSocket (NANOPAY_NODE_WS_URL, else node-ws-url), when one is known: instant detection. */
@@ -255,6 +260,7 @@ export class Session {
       sendLog: this.sendLog,
       lock: (address, fn) => withAccountLock(lockDir, address, fn, signal === undefined ? {} : { signal }),
       limits: this.profile().limits,
+      representative: this.representative(),
       profile: this.profileName,
       now: Date.now,
       ...(signal === undefined ? {} : { signal }),

@@ -187,6 +187,8 @@ export async function receiveAllPending(ctx: OpsContext, signer: Signer, minimum
   const received: ReceivedBlock[] = [];
   if (sends.length === 0) return received;
   let { state, thresholds } = await readAccountHead(ctx, signer.address);
+  // A new account opens with the profile's representative; an open one keeps its own (a change block moves it).
+  if (state.frontier === null && ctx.representative !== undefined) state = { ...state, representative: normalizeAddress(ctx.representative) };
   for (const { hash: sourceHash, amountRaw } of sends) {
     const subtype = state.frontier === null ? 'open' : 'receive';
     const block = buildReceiveBlock(state, { sourceHash, amount: amountRaw });
