@@ -5,6 +5,7 @@ import { NanoPayError } from '../errors.js';
 import { DEFAULT_REPRESENTATIVE, normalizeAddress, type Account } from '../nano/index.js';
 import { WorkCache, providerSettings, workProvider, type WorkObserver } from '../work/index.js';
 import { ConfigStore, type ProfileRecord, type WalletRecord } from '../wallet/config.js';
+import { ContactStore } from '../wallet/contacts.js';
 import { Journal } from '../wallet/journal.js';
 import { RequestStore } from '../wallet/requests.js';
 import { KeyStore } from '../wallet/keystore.js';
@@ -70,6 +71,8 @@ export class Session {
   readonly workStore: WorkStore;
   /** Payment requests nanopay keeps itself (node backend). */
   readonly requests: RequestStore;
+  /** Names for addresses (send @NAME). */
+  readonly contacts: ContactStore;
   private store: Promise<KeyStore> | undefined;
   private lent: Promise<Keys> | undefined;
   /** Unlocked sessions this session ended by changing the key store (a front end may say so). */
@@ -87,6 +90,7 @@ export class Session {
     this.sendLog = new SendLog(stateDir(this.dir, 'sends'));
     this.workStore = new WorkStore(this.dir);
     this.requests = new RequestStore(stateDir(this.dir, 'requests'), stateDir(this.dir, 'locks'), this.profileName);
+    this.contacts = new ContactStore(stateDir(this.dir, 'contacts'), stateDir(this.dir, 'locks'), this.profileName);
   }
 
   profile(): ProfileRecord {
