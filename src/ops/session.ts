@@ -6,6 +6,7 @@ import { DEFAULT_REPRESENTATIVE, normalizeAddress, type Account } from '../nano/
 import { WorkCache, providerSettings, workProvider, type WorkObserver } from '../work/index.js';
 import { ConfigStore, type ProfileRecord, type WalletRecord } from '../wallet/config.js';
 import { ContactStore } from '../wallet/contacts.js';
+import { HistoryLog } from '../wallet/history-log.js';
 import { Journal } from '../wallet/journal.js';
 import { RequestStore } from '../wallet/requests.js';
 import { KeyStore } from '../wallet/keystore.js';
@@ -68,6 +69,7 @@ export class Session {
   readonly config: ConfigStore;
   readonly journal: Journal;
   readonly sendLog: SendLog;
+  readonly historyLog: HistoryLog;
   readonly workStore: WorkStore;
   /** Payment requests nanopay keeps itself (node backend). */
   readonly requests: RequestStore;
@@ -88,6 +90,7 @@ export class Session {
     this.config = new ConfigStore(this.dir);
     this.journal = new Journal(stateDir(this.dir, 'journal'));
     this.sendLog = new SendLog(stateDir(this.dir, 'sends'));
+    this.historyLog = new HistoryLog(stateDir(this.dir, 'history'));
     this.workStore = new WorkStore(this.dir);
     this.requests = new RequestStore(stateDir(this.dir, 'requests'), stateDir(this.dir, 'locks'), this.profileName);
     this.contacts = new ContactStore(stateDir(this.dir, 'contacts'), stateDir(this.dir, 'locks'), this.profileName);
@@ -262,6 +265,7 @@ export class Session {
       work: this.work(),
       journal: this.journal,
       sendLog: this.sendLog,
+      history: this.historyLog,
       lock: (address, fn) => withAccountLock(lockDir, address, fn, signal === undefined ? {} : { signal }),
       limits: this.profile().limits,
       representative: this.representative(),

@@ -1,5 +1,5 @@
 import { NanoPayError } from '../errors.js';
-import { isValidAddress, linkAsAccount, normalizeAddress, parseHash } from '../nano/index.js';
+import { ZERO_HASH, isValidAddress, linkAsAccount, normalizeAddress, parseHash } from '../nano/index.js';
 import { workValue } from '../work/index.js';
 import { blockInfoOf, type LedgerBlock } from './ledger.js';
 import type { SandboxService } from './service.js';
@@ -119,8 +119,76 @@ function workGenerate(service: SandboxService, body: Body): Record<string, unkno
   throw new NodeRefusal('Work generation is disabled');
 }
 
+/** A block as account_history lists it with `raw`: its signed fields, and the node's summary (subtype, the other account, the amount). */
+function historyItem(service: SandboxService, stored: LedgerBlock): Record<string, unknown> {
+  const b = stored.block;
+  const other =
+    stored.subtype === 'send'
+      ? { account: linkAsAccount(b.link), amount: stored.amount.toString() }
+      : stored.subtype === 'open' || stored.subtype === 'receive'
+        ? { ...(service.ledger.receivables.get(b.link) === undefined ? {} : { account: service.ledger.receivables.get(b.link)?.source }), amount: stored.amount.toString() }
+        : {};
+  return {
+    type: 'state',
+    representative: b.representative,
+    link: b.link,
+    balance: b.balance,
+    previous: b.previous,
+    // As a node: an open block is a "receive" in account_history (the genesis block aside).
+    subtype: stored.subtype === 'open' ? 'receive' : stored.subtype,
+    ...other,
+    local_timestamp: String(stored.timestamp),
+    height: String(stored.height),
+    hash: stored.hash,
+    confirmed: true,
+    work: b.work,
+    signature: b.signature,
+  };
+}
+
+/**
+ * account_history as a node walks it: from `head` (else the account's frontier)
+ * towards the open block (`reverse`: from the open block, or `head`, towards the
+ * frontier), skipping `offset` blocks, at most `count`; `previous` (`next` when
+ * reversed) names where the following page starts.
+ */
+function accountHistory(service: SandboxService, body: Body): Record<string, unknown> {
+  const reverse = yes(body.reverse);
+  let address: string;
+  let at: string | null;
+  if (body.head !== undefined) {
+    const head = service.ledger.blocks.get(hash({ hash: body.head }));
+    if (head === undefined) throw new NodeRefusal('Block not found');
+    address = head.account;
+    at = head.hash;
+  } else {
+    address = account(body);
+    const record = service.ledger.account(address);
+    if (record === undefined && reverse) throw new NodeRefusal('Account not found');
+    at = record === undefined ? null : reverse ? record.openBlock : record.frontier;
+  }
+  const count = Number(body.count);
+  if (!Number.isInteger(count) || count < 0) throw new NodeRefusal('Invalid count limit');
+  let offset = body.offset === undefined ? 0 : Number(body.offset);
+  if (!Number.isInteger(offset) || offset < 0) throw new NodeRefusal('Invalid offset');
+  const history: Record<string, unknown>[] = [];
+  let remaining = count;
+  while (at !== null && remaining > 0) {
+    const stored = service.ledger.blocks.get(at) as LedgerBlock;
+    if (offset > 0) offset--;
+    else {
+      history.push(historyItem(service, stored));
+      remaining--;
+    }
+    const next = reverse ? stored.successor : stored.block.previous;
+    at = next === null || next === ZERO_HASH ? null : next;
+  }
+  return { account: address, history, ...(at === null ? {} : { [reverse ? 'next' : 'previous']: at }) };
+}
+
 const ACTIONS: Record<string, (service: SandboxService, body: Body) => Record<string, unknown>> = {
   account_info: accountInfo,
+  account_history: accountHistory,
   account_balance: (s, b) => {
     const address = account(b);
     const waiting = s.ledger.pendingFor(address).reduce((sum, r) => sum + r.amount, 0n).toString();
