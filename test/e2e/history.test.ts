@@ -118,6 +118,26 @@ describe('history on the node backend', () => {
     const whole = await collect(100);
     expect(whole.map((i) => i.amount)).toEqual(['0.06', '0.05', '0.04', '0.03', '0.02', '0.01', '5']);
     for (const size of [1, 2, 3]) expect(await collect(size)).toEqual(whole);
+
+    // A proxy that drops "previous": the pages go on from each one's last block with offset 1.
+    const calls: Record<string, unknown>[] = [];
+    const proxy = await startFaultyProxy(sb.url, () => ({
+      node: (answer, body) => {
+        if (body.action !== 'account_history') return answer;
+        calls.push(body);
+        const { previous: _, ...rest } = answer;
+        return rest;
+      },
+    }));
+    try {
+      const session = userSession(await newUser(sb.url, { ...payer.user.env, NANOPAY_NODE_URL: proxy.url, NANOPAY_CONFIG_DIR: payer.user.configDir }));
+      const out: HistoryItem[] = [];
+      for await (const item of (await historyStream(session, { pageSize: 3 })).items) out.push(item);
+      expect(out).toEqual(whole);
+      expect(calls.slice(1).every((c) => c.offset === '1' && typeof c.head === 'string')).toBe(true);
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('marks the receive that paid a payment request with its id', async () => {

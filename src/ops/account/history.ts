@@ -137,8 +137,8 @@ function nodeItem(account: string, e: NodeHistoryEntry, before: bigint | undefin
 }
 
 /**
- * The node's account_history, a page at a time (`head` from the page before),
- * newest first. Each block is shown once the block before it is known (its
+ * The node's account_history, a page at a time (`head` from the page before,
+ * or its last block and `offset` 1), newest first. Each block is shown once the block before it is known (its
  * balance gives the amount): the next in the page, else the first of the next
  * page, else fetched by hash and checked.
  */
@@ -147,9 +147,9 @@ async function* nodeHistory(session: Session, account: string, pageSize: number)
   const local = await localNotes(session, account);
   const party = { party: 'node' as const, outcome: 'The history stops here.' };
   let held: NodeHistoryEntry | undefined;
-  let head: string | undefined;
+  let from: { head: string; offset?: number } | undefined;
   for (;;) {
-    const page = await node.accountHistory(account, { count: pageSize, ...(head === undefined ? {} : { head }) });
+    const page = await node.accountHistory(account, { count: pageSize, ...from });
     for (const e of page.entries) {
       if (held !== undefined) {
         if (held.block !== null && e.block !== null && held.block.previous.toUpperCase() !== e.hash) {
@@ -159,8 +159,12 @@ async function* nodeHistory(session: Session, account: string, pageSize: number)
       }
       held = e;
     }
-    if (page.previous === undefined || page.entries.length === 0) break;
-    head = page.previous;
+    const last = page.entries.at(-1);
+    if (last === undefined) break;
+    if (page.previous !== undefined) from = { head: page.previous };
+    // A full page without "previous" (a proxy that drops it): go on past its last block.
+    else if (page.entries.length === pageSize) from = { head: last.hash, offset: 1 };
+    else break;
   }
   if (held !== undefined) yield nodeItem(account, held, await balanceBefore(session, held.block), local);
 }
