@@ -119,31 +119,24 @@ function workGenerate(service: SandboxService, body: Body): Record<string, unkno
   throw new NodeRefusal('Work generation is disabled');
 }
 
-/** A block as account_history lists it with `raw`: its signed fields, and the node's summary (subtype, the other account, the amount). */
-function historyItem(service: SandboxService, stored: LedgerBlock): Record<string, unknown> {
+/**
+ * A block as account_history lists it: with `raw`, its signed fields and the
+ * node's summary (subtype, the other account, the amount); without, only
+ * the summary, and nothing for a change block (a node leaves those out).
+ */
+function historyItem(service: SandboxService, stored: LedgerBlock, raw: boolean): Record<string, unknown> | undefined {
   const b = stored.block;
+  // As a node: an open block is a "receive" in account_history (the genesis block aside).
+  const subtype = stored.subtype === 'open' ? 'receive' : stored.subtype;
   const other =
     stored.subtype === 'send'
       ? { account: linkAsAccount(b.link), amount: stored.amount.toString() }
       : stored.subtype === 'open' || stored.subtype === 'receive'
         ? { ...(service.ledger.receivables.get(b.link) === undefined ? {} : { account: service.ledger.receivables.get(b.link)?.source }), amount: stored.amount.toString() }
         : {};
-  return {
-    type: 'state',
-    representative: b.representative,
-    link: b.link,
-    balance: b.balance,
-    previous: b.previous,
-    // As a node: an open block is a "receive" in account_history (the genesis block aside).
-    subtype: stored.subtype === 'open' ? 'receive' : stored.subtype,
-    ...other,
-    local_timestamp: String(stored.timestamp),
-    height: String(stored.height),
-    hash: stored.hash,
-    confirmed: true,
-    work: b.work,
-    signature: b.signature,
-  };
+  const where = { local_timestamp: String(stored.timestamp), height: String(stored.height), hash: stored.hash, confirmed: true };
+  if (!raw) return subtype === 'send' || subtype === 'receive' ? { type: subtype, ...other, ...where } : undefined;
+  return { type: 'state', representative: b.representative, link: b.link, balance: b.balance, previous: b.previous, subtype, ...other, ...where, work: b.work, signature: b.signature };
 }
 
 /**
@@ -175,9 +168,10 @@ function accountHistory(service: SandboxService, body: Body): Record<string, unk
   let remaining = count;
   while (at !== null && remaining > 0) {
     const stored = service.ledger.blocks.get(at) as LedgerBlock;
+    const item = offset > 0 ? undefined : historyItem(service, stored, yes(body.raw));
     if (offset > 0) offset--;
-    else {
-      history.push(historyItem(service, stored));
+    else if (item !== undefined) {
+      history.push(item);
       remaining--;
     }
     const next = reverse ? stored.successor : stored.block.previous;
