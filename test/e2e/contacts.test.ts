@@ -2,11 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { publicKeyToAddress, xnoToRaw } from '../../src/nano/index.js';
+import { buildNanoUri, publicKeyToAddress, xnoToRaw } from '../../src/nano/index.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { findTool, runTool } from '../../src/toolset/tools.js';
 import { shutdownWorkers } from '../../src/work/index.js';
 import { commandSession, userWithWallet, type CliUser } from '../helpers/cli.js';
+import { onTerminal, ptyMissing } from '../helpers/pty.js';
 import { ledger, sandbox } from '../helpers/sandbox.js';
 
 /**
@@ -79,6 +80,38 @@ describe('contacts', () => {
 
     const changed = await user.json(['contacts', 'add', 'alice', aliceNew, '--yes']);
     expect(changed).toMatchObject({ _code: 0, status: 'changed', address: aliceNew, previous_address: alice });
+  });
+
+  it('on a terminal the change is shown and asked: no keeps the address, yes takes the new one', async () => {
+    if (ptyMissing !== undefined) return;
+    const addressOfAlice = async (): Promise<string | undefined> => (await user.json<{ contacts: { address: string }[] }>(['contacts', 'list'])).contacts[0]?.address;
+    const declined = onTerminal(['contacts', 'add', 'alice', alice], user.env);
+    await declined.waitFor('Change the address of @alice?');
+    expect(declined.output).toContain(`@alice pays ${aliceNew} now; it would pay ${alice}.`);
+    declined.type('n\r');
+    expect(await declined.exited).not.toBe(0);
+    expect(await addressOfAlice()).toBe(aliceNew);
+
+    const accepted = onTerminal(['contacts', 'add', 'alice', alice], user.env);
+    await accepted.waitFor('Change the address of @alice?');
+    accepted.type('y\r');
+    expect(await accepted.exited).toBe(0);
+    expect(await addressOfAlice()).toBe(alice);
+  });
+
+  it('a payment to a contact\'s address (pay URI) names the contact, in the question and the result', async () => {
+    await user.json(['contacts', 'add', 'alice', alice, '--yes']);
+    const uri = buildNanoUri({ address: alice, amountRaw: xnoToRaw('0.01') });
+    if (ptyMissing === undefined) {
+      const asked = onTerminal(['pay', uri], user.env);
+      await asked.waitFor('Pay 0.01 XNO?');
+      expect(asked.output).toContain(`To:       ${alice} (@alice)`);
+      asked.type('n\r');
+      await asked.exited;
+    }
+    expect(await user.json(['pay', uri, '--yes'])).toMatchObject({ _code: 0, to: alice, contact: 'alice' });
+    // Back to the new address for the tests below.
+    expect(await user.json(['contacts', 'add', 'alice', aliceNew, '--yes'])).toMatchObject({ _code: 0, status: 'changed' });
   });
 
   it('donate --to @NAME and the toolset\'s wallet.send resolve the contact through the same operation', async () => {

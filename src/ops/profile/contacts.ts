@@ -90,9 +90,20 @@ export async function removeContact(session: Session, input: { name: string }): 
   });
 }
 
-/** A recipient as given: `@NAME` is the contact's address, anything else must be an address. */
+/**
+ * A recipient as given: `@NAME` is the contact's address, anything else must
+ * be an address (named by its contact when it is one, so a payment to a URI
+ * or an address shows whose it is).
+ */
 export async function resolveRecipient(session: Session, to: string): Promise<{ address: string; contact?: string }> {
-  if (!to.startsWith('@')) return { address: normalizeAddress(to) };
+  if (!to.startsWith('@')) {
+    const address = normalizeAddress(to);
+    const all = await session.contacts.all();
+    const contact = Object.keys(all)
+      .sort()
+      .find((name) => all[name]?.address === address);
+    return contact === undefined ? { address } : { address, contact };
+  }
   const name = contactName(to);
   const record = (await session.contacts.all())[name];
   if (record === undefined) {

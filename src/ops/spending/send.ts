@@ -54,6 +54,7 @@ export async function send(session: Session, input: SendInput): Promise<SendResu
     await move(ctx, {
       signer,
       to: recipient.address,
+      ...(recipient.contact === undefined ? {} : { contact: recipient.contact }),
       amountRaw: rawOf(input.amount),
       ...(input.id === undefined ? {} : { id: input.id }),
       ...(input.dryRun === undefined ? {} : { dryRun: input.dryRun }),
