@@ -2,7 +2,7 @@ import type { BackendKind, LedgerBackend } from '../api/backend.js';
 import { ApiClient } from '../api/client.js';
 import { NodeClient } from '../api/node-client.js';
 import { NanoPayError } from '../errors.js';
-import { DEFAULT_REPRESENTATIVE, normalizeAddress, type Account } from '../nano/index.js';
+import { DEFAULT_REPRESENTATIVE, isValidAddress, normalizeAddress, type Account } from '../nano/index.js';
 import { WorkCache, providerSettings, workProvider, type WorkObserver } from '../work/index.js';
 import { ConfigStore, type ProfileRecord, type WalletRecord } from '../wallet/config.js';
 import { ContactStore } from '../wallet/contacts.js';
@@ -117,7 +117,11 @@ export class Session {
 
   /** The representative new accounts open with: NANOPAY_REPRESENTATIVE, else the profile's, else the default. */
   representative(): string {
-    return normalizeAddress(this.env.NANOPAY_REPRESENTATIVE || this.profile().representative || DEFAULT_REPRESENTATIVE);
+    const fromEnv = this.env.NANOPAY_REPRESENTATIVE;
+    if (fromEnv && !isValidAddress(fromEnv)) {
+      throw new NanoPayError('INVALID_ADDRESS', `NANOPAY_REPRESENTATIVE is not a valid address: "${fromEnv.slice(0, 80)}"`, { hint: 'Give a nano_… address, or unset it to use the profile\'s representative.' });
+    }
+    return normalizeAddress(fromEnv || this.profile().representative || DEFAULT_REPRESENTATIVE);
   }
 
   /** The node's WebSocket (NANOPAY_NODE_WS_URL, else node-ws-url), when one is known: instant detection. */

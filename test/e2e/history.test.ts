@@ -172,6 +172,15 @@ describe('history on the node backend', () => {
 });
 
 describe('history on the service backend', () => {
+  it('a credits top-up shows as a send to the service, marked with its transaction', async () => {
+    const buyer = await fundedUser(sb, 'service', '3');
+    const topup = await buyer.user.json<{ hash: string; payment_address: string }>(['credits', 'topup', '10', '--yes']);
+    expect(topup._code).toBe(0);
+    const [item] = (await buyer.user.json<{ history: Item[] }>(['history', '--limit', '1'])).history;
+    expect(item).toMatchObject({ type: 'send', hash: topup.hash, counterparty: topup.payment_address });
+    expect(item?.topup).toMatch(/\S/);
+  });
+
   it('an address nanopay has not recorded gets an empty history, said to come from what was recorded', async () => {
     const user = await backendUser(sb, 'service');
     const result = await user.user.json<{ history: Item[]; source: string }>(['history', publicKeyToAddress(randomBytes(32))]);

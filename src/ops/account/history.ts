@@ -21,7 +21,7 @@ export interface HistoryItem {
   time: string | null;
   /** The representative the block names (change and open blocks). */
   representative?: string;
-  /** The block's hash was recomputed from its fields and its signature checked against the account's key. */
+  /** node: the hash recomputed from the block's fields and its signature checked against the account's key; recorded: a block nanopay signed itself. */
   verified: boolean;
   confirmed?: boolean;
   height?: number;
@@ -72,7 +72,8 @@ function iso(seconds: number | undefined): string | null {
 /** What nanopay knows of an account's blocks: --id keys and top-ups (its history log), and requests paid (node requests). */
 async function localNotes(session: Session, account: string): Promise<{ records: Map<string, HistoryRecord>; requestBySend: Map<string, string> }> {
   const records = new Map<string, HistoryRecord>();
-  for await (const r of session.historyLog.newestFirst(session.profileName)) if (r.account === account) records.set(r.hash, r);
+  // Only what adds to the node's word is kept: the blocks sent under a key or paying a top-up.
+  for await (const r of session.historyLog.newestFirst(session.profileName)) if (r.account === account && (r.id !== undefined || r.topup !== undefined)) records.set(r.hash, r);
   const requestBySend = new Map<string, string>();
   if (session.backendKind() === 'node') for (const r of await session.requests.all()) for (const paid of r.paidBy ?? []) requestBySend.set(paid.toUpperCase(), r.id);
   return { records, requestBySend };
@@ -181,28 +182,25 @@ async function balanceBefore(session: Session, block: StateBlock | null): Promis
 
 /** What nanopay recorded of the account's blocks, newest first (blocks it signed itself). */
 async function* recordedHistory(session: Session, account: string): AsyncGenerator<HistoryItem> {
-  const requests = await localNotes(session, account);
   for await (const r of session.historyLog.newestFirst(session.profileName)) {
     if (r.account !== account) continue;
     const type = r.subtype;
-    yield notes(
-      {
-        hash: r.hash,
-        account,
-        type,
-        counterparty: r.counterparty ?? null,
-        amount: rawToXno(BigInt(r.amountRaw)),
-        amount_raw: r.amountRaw,
-        balance: rawToXno(BigInt(r.balanceRaw)),
-        balance_raw: r.balanceRaw,
-        time: r.at,
-        ...(type === 'change' || type === 'open' ? { representative: r.representative } : {}),
-        verified: true,
-        source: 'recorded',
-      },
-      undefined,
-      requests,
-    );
+    yield {
+      hash: r.hash,
+      account,
+      type,
+      counterparty: r.counterparty ?? null,
+      amount: rawToXno(BigInt(r.amountRaw)),
+      amount_raw: r.amountRaw,
+      balance: rawToXno(BigInt(r.balanceRaw)),
+      balance_raw: r.balanceRaw,
+      time: r.at,
+      ...(type === 'change' || type === 'open' ? { representative: r.representative } : {}),
+      verified: true,
+      ...(r.id === undefined ? {} : { id: r.id }),
+      ...(r.topup === undefined ? {} : { topup: r.topup }),
+      source: 'recorded',
+    };
   }
 }
 
