@@ -5,6 +5,7 @@ import { listContacts, type Contact } from '../../ops/profile/contacts.js';
 export default class ContactsList extends SessionCommand {
   static override summary = 'List the profile\'s contacts: names and the addresses @NAME pays.';
   protected static override allowsNewProfile = true;
+  static override description = 'Names are shown with their @, as send and donate --to take them. --json: {contacts: [{name, address, added_at, changed_at?}]}.';
   static override examples = ['<%= config.bin %> contacts list', '<%= config.bin %> contacts list --json'];
 
   async run(): Promise<{ contacts: Contact[] }> {
