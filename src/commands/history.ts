@@ -54,7 +54,8 @@ function cells(item: HistoryItem): string[] {
   const sign = item.type === 'send' ? '-' : item.type === 'receive' || item.type === 'open' ? '+' : '';
   const other = item.counterparty ?? (item.representative === undefined ? '' : `representative ${item.representative}`);
   const belongs = [item.id === undefined ? '' : `--id ${item.id}`, item.request === undefined ? '' : `request ${item.request}`, item.topup === undefined ? '' : `top-up ${item.topup}`].filter((s) => s !== '').join(', ');
-  return [item.time ?? '?', item.verified ? item.type : `${item.type} (unchecked)`, `${sign}${item.amount}`, other, item.hash, belongs];
+  const kind = item.unsettled ? `${item.type} (signed, not yet in the ledger)` : item.verified ? item.type : `${item.type} (unchecked)`;
+  return [item.time ?? '?', kind, `${sign}${item.amount}`, other, item.hash, belongs];
 }
 
 function line(item: HistoryItem): string {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { publicKeyToAddress, xnoToRaw } from '../../src/nano/index.js';
 import { historyStream, type HistoryItem } from '../../src/ops/account/history.js';
+import { planSend, sendBlockOf, signAndJournal } from '../../src/ops/ledger/chain.js';
 import { receive } from '../../src/ops/account/receive.js';
 import { payUri, paymentStatus, requestPayment } from '../../src/ops/requests/payments.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
@@ -93,6 +94,30 @@ describe.each(BACKENDS)('history on the %s backend', (backend) => {
     const lines = ndjson(all.stdout);
     expect(lines.map((i) => i.hash)).toEqual([hashes.change, hashes.second, hashes.first, hashes.open]);
     expect(lines[2]).toMatchObject({ type: 'send', amount_raw: xnoToRaw('0.5').toString(), id: 'order-1', account: payer.address });
+  });
+
+  it('a block signed by a run that died before publishing comes first, marked unsettled, until the next command settles it', async () => {
+    const owner = await fundedUser(sb, backend, '1');
+    const ctx = await owner.session.context();
+    const signer = await owner.session.account();
+    const elsewhere = publicKeyToAddress(randomBytes(32));
+    const plan = await planSend(ctx, signer.address, elsewhere, xnoToRaw('0.1'));
+    const entry = await signAndJournal(ctx, signer, sendBlockOf(plan), 'send', plan.head.thresholds, { amountRaw: xnoToRaw('0.1').toString(), sendId: 'crashed' });
+    const before = await owner.user.json<{ history: Item[] }>(['history']);
+    expect(before.history.map((i) => [i.type, i.hash, i.unsettled, i.id])).toEqual([
+      ['send', entry.hash, true, 'crashed'],
+      ['open', expect.any(String), undefined, undefined],
+    ]);
+    expect((await owner.user.run(['history'])).stdout).toContain('signed, not yet in the ledger');
+    // The next send settles it first (the same block is published), then sends its own.
+    await owner.user.json(['send', elsewhere, '0.2', '--yes']);
+    const after = await owner.user.json<{ history: Item[] }>(['history']);
+    expect(after.history.map((i) => [i.amount, i.unsettled])).toEqual([
+      ['0.2', undefined],
+      ['0.1', undefined],
+      ['1', undefined],
+    ]);
+    expect(after.history[1]).toMatchObject({ hash: entry.hash, id: 'crashed' });
   });
 
   it('the payee sees what it received, from whom', async () => {

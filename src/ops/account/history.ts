@@ -1,4 +1,5 @@
 import type { NodeHistoryEntry } from '../../api/node-client.js';
+import { NanoPayError } from '../../errors.js';
 import { ZERO_HASH, hashBlock, linkAsAccount, normalizeAddress, rawToXno, verifyBlock, type StateBlock } from '../../nano/index.js';
 import type { HistoryRecord } from '../../wallet/history-log.js';
 import { inconsistent } from '../ledger/chain.js';
@@ -25,6 +26,12 @@ export interface HistoryItem {
   verified: boolean;
   confirmed?: boolean;
   height?: number;
+  /**
+   * Signed and journaled by a run that did not finish, and not in the ledger
+   * (yet): the next command that touches the account publishes it, or drops it
+   * if the account moved past it.
+   */
+  unsettled?: true;
   /** The `--id` key it was sent under. */
   id?: string;
   /** The payment request (kept by nanopay, node backend) this receive paid. */
@@ -204,16 +211,57 @@ async function* recordedHistory(session: Session, account: string): AsyncGenerat
   }
 }
 
+/** The account's block a run signed and journaled but did not see land, if any: it comes before everything in the ledger. */
+async function* unsettled(session: Session, account: string, source: HistorySource): AsyncGenerator<HistoryItem> {
+  const entry = await session.journal.read(account);
+  if (entry === undefined) return;
+  const landed = await (await session.api()).blockInfo(entry.hash).then(
+    () => true,
+    (error: unknown) => {
+      if (error instanceof NanoPayError && error.status === 404) return false;
+      throw error;
+    },
+  );
+  // One that landed (a run that died before clearing its entry) is in the history already.
+  if (landed) return;
+  const counterparty = entry.subtype === 'send' ? linkAsAccount(entry.block.link) : (entry.counterparty ?? null);
+  const amount = entry.amountRaw ?? '0';
+  yield {
+    hash: entry.hash,
+    account,
+    type: entry.subtype,
+    counterparty,
+    amount: rawToXno(BigInt(amount)),
+    amount_raw: amount,
+    balance: rawToXno(BigInt(entry.block.balance)),
+    balance_raw: entry.block.balance,
+    time: entry.createdAt,
+    ...(entry.subtype === 'change' || entry.subtype === 'open' ? { representative: normalizeAddress(entry.block.representative) } : {}),
+    verified: true,
+    unsettled: true,
+    ...(entry.sendId === undefined ? {} : { id: entry.sendId }),
+    ...(entry.topupTransactionId === undefined ? {} : { topup: entry.topupTransactionId }),
+    source,
+  };
+}
+
+async function* concat<T>(...parts: AsyncGenerator<T>[]): AsyncGenerator<T> {
+  for (const part of parts) yield* part;
+}
+
 /**
  * An account's sends and receives (and representative changes), newest first,
  * as a stream: on a node from its account_history, a page at a time and each
  * block checked; on the service from what nanopay recorded (the service offers
- * no history). `pageSize` is how many blocks are asked of the node at once.
+ * no history); a block signed but not settled comes first, marked unsettled.
+ * `pageSize` is how many blocks are asked of the node at once.
  */
 export async function historyStream(session: Session, input: HistoryInput & { pageSize?: number } = {}): Promise<HistoryStream> {
   const account = input.address === undefined ? await session.address(input.wallet, input.index) : normalizeAddress(input.address);
-  if (session.backendKind() === 'node') return { account, source: 'node', note: NODE_NOTE, items: nodeHistory(session, account, input.pageSize ?? PAGE) };
-  return { account, source: 'recorded', note: RECORDED_NOTE, items: recordedHistory(session, account) };
+  if (session.backendKind() === 'node') {
+    return { account, source: 'node', note: NODE_NOTE, items: concat(unsettled(session, account, 'node'), nodeHistory(session, account, input.pageSize ?? PAGE)) };
+  }
+  return { account, source: 'recorded', note: RECORDED_NOTE, items: concat(unsettled(session, account, 'recorded'), recordedHistory(session, account)) };
 }
 
 /** The newest `limit` blocks of the history (see historyStream), and whether there are older ones. */
