@@ -36,9 +36,10 @@ function historyRecord(entry: JournalEntry): HistoryRecord {
 }
 
 /**
- * Records what a landed block was for: its place in the history, its spend (daily limit) and its result
- * under `send --id`. Both are keyed, so recording twice counts once. Called
- * before the journal entry goes, so a crash at any moment keeps them.
+ * Records what a landed block was for: its line in the history, its spend
+ * (daily limit) and its result under `send --id`. All are keyed by the block
+ * hash, so recording twice counts once. Called before the journal entry goes,
+ * so a crash at any moment keeps them.
  */
 export async function recordLanded(ctx: OpsContext, entry: JournalEntry): Promise<void> {
   await ctx.history.append(entry.profile ?? ctx.profile, historyRecord(entry));
