@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildChangeBlock, publicKeyToAddress } from '../../src/nano/index.js';
+import { DEFAULT_REPRESENTATIVE, buildChangeBlock, publicKeyToAddress } from '../../src/nano/index.js';
 import { readAccountHead, signAndJournal } from '../../src/ops/ledger/chain.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../src/work/index.js';
@@ -100,5 +100,10 @@ describe.each(BACKENDS)('representative on the %s backend', (backend) => {
     const refused = await fresh.user.json(['representative', 'set', someAddress(), '--yes']);
     expect(refused).toMatchObject({ _code: 9, error: { code: 'ACCOUNT_NOT_FOUND' } });
     expect(await fresh.user.json(['representative'])).toMatchObject({ _code: 0, representative: null, opened: false });
+    expect(await fresh.user.json(['config', 'set', 'representative', someAddress()])).toMatchObject({ _code: 0, source: 'profile' });
+    expect(await fresh.user.json(['config', 'set', 'representative', '--unset'])).toMatchObject({ _code: 0, source: 'default', value: DEFAULT_REPRESENTATIVE });
+    const fromEnv = someAddress();
+    expect(await fresh.user.json(['representative'], { env: { NANOPAY_REPRESENTATIVE: fromEnv } })).toMatchObject({ configured: fromEnv });
+    expect(await fresh.user.json(['representative'], { env: { NANOPAY_REPRESENTATIVE: 'nano_wrong' } })).toMatchObject({ _code: 3, error: { code: 'INVALID_ADDRESS' } });
   });
 });
