@@ -78,6 +78,9 @@ const CATALOG: Record<string, CodeInfo> = {
   ACCOUNT_BUSY: conflict,
   STORE_BUSY: conflict,
   IDEMPOTENCY_MISMATCH: conflict,
+  // A contact added again with another address, not confirmed: where @NAME pays would change.
+  CONTACT_CHANGED: conflict,
+  INVALID_CONTACT_NAME: invalid,
   // A command of the payment service asked of a node backend (credits, top-up, the donation address).
   SERVICE_ONLY: { status: 400, exit: ExitCode.USAGE },
   // Auth and the local store.

@@ -38,6 +38,7 @@ const ENVIRONMENT: [string, string][] = [
   ['NANOPAY_NODE_WS_URL', 'Backend node: the node\'s WebSocket URL (optional).'],
   ['NANOPAY_NODE_AUTH', 'Backend node: a node provider\'s key.'],
   ['NANOPAY_DATABASE_URL', 'Backend node: a PostgreSQL URL, the payment requests\' store several servers share (default: SQLite in the config dir).'],
+  ['NANOPAY_REPRESENTATIVE', 'The representative new accounts open with, instead of the profile\'s.'],
   ['NANO_WORK_MODE', 'Proof of work: auto (default: work servers, then this machine), cpu or remote.'],
   ['NANO_WORK_SERVER_URL', 'Work server URLs, comma-separated.'],
   ['NANO_WORK_TIMEOUT_MS', 'Timeout of one work server (default 10000).'],

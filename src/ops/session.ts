@@ -2,9 +2,11 @@ import type { BackendKind, LedgerBackend } from '../api/backend.js';
 import { ApiClient } from '../api/client.js';
 import { NodeClient } from '../api/node-client.js';
 import { NanoPayError } from '../errors.js';
-import type { Account } from '../nano/index.js';
+import { DEFAULT_REPRESENTATIVE, isValidAddress, normalizeAddress, type Account } from '../nano/index.js';
 import { WorkCache, providerSettings, workProvider, type WorkObserver } from '../work/index.js';
 import { ConfigStore, type ProfileRecord, type WalletRecord } from '../wallet/config.js';
+import { ContactStore } from '../wallet/contacts.js';
+import { HistoryLog } from '../wallet/history-log.js';
 import { Journal } from '../wallet/journal.js';
 import { KeyStore } from '../wallet/keystore.js';
 import { withAccountLock } from '../wallet/lock.js';
@@ -68,8 +70,11 @@ export class Session {
   readonly config: ConfigStore;
   readonly journal: Journal;
   readonly sendLog: SendLog;
+  readonly historyLog: HistoryLog;
   readonly workStore: WorkStore;
   private opened: Promise<Store> | undefined;
+  /** Names for addresses (send @NAME). */
+  readonly contacts: ContactStore;
   private store: Promise<KeyStore> | undefined;
   private lent: Promise<Keys> | undefined;
   /** Unlocked sessions this session ended by changing the key store (a front end may say so). */
@@ -85,7 +90,9 @@ export class Session {
     this.config = new ConfigStore(this.dir);
     this.journal = new Journal(stateDir(this.dir, 'journal'));
     this.sendLog = new SendLog(stateDir(this.dir, 'sends'));
+    this.historyLog = new HistoryLog(stateDir(this.dir, 'history'));
     this.workStore = new WorkStore(this.dir);
+    this.contacts = new ContactStore(stateDir(this.dir, 'contacts'), stateDir(this.dir, 'locks'), this.profileName);
   }
 
   profile(): ProfileRecord {
@@ -127,6 +134,15 @@ export class Session {
     const kind = this.env.NANOPAY_BACKEND || this.profile().backend || 'service';
     if (kind !== 'service' && kind !== 'node') throw new NanoPayError('USAGE', `NANOPAY_BACKEND must be service or node, not "${kind}"`);
     return kind;
+  }
+
+  /** The representative new accounts open with: NANOPAY_REPRESENTATIVE, else the profile's, else the default. */
+  representative(): string {
+    const fromEnv = this.env.NANOPAY_REPRESENTATIVE;
+    if (fromEnv && !isValidAddress(fromEnv)) {
+      throw new NanoPayError('INVALID_ADDRESS', `NANOPAY_REPRESENTATIVE is not a valid address: "${fromEnv.slice(0, 80)}"`, { hint: 'Give a nano_… address, or unset it to use the profile\'s representative.' });
+    }
+    return normalizeAddress(fromEnv || this.profile().representative || DEFAULT_REPRESENTATIVE);
   }
 
   /** The node's WebSocket (NANOPAY_NODE_WS_URL, else node-ws-url), when one is known: instant detection. */
@@ -274,8 +290,10 @@ export class Session {
       work: this.work(),
       journal: this.journal,
       sendLog: this.sendLog,
+      history: this.historyLog,
       lock: (address, fn) => withAccountLock(lockDir, address, fn, signal === undefined ? {} : { signal }),
       limits: this.profile().limits,
+      representative: this.representative(),
       profile: this.profileName,
       now: Date.now,
       ...(signal === undefined ? {} : { signal }),

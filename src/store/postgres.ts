@@ -70,10 +70,10 @@ class PostgresRequests implements RequestsTable {
     return new Set(result.rows.map((r) => r.amount_raw));
   }
 
-  async claimedHashes(hashes: string[]): Promise<Set<string>> {
-    if (hashes.length === 0) return new Set();
-    const result = await this.store.query<{ hash: string }>('SELECT hash FROM request_payments WHERE hash = ANY($1::text[])', [hashes]);
-    return new Set(result.rows.map((r) => r.hash));
+  async claimedBy(hashes: string[]): Promise<Map<string, string>> {
+    if (hashes.length === 0) return new Map();
+    const result = await this.store.query<{ hash: string; request_id: string }>('SELECT hash, request_id FROM request_payments WHERE hash = ANY($1::text[])', [hashes]);
+    return new Map(result.rows.map((r) => [r.hash, r.request_id]));
   }
 
   async freshIndexes(wallet: string): Promise<number[]> {

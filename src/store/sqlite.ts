@@ -99,12 +99,12 @@ class SqliteRequests implements RequestsTable {
     });
   }
 
-  claimedHashes(hashes: string[]): Promise<Set<string>> {
+  claimedBy(hashes: string[]): Promise<Map<string, string>> {
     return this.store.run(() => {
-      const found = new Set<string>();
+      const found = new Map<string, string>();
       for (const part of chunks(hashes)) {
-        const rows = this.db.prepare(`SELECT hash FROM request_payments WHERE hash IN (${part.map(() => '?').join(',')})`).all(...part) as { hash: string }[];
-        for (const row of rows) found.add(row.hash);
+        const rows = this.db.prepare(`SELECT hash, request_id FROM request_payments WHERE hash IN (${part.map(() => '?').join(',')})`).all(...part) as { hash: string; request_id: string }[];
+        for (const row of rows) found.set(row.hash, row.request_id);
       }
       return found;
     });

@@ -50,8 +50,8 @@ export interface RequestsTable {
   amountInUse(address: string, amountRaw: string, now: string): Promise<boolean>;
   /** Which of `amounts` open requests to `address` want. */
   openAmounts(address: string, amounts: string[], now: string): Promise<Set<string>>;
-  /** Which of these block hashes already paid a request. */
-  claimedHashes(hashes: string[]): Promise<Set<string>>;
+  /** Which of these block hashes already paid a request, and which request each paid. */
+  claimedBy(hashes: string[]): Promise<Map<string, string>>;
   /** The account indexes of `wallet` that requests got as fresh addresses. */
   freshIndexes(wallet: string): Promise<number[]>;
   /**

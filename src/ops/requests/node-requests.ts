@@ -141,7 +141,7 @@ export async function nodePaymentStatus(session: RequestsHolder, node: NodeClien
     return { record, isPaid: false, message: arrived === 0n ? waiting : wrongAmount(arrived, wanted) };
   }
 
-  const claimed = await requests.claimedHashes(receivable.map((r) => r.hash));
+  const claimed = await requests.claimedBy(receivable.map((r) => r.hash));
   const unclaimed = receivable.filter((r) => !claimed.has(r.hash));
   const exact = unclaimed.find((r) => r.amountRaw === wanted);
   if (exact !== undefined) {
