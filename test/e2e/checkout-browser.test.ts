@@ -1,4 +1,5 @@
 import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, BrowserContextOptions, ConsoleMessage, Page, Request, Response } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -146,7 +147,7 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
       expect(await page.textContent('#amount')).toBe(checkout.amount);
       expect(await page.textContent('#address')).toBe(checkout.receive_address);
       expect(await page.getAttribute('a.wallet', 'href')).toBe(uriOf(checkout));
-      const shot = await page.screenshot({ path: `${ARTIFACTS}checkout-${width}-${scheme}.png` });
+      const shot = await page.screenshot({ path: join(ARTIFACTS, `checkout-${width}-${scheme}.png`) });
       const qr = await page.locator('.qr').boundingBox();
       if (qr === null) expect.fail('the QR code is not shown');
       expect(readQr(shot, qr)).toBe(uriOf(checkout));
@@ -188,7 +189,7 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
     expect(await page.textContent('#block-hash')).toBe(hash);
     expect(await page.locator('.qr').isVisible()).toBe(false);
     expect(await page.getAttribute('#redirect', 'data-seconds')).toBe('2');
-    await page.screenshot({ path: `${ARTIFACTS}checkout-paid-1280.png` });
+    await page.screenshot({ path: join(ARTIFACTS, `checkout-paid-1280.png`) });
     await page.waitForURL(`${shop.url}/thanks`, { timeout: 15_000 });
     expect(await page.textContent('h1')).toBe('Thank you for your order');
     await close();
