@@ -17,6 +17,7 @@ export const ExitCode = {
   TIMEOUT: 8,
   NOT_FOUND: 9,
   CONFLICT: 10,
+  EXPIRED: 11,
   INTERRUPTED: 130,
 } as const;
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
@@ -110,6 +111,8 @@ const CATALOG: Record<string, CodeInfo> = {
   NO_TRANSACTION_FOUND: { status: 404, exit: ExitCode.NOT_FOUND },
   // Time and interruption.
   TIMEOUT: { status: 504, exit: ExitCode.TIMEOUT },
+  // A payment request whose time ran out unpaid (status --watch stops there): 410 Gone.
+  REQUEST_EXPIRED: { status: 410, exit: ExitCode.EXPIRED },
   CANCELLED: { status: 499, exit: ExitCode.INTERRUPTED },
   // Our own bugs.
   INTERNAL_ERROR: { status: 500, exit: ExitCode.GENERAL },

@@ -8,7 +8,8 @@ import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../src/work/index.js';
 import { browserAvailability, launchChromium, readQr, startCheckout, startShop, type CheckoutProcess } from '../helpers/browser.js';
 import { SandboxClient, newAccount } from '../helpers/chain.js';
-import { userSession } from '../helpers/backend-users.js';
+import { backendUser, userSession } from '../helpers/backend-users.js';
+import { requestPayment } from '../../src/ops/requests/payments.js';
 import { userWithWallet, type CliUser } from '../helpers/cli.js';
 import { sandbox } from '../helpers/sandbox.js';
 
@@ -224,6 +225,23 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
       expect(errors).toEqual([]);
     } finally {
       await broke.stop();
+    }
+  });
+
+  it('shows a node request expired, live, once its --expires-in has passed', async () => {
+    const nodeMerchant = await backendUser(sb, 'node');
+    const request = await requestPayment(nodeMerchant.session, { amount: { xno: '0.3' }, expiresInS: 2 });
+    const served = await startCheckout(nodeMerchant.user, [request.transaction_id]);
+    try {
+      const { page, errors, close } = await open(served.url);
+      expect(await page.getAttribute('body', 'data-state')).toBe('waiting');
+      await page.waitForSelector('body[data-state="expired"]', { timeout: 15_000 });
+      expect(await page.textContent('#status')).toBe('This payment request has expired');
+      expect(await page.locator('.qr').isVisible()).toBe(false);
+      await close();
+      expect(errors).toEqual([]);
+    } finally {
+      await served.stop();
     }
   });
 

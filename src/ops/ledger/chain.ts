@@ -179,6 +179,8 @@ export interface ReceivedBlock {
   sourceHash: string;
   amountRaw: bigint;
   subtype: 'open' | 'receive';
+  /** When the source block was first seen (its local_timestamp, ms), when the backend says. */
+  sourceSeenAt?: number;
 }
 
 /** Receives every confirmed pending block of at least `minimumRaw` (each proved, see proveSend), oldest first; the first opens the account. */
@@ -187,13 +189,13 @@ export async function receiveAllPending(ctx: OpsContext, signer: Signer, minimum
   const received: ReceivedBlock[] = [];
   if (sends.length === 0) return received;
   let { state, thresholds } = await readAccountHead(ctx, signer.address);
-  for (const { hash: sourceHash, amountRaw } of sends) {
+  for (const { hash: sourceHash, amountRaw, seenAt } of sends) {
     const subtype = state.frontier === null ? 'open' : 'receive';
     const block = buildReceiveBlock(state, { sourceHash, amount: amountRaw });
     const entry = await signAndJournal(ctx, signer, block, subtype, thresholds);
     await submitEntry(ctx, entry, publishTo(ctx, entry));
     await ctx.journal.clear(signer.address);
-    received.push({ hash: entry.hash, sourceHash, amountRaw, subtype });
+    received.push({ hash: entry.hash, sourceHash, amountRaw, subtype, ...(seenAt === undefined ? {} : { sourceSeenAt: seenAt }) });
     state = { ...state, frontier: entry.hash, balance: BigInt(block.balance) };
   }
   return received;

@@ -6,6 +6,7 @@ import type { RequestRecord } from '../../wallet/requests.js';
 import { readAccountHead } from '../ledger/chain.js';
 import { provedReceivable } from '../ledger/proofs.js';
 import { xnoAndRaw } from '../money.js';
+import { arrival, arrivedLate, mismatchMessage, mismatchOf, nearestPayment, paidLateMessage, type PaymentArrival, type PaymentMismatch } from './matching.js';
 import type { Session } from '../session.js';
 
 /**
@@ -18,6 +19,11 @@ const OFFSET_SPACE = 2n ** 48n;
 function randomOffset(): bigint {
   return (BigInt(`0x${randomBytes(6).toString('hex')}`) % (OFFSET_SPACE - 1n)) + 1n;
 }
+
+/** How long a request kept on a node waits for its payment unless told (request --expires-in): a day, as a checkout session does. */
+export const DEFAULT_REQUEST_EXPIRY_S = 86_400;
+/** The longest a request may wait: its amount's offset stays reserved that long. */
+export const MAX_REQUEST_EXPIRY_S = 90 * 86_400;
 
 function isOpen(r: RequestRecord, now: number): boolean {
   return r.paidBy === undefined && (r.expiresAt === undefined || Date.parse(r.expiresAt) > now);
@@ -83,7 +89,7 @@ export async function createNodeRequest(session: Session, node: NodeClient, inpu
       baseRaw: input.baseRaw.toString(),
       amountRaw: amountRaw.toString(),
       createdAt: new Date(now).toISOString(),
-      ...(input.expiresInS === undefined ? {} : { expiresAt: new Date(now + input.expiresInS * 1000).toISOString() }),
+      expiresAt: new Date(now + (input.expiresInS ?? DEFAULT_REQUEST_EXPIRY_S) * 1000).toISOString(),
       ...(input.redirectUrl === undefined ? {} : { redirectUrl: input.redirectUrl }),
       ...(fresh === undefined ? {} : { fresh: { wallet: fresh.wallet, index: fresh.index } }),
     };
@@ -96,6 +102,9 @@ export interface NodeStatus {
   record: RequestRecord;
   isPaid: boolean;
   message: string;
+  mismatch?: PaymentMismatch;
+  /** The exact amount arrived after the request expired: reported, not paid. */
+  paidLate?: PaymentArrival;
 }
 
 function paidMessage(hashes: string[]): string {
@@ -103,17 +112,29 @@ function paidMessage(hashes: string[]): string {
   return `The transaction has been paid${blocks}. Receive the pending block to complete the process.`;
 }
 
-function wrongAmount(arrived: bigint, wanted: bigint): string {
-  return arrived < wanted
-    ? `Underpaid: ${xnoAndRaw(arrived)} arrived of ${xnoAndRaw(wanted)} requested (${xnoAndRaw(wanted - arrived)} short); the request stays open.`
-    : `Overpaid: ${xnoAndRaw(arrived)} arrived for ${xnoAndRaw(wanted)} requested (${xnoAndRaw(arrived - wanted)} too much); not marked paid.`;
+/** A request whose blocks are recorded: paid, or paid late (after its expiry). */
+function settled(record: RequestRecord): NodeStatus {
+  const blocks = record.paidBy ?? [];
+  if (record.paidLate !== true) return { record, isPaid: true, message: paidMessage(blocks) };
+  const late = arrival(BigInt(record.amountRaw), blocks);
+  return { record, isPaid: false, message: paidLateMessage(late, record.expiresAt ?? ''), paidLate: late };
+}
+
+function unmatched(record: RequestRecord, mismatch: PaymentMismatch | undefined, now: number): NodeStatus {
+  const wanted = BigInt(record.amountRaw);
+  if (mismatch !== undefined) return { record, isPaid: false, message: mismatchMessage(mismatch, wanted), mismatch };
+  const expired = record.expiresAt !== undefined && Date.parse(record.expiresAt) <= now;
+  const message = expired
+    ? `Not paid by ${record.expiresAt}, when it expired; it waited for exactly ${xnoAndRaw(wanted)} to ${record.address}. A payment arriving now is reported as late, not as paid.`
+    : `Waiting for exactly ${xnoAndRaw(wanted)} to ${record.address}.`;
+  return { record, isPaid: false, message };
 }
 
 /** What status reads need of a session: the requests store (plain data), never the key store. */
 export type RequestsHolder = Pick<Session, 'requests'>;
 
-/** Marks a request paid by `hashes`, once: a block another request claimed meanwhile does not count. */
-async function claim(session: RequestsHolder, id: string, hashes: string[]): Promise<RequestRecord | undefined> {
+/** Records `hashes` as the request's payment (late or not), once: a block another request claimed meanwhile does not count. */
+async function claim(session: RequestsHolder, id: string, hashes: string[], late: boolean): Promise<RequestRecord | undefined> {
   return session.requests.update((requests) => {
     const record = requests[id];
     if (record === undefined) return undefined;
@@ -121,6 +142,7 @@ async function claim(session: RequestsHolder, id: string, hashes: string[]): Pro
     const claimed = new Set(Object.values(requests).flatMap((r) => r.paidBy ?? []));
     if (hashes.some((h) => claimed.has(h))) return undefined;
     record.paidBy = hashes;
+    if (late) record.paidLate = true;
     return record;
   });
 }
@@ -132,26 +154,30 @@ async function claim(session: RequestsHolder, id: string, hashes: string[]): Pro
  * amount that paid no other request pays it; else the nearest unclaimed
  * payment of another amount (from half to twice the amount) is reported as
  * under- or over-paid. Fresh address: everything the account holds and has
- * waiting counts, summed. Reads the node and the requests store only: no key is unlocked.
+ * waiting counts, summed. The exact amount arriving after the expiry is
+ * recorded as a late payment (reported, not paid). Reads the node and the
+ * requests store only: no key is unlocked.
  */
 export async function nodePaymentStatus(session: RequestsHolder, node: NodeClient, id: string): Promise<NodeStatus> {
   const record = (await session.requests.get(id.toLowerCase())) ?? (await session.requests.get(id));
   if (record === undefined) throw new NanoPayError('INVALID_TRANSACTION_ID', `Unknown transaction id "${id.slice(0, 80)}"`);
-  if (record.paidBy !== undefined) return { record, isPaid: true, message: paidMessage(record.paidBy) };
+  if (record.paidBy !== undefined) return settled(record);
   const wanted = BigInt(record.amountRaw);
   const receivable = await provedReceivable(node, record.address, await node.pending(record.address));
-  const expired = record.expiresAt !== undefined && Date.parse(record.expiresAt) <= Date.now();
-  const waiting = `Waiting for exactly ${xnoAndRaw(wanted)} to ${record.address}.${expired ? ` The request expired at ${record.expiresAt}.` : ''}`;
+  const now = Date.now();
 
   if (record.fresh !== undefined) {
     // What the account holds is what its own (verified) head block says, not the node's summary.
     const held = (await readAccountHead({ api: node }, record.address)).state.balance;
     const arrived = held + receivable.reduce((sum, r) => sum + r.amountRaw, 0n);
+    const hashes = receivable.map((r) => r.hash);
     if (arrived === wanted) {
-      const paid = await claim(session, record.id, receivable.map((r) => r.hash));
-      if (paid !== undefined) return { record: paid, isPaid: true, message: paidMessage(receivable.map((r) => r.hash)) };
+      // What the account already holds was received before this look: when it came is not known.
+      const seen = [...receivable.map((r) => r.seenAt), ...(held > 0n ? [undefined] : [])];
+      const paid = await claim(session, record.id, hashes, arrivedLate(record.expiresAt, seen, now));
+      if (paid !== undefined) return settled(paid);
     }
-    return { record, isPaid: false, message: arrived === 0n ? waiting : wrongAmount(arrived, wanted) };
+    return unmatched(record, arrived === 0n ? undefined : mismatchOf(arrived, wanted, hashes), now);
   }
 
   const all = await session.requests.all();
@@ -159,28 +185,22 @@ export async function nodePaymentStatus(session: RequestsHolder, node: NodeClien
   const unclaimed = receivable.filter((r) => !claimed.has(r.hash));
   const exact = unclaimed.find((r) => r.amountRaw === wanted);
   if (exact !== undefined) {
-    const paid = await claim(session, record.id, [exact.hash]);
-    if (paid !== undefined) return { record: paid, isPaid: true, message: paidMessage([exact.hash]) };
+    const paid = await claim(session, record.id, [exact.hash], arrivedLate(record.expiresAt, [exact.seenAt], now));
+    if (paid !== undefined) return settled(paid);
   }
-  const now = Date.now();
   const otherAmounts = new Set(all.filter((r) => r.address === record.address && isOpen(r, now)).map((r) => r.amountRaw));
-  const near = unclaimed
-    .filter((r) => !otherAmounts.has(r.amountRaw.toString()) && r.amountRaw * 2n >= wanted && r.amountRaw <= wanted * 2n)
-    .sort((a, b) => compare(distance(a.amountRaw, wanted), distance(b.amountRaw, wanted)))[0];
-  return { record, isPaid: false, message: near === undefined ? waiting : wrongAmount(near.amountRaw, wanted) };
+  const near = nearestPayment(unclaimed.filter((r) => !otherAmounts.has(r.amountRaw.toString())), wanted);
+  return unmatched(record, near === undefined ? undefined : mismatchOf(near.amountRaw, wanted, [near.hash]), now);
 }
 
-function distance(a: bigint, b: bigint): bigint {
-  return a > b ? a - b : b - a;
-}
-
-function compare(a: bigint, b: bigint): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
-/** Blocks nanopay just received on `address` pay the open request of exactly their amount (their receivable is gone after this). */
-export async function markReceived(session: Session, address: string, blocks: { sourceHash: string; amountRaw: bigint }[]): Promise<void> {
+/**
+ * Blocks nanopay just received on `address` pay the open request of exactly
+ * their amount (their receivable is gone after this); one that came after the
+ * request's expiry is recorded as its late payment.
+ */
+export async function markReceived(session: Session, address: string, blocks: { sourceHash: string; amountRaw: bigint; sourceSeenAt?: number }[]): Promise<void> {
   if (blocks.length === 0) return;
+  const now = Date.now();
   await session.requests.update((requests) => {
     const claimed = new Set(Object.values(requests).flatMap((r) => r.paidBy ?? []));
     for (const block of blocks) {
@@ -188,7 +208,9 @@ export async function markReceived(session: Session, address: string, blocks: { 
       const match = Object.values(requests)
         .filter((r) => r.fresh === undefined && r.address === address && r.paidBy === undefined && r.amountRaw === block.amountRaw.toString())
         .sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt))[0];
-      if (match !== undefined) match.paidBy = [block.sourceHash];
+      if (match === undefined) continue;
+      match.paidBy = [block.sourceHash];
+      if (arrivedLate(match.expiresAt, [block.sourceSeenAt], now)) match.paidLate = true;
     }
   });
 }
