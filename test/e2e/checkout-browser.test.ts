@@ -191,7 +191,7 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
     expect(await page.locator('.qr').isVisible()).toBe(false);
     expect(await page.getAttribute('#redirect', 'data-seconds')).toBe('2');
     await page.screenshot({ path: join(ARTIFACTS, `checkout-paid-1280.png`) });
-    await page.waitForURL(`${shop.url}/thanks`, { timeout: 15_000 });
+    await page.waitForURL(`${shop.url}/thanks?transaction_id=${checkout.transaction_id}`, { timeout: 15_000 });
     expect(await page.textContent('h1')).toBe('Thank you for your order');
     await close();
     expect(errors).toEqual([]);
@@ -206,8 +206,9 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
     await pay(noScript);
     await page.waitForSelector('body[data-state="paid"]', { timeout: 15_000 });
     expect(await page.textContent('#block-hash')).toMatch(/^[0-9A-F]{64}$/);
-    expect(await page.content()).toContain(`<meta http-equiv="refresh" content="2;url=${shop.url}/thanks">`);
-    await page.waitForURL(`${shop.url}/thanks`, { timeout: 15_000 });
+    const thanks = `${shop.url}/thanks?transaction_id=${noScript.transaction_id}`;
+    expect(await page.content()).toContain(`<meta http-equiv="refresh" content="2;url=${thanks}">`);
+    await page.waitForURL(thanks, { timeout: 15_000 });
     await close();
   });
 
@@ -270,6 +271,7 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
     // run the default five-second countdown forward instead of waiting it out; it stays with its context.
     const { page, errors, close } = await openAlone(link, { viewport: { width: 360, height: 640 } }, (context) => context.clock.install());
     expect(page.url()).toMatch(new RegExp(`^${sb.url}/checkout/[0-9a-f-]{36}$`));
+    const id = page.url().split('/').at(-1) as string;
     const amount = (await page.textContent('#amount')) as string;
     expect(amount).toMatch(/^0\.25\d*$/);
     const uri = `nano:${address}?amount=${xnoToRaw(amount)}`;
@@ -283,7 +285,7 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
     expect(await page.getAttribute('#redirect', 'data-seconds')).toBe('5');
     expect(await page.textContent('#redirect')).toMatch(/^Returning to the shop in [1-5] s\. Continue now$/);
     await page.clock.runFor(5_000);
-    await page.waitForURL(`${shop.url}/thanks`, { timeout: 15_000 });
+    await page.waitForURL(`${shop.url}/thanks?transaction_id=${id}`, { timeout: 15_000 });
     await close();
     expect(errors).toEqual([]);
     expect(sandboxLog.join('\n')).toContain(`GET /payment/create/${address}/*** 303`);
