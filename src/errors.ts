@@ -18,6 +18,7 @@ export const ExitCode = {
   NOT_FOUND: 9,
   CONFLICT: 10,
   EXPIRED: 11,
+  DECLINED: 12,
   INTERRUPTED: 130,
 } as const;
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
@@ -89,6 +90,7 @@ const CATALOG: Record<string, CodeInfo> = {
   UNAUTHORIZED: auth,
   WRONG_PASSWORD: auth,
   PASSWORD_REQUIRED: auth,
+  PASSWORD_TOO_SHORT: auth,
   STORE_CORRUPT: { status: 500, exit: ExitCode.GENERAL },
   // An unlocked session's socket or dir that is not the user's own and private: refused, never used.
   UNSAFE_SESSION: { status: 500, exit: ExitCode.GENERAL },
@@ -114,6 +116,8 @@ const CATALOG: Record<string, CodeInfo> = {
   // A payment request whose time ran out unpaid (status --watch stops there): 410 Gone.
   REQUEST_EXPIRED: { status: 410, exit: ExitCode.EXPIRED },
   CANCELLED: { status: 499, exit: ExitCode.INTERRUPTED },
+  // The user answered no to a confirmation: nothing was done, and it is not an interruption (130).
+  DECLINED: { status: 409, exit: ExitCode.DECLINED },
   // Our own bugs.
   INTERNAL_ERROR: { status: 500, exit: ExitCode.GENERAL },
 };

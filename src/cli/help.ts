@@ -69,6 +69,7 @@ const EXIT_CODES: [number, string][] = [
   [ExitCode.NOT_FOUND, 'Not found: a transaction id, block, account, wallet or profile.'],
   [ExitCode.CONFLICT, 'Conflict: the ledger refused the block, the account is busy, the name exists.'],
   [ExitCode.EXPIRED, 'The payment request expired unpaid (status --watch, request --watch).'],
+  [ExitCode.DECLINED, 'Declined: you answered no to a confirmation; nothing was done.'],
   [ExitCode.INTERRUPTED, 'Interrupted (Ctrl-C).'],
 ];
 

@@ -44,7 +44,11 @@ backend by nanopay itself): the payer must send exactly the amount shown. --fres
     if (!json) {
       this.log(`Payment request ${request.transaction_id}`);
       this.log(`Pay exactly ${request.amount} XNO to ${request.receive_address}`);
-      this.log('The amount carries a small offset that identifies this request: the payer must send exactly that amount, not a rounded one.');
+      this.log(
+        flags['fresh-address']
+          ? 'This address was made for this request alone: every payment to it counts toward the request. The amount has no offset; the payer sends exactly this amount.'
+          : 'The amount carries a small offset that identifies this request: the payer must send exactly that amount, not a rounded one.',
+      );
       if (flags.qr ?? process.stdout.isTTY) this.log(`\n${await renderQr(request.uri, flags['qr-style'] as QrStyle)}`);
       this.log(`Link: ${request.uri}`);
       if (request.expires_at !== undefined) this.log(`Expires: ${request.expires_at}`);

@@ -75,7 +75,8 @@ describe('start-up', () => {
     // Every other page in one process: oclif's configuration of the package and our help class, as
     // `nanopay ID --help` renders them (a child process each added nothing but start-up).
     const config = await Config.load(ROOT);
-    for (const id of ids) {
+    // `help --help` is the top-level page: oclif skips the word help when it picks what to show.
+    for (const id of ids.filter((i) => i !== 'help')) {
       const page = new CapturedHelp(config, { stripAnsi: true });
       await page.showHelp(id.split(':'));
       expect(page.output, id).toContain(`$ nanopay ${id.split(':').join(' ')}`);
