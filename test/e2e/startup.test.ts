@@ -6,6 +6,7 @@ import { Config } from '@oclif/core';
 import { describe, expect, it } from 'vitest';
 import NanopayHelp from '../../src/cli/help.js';
 import { BIN, newUser, type RunResult } from '../helpers/cli.js';
+import { tempDir } from '../helpers/temp.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ADDRESS = 'nano_3t6k35gi95xu6tergt6p69ck76ogmitsa8mnijtpxm9fkcm736xtoncuohr3';
@@ -97,7 +98,8 @@ describe('the settings file is refused, never rewritten', () => {
 
   it('a symbolic link as config.json is neither read nor written through', async () => {
     const user = await newUser(NO_SERVICE);
-    const theirs = join(user.configDir, '..', `${user.configDir.split(sep).at(-1)}-theirs.json`);
+    // Outside the config dir, where another program keeps its own file.
+    const theirs = join(await tempDir('nanopay-theirs-'), 'theirs.json');
     const text = '{"version": 1, "profiles": {"default": {"wallets": {}, "apiUrl": "http://theirs"}}}';
     await writeFile(theirs, text);
     await symlink(theirs, join(user.configDir, 'config.json'));
