@@ -120,6 +120,18 @@ describe('what the service says about expiry is shown the same way', () => {
     expect(error).toMatchObject({ code: 'REQUEST_EXPIRED', exitCode: 11 });
   });
 
+  it('a look for other amounts that fails leaves the status as the service gave it, and says so', async () => {
+    const proxy = await startFaultyProxy(sb.url, (_method, path) => (path === '/wallet/pending' ? '500' : 'pass'));
+    proxies.push(proxy);
+    const session = userSession(await newUser(proxy.url));
+    await createRemoteWallet(session);
+    const request = await requestPayment(session, { amount: { xno: '1' } });
+    const status = await paymentStatus(session, request.transaction_id);
+    expect(status).toMatchObject({ is_paid: false });
+    expect(status).not.toHaveProperty('mismatch');
+    expect(status.message).toMatch(/Payments of another amount could not be looked for/);
+  });
+
   it('--expires-in is for requests nanopay keeps: on the service it is a usage error', async () => {
     const merchant = await backendUser(sb, 'service');
     expect(await failure(requestPayment(merchant.session, { amount: { xno: '1' }, expiresInS: 60 }))).toMatchObject({ code: 'USAGE', exitCode: 2 });
@@ -135,6 +147,7 @@ describe.each(['service', 'node'] as const)('a payment that does not match, on t
     const underStatus = await paymentStatus(merchant.session, under.transaction_id);
     expect(underStatus).toMatchObject({ is_paid: false, mismatch: { kind: 'underpaid', amount: '0.9', amount_raw: xnoToRaw('0.9').toString(), blocks: [short.hash] } });
     expect(underStatus.message).toMatch(/Underpaid/);
+    if (backend === 'service') expect(underStatus.message).toContain('It may pay another request to the same address');
     expect(underStatus.message).toContain(short.hash as string);
 
     const otherMerchant = await backendUser(sb, backend);

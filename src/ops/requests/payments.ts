@@ -172,16 +172,27 @@ async function checkOnce(session: Session, id: string, options: Pick<CallOptions
     ...(s.amount === undefined ? {} : { amount: s.amount }),
     ...expiry(s.expiresAt),
   };
-  const mismatch = s.isPaid ? undefined : await untilAborted(serviceMismatch(api, s), options.signal);
-  return mismatch === undefined ? result : { ...result, mismatch, message: `${result.message} ${mismatchMessage(mismatch, xnoToRaw(s.amount as string))}`.trim() };
+  if (s.isPaid) return result;
+  let mismatch: PaymentMismatch | undefined;
+  try {
+    mismatch = await untilAborted(serviceMismatch(api, s), options.signal);
+  } catch (error) {
+    if (options.signal?.aborted) throw error;
+    // The service answered the status itself: a failed look beside it is said, not turned into a failed status.
+    const why = error instanceof Error ? error.message : String(error);
+    return { ...result, message: `${result.message} (Payments of another amount could not be looked for: ${why})`.trim() };
+  }
+  if (mismatch === undefined) return result;
+  const said = `${mismatchMessage(mismatch, xnoToRaw(s.amount as string))} It may pay another request to the same address: the service does not say.`;
+  return { ...result, mismatch, message: `${result.message} ${said}`.trim() };
 }
 
 /**
  * On the service, what waits at an unpaid request's address: the nearest
  * payment of another amount, proved from its block (provedReceivable), as the
  * node backend reports it. The service names the address and amount only as
- * extras; without them there is nothing to look at. It can not tell a block
- * that pays another request of the same address, so the message says so.
+ * extras; without them there is nothing to look at. nanopay can not tell a
+ * block that pays another request of the same address, so the message says so.
  * Costs one pending read (a credit), and two block reads for each new block.
  */
 async function serviceMismatch(api: ApiClient, status: RemotePaymentStatus): Promise<PaymentMismatch | undefined> {
