@@ -74,8 +74,9 @@ describe.skipIf(ptyMissing !== undefined)(`on a terminal${ptyMissing === undefin
     imported.type('\r');
     expect(await imported.exited).toBe(0);
     expect(imported.output).toContain(`Address: ${deriveAccount({ mnemonic, passphrase: '', index: 0 }).address}`);
-    // Only the mask was shown: no word of the mnemonic reached the screen.
-    for (const word of new Set(words)) expect(imported.output).not.toMatch(new RegExp(`\\b${word}\\b`));
+    // Only the mask was shown: no two words of the mnemonic in a row reached the screen (one alone may be a word of the prompts).
+    expect(imported.output).not.toContain(mnemonic);
+    for (let i = 0; i + 1 < words.length; i++) expect(imported.output).not.toContain(`${words[i]} ${words[i + 1]}`);
 
     const seed = generateSeed();
     const second = onTerminal(['wallet', 'import', '--name', 'typed-seed'], user.env, { columns: 100 });
