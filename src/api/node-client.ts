@@ -2,7 +2,7 @@ import { NanoPayError, redactUrl } from '../errors.js';
 import { normalizeAddress, type StateBlock, type Subtype } from '../nano/index.js';
 import { DEV_THRESHOLDS, LIVE_THRESHOLDS } from '../work/index.js';
 import { serviceOnly, type LedgerBackend } from './backend.js';
-import { confirmedFlag, type RemoteAccountInfo, type RemoteBalance, type RemoteBlockInfo, type RemoteDifficulty } from './client.js';
+import { confirmedFlag, seenAtOf, type RemoteAccountInfo, type RemoteBalance, type RemoteBlockInfo, type RemoteDifficulty } from './client.js';
 import { asObject, bigIntField, hexField, optStr, stateBlock, str, type Json } from './shape.js';
 import { exchange } from './transport.js';
 
@@ -169,6 +169,7 @@ export class NodeClient implements LedgerBackend {
       subtype: optStr(d, 'subtype', what) ?? 'state',
       contents: stateBlock(d.contents, what),
       confirmed: confirmedFlag(d, what),
+      ...seenAtOf(d),
       ...(successor === undefined ? {} : { successor: hexField(d, 'successor', 32, what).toUpperCase() }),
     };
   }

@@ -70,6 +70,8 @@ const EXIT_CODES: [number, string][] = [
   [ExitCode.TIMEOUT, 'Timed out (status --watch --timeout: the service answered but nobody paid).'],
   [ExitCode.NOT_FOUND, 'Not found: a transaction id, block, account, wallet or profile.'],
   [ExitCode.CONFLICT, 'Conflict: the ledger refused the block, the account is busy, the name exists.'],
+  [ExitCode.EXPIRED, 'The payment request expired unpaid (status --watch, request --watch).'],
+  [ExitCode.DECLINED, 'Declined: you answered no to a confirmation; nothing was done.'],
   [ExitCode.INTERRUPTED, 'Interrupted (Ctrl-C).'],
 ];
 

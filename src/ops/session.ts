@@ -8,7 +8,7 @@ import { ConfigStore, type ProfileRecord, type WalletRecord } from '../wallet/co
 import { ContactStore } from '../wallet/contacts.js';
 import { HistoryLog } from '../wallet/history-log.js';
 import { Journal } from '../wallet/journal.js';
-import { KeyStore } from '../wallet/keystore.js';
+import { KeyStore, MIN_PASSWORD_LENGTH } from '../wallet/keystore.js';
 import { withAccountLock } from '../wallet/lock.js';
 import { SendLog } from '../wallet/send-log.js';
 import { openUnlocked, stopAllAgents, type CredentialName, type UnlockedKeys } from '../wallet/unlocked.js';
@@ -188,7 +188,7 @@ export class Session {
       let store: KeyStore;
       if (await KeyStore.exists(path)) store = await (this.options.unlock?.(path) ?? KeyStore.open(path, await this.options.password('unlock')));
       else if (mode === 'open') throw new NanoPayError('NOT_FOUND', 'There is no wallet yet', { hint: 'Create one with: nanopay wallet create' });
-      else store = await KeyStore.openOrCreate(path, await this.options.password('create'));
+      else store = await KeyStore.openOrCreate(path, newPassword(await this.options.password('create')));
       store.afterWrite(async () => {
         this.endedSessions += await stopAllAgents(this.dir);
       });
@@ -353,4 +353,14 @@ export class Session {
 function timeoutFromEnv(env: NodeJS.ProcessEnv): number | undefined {
   const ms = Number(env.NANOPAY_TIMEOUT_MS);
   return Number.isInteger(ms) && ms > 0 ? ms : undefined;
+}
+
+/** A new key store's password, refused under the minimum length whatever gave it (a prompt, a file, stdin, a variable). */
+function newPassword(password: string): string {
+  if (password.length > 0 && password.length < MIN_PASSWORD_LENGTH) {
+    throw new NanoPayError('PASSWORD_TOO_SHORT', `A new key store's password needs at least ${MIN_PASSWORD_LENGTH} characters, not ${password.length}; nothing was created`, {
+      hint: 'Choose a longer one (a few words make a good one).',
+    });
+  }
+  return password;
 }

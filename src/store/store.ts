@@ -41,6 +41,9 @@ export type RequestStatus = 'open' | 'paid';
 
 export const requestStatus = (record: RequestRecord): RequestStatus => (record.paidBy === undefined ? 'open' : 'paid');
 
+/** Whether the payment a claim records came after the request it pays expired: it is then kept as paid late (reported, not paid). */
+export type LateIf = (record: RequestRecord) => boolean;
+
 /** Payment requests (node backend). Times are ISO strings, amounts raw decimal strings. */
 export interface RequestsTable {
   get(id: string): Promise<RequestRecord | undefined>;
@@ -59,9 +62,9 @@ export interface RequestsTable {
    * undefined when there is no such request or one of the hashes already paid another (one payment
    * claims one request, whoever sees it first).
    */
-  claim(id: string, hashes: string[]): Promise<RequestRecord | undefined>;
+  claim(id: string, hashes: string[], late?: LateIf): Promise<RequestRecord | undefined>;
   /** The oldest open shared-address request to `address` of exactly `amountRaw` is paid by `hash` (unless `hash` paid one already). */
-  claimOldest(address: string, amountRaw: string, hash: string): Promise<RequestRecord | undefined>;
+  claimOldest(address: string, amountRaw: string, hash: string, late?: LateIf): Promise<RequestRecord | undefined>;
   /** Adds records kept elsewhere (the old JSON file); ids already there are left as they are. Returns how many were added. */
   importAll(records: RequestRecord[]): Promise<number>;
 }

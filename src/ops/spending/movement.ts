@@ -126,7 +126,7 @@ export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<M
   checkPerDay(ctx.limits, await spentToday(ctx, m.id), m.amountRaw);
   if (m.dryRun) return planned(first, m.signer.address, { hash: null, dryRun: true });
   if (m.confirm !== undefined && !(await m.confirm(preview(m.signer.address, to, m.amountRaw, first.head.state.balance, m.contact)))) {
-    throw new NanoPayError('CANCELLED', 'Cancelled; nothing was signed');
+    throw new NanoPayError('DECLINED', 'Declined; nothing was signed');
   }
 
   return ctx.lock(m.signer.address, async () => {
