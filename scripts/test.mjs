@@ -4,7 +4,7 @@
 // suite's. Arguments go to vitest (npm test -- test/unit). The suite gets a TMPDIR of its own, which must be empty
 // when it ends: a test that leaves a temporary file or directory behind fails npm test (and the dir goes anyway).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { bundleCli, clean, transpile, tsc } from './build-steps.mjs';
@@ -20,6 +20,8 @@ if (buildFailures.length > 0) {
 
 // Its own, not the machine's: other programs (and other test runs) use /tmp meanwhile.
 const suiteTmp = mkdtempSync(join(tmpdir(), 'nanopay-npm-test-'));
+// Traversable by other users (not listable), as /tmp is: the PostgreSQL tests' cluster runs as the postgres user in a dir of its own inside.
+chmodSync(suiteTmp, 0o711);
 const vitest = spawn(process.execPath, ['node_modules/vitest/vitest.mjs', 'run', ...process.argv.slice(2)], { stdio: 'inherit', env: { ...process.env, TMPDIR: suiteTmp } });
 const suite = new Promise((done) => {
   vitest.once('error', (error) => done(`vitest did not start: ${error.message}`));
