@@ -66,7 +66,7 @@ async function withGrammar(deps: ChatDeps, message: string, emit: Emit, id: stri
       emit({ type: 'text', text: HELP });
       return;
     case 'unknown':
-      emit({ type: 'text', text: `I did not understand that. ${HELP}` });
+      emit({ type: 'text', text: `I did not understand that${intent.why === undefined ? '.' : ` as something to do: ${intent.why}`}\n${HELP}` });
       return;
     case 'confirm':
       await confirmed(deps, intent.token, emit, id, signal);
