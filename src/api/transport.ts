@@ -1,5 +1,6 @@
 import type { ClientRequest, IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { NanoPayError, redactUrl } from '../errors.js';
+import { SANDBOX_HEADER, noteSandboxAnswer } from './sandbox-mark.js';
 
 /**
  * One JSON exchange over node:http / node:https: what the service's and the node's clients need
@@ -238,6 +239,7 @@ export async function exchange(call: Exchange): Promise<Answer> {
       let delay: number | undefined;
       try {
         const reply = await attempt(first, call);
+        noteSandboxAnswer(reply.headers[SANDBOX_HEADER]);
         delay = tried < call.retries ? delayAfter(reply, backoff) : undefined;
         if (delay === undefined) return { status: reply.status, text: reply.text };
       } catch (error) {

@@ -1,0 +1,91 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningSandbox } from '../../src/sandbox/index.js';
+import { startCheckout } from '../helpers/browser.js';
+import { userWithWallet, type CliUser } from '../helpers/cli.js';
+import { startFaultyProxy, type FaultyProxy } from '../helpers/faulty-proxy.js';
+import { sandbox } from '../helpers/sandbox.js';
+
+// Test money must never pass for real money: the sandbox says what it is on every answer, and every
+// command that used its answers says so. A service that does not say it (here the sandbox behind a
+// proxy that passes answers on without its headers, as a real service answers) changes nothing.
+
+const MARK = "[sandbox: these amounts are test money on nanopay's sandbox, not real XNO]";
+const other = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
+
+let sb: RunningSandbox;
+let real: FaultyProxy;
+let onSandbox: CliUser;
+let onReal: CliUser;
+
+beforeAll(async () => {
+  sb = await sandbox();
+  real = await startFaultyProxy(sb.url, () => 'pass');
+  [{ user: onSandbox }, { user: onReal }] = await Promise.all([userWithWallet(sb.url, '2'), userWithWallet(real.url, '2')]);
+});
+
+afterAll(async () => {
+  await real?.close();
+  await sb?.close();
+});
+
+describe('sandbox or real money', () => {
+  it('the sandbox marks every answer with Nanopay-Sandbox: 1 (service routes, errors, node RPC)', async () => {
+    const answers = await Promise.all([
+      fetch(`${sb.url}/no/such/route`),
+      fetch(`${sb.url}/wallet/balance/${other}`),
+      fetch(sb.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ action: 'account_balance', account: other }) }),
+    ]);
+    for (const answer of answers) expect(answer.headers.get('nanopay-sandbox')).toBe('1');
+    const passedOn = await fetch(`${real.url}/no/such/route`);
+    expect(passedOn.headers.get('nanopay-sandbox')).toBeNull();
+  });
+
+  const money: string[][] = [
+    ['balance'],
+    ['credits'],
+    ['send', other, '0.1', '--yes'],
+    ['request', '0.5', '--no-qr'],
+    ['donate', '0.01', '--yes'],
+    ['pending'],
+  ];
+
+  it.each(money)('on the sandbox, %s marks its human output on stderr and its JSON with "sandbox": true', async (...args) => {
+    const human = await onSandbox.run(args);
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stderr).toContain(MARK);
+    expect(human.stdout).not.toContain('sandbox');
+    const json = await onSandbox.json(args);
+    expect(json._code).toBe(0);
+    expect(json).toMatchObject({ sandbox: true });
+  });
+
+  it.each(money)('on a service that does not say it is the sandbox, %s carries no mark', async (...args) => {
+    const human = await onReal.run(args);
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stderr).not.toContain('sandbox');
+    const json = await onReal.json(args);
+    expect(json._code).toBe(0);
+    expect(json).not.toHaveProperty('sandbox');
+  });
+
+  it('status --watch --json: every NDJSON event of a sandbox request says "sandbox": true', async () => {
+    const request = await onSandbox.json<{ transaction_id: string }>(['request', '0.3', '--no-qr']);
+    const watched = await onSandbox.run(['status', request.transaction_id, '--watch', '--timeout', '2', '--interval', '1', '--json']);
+    const events = watched.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(events.length).toBeGreaterThan(0);
+    for (const event of events) expect(event).toMatchObject({ sandbox: true });
+  });
+
+  it("the checkout page of a sandbox request has the test-mode band; a real service's has none", async () => {
+    const [test, live] = await Promise.all([startCheckout(onSandbox, ['--amount', '1']), startCheckout(onReal, ['--amount', '1'])]);
+    try {
+      const [testPage, livePage] = await Promise.all([(await fetch(test.url)).text(), (await fetch(live.url)).text()]);
+      expect(testPage).toContain('<p id="test-mode" class="test-mode" role="note">TEST MODE');
+      expect(livePage).not.toContain('TEST MODE');
+      expect(livePage).toContain('Pay with Nano');
+    } finally {
+      await Promise.all([test.stop(), live.stop()]);
+    }
+  });
+});
+
