@@ -1,7 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { startCheckout } from '../helpers/browser.js';
-import { userWithWallet, type CliUser } from '../helpers/cli.js';
+import { newUser, userWithWallet, type CliUser } from '../helpers/cli.js';
 import { startFaultyProxy, type FaultyProxy } from '../helpers/faulty-proxy.js';
 import { sandbox } from '../helpers/sandbox.js';
 
@@ -89,3 +90,30 @@ describe('sandbox or real money', () => {
   });
 });
 
+describe('what --remote means', () => {
+  it('wallet create --remote says the service made (and has seen) the seed; the default wallet create is self-custodial', async () => {
+    const user = await newUser(sb.url);
+    const remote = await user.run(['wallet', 'create', '--remote', '--name', 'service-made']);
+    expect(remote.code, remote.stderr).toBe(0);
+    expect(remote.stdout).toContain('The service made this seed, so it has seen it: this wallet is not self-custodial.');
+    const local = await user.run(['wallet', 'create', '--name', 'main']);
+    expect(local.code, local.stderr).toBe(0);
+    expect(local.stdout).not.toContain('The service made');
+    const listed = await user.json<{ wallets: { name: string; remote: boolean }[] } | { name: string; remote: boolean }[]>(['wallet', 'list']);
+    expect(JSON.stringify(listed)).toMatch(/"name":"service-made"[^}]*"remote":true/);
+    const help = await user.run(['wallet', 'create', '--help']);
+    const helpText = help.stdout.replace(/\s+/g, ' ');
+    expect(helpText).toContain('self-custodial: its seed is made here and never leaves this machine');
+    expect(helpText).toMatch(/--remote .*the service has seen that seed/);
+  });
+
+  it('the README says what --remote means, and no longer that keys never leave the machine whatever the wallet', () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const intro = readme.slice(0, readme.indexOf('## Set-up'));
+    expect(intro).not.toMatch(/keys never leave your machine/i);
+    expect(intro).toMatch(/`wallet create --remote` is not: the service made\s+that seed/);
+    expect(readme).toContain('## What `--remote` means');
+    expect(readme).toContain('## From the sandbox to real money');
+    expect(readme).toContain('Nanopay-Sandbox: 1');
+  });
+});
