@@ -1,5 +1,6 @@
 import type { ClientRequest, IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { NanoPayError, redactUrl } from '../errors.js';
+import { ProxyRefusal, TunnelAgent, bareHost, proxyFor, type Proxy } from './proxy.js';
 import { SANDBOX_HEADER, noteSandboxAnswer } from './sandbox-mark.js';
 
 /**
@@ -23,7 +24,7 @@ export interface Exchange {
   /** Stops the attempt in flight and any wait for a retry. */
   signal?: AbortSignal;
   /** For messages: who is asked ("the service did not answer …"), the call already redacted, what to check. */
-  party: 'service' | 'node';
+  party: 'service' | 'node' | 'work server';
   where: string;
   hint: string;
 }
@@ -48,6 +49,8 @@ class NoAnswer extends Error {
   constructor(
     readonly code: string,
     readonly timedOut = false,
+    /** The proxy the attempt went through, as shown (no credentials). */
+    readonly via?: string,
   ) {
     super(code);
   }
@@ -70,9 +73,11 @@ function abortFailure(signal: AbortSignal): NoAnswer {
   return reason instanceof Error && reason.name === 'TimeoutError' ? new NoAnswer('ETIMEDOUT', true) : new NoAnswer('ERR_ABORTED');
 }
 
-function failure(error: Error): NoAnswer {
+function failure(error: Error, proxy?: Proxy): NoAnswer {
+  // The proxy's own refusal already names it (without credentials).
+  if (error instanceof ProxyRefusal) return new NoAnswer(error.message);
   const code = (error as { code?: unknown }).code;
-  return new NoAnswer(typeof code === 'string' ? code : redactUrl(error.message));
+  return new NoAnswer(typeof code === 'string' ? code : redactUrl(error.message), false, proxy?.shown);
 }
 
 function parseUrl(text: string, base?: URL): URL {
@@ -92,6 +97,21 @@ function decoded(part: string): string {
   }
 }
 
+/**
+ * How a request goes through a proxy: an https target through a CONNECT
+ * tunnel (TLS end to end), an http one in absolute form to the proxy, as curl does.
+ */
+async function viaProxy(proxy: Proxy, target: URL, headers: Record<string, string>): Promise<(method: string) => ClientRequest> {
+  if (target.protocol === 'https:') {
+    const { request } = await import('node:https');
+    return (method) => request(target, { method, headers, agent: new TunnelAgent(proxy, true) });
+  }
+  const { request } = proxy.url.protocol === 'https:' ? await import('node:https') : await import('node:http');
+  const port = proxy.url.port === '' ? (proxy.url.protocol === 'https:' ? 443 : 80) : Number(proxy.url.port);
+  const sent = { ...headers, host: target.host, ...(proxy.authorization === undefined ? {} : { 'proxy-authorization': proxy.authorization }) };
+  return (method) => request({ host: bareHost(proxy.url.hostname), port, path: target.href, method, headers: sent, agent: false });
+}
+
 /** One request and its whole answer, within the timeout. */
 async function hop(h: Hop, timeoutMs: number, signal: AbortSignal | undefined, where: string, party: string): Promise<Reply> {
   if (h.url.protocol !== 'http:' && h.url.protocol !== 'https:') throw new NoAnswer('ERR_UNSUPPORTED_PROTOCOL');
@@ -106,6 +126,8 @@ async function hop(h: Hop, timeoutMs: number, signal: AbortSignal | undefined, w
     target.username = '';
     target.password = '';
   }
+  const proxy = proxyFor(target);
+  const proxied = proxy === undefined ? undefined : await viaProxy(proxy, target, headers);
   return new Promise<Reply>((resolve, reject) => {
     let req: ClientRequest | undefined;
     let settled = false;
@@ -121,18 +143,21 @@ async function hop(h: Hop, timeoutMs: number, signal: AbortSignal | undefined, w
       reject(error);
     });
     const onAbort = (): void => fail(abortFailure(signal as AbortSignal));
-    const timer = setTimeout(() => fail(new NoAnswer('ETIMEDOUT', true)), timeoutMs);
+    const timer = setTimeout(() => fail(new NoAnswer('ETIMEDOUT', true, proxy?.shown)), timeoutMs);
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
       // The global agent, as got used: its idle keep-alive sockets are unref'd, so they never hold a command open.
-      req = request(target, { method: h.method, headers });
+      req = proxied === undefined ? request(target, { method: h.method, headers }) : proxied(h.method);
     } catch (error) {
       // A header Node refuses (e.g. a key with a line break).
-      fail(failure(error as Error));
+      fail(failure(error as Error, proxy));
       return;
     }
-    req.on('error', (error) => fail(failure(error)));
+    req.on('error', (error) => fail(failure(error, proxy)));
     req.on('response', (res: IncomingMessage) => {
+      if (proxy !== undefined && res.statusCode === 407 && target.protocol === 'http:') {
+        return fail(new ProxyRefusal('EPROXYAUTH', `the proxy ${proxy.shown} refused the request: 407 Proxy Authentication Required`));
+      }
       const tooBig = (): void => fail(new NanoPayError('REQUEST_ERROR', `The ${party} answered ${where} with more than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB`));
       if (Number(res.headers['content-length']) > MAX_ANSWER_BYTES) return tooBig();
       const chunks: Buffer[] = [];
@@ -142,7 +167,7 @@ async function hop(h: Hop, timeoutMs: number, signal: AbortSignal | undefined, w
         if (size > MAX_ANSWER_BYTES) tooBig();
         else chunks.push(chunk);
       });
-      res.on('error', (error) => fail(failure(error)));
+      res.on('error', (error) => fail(failure(error, proxy)));
       // A connection lost mid-body closes without an end.
       res.on('close', () => fail(new NoAnswer('ECONNRESET')));
       res.on('end', () => finish(() => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') })));
@@ -253,7 +278,8 @@ export async function exchange(call: Exchange): Promise<Answer> {
     if (error instanceof NoAnswer) {
       throw new NanoPayError(
         'REQUEST_ERROR',
-        error.timedOut ? `The ${call.party} did not answer ${call.where} in time` : `Could not reach the ${call.party} for ${call.where}: ${error.code}`,
+        (error.timedOut ? `The ${call.party} did not answer ${call.where} in time` : `Could not reach the ${call.party} for ${call.where}: ${error.code}`) +
+          (error.via === undefined ? '' : ` (through the proxy ${error.via})`),
         { hint: call.hint },
       );
     }

@@ -40,6 +40,7 @@ const ENVIRONMENT: [string, string][] = [
   ['NANO_WORK_MODE', 'Proof of work: auto (default: work servers, then this machine), cpu or remote.'],
   ['NANO_WORK_SERVER_URL', 'Work server URLs, comma-separated.'],
   ['NANO_WORK_TIMEOUT_MS', 'Timeout of one work server (default 10000).'],
+  ['HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY', 'Proxies for the service, node and work servers (lower case too); loopback is always direct.'],
   ['NANOPAY_POW_ENGINE', 'Force a local proof-of-work kernel: native, wasm or js.'],
   ['NANOPAY_HTTP_LISTEN_ADDR', 'serve: the listen address host:port (default 127.0.0.1:3123; also HTTP_LISTEN_ADDR).'],
   ['NANOPAY_TOOLSET_TOKEN', 'serve: the bearer token every request must carry.'],
