@@ -2,6 +2,7 @@ import type { ClientRequest, IncomingHttpHeaders, IncomingMessage } from 'node:h
 import { NanoPayError, redactUrl } from '../errors.js';
 import { ProxyRefusal, TunnelAgent, bareHost, proxyFor, type Proxy } from './proxy.js';
 import { SANDBOX_HEADER, noteSandboxAnswer } from './sandbox-mark.js';
+import { waitFor } from './waits.js';
 
 /**
  * One JSON exchange over node:http / node:https: what the service's and the node's clients need
@@ -19,6 +20,8 @@ export interface Exchange {
   body?: unknown;
   /** For the whole of each attempt: connecting, the server's answer and its body. */
   timeoutMs: number;
+  /** For the whole call, every attempt and the waits between them (NANOPAY_TIMEOUT, --timeout). */
+  deadlineMs?: number;
   /** 0 for a call that must not be repeated (a write). */
   retries: number;
   /** Stops the attempt in flight and any wait for a retry. */
@@ -249,6 +252,12 @@ function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
  * REQUEST_ERROR when no answer came, after the retries `call.retries` allows.
  */
 export async function exchange(call: Exchange): Promise<Answer> {
+  const attempts = call.retries + 1;
+  const wait = waitFor({ party: `the ${call.party}`, where: call.where, attempts });
+  const bound = call.deadlineMs === undefined ? undefined : AbortSignal.timeout(call.deadlineMs);
+  const signal = bound === undefined ? call.signal : call.signal === undefined ? bound : AbortSignal.any([call.signal, bound]);
+  const deadline = call.deadlineMs === undefined ? Infinity : Date.now() + call.deadlineMs;
+  let tried = 0;
   try {
     const url = parseUrl(call.url);
     const payload = call.body === undefined ? undefined : Buffer.from(JSON.stringify(call.body));
@@ -259,30 +268,38 @@ export async function exchange(call: Exchange): Promise<Answer> {
       ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': String(payload.length) }),
     };
     const first: Hop = { url, method: call.method, headers, payload };
-    for (let tried = 0; ; tried++) {
+    for (; ; tried++) {
       const backoff = Math.min(2 ** tried * 1000, BACKOFF_LIMIT_MS);
       let delay: number | undefined;
+      let reason: string;
+      wait.attempt(tried + 1);
       try {
-        const reply = await attempt(first, call);
+        // No attempt runs past the call's deadline.
+        const reply = await attempt(first, { ...call, signal, timeoutMs: Math.max(1, Math.min(call.timeoutMs, deadline - Date.now())) });
         noteSandboxAnswer(reply.headers[SANDBOX_HEADER]);
         delay = tried < call.retries ? delayAfter(reply, backoff) : undefined;
         if (delay === undefined) return { status: reply.status, text: reply.text };
+        reason = `HTTP ${reply.status}`;
       } catch (error) {
-        const retry = error instanceof NoAnswer && RETRY_CODES.has(error.code) && tried < call.retries && call.signal?.aborted !== true;
+        const retry = error instanceof NoAnswer && RETRY_CODES.has(error.code) && tried < call.retries && signal?.aborted !== true;
         if (!retry) throw error;
         delay = backoff;
+        reason = error.code;
       }
-      await pause(delay, call.signal);
+      wait.retrying(tried + 1, reason, delay);
+      await pause(delay, signal);
     }
   } catch (error) {
     if (error instanceof NoAnswer) {
-      throw new NanoPayError(
-        'REQUEST_ERROR',
-        (error.timedOut ? `The ${call.party} did not answer ${call.where} in time` : `Could not reach the ${call.party} for ${call.where}: ${error.code}`) +
-          (error.via === undefined ? '' : ` (through the proxy ${error.via})`),
-        { hint: call.hint },
-      );
+      const overall = bound?.aborted === true && call.signal?.aborted !== true;
+      const through = error.via === undefined ? '' : ` (through the proxy ${error.via})`;
+      const shown = overall
+        ? `The ${call.party} did not answer ${call.where} within ${Math.round((call.deadlineMs as number) / 1000)} s (${tried + 1} of ${attempts} attempts)${through}`
+        : (error.timedOut ? `The ${call.party} did not answer ${call.where} in time` : `Could not reach the ${call.party} for ${call.where}: ${error.code}`) + through;
+      throw new NanoPayError('REQUEST_ERROR', shown, { hint: overall ? `${call.hint} The bound is --timeout or NANOPAY_TIMEOUT.` : call.hint });
     }
     throw error;
+  } finally {
+    wait.end();
   }
 }

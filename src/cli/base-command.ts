@@ -1,7 +1,9 @@
 import { Command, Errors } from '@oclif/core';
 import { talkedToSandbox } from '../api/sandbox-mark.js';
 import { ExitCode, NanoPayError, toNanoPayError } from '../errors.js';
+import { observeWaits } from '../api/waits.js';
 import { commandFinished, interruption } from './interrupt.js';
+import { waitReporter } from './wait-report.js';
 import { colourless, endSpinners, stopSpinners } from './spinner.js';
 
 /** oclif's own failures (bad flags, missing args) are usage errors. */
@@ -35,6 +37,8 @@ export abstract class BaseCommand extends Command {
   protected override async init(): Promise<void> {
     interruption((error) => this.printError(error));
     await super.init();
+    // Who is being waited for: a spinner on a terminal, warnings on stderr otherwise.
+    observeWaits(waitReporter(process.stderr.isTTY === true && !this.jsonEnabled()));
   }
 
   /** Aborted on Ctrl-C, so work and waits stop at once (exit 130). */
