@@ -28,7 +28,7 @@ async function askUrl(server: string, root: string, threshold: string, options: 
       retries: 0,
       ...(options.signal === undefined ? {} : { signal: options.signal }),
       party: 'work server',
-      where: 'work_generate',
+      where: `work_generate at ${redactUrl(server)}`,
       hint: 'Check NANO_WORK_SERVER_URL.',
     });
   } catch (error) {
