@@ -214,6 +214,7 @@ function paymentStatus(text: string): string | undefined {
   const patterns = [
     new RegExp(String.raw`^(?:(?:payment|request) )?status(?: (?:of|for))? ${item}(\S+)$`),
     new RegExp(String.raw`^(?:check|show)(?: (?:the )?status(?: of)?)? ${item}(\S+)$`),
+    new RegExp(String.raw`^(?:what's|whats|what is) (?:the )?status (?:of|for) ${item}(\S+)$`),
     new RegExp(String.raw`^(?:is|was|has|have|did) ${item}(\S+) (?:been )?(?:paid|settled|get paid|received|come in)(?: yet)?$`),
     new RegExp(String.raw`^(?:did|has) (?:anyone|someone|somebody|the customer|they) pa(?:y|id)(?: for)? ${item}(\S+)(?: yet)?$`),
   ];

@@ -48,6 +48,8 @@ describe('sandbox or real money', () => {
     ['request', '0.5', '--no-qr'],
     ['donate', '0.01', '--yes'],
     ['pending'],
+    ['receive'],
+    ['credits', 'topup', '10', '--yes'],
   ];
 
   it.each(money)('on the sandbox, %s marks its human output on stderr and its JSON with "sandbox": true', async (...args) => {

@@ -93,6 +93,8 @@ const UNDERSTOOD: [string, unknown][] = [
   [`payment status ${id}`, status(id)],
   [`status of request ${id}`, status(id)],
   [`did anyone pay ${id}?`, status(id)],
+  [`what's the status of ${id}?`, status(id)],
+  [`What is the status of payment ${id}`, status(id)],
   [`has the customer paid invoice ${id} yet?`, status(id)],
   // credits
   ['credits', credits],
