@@ -197,7 +197,7 @@ export const AUTOMATIC_RELOAD = 'reload=auto';
 /** The checkout page of one request, in its current state; every value from outside is escaped. */
 export function renderCheckoutPage({ request, view, qrSvg, eventsPath, redirectSeconds, reloadSeconds, testMode }: CheckoutPageInput): string {
   const state = view.state;
-  const redirect = safeRedirect(request.redirect_url);
+  const redirect = safeRedirect(request.redirect_url, request.transaction_id);
   const refresh =
     state === 'waiting'
       ? `<noscript><meta http-equiv="refresh" content="${reloadSeconds};url=?${AUTOMATIC_RELOAD}"></noscript>`

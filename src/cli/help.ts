@@ -38,6 +38,8 @@ const ENVIRONMENT: [string, string][] = [
   ['NANOPAY_NODE_URL', 'Backend node: the node\'s HTTP RPC URL.'],
   ['NANOPAY_NODE_WS_URL', 'Backend node: the node\'s WebSocket URL (optional).'],
   ['NANOPAY_NODE_AUTH', 'Backend node: a node provider\'s key.'],
+  ['NANOPAY_DATABASE_URL', 'Backend node: a PostgreSQL URL, the payment requests\' store several servers share (default: SQLite in the config dir).'],
+  ['NANOPAY_REPRESENTATIVE', 'The representative new accounts open with, instead of the profile\'s.'],
   ['NANO_WORK_MODE', 'Proof of work: auto (default: work servers, then this machine), cpu or remote.'],
   ['NANO_WORK_SERVER_URL', 'Work server URLs, comma-separated.'],
   ['NANO_WORK_TIMEOUT_MS', 'Timeout of one work server (default 10000).'],
@@ -70,6 +72,8 @@ const EXIT_CODES: [number, string][] = [
   [ExitCode.TIMEOUT, 'Timed out (status --watch --timeout: the service answered but nobody paid).'],
   [ExitCode.NOT_FOUND, 'Not found: a transaction id, block, account, wallet or profile.'],
   [ExitCode.CONFLICT, 'Conflict: the ledger refused the block, the account is busy, the name exists.'],
+  [ExitCode.EXPIRED, 'The payment request expired unpaid (status --watch, request --watch).'],
+  [ExitCode.DECLINED, 'Declined: you answered no to a confirmation; nothing was done.'],
   [ExitCode.INTERRUPTED, 'Interrupted (Ctrl-C).'],
 ];
 

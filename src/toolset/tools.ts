@@ -99,7 +99,7 @@ export const TOOLS: Tool[] = [
     title: 'Send XNO',
     annotations: SPEND,
     description: 'Send an amount in XNO from the toolset wallet to an address. Spending limits apply.',
-    inputSchema: schema({ recipient_address: str('destination address (nano_… or xrb_…)'), amount: str('amount in XNO, e.g. "0.5"') }, ['recipient_address', 'amount']),
+    inputSchema: schema({ recipient_address: str('destination address (nano_… or xrb_…), or @NAME of one of the profile\'s contacts'), amount: str('amount in XNO, e.g. "0.5"') }, ['recipient_address', 'amount']),
     writes: true,
     handler: async (session, input, signal) => {
       const sent = await send(session, { to: text(input, 'recipient_address'), amount: { xno: text(input, 'amount') }, ...(signal === undefined ? {} : { signal }) });

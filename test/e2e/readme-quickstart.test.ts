@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, symlink, writeFile } from 'node:fs/promises';
+import { symlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { tempDir } from '../helpers/temp.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const PORT = 7076;
@@ -48,7 +48,7 @@ describe.skipIf(!free)("README's quick start", () => {
     expect(script).toContain('sandbox --quiet &');
     expect(script).toContain('kill %1');
     // "From the clone": a directory with the clone's bin/ (the sandbox keeps its ledger in the current directory).
-    const dir = await mkdtemp(join(tmpdir(), 'nanopay-readme-'));
+    const dir = await tempDir('nanopay-readme-');
     await symlink(join(root, 'bin'), join(dir, 'bin'));
     await writeFile(join(dir, 'quickstart.sh'), script);
     const home = join(dir, 'home');
