@@ -13,6 +13,8 @@ export interface NodeOptions {
   url: string;
   auth?: { scheme: NodeAuthScheme; secret: string };
   timeoutMs?: number;
+  /** Bound of one call, its retries included. */
+  deadlineMs?: number;
   retries?: number;
 }
 
@@ -74,6 +76,7 @@ export class NodeClient implements LedgerBackend {
       headers,
       body,
       timeoutMs: this.options.timeoutMs ?? 15_000,
+      ...(this.options.deadlineMs === undefined ? {} : { deadlineMs: this.options.deadlineMs }),
       retries: safe ? (this.options.retries ?? 2) : 0,
       party: 'node',
       where: this.where(action),

@@ -3,6 +3,7 @@ import { SessionCommand } from '../cli/session-command.js';
 import { progress, type Progress } from '../cli/spinner.js';
 import { xnoToRaw } from '../nano/index.js';
 import { receive, watchReceive, type ReceiveResult } from '../ops/account/receive.js';
+import { withSandboxMark } from '../cli/base-command.js';
 
 export default class Receive extends SessionCommand {
   static override summary = 'Receive every pending block of the active account (opening it if new).';
@@ -39,7 +40,7 @@ with --json it prints one JSON document per receive (NDJSON).`;
         intervalMs: flags.interval * 1000,
         ...(flags.timeout === undefined ? {} : { timeoutMs: flags.timeout * 1000 }),
         onReceived: (r) => {
-          if (json) process.stdout.write(`${JSON.stringify(r)}\n`);
+          if (json) process.stdout.write(`${JSON.stringify(withSandboxMark(r))}\n`);
           else for (const item of r.received) this.log(`Received ${item.amount} XNO on ${item.account} (${item.subtype} ${item.hash})`);
         },
         onWaiting: (accounts) => {

@@ -3,6 +3,7 @@ import { QR_STYLES, renderQr, type QrStyle } from '../cli/qr.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { requestPayment, type PaymentRequestResult } from '../ops/requests/payments.js';
 import { watch } from '../cli/watch.js';
+import { withSandboxMark } from '../cli/base-command.js';
 import { formatDuration, parseDuration } from '../ops/duration.js';
 import { DEFAULT_REQUEST_EXPIRY_S, MAX_REQUEST_EXPIRY_S } from '../ops/requests/node-requests.js';
 
@@ -40,7 +41,7 @@ backend by nanopay itself): the payer must send exactly the amount shown. --fres
       ...(flags['redirect-url'] === undefined ? {} : { redirectUrl: flags['redirect-url'] }),
     });
     const json = this.jsonEnabled();
-    if (json && flags.watch) process.stdout.write(`${JSON.stringify({ event: 'request', ...request })}\n`);
+    if (json && flags.watch) process.stdout.write(`${JSON.stringify(withSandboxMark({ event: 'request', ...request }))}\n`);
     if (!json) {
       this.log(`Payment request ${request.transaction_id}`);
       this.log(`Pay exactly ${request.amount} XNO to ${request.receive_address}`);

@@ -31,6 +31,8 @@ export interface SessionOptions {
   work?: WorkProvider;
   /** Per-attempt timeout for the remote service. */
   timeoutMs?: number;
+  /** Bound of one call to the service or the node, retries included (--timeout); else NANOPAY_TIMEOUT, else 60 s. */
+  deadlineMs?: number;
   /** Follows local proof-of-work searches (for a spinner). */
   workObserver?: WorkObserver;
   /** Opens the existing key store instead of KeyStore.open with `password` (the CLI: an unlocked session, or prompts with retries). */
@@ -170,6 +172,7 @@ export class Session {
         url,
         ...(secret ? { auth: { scheme: this.profile().nodeAuthScheme ?? 'bearer', secret } } : {}),
         ...(timeoutMs === undefined ? {} : { timeoutMs }),
+        deadlineMs: this.deadlineMs(),
       });
     })();
     this.node.catch(() => (this.node = undefined));
@@ -238,7 +241,14 @@ export class Session {
 
   /** The API client without a key (for public calls such as /wallet/create). */
   anonymousApi(): ApiClient {
-    return new ApiClient({ baseUrl: this.apiUrl(), timeoutMs: this.options.timeoutMs ?? timeoutFromEnv(this.env) });
+    return new ApiClient({ baseUrl: this.apiUrl(), timeoutMs: this.options.timeoutMs ?? timeoutFromEnv(this.env), deadlineMs: this.deadlineMs() });
+  }
+
+  /** How long one call may wait for the service or the node, retries included. */
+  private deadlineMs(): number {
+    if (this.options.deadlineMs !== undefined) return this.options.deadlineMs;
+    const given = this.env.NANOPAY_TIMEOUT;
+    return given === undefined || given.trim() === '' ? DEFAULT_CALL_TIMEOUT_S * 1000 : parseCallTimeout(given, 'NANOPAY_TIMEOUT') * 1000;
   }
 
   /** The ledger's backend for operations: the service with its API key, or the node. */
@@ -348,6 +358,19 @@ export class Session {
     const passphrase = store.get(secretIds.passphrase(this.profileName, wallet));
     return walletAccount({ kind: record.kind, secret, ...(passphrase === undefined ? {} : { passphrase }) }, index);
   }
+}
+
+/** The bound of one call unless --timeout or NANOPAY_TIMEOUT says otherwise: the three attempts of a read (15 s each) and their waits fit. */
+const DEFAULT_CALL_TIMEOUT_S = 60;
+
+/** "30", "30s", "2m", "1m30s" → seconds, from 1 s to an hour: the bound of one call (`from` names the flag or variable). */
+export function parseCallTimeout(text: string, from: string): number {
+  const match = /^(?:(\d{1,4})m)?(?:(\d{1,4})s?)?$/.exec(text.trim());
+  const seconds = match === null || text.trim() === '' ? NaN : Number(match[1] ?? 0) * 60 + Number(match[2] ?? 0);
+  if (!(seconds >= 1 && seconds <= 3600)) {
+    throw new NanoPayError('USAGE', `${from} "${text.slice(0, 40)}" is not a timeout: write it like 30, 30s, 2m or 1m30s (1 s to 60 m)`);
+  }
+  return seconds;
 }
 
 function timeoutFromEnv(env: NodeJS.ProcessEnv): number | undefined {

@@ -148,6 +148,13 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
       expect(await page.textContent('#amount')).toBe(checkout.amount);
       expect(await page.textContent('#address')).toBe(checkout.receive_address);
       expect(await page.getAttribute('a.wallet', 'href')).toBe(uriOf(checkout));
+      // The sandbox's request, so test money: a band across the top says so, in view without scrolling.
+      const band = page.locator('#test-mode');
+      expect(await band.isVisible()).toBe(true);
+      expect(await band.textContent()).toMatch(/^TEST MODE · nanopay sandbox: this is test money, not real XNO/);
+      const bandBox = await band.boundingBox();
+      expect(bandBox?.y).toBe(0);
+      expect(bandBox?.width).toBeGreaterThanOrEqual(width - 20);
       const shot = await page.screenshot({ path: join(ARTIFACTS, `checkout-${width}-${scheme}.png`) });
       const qr = await page.locator('.qr').boundingBox();
       if (qr === null) expect.fail('the QR code is not shown');

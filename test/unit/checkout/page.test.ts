@@ -22,15 +22,23 @@ const request: CheckoutRequest = {
   uri: `nano:${address}?amount=1500000000000000000000000203744`,
   redirect_url: 'https://shop.example/thanks?order=7&x=1',
 };
-const render = (over: Partial<CheckoutRequest>, observation: CheckoutObservation, now = 0, timing = { redirectSeconds: DEFAULT_REDIRECT_SECONDS, reloadSeconds: DEFAULT_RELOAD_SECONDS }): string =>
-  renderCheckoutPage({ request: { ...request, ...over }, view: viewOf(observation, now), qrSvg: '<svg></svg>', eventsPath: '/checkout/x/events', ...timing });
+const render = (over: Partial<CheckoutRequest>, observation: CheckoutObservation, now = 0, timing = { redirectSeconds: DEFAULT_REDIRECT_SECONDS, reloadSeconds: DEFAULT_RELOAD_SECONDS }, testMode = false): string =>
+  renderCheckoutPage({ request: { ...request, ...over }, view: viewOf(observation, now), qrSvg: '<svg></svg>', eventsPath: '/checkout/x/events', ...timing, testMode });
 const scriptOf = (html: string): string => /<script>([\s\S]*?)<\/script>/.exec(html)?.[1] as string;
 const visible = (html: string, when: string): boolean => new RegExp(`data-when="${when}"(?! hidden)`).test(html);
 
 describe('checkout page rendering', () => {
+  it("shows a test-mode band on a sandbox request's page, and none on a real one", () => {
+    const band = /<p id="test-mode" class="test-mode" role="note">TEST MODE · nanopay sandbox: this is test money, not real XNO\. Do not send real Nano here\.<\/p>/;
+    expect(render({}, { paid: false }, 0, undefined, true)).toMatch(band);
+    expect(render({}, { paid: true }, 0, undefined, true)).toMatch(band);
+    expect(render({}, { paid: false })).not.toContain('id="test-mode"');
+    expect(render({}, { paid: false })).not.toContain('TEST MODE');
+  });
+
   it('shows why the status cannot be read, escaped, and nothing when it can', () => {
     const page = (trouble?: string): string =>
-      renderCheckoutPage({ request, view: { state: 'waiting', ...(trouble === undefined ? {} : { trouble }) }, qrSvg: '<svg></svg>', eventsPath: '/e', redirectSeconds: 5, reloadSeconds: 4 });
+      renderCheckoutPage({ request, view: { state: 'waiting', ...(trouble === undefined ? {} : { trouble }) }, qrSvg: '<svg></svg>', eventsPath: '/e', redirectSeconds: 5, reloadSeconds: 4, testMode: false });
     expect(page('Cannot <check> now')).toContain('<p id="trouble" class="trouble" role="alert">Cannot &#60;check&#62; now</p>');
     expect(page()).toContain('<p id="trouble" class="trouble" role="alert" hidden></p>');
   });
