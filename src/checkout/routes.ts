@@ -19,6 +19,8 @@ export interface CheckoutRoutesOptions {
   shopName?: string;
   /** Called for a request the watcher does not know yet (the shop server's store): it may add it to the watcher. */
   lookup?: (transactionId: string) => Promise<void>;
+  /** The requests are the sandbox's (test money): every page shows a test-mode band. */
+  testMode?: boolean;
 }
 
 const HEARTBEAT_MS = 15_000;
@@ -71,6 +73,7 @@ export function checkoutRoutes(watcher: CheckoutWatcher, options: CheckoutRoutes
       redirectSeconds: options.redirectSeconds ?? DEFAULT_REDIRECT_SECONDS,
       reloadSeconds: options.reloadSeconds ?? DEFAULT_RELOAD_SECONDS,
       ...(options.shopName === undefined ? {} : { shopName: options.shopName }),
+      testMode: options.testMode === true,
     });
     return sendHtml(call.response, 200, html);
   };

@@ -111,7 +111,12 @@ export async function createShopRequest(
     receive_address: made.receive_address,
     uri: made.uri,
     created_at: new Date(now).toISOString(),
-    ...(input.expires_in === undefined ? {} : { expires_at: new Date(now + input.expires_in * 1000).toISOString() }),
+    // On a node the request's own expiry (a day unless told); on the service, the shop's, kept here.
+    ...(made.expires_at !== undefined
+      ? { expires_at: made.expires_at }
+      : input.expires_in === undefined
+        ? {}
+        : { expires_at: new Date(now + input.expires_in * 1000).toISOString() }),
     ...(input.order_id === undefined ? {} : { order_id: input.order_id }),
     ...(input.metadata === undefined ? {} : { metadata: input.metadata }),
     ...(input.redirect_url === undefined ? {} : { redirect_url: input.redirect_url }),

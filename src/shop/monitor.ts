@@ -11,6 +11,8 @@ import type { Store } from '../store/store.js';
 export interface ShopReading {
   status: Exclude<ShopStatus, 'expired'>;
   paid_by?: string[];
+  /** What arrived, when it is not the amount. */
+  received_raw?: string;
 }
 
 export type ShopStatusSource = (request: ShopRequest) => Promise<ShopReading>;
@@ -22,10 +24,9 @@ export type ShopStatusSource = (request: ShopRequest) => Promise<ShopReading>;
  */
 export function nodeStatusSource(holder: RequestsHolder, node: NodeClient): ShopStatusSource {
   return async (request) => {
-    const { record, isPaid, message } = await nodePaymentStatus(holder, node, request.id);
+    const { record, isPaid, mismatch } = await nodePaymentStatus(holder, node, request.id);
     if (isPaid) return { status: 'paid', ...(record.paidBy === undefined ? {} : { paid_by: record.paidBy }) };
-    if (message.startsWith('Underpaid')) return { status: 'underpaid' };
-    if (message.startsWith('Overpaid')) return { status: 'overpaid' };
+    if (mismatch !== undefined) return { status: mismatch.kind, received_raw: mismatch.amount_raw };
     return { status: 'waiting' };
   };
 }
@@ -145,7 +146,13 @@ export class ShopMonitor {
     const status: ShopStatus = expired ? 'expired' : reading.status;
     if (status === request.status) return request;
     const seq = request.events + 1;
-    const next: ShopRequest = { ...request, status, events: seq, ...(reading.paid_by === undefined ? {} : { paid_by: reading.paid_by }) };
+    const next: ShopRequest = {
+      ...request,
+      status,
+      events: seq,
+      ...(reading.paid_by === undefined ? {} : { paid_by: reading.paid_by }),
+      ...(reading.received_raw === undefined ? {} : { received_raw: reading.received_raw }),
+    };
     const event: WebhookEvent | undefined =
       status === 'waiting'
         ? undefined

@@ -11,7 +11,9 @@ import { WebhookDeliverer, type DeliveryAnswer } from './deliver.js';
 import { observationOf, ShopMonitor, type ShopStatusSource } from './monitor.js';
 import type { WebhookEvent } from '../store/shop.js';
 
-export interface ShopServerOptions extends Omit<CheckoutRoutesOptions, 'lookup'> {
+export interface ShopServerOptions extends Omit<CheckoutRoutesOptions, 'lookup' | 'testMode'> {
+  /** Whether the backend is the sandbox (asked at each page: it is known once it answered): pages show a test-mode band. */
+  testMode?: () => boolean;
   host: string;
   port: number;
   /** The URL customers reach this server at (behind a proxy); default its own. */
@@ -102,7 +104,13 @@ export async function startShopServer(options: ShopServerOptions): Promise<ShopS
     host: options.host,
     port: options.port,
     routes: [
-      ...checkoutRoutes(watcher, { ...options, lookup }),
+      ...checkoutRoutes(watcher, {
+        ...options,
+        lookup,
+        get testMode() {
+          return options.testMode?.() === true;
+        },
+      }),
       ...shopApiRoutes({
         store,
         token: options.token,

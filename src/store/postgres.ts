@@ -5,7 +5,7 @@ import { MIGRATIONS, SCHEMA_VERSION, requestColumns, tooNew } from './schema.js'
 import { redactUrl } from './url.js';
 import { PostgresShop } from './postgres-shop.js';
 import type { ShopTable } from './shop.js';
-import type { Outbox, OutboxItem, RequestsTable, Store, StoreChange } from './store.js';
+import type { LateIf, Outbox, OutboxItem, RequestsTable, Store, StoreChange } from './store.js';
 
 /** The channel status changes are announced on (pg_notify in the changing transaction: sent on commit only). */
 const CHANNEL = 'nanopay_changes';
@@ -72,10 +72,10 @@ class PostgresRequests implements RequestsTable {
     return new Set(result.rows.map((r) => r.amount_raw));
   }
 
-  async claimedHashes(hashes: string[]): Promise<Set<string>> {
-    if (hashes.length === 0) return new Set();
-    const result = await this.store.query<{ hash: string }>('SELECT hash FROM request_payments WHERE hash = ANY($1::text[])', [hashes]);
-    return new Set(result.rows.map((r) => r.hash));
+  async claimedBy(hashes: string[]): Promise<Map<string, string>> {
+    if (hashes.length === 0) return new Map();
+    const result = await this.store.query<{ hash: string; request_id: string }>('SELECT hash, request_id FROM request_payments WHERE hash = ANY($1::text[])', [hashes]);
+    return new Map(result.rows.map((r) => [r.hash, r.request_id]));
   }
 
   async freshIndexes(wallet: string): Promise<number[]> {
@@ -83,32 +83,32 @@ class PostgresRequests implements RequestsTable {
     return result.rows.map((r) => r.fresh_index);
   }
 
-  claim(id: string, hashes: string[]): Promise<RequestRecord | undefined> {
-    return this.claimIn(async (client) => rowRecord((await client.query<{ doc: RequestRecord }>('SELECT doc FROM requests WHERE id = $1 FOR UPDATE', [id])).rows[0]), hashes);
+  claim(id: string, hashes: string[], late?: LateIf): Promise<RequestRecord | undefined> {
+    return this.claimIn(async (client) => rowRecord((await client.query<{ doc: RequestRecord }>('SELECT doc FROM requests WHERE id = $1 FOR UPDATE', [id])).rows[0]), hashes, late);
   }
 
-  claimOldest(address: string, amountRaw: string, hash: string): Promise<RequestRecord | undefined> {
+  claimOldest(address: string, amountRaw: string, hash: string, late?: LateIf): Promise<RequestRecord | undefined> {
     return this.claimIn(async (client) => {
       const result = await client.query<{ doc: RequestRecord }>(
         `SELECT doc FROM requests WHERE address = $1 AND amount_raw = $2 AND status = 'open' AND fresh_wallet IS NULL ORDER BY created_at LIMIT 1 FOR UPDATE`,
         [address, amountRaw],
       );
       return rowRecord(result.rows[0]);
-    }, [hash]);
+    }, [hash], late);
   }
 
   /**
    * One transaction: the request `find` locks is paid by `hashes`, unless one of them paid another
    * (the payments' primary key decides between instances claiming the same block at once).
    */
-  private claimIn(find: (client: pg.PoolClient) => Promise<RequestRecord | undefined>, hashes: string[]): Promise<RequestRecord | undefined> {
+  private claimIn(find: (client: pg.PoolClient) => Promise<RequestRecord | undefined>, hashes: string[], late?: LateIf): Promise<RequestRecord | undefined> {
     return this.store.transaction(async (client, rollback) => {
       const record = await find(client);
       if (record === undefined) return rollback(undefined);
       if (record.paidBy !== undefined) return record;
       const added = await client.query('INSERT INTO request_payments (hash, request_id) SELECT unnest($1::text[]), $2 ON CONFLICT (hash) DO NOTHING', [hashes, record.id]);
       if (added.rowCount !== hashes.length) return rollback(undefined);
-      const paid: RequestRecord = { ...record, paidBy: hashes };
+      const paid: RequestRecord = { ...record, paidBy: hashes, ...(late?.(record) === true ? { paidLate: true } : {}) };
       await client.query(
         `WITH changed AS (UPDATE requests SET status = 'paid', doc = $2::jsonb, changed_seq = nextval('request_changes') WHERE id = $1 RETURNING id, status, changed_seq)
          SELECT ${NOTIFY('changed_seq', 'id', 'status')} FROM changed`,

@@ -9,7 +9,7 @@ import type { RequestRecord } from '../wallet/requests.js';
 import { MIGRATIONS, SCHEMA_VERSION, requestColumns, tooNew } from './schema.js';
 import { SqliteShop } from './sqlite-shop.js';
 import type { ShopTable } from './shop.js';
-import type { Outbox, OutboxItem, RequestsTable, Store, StoreChange } from './store.js';
+import type { LateIf, Outbox, OutboxItem, RequestsTable, Store, StoreChange } from './store.js';
 
 type Db = BetterSqlite3.Database;
 
@@ -101,12 +101,12 @@ class SqliteRequests implements RequestsTable {
     });
   }
 
-  claimedHashes(hashes: string[]): Promise<Set<string>> {
+  claimedBy(hashes: string[]): Promise<Map<string, string>> {
     return this.store.run(() => {
-      const found = new Set<string>();
+      const found = new Map<string, string>();
       for (const part of chunks(hashes)) {
-        const rows = this.db.prepare(`SELECT hash FROM request_payments WHERE hash IN (${part.map(() => '?').join(',')})`).all(...part) as { hash: string }[];
-        for (const row of rows) found.add(row.hash);
+        const rows = this.db.prepare(`SELECT hash, request_id FROM request_payments WHERE hash IN (${part.map(() => '?').join(',')})`).all(...part) as { hash: string; request_id: string }[];
+        for (const row of rows) found.set(row.hash, row.request_id);
       }
       return found;
     });
@@ -118,11 +118,11 @@ class SqliteRequests implements RequestsTable {
     );
   }
 
-  claim(id: string, hashes: string[]): Promise<RequestRecord | undefined> {
-    return this.store.run(() => this.claimIn(() => toRecord(this.db.prepare('SELECT doc FROM requests WHERE id = ?').get(id) as { doc: string } | undefined), hashes));
+  claim(id: string, hashes: string[], late?: LateIf): Promise<RequestRecord | undefined> {
+    return this.store.run(() => this.claimIn(() => toRecord(this.db.prepare('SELECT doc FROM requests WHERE id = ?').get(id) as { doc: string } | undefined), hashes, late));
   }
 
-  claimOldest(address: string, amountRaw: string, hash: string): Promise<RequestRecord | undefined> {
+  claimOldest(address: string, amountRaw: string, hash: string, late?: LateIf): Promise<RequestRecord | undefined> {
     return this.store.run(() =>
       this.claimIn(
         () =>
@@ -132,12 +132,13 @@ class SqliteRequests implements RequestsTable {
               .get(address, amountRaw) as { doc: string } | undefined,
           ),
         [hash],
+        late,
       ),
     );
   }
 
   /** One write transaction: the request `find` picks is paid by `hashes` unless one of them paid another. */
-  private claimIn(find: () => RequestRecord | undefined, hashes: string[]): RequestRecord | undefined {
+  private claimIn(find: () => RequestRecord | undefined, hashes: string[], late?: LateIf): RequestRecord | undefined {
     const result = this.db
       .transaction((): { record?: RequestRecord; change?: StoreChange } => {
         const record = find();
@@ -145,7 +146,7 @@ class SqliteRequests implements RequestsTable {
         if (record.paidBy !== undefined) return { record };
         const taken = this.db.prepare('SELECT 1 FROM request_payments WHERE hash = ?');
         if (hashes.some((hash) => taken.get(hash) !== undefined)) return {};
-        const paid: RequestRecord = { ...record, paidBy: hashes };
+        const paid: RequestRecord = { ...record, paidBy: hashes, ...(late?.(record) === true ? { paidLate: true } : {}) };
         const insert = this.db.prepare('INSERT INTO request_payments (hash, request_id) VALUES (?, ?)');
         for (const hash of hashes) insert.run(hash, record.id);
         const seq = this.store.nextSeq();

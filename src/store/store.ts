@@ -44,6 +44,9 @@ export type RequestStatus = 'open' | 'paid';
 
 export const requestStatus = (record: RequestRecord): RequestStatus => (record.paidBy === undefined ? 'open' : 'paid');
 
+/** Whether the payment a claim records came after the request it pays expired: it is then kept as paid late (reported, not paid). */
+export type LateIf = (record: RequestRecord) => boolean;
+
 /** Payment requests (node backend). Times are ISO strings, amounts raw decimal strings. */
 export interface RequestsTable {
   get(id: string): Promise<RequestRecord | undefined>;
@@ -53,8 +56,8 @@ export interface RequestsTable {
   amountInUse(address: string, amountRaw: string, now: string): Promise<boolean>;
   /** Which of `amounts` open requests to `address` want. */
   openAmounts(address: string, amounts: string[], now: string): Promise<Set<string>>;
-  /** Which of these block hashes already paid a request. */
-  claimedHashes(hashes: string[]): Promise<Set<string>>;
+  /** Which of these block hashes already paid a request, and which request each paid. */
+  claimedBy(hashes: string[]): Promise<Map<string, string>>;
   /** The account indexes of `wallet` that requests got as fresh addresses. */
   freshIndexes(wallet: string): Promise<number[]>;
   /**
@@ -62,9 +65,9 @@ export interface RequestsTable {
    * undefined when there is no such request or one of the hashes already paid another (one payment
    * claims one request, whoever sees it first).
    */
-  claim(id: string, hashes: string[]): Promise<RequestRecord | undefined>;
+  claim(id: string, hashes: string[], late?: LateIf): Promise<RequestRecord | undefined>;
   /** The oldest open shared-address request to `address` of exactly `amountRaw` is paid by `hash` (unless `hash` paid one already). */
-  claimOldest(address: string, amountRaw: string, hash: string): Promise<RequestRecord | undefined>;
+  claimOldest(address: string, amountRaw: string, hash: string, late?: LateIf): Promise<RequestRecord | undefined>;
   /** Adds records kept elsewhere (the old JSON file); ids already there are left as they are. Returns how many were added. */
   importAll(records: RequestRecord[]): Promise<number>;
 }

@@ -37,6 +37,8 @@ export interface ProfileRecord {
   nodeAuthScheme?: 'bearer' | 'basic' | 'key';
   /** The shared PostgreSQL store (no password: that is in PGPASSWORD or ~/.pgpass). */
   databaseUrl?: string;
+  /** The representative new accounts open with (a nano_ address); existing ones change it with a change block. */
+  representative?: string;
   wallets: Record<string, WalletRecord>;
 }
 

@@ -12,4 +12,6 @@ export interface RequestRecord {
   fresh?: { wallet: string; index: number };
   /** The blocks that paid it; set once, never undone. */
   paidBy?: string[];
+  /** Those blocks came after expiresAt: reported as a late payment, not counted as paid. */
+  paidLate?: boolean;
 }

@@ -99,6 +99,7 @@ describe.each(BACKENDS)('checkout serve on the %s backend', (backend) => {
     const html = await (await fetch(made.checkout_url as string)).text();
     expect(html).toContain(`>${made.amount as string}<`);
     expect(html).toContain('Test Shop · Order A-1');
+    expect(html).toContain('id="test-mode"');
     expect((await fetch(`${server.printed.url}/checkout/00000000-0000-0000-0000-000000000000`)).status).toBe(404);
   });
 

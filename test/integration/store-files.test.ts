@@ -52,7 +52,7 @@ describe('the old JSON requests file', () => {
 
     const store = await session(dir).dataStore();
     for (const record of records) expect(await store.requests.get(record.id)).toEqual(record);
-    expect(await store.requests.claimedHashes([HASH])).toEqual(new Set([HASH]));
+    expect(await store.requests.claimedBy([HASH])).toEqual(new Map([[HASH, records[1]?.id]]));
     expect(await store.requests.freshIndexes('main')).toEqual([3]);
     await expect(stat(path)).rejects.toMatchObject({ code: 'ENOENT' });
     expect(await readFile(`${path}.migrated`, 'utf8')).toBe(text);

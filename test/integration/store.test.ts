@@ -121,7 +121,7 @@ describe.each(kinds)('the $name store', (kind) => {
     const winners = results.filter((r) => r !== undefined);
     expect(winners).toHaveLength(1);
     expect(winners[0]?.paidBy).toEqual([block]);
-    expect(await other.requests.claimedHashes([block, hash()])).toEqual(new Set([block]));
+    expect(await other.requests.claimedBy([block, hash()])).toEqual(new Map([[block, winners[0]?.id]]));
     // The paid request stays paid by the same block; claiming it again changes nothing.
     const paidId = (winners[0] as RequestRecord).id;
     expect(await store.requests.claim(paidId, [hash()])).toMatchObject({ paidBy: [block] });
@@ -210,7 +210,7 @@ describe.each(kinds)('the $name store', (kind) => {
     expect(await store.requests.importAll(records)).toBe(2);
     expect(await store.requests.importAll(records)).toBe(0);
     expect(await store.requests.get(records[1]?.id as string)).toEqual(records[1]);
-    expect(await store.requests.claimedHashes([block])).toEqual(new Set([block]));
+    expect(await store.requests.claimedBy([block])).toEqual(new Map([[block, records[1]?.id]]));
   });
 
   test('the outbox gives each item to one worker at a time, across stores, until it is done', async () => {

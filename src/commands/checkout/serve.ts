@@ -1,4 +1,5 @@
 import { Flags } from '@oclif/core';
+import { talkedToSandbox } from '../../api/sandbox-mark.js';
 import { SessionCommand } from '../../cli/session-command.js';
 import { shopStatusSource, shopToken, webhookSecrets } from '../../cli/shop.js';
 import { DEFAULT_REDIRECT_SECONDS, DEFAULT_RELOAD_SECONDS } from '../../checkout/page.js';
@@ -56,6 +57,7 @@ or the service reports it, is recorded with an event in the store and delivered 
       ...(flags['shop-name'] === undefined ? {} : { shopName: flags['shop-name'] }),
       ...(confirmations === undefined ? {} : { confirmations }),
       webhooks: { endpoints: flags.webhook, secrets, backoffMs: flags['webhook-backoff-ms'] },
+      testMode: talkedToSandbox,
       log,
     });
     if (this.jsonEnabled()) {

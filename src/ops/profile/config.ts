@@ -1,5 +1,5 @@
 import { NanoPayError } from '../../errors.js';
-import { rawToXno, xnoToRaw } from '../../nano/index.js';
+import { DEFAULT_REPRESENTATIVE, normalizeAddress, rawToXno, xnoToRaw } from '../../nano/index.js';
 import type { ProfileRecord } from '../../wallet/config.js';
 import { redactUrl } from '../../store/url.js';
 import { DEFAULT_API_URL, secretIds, type Session } from '../session.js';
@@ -83,6 +83,13 @@ const SETTINGS = {
     describe: 'pending blocks below this many XNO are not received',
     get: (p: ProfileRecord) => (p.receiveMinimum === undefined ? undefined : rawToXno(BigInt(p.receiveMinimum))),
     set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, receiveMinimum: xnoToRaw(v).toString() }),
+  },
+  representative: {
+    describe: 'the representative new accounts open with (nanopay representative set changes an existing account\'s)',
+    env: 'NANOPAY_REPRESENTATIVE',
+    fallback: DEFAULT_REPRESENTATIVE,
+    get: (p: ProfileRecord) => p.representative,
+    set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, representative: normalizeAddress(v) }),
   },
   'work-mode': {
     describe: 'proof of work: auto, cpu or remote',
@@ -213,6 +220,7 @@ export async function unsetSetting(session: Session, name: string): Promise<Sett
     'limit-per-send': (p) => ({ ...p, limits: { ...(p.limits?.perDay === undefined ? {} : { perDay: p.limits.perDay }) } }),
     'limit-per-day': (p) => ({ ...p, limits: { ...(p.limits?.perSend === undefined ? {} : { perSend: p.limits.perSend }) } }),
     'receive-minimum': ({ receiveMinimum: _, ...p }) => p,
+    representative: ({ representative: _, ...p }) => p,
     'work-mode': ({ workMode: _, ...p }) => p,
     'work-servers': ({ workServers: _, ...p }) => p,
   };

@@ -6,6 +6,7 @@ import type { RequestRecord } from '../../wallet/requests.js';
 import { readAccountHead } from '../ledger/chain.js';
 import { provedReceivable } from '../ledger/proofs.js';
 import { xnoAndRaw } from '../money.js';
+import { arrival, arrivedLate, mismatchMessage, mismatchOf, nearestPayment, paidLateMessage, type PaymentArrival, type PaymentMismatch } from './matching.js';
 import type { Session } from '../session.js';
 import type { Store } from '../../store/store.js';
 
@@ -19,6 +20,11 @@ const OFFSET_SPACE = 2n ** 48n;
 function randomOffset(): bigint {
   return (BigInt(`0x${randomBytes(6).toString('hex')}`) % (OFFSET_SPACE - 1n)) + 1n;
 }
+
+/** How long a request kept on a node waits for its payment unless told (request --expires-in): a day, as a checkout session does. */
+export const DEFAULT_REQUEST_EXPIRY_S = 86_400;
+/** The longest a request may wait: its amount's offset stays reserved that long. */
+export const MAX_REQUEST_EXPIRY_S = 90 * 86_400;
 
 export interface NodeRequestInput {
   baseRaw: bigint;
@@ -82,7 +88,7 @@ export async function createNodeRequest(session: Session, node: NodeClient, inpu
       baseRaw: input.baseRaw.toString(),
       amountRaw: amountRaw.toString(),
       createdAt: new Date(now).toISOString(),
-      ...(input.expiresInS === undefined ? {} : { expiresAt: new Date(now + input.expiresInS * 1000).toISOString() }),
+      expiresAt: new Date(now + (input.expiresInS ?? DEFAULT_REQUEST_EXPIRY_S) * 1000).toISOString(),
       ...(input.redirectUrl === undefined ? {} : { redirectUrl: input.redirectUrl }),
       ...(fresh === undefined ? {} : { fresh: { wallet: fresh.wallet, index: fresh.index } }),
     };
@@ -95,6 +101,9 @@ export interface NodeStatus {
   record: RequestRecord;
   isPaid: boolean;
   message: string;
+  mismatch?: PaymentMismatch;
+  /** The exact amount arrived after the request expired: reported, not paid. */
+  paidLate?: PaymentArrival;
 }
 
 function paidMessage(hashes: string[]): string {
@@ -102,10 +111,22 @@ function paidMessage(hashes: string[]): string {
   return `The transaction has been paid${blocks}. Receive the pending block to complete the process.`;
 }
 
-function wrongAmount(arrived: bigint, wanted: bigint): string {
-  return arrived < wanted
-    ? `Underpaid: ${xnoAndRaw(arrived)} arrived of ${xnoAndRaw(wanted)} requested (${xnoAndRaw(wanted - arrived)} short); the request stays open.`
-    : `Overpaid: ${xnoAndRaw(arrived)} arrived for ${xnoAndRaw(wanted)} requested (${xnoAndRaw(arrived - wanted)} too much); not marked paid.`;
+/** A request whose blocks are recorded: paid, or paid late (after its expiry). */
+function settled(record: RequestRecord): NodeStatus {
+  const blocks = record.paidBy ?? [];
+  if (record.paidLate !== true) return { record, isPaid: true, message: paidMessage(blocks) };
+  const late = arrival(BigInt(record.amountRaw), blocks);
+  return { record, isPaid: false, message: paidLateMessage(late, record.expiresAt ?? ''), paidLate: late };
+}
+
+function unmatched(record: RequestRecord, mismatch: PaymentMismatch | undefined, now: number): NodeStatus {
+  const wanted = BigInt(record.amountRaw);
+  if (mismatch !== undefined) return { record, isPaid: false, message: mismatchMessage(mismatch, wanted), mismatch };
+  const expired = record.expiresAt !== undefined && Date.parse(record.expiresAt) <= now;
+  const message = expired
+    ? `Not paid by ${record.expiresAt}, when it expired; it waited for exactly ${xnoAndRaw(wanted)} to ${record.address}. A payment arriving now is reported as late, not as paid.`
+    : `Waiting for exactly ${xnoAndRaw(wanted)} to ${record.address}.`;
+  return { record, isPaid: false, message };
 }
 
 /** What status reads need of a session: the store (plain data), never the key store. */
@@ -118,57 +139,56 @@ export type RequestsHolder = Pick<Session, 'dataStore'>;
  * amount that paid no other request pays it; else the nearest unclaimed
  * payment of another amount (from half to twice the amount) is reported as
  * under- or over-paid. Fresh address: everything the account holds and has
- * waiting counts, summed. Reads the node and the requests store only: no key is unlocked.
+ * waiting counts, summed. The exact amount arriving after the expiry is
+ * recorded as a late payment (reported, not paid). Reads the node and the
+ * requests store only: no key is unlocked.
  */
 export async function nodePaymentStatus(session: RequestsHolder, node: NodeClient, id: string): Promise<NodeStatus> {
   const requests = (await session.dataStore()).requests;
   const record = (await requests.get(id.toLowerCase())) ?? (await requests.get(id));
   if (record === undefined) throw new NanoPayError('INVALID_TRANSACTION_ID', `Unknown transaction id "${id.slice(0, 80)}"`);
-  if (record.paidBy !== undefined) return { record, isPaid: true, message: paidMessage(record.paidBy) };
+  if (record.paidBy !== undefined) return settled(record);
   const wanted = BigInt(record.amountRaw);
   const receivable = await provedReceivable(node, record.address, await node.pending(record.address));
-  const expired = record.expiresAt !== undefined && Date.parse(record.expiresAt) <= Date.now();
-  const waiting = `Waiting for exactly ${xnoAndRaw(wanted)} to ${record.address}.${expired ? ` The request expired at ${record.expiresAt}.` : ''}`;
+  const now = Date.now();
 
   if (record.fresh !== undefined) {
     // What the account holds is what its own (verified) head block says, not the node's summary.
     const held = (await readAccountHead({ api: node }, record.address)).state.balance;
     const arrived = held + receivable.reduce((sum, r) => sum + r.amountRaw, 0n);
+    const hashes = receivable.map((r) => r.hash);
     if (arrived === wanted) {
-      const paid = await requests.claim(record.id, receivable.map((r) => r.hash));
-      if (paid !== undefined) return { record: paid, isPaid: true, message: paidMessage(receivable.map((r) => r.hash)) };
+      // What the account already holds was received before this look: when it came is not known.
+      const seen = [...receivable.map((r) => r.seenAt), ...(held > 0n ? [undefined] : [])];
+      const paid = await requests.claim(record.id, hashes, (r) => arrivedLate(r.expiresAt, seen, now));
+      if (paid !== undefined) return settled(paid);
     }
-    return { record, isPaid: false, message: arrived === 0n ? waiting : wrongAmount(arrived, wanted) };
+    return unmatched(record, arrived === 0n ? undefined : mismatchOf(arrived, wanted, hashes), now);
   }
 
-  const claimed = await requests.claimedHashes(receivable.map((r) => r.hash));
+  const claimed = await requests.claimedBy(receivable.map((r) => r.hash));
   const unclaimed = receivable.filter((r) => !claimed.has(r.hash));
   const exact = unclaimed.find((r) => r.amountRaw === wanted);
   if (exact !== undefined) {
-    const paid = await requests.claim(record.id, [exact.hash]);
-    if (paid !== undefined) return { record: paid, isPaid: true, message: paidMessage([exact.hash]) };
+    const paid = await requests.claim(record.id, [exact.hash], (r) => arrivedLate(r.expiresAt, [exact.seenAt], now));
+    if (paid !== undefined) return settled(paid);
   }
   const candidates = unclaimed.filter((r) => r.amountRaw * 2n >= wanted && r.amountRaw <= wanted * 2n);
-  const otherAmounts = await requests.openAmounts(record.address, candidates.map((r) => r.amountRaw.toString()), new Date().toISOString());
-  const near = candidates
-    .filter((r) => !otherAmounts.has(r.amountRaw.toString()))
-    .sort((a, b) => compare(distance(a.amountRaw, wanted), distance(b.amountRaw, wanted)))[0];
-  return { record, isPaid: false, message: near === undefined ? waiting : wrongAmount(near.amountRaw, wanted) };
+  const otherAmounts = await requests.openAmounts(record.address, candidates.map((r) => r.amountRaw.toString()), new Date(now).toISOString());
+  const near = nearestPayment(candidates.filter((r) => !otherAmounts.has(r.amountRaw.toString())), wanted);
+  return unmatched(record, near === undefined ? undefined : mismatchOf(near.amountRaw, wanted, [near.hash]), now);
 }
 
-function distance(a: bigint, b: bigint): bigint {
-  return a > b ? a - b : b - a;
-}
-
-function compare(a: bigint, b: bigint): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
-/** Blocks nanopay just received on `address` pay the open request of exactly their amount (their receivable is gone after this). */
-export async function markReceived(session: Session, address: string, blocks: { sourceHash: string; amountRaw: bigint }[]): Promise<void> {
+/**
+ * Blocks nanopay just received on `address` pay the open request of exactly
+ * their amount (their receivable is gone after this); one that came after the
+ * request's expiry is recorded as its late payment.
+ */
+export async function markReceived(session: Session, address: string, blocks: { sourceHash: string; amountRaw: bigint; sourceSeenAt?: number }[]): Promise<void> {
   if (blocks.length === 0) return;
   const requests = (await session.dataStore()).requests;
-  for (const block of blocks) await requests.claimOldest(address, block.amountRaw.toString(), block.sourceHash);
+  const now = Date.now();
+  for (const block of blocks) await requests.claimOldest(address, block.amountRaw.toString(), block.sourceHash, (r) => arrivedLate(r.expiresAt, [block.sourceSeenAt], now));
 }
 
 /** The fresh accounts of the wallet's requests, for receive to cover. */

@@ -17,6 +17,8 @@ export interface SendPreview {
   balance_raw: string;
   balance_after: string;
   balance_after_raw: string;
+  /** The contact the recipient is (send @NAME, or an address of a contact). */
+  contact?: string;
 }
 
 export type Confirm = (preview: SendPreview) => Promise<boolean>;
@@ -28,6 +30,8 @@ export interface Movement<A> {
   amountRaw: bigint;
   /** Idempotency key: a repeat with the same parameters returns the first result and moves nothing. */
   id?: string;
+  /** The contact `to` is, shown in the preview. */
+  contact?: string;
   dryRun?: boolean;
   /** Asked once the preview is known, after the limits passed; false cancels. */
   confirm?: Confirm;
@@ -52,8 +56,9 @@ export interface Moved<A> {
   answer?: A;
 }
 
-function preview(from: string, to: string, amountRaw: bigint, balanceRaw: bigint): SendPreview {
+function preview(from: string, to: string, amountRaw: bigint, balanceRaw: bigint, contact: string | undefined): SendPreview {
   return {
+    ...(contact === undefined ? {} : { contact }),
     from,
     to,
     amount: rawToXno(amountRaw),
@@ -120,8 +125,8 @@ export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<M
   const first = await planSend(ctx, m.signer.address, to, m.amountRaw);
   checkPerDay(ctx.limits, await spentToday(ctx, m.id), m.amountRaw);
   if (m.dryRun) return planned(first, m.signer.address, { hash: null, dryRun: true });
-  if (m.confirm !== undefined && !(await m.confirm(preview(m.signer.address, to, m.amountRaw, first.head.state.balance)))) {
-    throw new NanoPayError('CANCELLED', 'Cancelled; nothing was signed');
+  if (m.confirm !== undefined && !(await m.confirm(preview(m.signer.address, to, m.amountRaw, first.head.state.balance, m.contact)))) {
+    throw new NanoPayError('DECLINED', 'Declined; nothing was signed');
   }
 
   return ctx.lock(m.signer.address, async () => {
