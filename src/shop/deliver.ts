@@ -1,5 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { NanoPayError } from '../errors.js';
 import { WEBHOOK_TOPIC, type WebhookEvent } from '../store/shop.js';
 import type { OutboxItem, Store } from '../store/store.js';
 import { SIGNATURE_HEADER, signWebhook } from './signature.js';
@@ -129,7 +130,7 @@ export class WebhookDeliverer {
 
   private async deliver(item: OutboxItem): Promise<void> {
     const { store } = this.options;
-    const { event_id: eventId, resend } = item.payload as { event_id: string; resend?: boolean };
+    const { event_id: eventId, resend, resent_at: resentAt } = item.payload as { event_id: string; resend?: boolean; resent_at?: number };
     const event = await store.shop.event(eventId);
     if (event === undefined || (resend !== true && (event.delivery.delivered_at !== undefined || event.delivery.failed === true))) return store.outbox.done(item.id);
     const requestId = event.data.object.id;
@@ -149,7 +150,8 @@ export class WebhookDeliverer {
       await store.shop.recordDelivery(event.id, { attempts, delivered_at: now.toISOString(), last_attempt_at: now.toISOString(), last_result: lastResult });
       return store.outbox.done(item.id);
     }
-    const giveUp = now.getTime() - event.created * 1000 > WEBHOOK_RETRY_PERIOD_MS;
+    // A resent event gets its own retry period, from when it was resent.
+    const giveUp = now.getTime() - Math.max(event.created * 1000, resentAt ?? 0) > WEBHOOK_RETRY_PERIOD_MS;
     await store.shop.recordDelivery(event.id, {
       attempts,
       last_attempt_at: now.toISOString(),
@@ -164,4 +166,12 @@ export class WebhookDeliverer {
     const wait = Math.min(MAX_BACKOFF_MS, (this.options.backoffMs ?? 1000) * 2 ** Math.min(attempts - 1, 30));
     await store.outbox.retry(item.id, wait);
   }
+}
+
+/** Queues event `id` to be delivered once more (same id and body, a new signature), whatever happened to it before. */
+export async function resendWebhook(store: Store, id: string): Promise<WebhookEvent> {
+  const event = await store.shop.event(id);
+  if (event === undefined) throw new NanoPayError('NOT_FOUND', `No webhook event ${id.slice(0, 80)}`, { hint: 'nanopay webhooks list shows them.' });
+  await store.outbox.enqueue(WEBHOOK_TOPIC, { event_id: event.id, resend: true, resent_at: Date.now() });
+  return event;
 }

@@ -1,6 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { payUri } from '../../src/ops/requests/payments.js';
+import { createShopRequest } from '../../src/shop/create.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../src/work/index.js';
 import { BACKENDS, backendUser, fundedUser, type BackendUser } from '../helpers/backend-users.js';
@@ -28,6 +29,30 @@ interface Printed {
   token_file: string;
   webhook_secret_file: string;
 }
+
+describe.each(BACKENDS)('nanopay listen on the %s backend', (backend) => {
+  it('prints the signing secret, and forwards each event of the profile, signed, with the answer', async () => {
+    const shop = await backendUser(sb, backend);
+    const payer = await fundedUser(sb, backend, '2');
+    let secret = '';
+    const receiver = await startWebhookReceiver(() => secret);
+    const listen = await startCommand<{ forward_to: string; webhook_secret: string }>(['listen', '--json', '--forward-to', receiver.url, '--poll-interval', '1'], shop.user.env);
+    try {
+      secret = listen.printed.webhook_secret;
+      expect(secret.length).toBeGreaterThanOrEqual(32);
+      const { request } = await createShopRequest(shop.session, await shop.session.dataStore(), { amount: '0.3', order_id: 'L-1' }, undefined);
+      await payUri(payer.session, request.uri, {});
+      await until(() => receiver.events.length === 1, 'the forwarded event');
+      expect(receiver.events[0]).toMatchObject({ type: 'request.paid', data: { object: { id: request.id, order_id: 'L-1' } } });
+      expect(receiver.refused).toEqual([]);
+      await until(() => listen.stdout().includes('"answer":"200"'), 'the printed answer');
+      expect(JSON.parse(listen.stdout().split('\n')[1] as string)).toEqual({ event_id: receiver.events[0]?.id, type: 'request.paid', request_id: request.id, answer: '200' });
+    } finally {
+      await listen.stop();
+      await receiver.close();
+    }
+  });
+});
 
 describe.each(BACKENDS)('checkout serve on the %s backend', (backend) => {
   let merchant: BackendUser;
@@ -116,6 +141,19 @@ describe.each(BACKENDS)('checkout serve on the %s backend', (backend) => {
     expect(event?.id).toMatch(/^evt_/);
     expect(receiver.refused).toEqual([]);
     expect((await api('/api/v1/requests?status=paid')).body.data.data?.map((r) => r.id)).toEqual([made.id]);
+
+    // webhooks list: the endpoint's refusals while down, then its 200.
+    const listed = await merchant.user.json<{ events: { id: string; type: string; delivery: { attempts: number; delivered_at?: string; last_result?: string } }[] }>(['webhooks', 'list']);
+    const record = listed.events.find((e) => e.id === event?.id);
+    expect(record?.delivery.attempts).toBeGreaterThanOrEqual(2);
+    expect(record?.delivery.delivered_at).toBeDefined();
+    expect(record?.delivery.last_result).toMatch(/ 200$/);
+    // webhooks resend: the same event (same id and body) once more, newly signed.
+    const resent = await merchant.user.json(['webhooks', 'resend', event?.id as string]);
+    expect(resent).toMatchObject({ id: event?.id, queued: true, _code: 0 });
+    await until(() => receiver.events.filter((e) => e.id === event?.id).length === 2, 'the resent event');
+    expect(receiver.events.filter((e) => e.id === event?.id)[1]).toEqual(event);
+    expect((await merchant.user.run(['webhooks', 'resend', 'evt_nope'])).code).toBe(9);
   });
 
   it('an unpaid request with expires_in turns expired, notified', async () => {

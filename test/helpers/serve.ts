@@ -7,6 +7,8 @@ export interface RunningCommand<T = Record<string, unknown>> {
   printed: T;
   child: ChildProcess;
   stderr: () => string;
+  /** Everything it printed so far. */
+  stdout: () => string;
   stop(): Promise<void>;
 }
 
@@ -33,6 +35,7 @@ export async function startCommand<T = Record<string, unknown>>(args: string[], 
     printed,
     child,
     stderr: () => err,
+    stdout: () => out,
     stop: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve();

@@ -1,0 +1,52 @@
+import { Flags } from '@oclif/core';
+import { SessionCommand } from '../cli/session-command.js';
+import { shopStatusSource, webhookSecrets } from '../cli/shop.js';
+import { WebhookDeliverer } from '../shop/deliver.js';
+import { ShopMonitor } from '../shop/monitor.js';
+
+export default class Listen extends SessionCommand {
+  static override summary = "Forward the profile's webhook events to a local endpoint, for development (as stripe listen).";
+  static override description = `Follows the shop's requests as checkout serve does (a status change records an event) and delivers every
+event of the store, signed, to --forward-to, printing each with the endpoint's answer. It prints the signing secret
+to verify them with (verifyWebhook). Run it instead of checkout serve's --webhook while developing; runs until Ctrl-C.`;
+  static override examples = ['<%= config.bin %> listen --forward-to http://localhost:3000/webhooks'];
+  static override flags = {
+    'forward-to': Flags.string({ description: 'the local endpoint that receives the events', required: true }),
+    'webhook-secret-file': Flags.string({ description: 'the signing secret(s), current first, made when absent (default: webhook.secret in the config dir)' }),
+    'poll-interval': Flags.integer({ description: 'seconds between reads of every unsettled request', default: 2, min: 1 }),
+    'webhook-backoff-ms': Flags.integer({ description: 'first retry wait of a webhook (doubling)', default: 1000, min: 1, hidden: true }),
+  };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(Listen);
+    const session = this.session(flags);
+    const store = await session.dataStore();
+    const { secrets } = await webhookSecrets(flags['webhook-secret-file']);
+    const json = this.jsonEnabled();
+    const log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
+    const deliverer = new WebhookDeliverer({
+      store,
+      endpoints: [flags['forward-to']],
+      secrets,
+      backoffMs: flags['webhook-backoff-ms'],
+      log,
+      onAttempt: (event, answers) => {
+        const answer = answers[0];
+        const said = answer?.status === undefined ? (answer?.error ?? 'no answer') : String(answer.status);
+        if (json) process.stdout.write(`${JSON.stringify({ event_id: event.id, type: event.type, request_id: event.data.object.id, answer: said })}\n`);
+        else this.log(`${new Date().toISOString()}  --> ${event.type} [${event.id}] request ${event.data.object.id}  <-- [${said}] POST ${flags['forward-to']}`);
+      },
+    });
+    const monitor = new ShopMonitor({ store, source: await shopStatusSource(session), pollMs: flags['poll-interval'] * 1000, onChange: () => deliverer.poke(), log });
+    if (json) process.stdout.write(`${JSON.stringify({ forward_to: flags['forward-to'], webhook_secret: secrets[0] })}\n`);
+    else this.log(`Ready! Your webhook signing secret is ${secrets[0] as string} (verify with verifyWebhook). Forwarding to ${flags['forward-to']}; Ctrl-C to stop.`);
+    monitor.start();
+    deliverer.start();
+    await new Promise<void>((resolve) => {
+      process.on('SIGINT', () => resolve());
+      process.on('SIGTERM', () => resolve());
+    });
+    await monitor.stop();
+    await deliverer.stop();
+  }
+}
