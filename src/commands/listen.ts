@@ -15,6 +15,7 @@ to verify them with (verifyWebhook). Run it instead of checkout serve's --webhoo
     'webhook-secret-file': Flags.string({ description: 'the signing secret(s), current first, made when absent (default: webhook.secret in the config dir)' }),
     'poll-interval': Flags.integer({ description: 'seconds between reads of every unsettled request', default: 2, min: 1 }),
     'webhook-backoff-ms': Flags.integer({ description: 'first retry wait of a webhook (doubling)', default: 1000, min: 1, hidden: true }),
+    'webhook-timeout-ms': Flags.integer({ description: "an endpoint's time to answer (a delivery's lease is 5 s more)", default: 10_000, min: 100, hidden: true }),
   };
 
   async run(): Promise<void> {
@@ -29,6 +30,7 @@ to verify them with (verifyWebhook). Run it instead of checkout serve's --webhoo
       endpoints: [flags['forward-to']],
       secrets,
       backoffMs: flags['webhook-backoff-ms'],
+      timeoutMs: flags['webhook-timeout-ms'],
       log,
       onAttempt: (event, answers) => {
         const answer = answers[0];

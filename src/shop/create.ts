@@ -84,6 +84,7 @@ export async function createShopRequest(
   store: Store,
   body: Record<string, unknown>,
   idempotencyKey: string | undefined,
+  options: { freshAddress?: boolean } = {},
 ): Promise<{ request: ShopRequest; created: boolean }> {
   if (idempotencyKey !== undefined && (idempotencyKey.length === 0 || idempotencyKey.length > IDEMPOTENCY_KEY_MAX)) {
     throw invalid(`The Idempotency-Key header must have 1 to ${IDEMPOTENCY_KEY_MAX} characters`);
@@ -97,6 +98,7 @@ export async function createShopRequest(
   const node = session.backendKind() === 'node';
   const made = await requestPayment(session, {
     amount: { xno: input.amount },
+    ...(options.freshAddress === true ? { freshAddress: true } : {}),
     ...(input.redirect_url === undefined ? {} : { redirectUrl: input.redirect_url }),
     // On a node nanopay keeps the expiry with the request (an amount is free again after it); the service does not take one.
     ...(node && input.expires_in !== undefined ? { expiresInS: input.expires_in } : {}),

@@ -9,10 +9,13 @@ import { SIGNATURE_HEADER, signWebhook } from './signature.js';
 const WEBHOOK_RETRY_PERIOD_MS = 3 * 24 * 3600 * 1000;
 /** The longest wait between two attempts. */
 const MAX_BACKOFF_MS = 3600 * 1000;
-/** An endpoint that has not answered in this long failed this attempt. */
+/** An endpoint that has not answered in this long failed this attempt, unless told otherwise. */
 const TIMEOUT_MS = 10_000;
-/** How long one worker holds an event it is delivering: past it (the worker died), another takes it. */
-const LEASE_MS = 60_000;
+/**
+ * How long past the endpoints' timeout a worker holds an event it is delivering: past it (the worker
+ * died, kill -9), another worker or the restarted server takes it.
+ */
+const LEASE_MARGIN_MS = 5_000;
 
 /** The body sent (and signed): the event without its delivery record. */
 function webhookBody(event: WebhookEvent): string {
@@ -63,6 +66,8 @@ export interface DelivererOptions {
   secrets: readonly string[];
   /** The first retry's wait; each next one doubles, up to an hour. Default 1 s. */
   backoffMs?: number;
+  /** An endpoint's time to answer. Default 10 s. */
+  timeoutMs?: number;
   /** Events delivered at once (each request's in order whatever this is). Default 4. */
   concurrency?: number;
   /** Each attempt, with its answers. */
@@ -109,7 +114,7 @@ export class WebhookDeliverer {
     while (!this.stopped) {
       let item: OutboxItem | undefined;
       try {
-        item = await this.options.store.outbox.claim(WEBHOOK_TOPIC, LEASE_MS);
+        item = await this.options.store.outbox.claim(WEBHOOK_TOPIC, (this.options.timeoutMs ?? TIMEOUT_MS) + LEASE_MARGIN_MS);
         if (item !== undefined) await this.deliver(item);
       } catch (error) {
         this.options.log?.(`webhook delivery: ${error instanceof Error ? error.message : String(error)}`);
@@ -140,7 +145,7 @@ export class WebhookDeliverer {
     }
     const body = webhookBody(event);
     const signature = signWebhook(this.options.secrets, body);
-    const answers = await Promise.all(this.options.endpoints.map((url) => post(url, body, signature, TIMEOUT_MS)));
+    const answers = await Promise.all(this.options.endpoints.map((url) => post(url, body, signature, this.options.timeoutMs ?? TIMEOUT_MS)));
     const delivered = answers.every(ok);
     const attempts = event.delivery.attempts + 1;
     const now = new Date();

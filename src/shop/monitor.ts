@@ -19,14 +19,17 @@ export type ShopStatusSource = (request: ShopRequest) => Promise<ShopReading>;
 
 /**
  * Node backend: nanopay's own verified view (blocks fetched, hashed, signature
- * checked, exact amount matched; nodePaymentStatus). Its under- and overpaid
- * verdicts come from the same proved blocks.
+ * checked, exact amount matched; nodePaymentStatus). Under- and overpaid are
+ * reported for requests with a fresh address only: there every payment to the
+ * account is the request's, while on a shared address the payment of another
+ * amount nearest to a request may be anyone's (it would be guessed for every
+ * open request near its amount), so it is no ground for an event.
  */
 export function nodeStatusSource(holder: RequestsHolder, node: NodeClient): ShopStatusSource {
   return async (request) => {
     const { record, isPaid, mismatch } = await nodePaymentStatus(holder, node, request.id);
     if (isPaid) return { status: 'paid', ...(record.paidBy === undefined ? {} : { paid_by: record.paidBy }) };
-    if (mismatch !== undefined) return { status: mismatch.kind, received_raw: mismatch.amount_raw };
+    if (mismatch !== undefined && record.fresh !== undefined) return { status: mismatch.kind, received_raw: mismatch.amount_raw };
     return { status: 'waiting' };
   };
 }

@@ -27,7 +27,7 @@ export interface ShopServerOptions extends Omit<CheckoutRoutesOptions, 'lookup' 
   /** Between rounds over every unsettled request. */
   pollMs: number;
   confirmations?: CheckoutConfirmationSource;
-  webhooks?: { endpoints: string[]; secrets: string[]; backoffMs?: number; onAttempt?: (event: WebhookEvent, answers: DeliveryAnswer[], delivered: boolean) => void };
+  webhooks?: { endpoints: string[]; secrets: string[]; backoffMs?: number; timeoutMs?: number; onAttempt?: (event: WebhookEvent, answers: DeliveryAnswer[], delivered: boolean) => void };
   log?: (line: string) => void;
 }
 

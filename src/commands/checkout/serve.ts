@@ -1,5 +1,6 @@
 import { Flags } from '@oclif/core';
 import { talkedToSandbox } from '../../api/sandbox-mark.js';
+import { NanoPayError } from '../../errors.js';
 import { SessionCommand } from '../../cli/session-command.js';
 import { shopStatusSource, shopToken, webhookSecrets } from '../../cli/shop.js';
 import { DEFAULT_REDIRECT_SECONDS, DEFAULT_RELOAD_SECONDS } from '../../checkout/page.js';
@@ -26,18 +27,27 @@ or the service reports it, is recorded with an event in the store and delivered 
     'token-file': Flags.string({ description: 'the API bearer token, made (0600) when the file is absent (default: checkout.token in the config dir)' }),
     webhook: Flags.string({ description: 'URL that receives the signed events (repeatable)', multiple: true, default: [] }),
     'webhook-secret-file': Flags.string({ description: 'the signing secret(s), current first, made when absent (default: webhook.secret in the config dir)' }),
+    'fresh-addresses': Flags.boolean({
+      description: 'node backend: each request gets an unused account of the wallet (unlocks the key store to derive them); under- and overpayments are then reported',
+    }),
     'shop-name': Flags.string({ description: 'name shown on the checkout pages' }),
     interval: Flags.integer({ description: 'seconds between status reads of a request whose page is open', default: 1, min: 1 }),
     'poll-interval': Flags.integer({ description: 'seconds between reads of every unsettled request (a credit each on the service)', default: 10, min: 1 }),
     'redirect-delay': Flags.integer({ description: 'seconds the paid page shows before it goes to the redirect URL', default: DEFAULT_REDIRECT_SECONDS, min: 1 }),
     'reload-interval': Flags.integer({ description: 'seconds between reloads of a page without live updates', default: DEFAULT_RELOAD_SECONDS, min: 1 }),
     'webhook-backoff-ms': Flags.integer({ description: 'first retry wait of a webhook (doubling)', default: 1000, min: 1, hidden: true }),
+    'webhook-timeout-ms': Flags.integer({ description: "an endpoint's time to answer (a delivery's lease is 5 s more)", default: 10_000, min: 100, hidden: true }),
   };
 
   async run(): Promise<void> {
     const { flags } = await this.parse(CheckoutServe);
     const session = this.session(flags);
     const store = await session.dataStore();
+    if (flags['fresh-addresses']) {
+      if (session.backendKind() !== 'node') throw new NanoPayError('USAGE', '--fresh-addresses is for the node backend (the service keeps its requests)');
+      // Unlocked now (a prompt, scrypt), not at the first customer's request.
+      await session.account();
+    }
     const { token, file: tokenFile } = await shopToken(flags['token-file']);
     const { secrets, file: secretFile } = await webhookSecrets(flags['webhook-secret-file']);
     const log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
@@ -49,14 +59,14 @@ or the service reports it, is recorded with an event in the store and delivered 
       token,
       store,
       source: await shopStatusSource(session),
-      create: (body, key) => createShopRequest(session, store, body, key),
+      create: (body, key) => createShopRequest(session, store, body, key, { freshAddress: flags['fresh-addresses'] }),
       intervalMs: flags.interval * 1000,
       pollMs: flags['poll-interval'] * 1000,
       redirectSeconds: flags['redirect-delay'],
       reloadSeconds: flags['reload-interval'],
       ...(flags['shop-name'] === undefined ? {} : { shopName: flags['shop-name'] }),
       ...(confirmations === undefined ? {} : { confirmations }),
-      webhooks: { endpoints: flags.webhook, secrets, backoffMs: flags['webhook-backoff-ms'] },
+      webhooks: { endpoints: flags.webhook, secrets, backoffMs: flags['webhook-backoff-ms'], timeoutMs: flags['webhook-timeout-ms'] },
       testMode: talkedToSandbox,
       log,
     });
