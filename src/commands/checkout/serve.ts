@@ -35,6 +35,8 @@ or the service reports it, is recorded with an event in the store and delivered 
     'poll-interval': Flags.integer({ description: 'seconds between reads of every unsettled request (a credit each on the service)', default: 10, min: 1 }),
     'redirect-delay': Flags.integer({ description: 'seconds the paid page shows before it goes to the redirect URL', default: DEFAULT_REDIRECT_SECONDS, min: 1 }),
     'reload-interval': Flags.integer({ description: 'seconds between reloads of a page without live updates', default: DEFAULT_RELOAD_SECONDS, min: 1 }),
+    'max-streams': Flags.integer({ description: 'pages with live updates at once; beyond it a page reloads instead', default: 1000, min: 1 }),
+    'max-streams-per-client': Flags.integer({ description: 'pages with live updates at once from one client address', default: 16, min: 1 }),
     'webhook-backoff-ms': Flags.integer({ description: 'first retry wait of a webhook (doubling)', default: 1000, min: 1, hidden: true }),
     'webhook-timeout-ms': Flags.integer({ description: "an endpoint's time to answer (a delivery's lease is 5 s more)", default: 10_000, min: 100, hidden: true }),
   };
@@ -64,6 +66,8 @@ or the service reports it, is recorded with an event in the store and delivered 
       pollMs: flags['poll-interval'] * 1000,
       redirectSeconds: flags['redirect-delay'],
       reloadSeconds: flags['reload-interval'],
+      maxStreams: flags['max-streams'],
+      maxStreamsPerClient: flags['max-streams-per-client'],
       ...(flags['shop-name'] === undefined ? {} : { shopName: flags['shop-name'] }),
       ...(confirmations === undefined ? {} : { confirmations }),
       webhooks: { endpoints: flags.webhook, secrets, backoffMs: flags['webhook-backoff-ms'], timeoutMs: flags['webhook-timeout-ms'] },

@@ -1,0 +1,203 @@
+// npm run bench:checkout — the shop server (checkout serve, issue 26), on the sandbox's node with its WebSocket:
+// 1. VIEWERS live pages (Server-Sent Events) over REQUESTS requests; each request is paid, and for every
+//    viewer the time from the node accepting the payer's block to the page's "paid" event is taken (both
+//    instants in this process; the sandbox runs here): p50, p99, max; the server's memory (RSS, and its peak)
+//    with every viewer connected;
+// 2. requests created per second through the API (16 at once) with 100,000 requests already in the store.
+// A benchmark, not a test: it prints figures.
+import { spawn } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { request as httpRequest, Agent } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { payUri } from '../dist/ops/requests/payments.js';
+import { Session } from '../dist/ops/session.js';
+import { startSandbox } from '../dist/sandbox/index.js';
+
+const VIEWERS = Number(process.env.BENCH_VIEWERS ?? 1000);
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 100);
+const FILLED = Number(process.env.BENCH_FILLED ?? 100_000);
+const CREATED = Number(process.env.BENCH_CREATED ?? 1000);
+const BIN = fileURLToPath(new URL('../bin/run.js', import.meta.url));
+const PASSWORD = 'bench password';
+const root = mkdtempSync(join(tmpdir(), 'nanopay-bench-checkout-'));
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+const sandbox = await startSandbox({ port: 0 });
+const accepted = new Map();
+sandbox.service.ledger.listeners.add((block) => accepted.set(block.hash, performance.now()));
+const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('NANOPAY_')));
+const envOf = (name) => ({
+  ...inherited,
+  HOME: join(root, name),
+  NANOPAY_CONFIG_DIR: join(root, name),
+  NANOPAY_PASSWORD: PASSWORD,
+  NANOPAY_BACKEND: 'node',
+  NANOPAY_NODE_URL: sandbox.url,
+  NANOPAY_NODE_WS_URL: sandbox.wsUrl,
+  NANOPAY_API_URL: sandbox.url,
+  NO_COLOR: '1',
+});
+
+function cli(env, args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args, '--json'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.on('close', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`nanopay ${args.join(' ')} exited ${code}: ${out}`))));
+  });
+}
+
+/** checkout serve as a child process; resolves once it listens. */
+function serve(env, args = []) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, 'checkout', 'serve', '--json', '--max-streams', String(VIEWERS * 2), '--max-streams-per-client', String(VIEWERS * 2), ...args], {
+      env,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      if (out.includes('\n')) {
+        const printed = JSON.parse(out.split('\n')[0]);
+        resolve({ child, ...printed, token: readFileSync(printed.token_file, 'utf8').trim() });
+      }
+    });
+    child.on('close', (code) => reject(new Error(`checkout serve exited ${code}`)));
+  });
+}
+
+function stop(server) {
+  return new Promise((resolve) => {
+    server.child.removeAllListeners('close');
+    server.child.once('close', resolve);
+    server.child.kill('SIGTERM');
+  });
+}
+
+const memory = (pid) => {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (name) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
+  return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
+};
+
+const api = async (server, path, body) => {
+  const r = await fetch(`${server.url}${path}`, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${server.token}` },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const answer = await r.json();
+  if (!answer.success) throw new Error(JSON.stringify(answer));
+  return answer.data;
+};
+
+const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+
+// Part 1: viewers.
+const merchant = envOf('merchant');
+const customer = envOf('customer');
+await cli(merchant, ['wallet', 'create']);
+const { address: payer } = await cli(customer, ['wallet', 'create']);
+sandbox.service.fund(payer, '1000');
+await cli(customer, ['receive']);
+const server = await serve(merchant);
+const requests = [];
+for (let i = 0; i < REQUESTS; i++) requests.push(await api(server, '/api/v1/requests', { amount: '0.01', order_id: `bench-${i}` }));
+
+const agent = new Agent({ keepAlive: false, maxSockets: Infinity });
+const viewers = [];
+for (let v = 0; v < VIEWERS; v++) {
+  const request = requests[v % REQUESTS];
+  viewers.push(
+    await new Promise((resolve, reject) => {
+      const viewer = { request, paidAt: undefined, text: '' };
+      const req = httpRequest(`${request.checkout_url}/events`, { agent }, (res) => {
+        if (res.statusCode !== 200) return reject(new Error(`viewer ${v}: ${res.statusCode}`));
+        res.on('data', (d) => {
+          viewer.text += d;
+          if (viewer.paidAt === undefined && viewer.text.includes('"state":"paid"')) viewer.paidAt = performance.now();
+        });
+        res.on('error', () => undefined);
+        viewer.close = () => req.destroy();
+        resolve(viewer);
+      });
+      req.on('error', reject);
+      req.end();
+    }),
+  );
+}
+await sleep(500);
+const connected = memory(server.child.pid);
+const session = new Session({ password: async () => PASSWORD, env: customer });
+const blockOf = new Map();
+for (const request of requests) {
+  const sent = await payUri(session, request.uri, {});
+  blockOf.set(request.id, sent.hash);
+}
+const deadline = Date.now() + 60_000;
+while (viewers.some((v) => v.paidAt === undefined) && Date.now() < deadline) await sleep(50);
+const latencies = viewers.filter((v) => v.paidAt !== undefined).map((v) => v.paidAt - accepted.get(blockOf.get(v.request.id)));
+const after = memory(server.child.pid);
+for (const v of viewers) v.close();
+await stop(server);
+const sorted = [...latencies].sort((a, b) => a - b);
+console.log(`viewers: ${VIEWERS} live pages over ${REQUESTS} requests; ${latencies.length} saw their payment (${VIEWERS - latencies.length} did not within 60 s)`);
+console.log(`  block accepted -> "paid" on the page: p50 ${pct(sorted, 50).toFixed(0)} ms  p99 ${pct(sorted, 99).toFixed(0)} ms  max ${sorted.at(-1).toFixed(0)} ms  (goal p99 < 1000 ms: ${pct(sorted, 99) < 1000 ? 'met' : 'MISSED'})`);
+console.log(`  server memory: ${connected.rss.toFixed(0)} MB RSS with every viewer connected, peak ${after.peak.toFixed(0)} MB`);
+
+// Part 2: creation with a full store.
+const shop = envOf('shop');
+await cli(shop, ['wallet', 'create']);
+const first = await cli(shop, ['request', '0.001']);
+{
+  const filling = new Session({ password: async () => PASSWORD, env: shop });
+  const store = await filling.dataStore();
+  const now = Date.now();
+  const records = Array.from({ length: FILLED }, (_, i) => ({
+    id: randomUUID(),
+    address: first.receive_address,
+    baseRaw: '1000000000000000000000000000',
+    amountRaw: (10n ** 27n + BigInt(`0x${randomBytes(6).toString('hex')}`)).toString(),
+    createdAt: new Date(now - (FILLED - i) * 1000).toISOString(),
+    ...(i % 10 === 3 ? { paidBy: [randomBytes(32).toString('hex').toUpperCase()] } : {}),
+  }));
+  for (let i = 0; i < FILLED; i += 10_000) await store.requests.importAll(records.slice(i, i + 10_000));
+  for (const [i, r] of records.entries()) {
+    await store.shop.create({
+      id: r.id,
+      status: r.paidBy === undefined ? 'waiting' : 'paid',
+      currency: 'XNO',
+      amount: '0.001',
+      amount_raw: r.amountRaw,
+      receive_address: r.address,
+      uri: `nano:${r.address}`,
+      created_at: r.createdAt,
+      order_id: `old-${i}`,
+      events: 0,
+    });
+  }
+  await store.close();
+}
+// Reads of the backlog's open requests would share the machine with creation: this part measures creation alone.
+const full = await serve(shop, ['--poll-interval', '86400']);
+const started = performance.now();
+let made = 0;
+await Promise.all(
+  Array.from({ length: 16 }, async () => {
+    while (made < CREATED) {
+      made++;
+      await api(full, '/api/v1/requests', { amount: '0.002', order_id: randomUUID() });
+    }
+  }),
+);
+const seconds = (performance.now() - started) / 1000;
+const listed = await api(full, '/api/v1/requests?limit=1');
+await stop(full);
+console.log(`creation: ${CREATED} requests through the API (16 at once) with ${FILLED} requests already in the store: ${(CREATED / seconds).toFixed(0)}/s (goal >= 200/s: ${CREATED / seconds >= 200 ? 'met' : 'MISSED'}); newest listed ${listed.data.length}`);
+
+await sandbox.close();
+rmSync(root, { recursive: true, force: true });
