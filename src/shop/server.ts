@@ -90,8 +90,14 @@ export async function startShopServer(options: ShopServerOptions): Promise<ShopS
     },
     failed: (message) => options.log?.(`confirmations unavailable (${message}); reading at each interval only`),
   });
-  const follow = async (): Promise<void> => {
-    if (feed !== undefined) feed.follow(await monitor.addresses());
+  // The addresses the node's WebSocket follows: the unsettled requests' at start, and each new request's (one list read, not one per request).
+  const followed = new Set<string>();
+  const follow = async (address?: string): Promise<void> => {
+    if (feed === undefined) return;
+    if (address === undefined) for (const a of await monitor.addresses()) followed.add(a);
+    else if (followed.has(address)) return;
+    else followed.add(address);
+    feed.follow([...followed]);
   };
   const base = { url: '' };
   const checkoutUrl = (id: string): string => `${options.publicUrl ?? base.url}${checkoutPath(id)}`;
@@ -118,7 +124,7 @@ export async function startShopServer(options: ShopServerOptions): Promise<ShopS
         create: async (body, key) => {
           const made = await options.create(body, key);
           if (watcher.request(made.request.id) === undefined) watcher.add(pageRequest(made.request), observationOf(made.request));
-          await follow();
+          await follow(made.request.receive_address);
           return made;
         },
       }),
