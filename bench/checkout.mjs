@@ -1,5 +1,5 @@
 // npm run bench:checkout — the shop server (checkout serve, issue 26), on the sandbox's node with its WebSocket:
-// 1. VIEWERS live pages (Server-Sent Events) over REQUESTS requests; each request is paid, and for every
+// 1. VIEWERS live pages (Server-Sent Events) over REQUESTS requests (--fresh-addresses); each request is paid, and for every
 //    viewer the time from the node accepting the payer's block to the page's "paid" event is taken (both
 //    instants in this process; the sandbox runs here): p50, p99, max; the server's memory (RSS, and its peak)
 //    with every viewer connected;
@@ -104,7 +104,9 @@ await cli(merchant, ['wallet', 'create']);
 const { address: payer } = await cli(customer, ['wallet', 'create']);
 sandbox.service.fund(payer, '1000');
 await cli(customer, ['receive']);
-const server = await serve(merchant);
+// Each request its own account (--fresh-addresses): a confirmation wakes the reads of that request alone, and a read
+// proves only that account's blocks (on one shared address every read proves every payment to it).
+const server = await serve(merchant, ['--fresh-addresses']);
 const requests = [];
 for (let i = 0; i < REQUESTS; i++) requests.push(await api(server, '/api/v1/requests', { amount: '0.01', order_id: `bench-${i}` }));
 
