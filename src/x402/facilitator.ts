@@ -1,0 +1,168 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { LedgerBackend } from '../api/backend.js';
+import { NanoPayError } from '../errors.js';
+import { isDefinitiveRejection } from '../ops/ledger/chain.js';
+import { X402Refusal, sendThreshold, verifyNanoPayment, type NanoCheque, type X402Ledger } from './nano-exact.js';
+import {
+  NANO_ASSET,
+  NANO_NETWORK,
+  NANO_SCHEME,
+  X402_VERSION,
+  parsePaymentPayload,
+  parseRequirements,
+  type PaymentPayload,
+  type PaymentRequirements,
+  type SettleResponse,
+  type SupportedResponse,
+  type VerifyResponse,
+} from './protocol.js';
+import type { SettlementRecord } from './settlements.js';
+
+/** What settling needs of the ledger: reads, and publishing a block. */
+export type SettlingLedger = X402Ledger & Pick<LedgerBackend, 'publish'>;
+
+export interface FacilitatorOptions {
+  /** How long a settlement waits for the block's confirmation. Default 30 s: clients should allow more. */
+  confirmTimeoutMs?: number;
+  /** Between confirmation reads. Default 100 ms. */
+  pollMs?: number;
+  now?: () => number;
+}
+
+/** A verified payment, ready to settle. */
+export interface Verified {
+  cheque: NanoCheque;
+  requirements: PaymentRequirements;
+}
+
+/**
+ * The Nano `exact` scheme's verify and settle, as a facilitator serves them
+ * and as a paywall runs them in-process. Settlement claims the payer's
+ * `previous` in the persistent record before publishing, so a block (or a
+ * rival block on the same previous) settles at most once, even with
+ * concurrent or repeated requests; it answers success only once the ledger
+ * confirms the block.
+ */
+export class NanoSettler {
+  /** Previous hashes being settled by this process right now. */
+  private readonly settling = new Set<string>();
+  private readonly confirmTimeoutMs: number;
+  private readonly pollMs: number;
+  private readonly now: () => number;
+
+  constructor(
+    private readonly ledger: SettlingLedger,
+    private readonly record: SettlementRecord,
+    options: FacilitatorOptions = {},
+  ) {
+    this.confirmTimeoutMs = options.confirmTimeoutMs ?? 30_000;
+    this.pollMs = options.pollMs ?? 100;
+    this.now = options.now ?? Date.now;
+  }
+
+  async supported(): Promise<SupportedResponse> {
+    return {
+      kinds: [{ x402Version: X402_VERSION, scheme: NANO_SCHEME, network: NANO_NETWORK, extra: { asset: NANO_ASSET, work: 'required', workThreshold: await sendThreshold(this.ledger) } }],
+      extensions: [],
+      signers: {},
+    };
+  }
+
+  /** Verifies, also refusing a block whose previous is being settled or was settled. */
+  async check(payment: PaymentPayload, requirements: PaymentRequirements): Promise<Verified> {
+    const cheque = await verifyNanoPayment(this.ledger, payment, requirements);
+    const previous = cheque.block.previous;
+    if (this.settling.has(previous)) throw new X402Refusal('transaction_in_flight', `A block on ${previous} is being settled`);
+    const entry = await this.record.read(previous);
+    if (entry?.state === 'settled') throw new X402Refusal('transaction_already_settled', `A block on ${previous} was already settled (${entry.hash})`);
+    if (entry !== undefined) throw new X402Refusal('transaction_in_flight', `A block on ${previous} is being settled`);
+    return { cheque, requirements };
+  }
+
+  async verify(payment: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> {
+    try {
+      const { cheque } = await this.check(payment, requirements);
+      return { isValid: true, payer: cheque.payer };
+    } catch (error) {
+      if (error instanceof X402Refusal) return { isValid: false, invalidReason: error.reason, invalidMessage: error.message, ...payerOf(payment) };
+      throw error;
+    }
+  }
+
+  async settle(payment: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
+    const failed = (reason: string, message: string, transaction = ''): SettleResponse => ({
+      success: false,
+      errorReason: reason,
+      errorMessage: message,
+      ...payerOf(payment),
+      transaction,
+      network: NANO_NETWORK,
+    });
+    let verified: Verified;
+    try {
+      verified = await this.check(payment, requirements);
+    } catch (error) {
+      if (error instanceof X402Refusal) return failed(error.reason, error.message);
+      throw error;
+    }
+    const { block, hash, payer } = verified.cheque;
+    const previous = block.previous;
+    // In this process first (the claim below is the guard across processes and restarts).
+    if (this.settling.has(previous)) return failed('transaction_in_flight', `A block on ${previous} is being settled`);
+    this.settling.add(previous);
+    try {
+      const claim = await this.record.claim(previous, hash, new Date(this.now()));
+      if (claim !== true) {
+        return claim.state === 'settled'
+          ? failed('transaction_already_settled', `A block on ${previous} was already settled (${claim.hash})`)
+          : failed('transaction_in_flight', `A block on ${previous} is being settled`);
+      }
+      try {
+        await this.ledger.publish(block, 'send', hash);
+      } catch (error) {
+        if (!(error instanceof NanoPayError && error.code === 'BLOCK_EXISTS')) {
+          if (isDefinitiveRejection(error)) {
+            await this.record.release(previous);
+            return failed('invalid_transaction_state', `The ledger refused the block: ${(error as Error).message}`);
+          }
+          // Unknown outcome: the claim stays, so the block is never settled twice.
+          return failed('settlement_pending', `Publishing ${hash} had no clear outcome: ${error instanceof Error ? error.message : String(error)}`, hash);
+        }
+      }
+      if (!(await this.confirmed(hash))) return failed('settlement_pending', `The block ${hash} was published but not confirmed within ${this.confirmTimeoutMs} ms`, hash);
+      await this.record.write(previous, { hash, state: 'settled', at: new Date(this.now()).toISOString() });
+      return { success: true, payer, transaction: hash, network: NANO_NETWORK, amount: verified.requirements.amount };
+    } finally {
+      this.settling.delete(previous);
+    }
+  }
+
+  private async confirmed(hash: string): Promise<boolean> {
+    const until = this.now() + this.confirmTimeoutMs;
+    for (;;) {
+      const info = await this.ledger.blockInfo(hash).catch(() => undefined);
+      if (info?.confirmed === true) return true;
+      if (this.now() >= until) return false;
+      await sleep(this.pollMs);
+    }
+  }
+}
+
+function payerOf(payment: PaymentPayload): { payer?: string } {
+  const block = payment.payload.block;
+  const account = typeof block === 'object' && block !== null ? (block as Record<string, unknown>).account : undefined;
+  return typeof account === 'string' ? { payer: account } : {};
+}
+
+/** `{x402Version, paymentPayload, paymentRequirements}` as HTTPFacilitatorClient posts it; a bad shape is an X402Refusal. */
+export function facilitatorRequest(body: Record<string, unknown>): { payment: PaymentPayload; requirements: PaymentRequirements } {
+  try {
+    return { payment: parsePaymentPayload(body.paymentPayload), requirements: parseRequirements(body.paymentRequirements, 'paymentRequirements') };
+  } catch (error) {
+    if (error instanceof NanoPayError) {
+      const version = (body.paymentPayload as { x402Version?: unknown } | undefined)?.x402Version;
+      throw new X402Refusal(version !== undefined && version !== X402_VERSION ? 'invalid_x402_version' : 'invalid_payload', error.message);
+    }
+    throw error;
+  }
+}
