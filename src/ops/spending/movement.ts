@@ -108,12 +108,12 @@ export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<M
   // A block signed under this very key and not yet settled (a run killed after signing): it is this payment.
   // Settled first, the rerun is its repeat, not a second payment planned on a head it already spent.
   if (repeat === undefined && m.id !== undefined && pending?.sendId === m.id) {
-    await ctx.lock(m.signer.address, () => settleJournal(ctx, m.signer.address));
+    await ctx.lock(m.signer.address, () => settleJournal(ctx, m.signer.address, m.signer));
     repeat = await earlier(ctx, m, to);
   }
   if (repeat !== undefined) {
     // A run killed after recording but before clearing its entry leaves it for the next command: settle it now.
-    if (pending !== undefined) await ctx.lock(m.signer.address, () => settleJournal(ctx, m.signer.address));
+    if (pending !== undefined) await ctx.lock(m.signer.address, () => settleJournal(ctx, m.signer.address, m.signer));
     return repeat;
   }
 
@@ -125,7 +125,7 @@ export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<M
   }
 
   return ctx.lock(m.signer.address, async () => {
-    await settleJournal(ctx, m.signer.address);
+    await settleJournal(ctx, m.signer.address, m.signer);
     const resumed = await earlier(ctx, m, to);
     if (resumed !== undefined) return resumed;
     // The head may have moved while the user confirmed: plan again on the fresh one.
