@@ -190,7 +190,8 @@ export async function fetchWithPayment(session: Session, input: string | URL, in
   const signal = options.signal;
   const first = await fetch(url, { ...init, ...(signal === undefined ? {} : { signal }) });
   if (first.status !== 402) return { response: first };
-  await first.body?.cancel().catch(() => undefined);
+  // Kept: when the payment was made before under this id, this 402 is the answer there is.
+  const firstBody = await first.arrayBuffer();
   const required = readRequired(first);
   const chosen = choose(required, maximum(session, options.maxXno));
   const amountRaw = BigInt(chosen.amount);
@@ -220,7 +221,7 @@ export async function fetchWithPayment(session: Session, input: string | URL, in
   const made = { hash, block: { account: moved.from, link: moved.to } as StateBlock };
   if (presented === undefined) {
     // Paid before under this id (recorded): nothing moved, and there is no block left to present.
-    return { response: first, payment: paymentOf(made, moved.amountRaw, null, true) };
+    return { response: new Response(firstBody, { status: first.status, headers: first.headers }), payment: paymentOf(made, moved.amountRaw, null, true) };
   }
   return { response: presented.response, payment: paymentOf(made, moved.amountRaw, presented.settlement, false) };
 }

@@ -105,36 +105,56 @@ export class NanoSettler {
       if (error instanceof X402Refusal) return failed(error.reason, error.message);
       throw error;
     }
+    if (!this.reserve(verified)) return failed('transaction_in_flight', `A block on ${verified.cheque.block.previous} is being settled`);
+    try {
+      return await this.settleReserved(verified);
+    } finally {
+      this.release(verified);
+    }
+  }
+
+  /** Holds the payer's previous for this process (from verify to settle); false when another request holds it. */
+  reserve(verified: Verified): boolean {
+    const previous = verified.cheque.block.previous;
+    if (this.settling.has(previous)) return false;
+    this.settling.add(previous);
+    return true;
+  }
+
+  release(verified: Verified): void {
+    this.settling.delete(verified.cheque.block.previous);
+  }
+
+  /**
+   * Settles a verified payment whose previous this process holds (reserve):
+   * claims it in the record (the guard across processes and restarts),
+   * publishes, and answers success once the ledger confirms the block.
+   */
+  async settleReserved(verified: Verified): Promise<SettleResponse> {
     const { block, hash, payer } = verified.cheque;
     const previous = block.previous;
-    // In this process first (the claim below is the guard across processes and restarts).
-    if (this.settling.has(previous)) return failed('transaction_in_flight', `A block on ${previous} is being settled`);
-    this.settling.add(previous);
-    try {
-      const claim = await this.record.claim(previous, hash, new Date(this.now()));
-      if (claim !== true) {
-        return claim.state === 'settled'
-          ? failed('transaction_already_settled', `A block on ${previous} was already settled (${claim.hash})`)
-          : failed('transaction_in_flight', `A block on ${previous} is being settled`);
-      }
-      try {
-        await this.ledger.publish(block, 'send', hash);
-      } catch (error) {
-        if (!(error instanceof NanoPayError && error.code === 'BLOCK_EXISTS')) {
-          if (isDefinitiveRejection(error)) {
-            await this.record.release(previous);
-            return failed('invalid_transaction_state', `The ledger refused the block: ${(error as Error).message}`);
-          }
-          // Unknown outcome: the claim stays, so the block is never settled twice.
-          return failed('settlement_pending', `Publishing ${hash} had no clear outcome: ${error instanceof Error ? error.message : String(error)}`, hash);
-        }
-      }
-      if (!(await this.confirmed(hash))) return failed('settlement_pending', `The block ${hash} was published but not confirmed within ${this.confirmTimeoutMs} ms`, hash);
-      await this.record.write(previous, { hash, state: 'settled', at: new Date(this.now()).toISOString() });
-      return { success: true, payer, transaction: hash, network: NANO_NETWORK, amount: verified.requirements.amount };
-    } finally {
-      this.settling.delete(previous);
+    const failed = (reason: string, message: string, transaction = ''): SettleResponse => ({ success: false, errorReason: reason, errorMessage: message, payer, transaction, network: NANO_NETWORK });
+    const claim = await this.record.claim(previous, hash, new Date(this.now()));
+    if (claim !== true) {
+      return claim.state === 'settled'
+        ? failed('transaction_already_settled', `A block on ${previous} was already settled (${claim.hash})`)
+        : failed('transaction_in_flight', `A block on ${previous} is being settled`);
     }
+    try {
+      await this.ledger.publish(block, 'send', hash);
+    } catch (error) {
+      if (!(error instanceof NanoPayError && error.code === 'BLOCK_EXISTS')) {
+        if (isDefinitiveRejection(error)) {
+          await this.record.release(previous);
+          return failed('invalid_transaction_state', `The ledger refused the block: ${(error as Error).message}`);
+        }
+        // Unknown outcome: the claim stays, so the block is never settled twice.
+        return failed('settlement_pending', `Publishing ${hash} had no clear outcome: ${error instanceof Error ? error.message : String(error)}`, hash);
+      }
+    }
+    if (!(await this.confirmed(hash))) return failed('settlement_pending', `The block ${hash} was published but not confirmed within ${this.confirmTimeoutMs} ms`, hash);
+    await this.record.write(previous, { hash, state: 'settled', at: new Date(this.now()).toISOString() });
+    return { success: true, payer, transaction: hash, network: NANO_NETWORK, amount: verified.requirements.amount };
   }
 
   private async confirmed(hash: string): Promise<boolean> {

@@ -1,0 +1,196 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NodeClient } from '../../src/api/node-client.js';
+import { xnoToRaw } from '../../src/nano/index.js';
+import type { RunningSandbox } from '../../src/sandbox/index.js';
+import { BIN, type CliUser } from '../helpers/cli.js';
+import { nodeMerchantAndCustomer } from '../helpers/node-users.js';
+import { sandbox } from '../helpers/sandbox.js';
+import { startCommand, type RunningCommand } from '../helpers/serve.js';
+
+/** An API to sell: /report answers, /fail fails, /hold waits until the test lets it answer (with `held`'s status). */
+interface Upstream {
+  url: string;
+  server: Server;
+  holding: ServerResponse[];
+  calls: string[];
+}
+
+async function startUpstream(): Promise<Upstream> {
+  const up: Upstream = { url: '', server: createServer(), holding: [], calls: [] };
+  up.server.on('request', (req, res) => {
+    up.calls.push(`${req.method} ${req.url}`);
+    if (req.url === '/fail') return void res.writeHead(500).end('upstream broke');
+    if (req.url === '/hold') return void up.holding.push(res);
+    let body = '';
+    req.on('data', (d: Buffer) => (body += d.toString()));
+    req.on('end', () => res.writeHead(200, { 'content-type': 'text/plain' }).end(`report for ${req.method} ${req.url}${body === '' ? '' : ` with ${body}`}`));
+  });
+  await new Promise<void>((resolve) => up.server.listen(0, '127.0.0.1', resolve));
+  up.url = `http://127.0.0.1:${(up.server.address() as AddressInfo).port}`;
+  return up;
+}
+
+let sb: RunningSandbox;
+let up: Upstream;
+let merchant: CliUser;
+let customer: CliUser;
+let merchantAddress: string;
+let paywall: RunningCommand<{ url: string; pay_to: string; price_raw: string }>;
+let node: NodeClient;
+const PRICE = '0.001';
+
+beforeAll(async () => {
+  sb = await sandbox();
+  up = await startUpstream();
+  ({ merchant, customer, merchantAddress } = await nodeMerchantAndCustomer(sb, {}));
+  paywall = await startCommand(['paywall', '--upstream', up.url, '--price', PRICE, '--route', 'GET /free=0', '--to', merchantAddress, '--json'], merchant.env);
+  node = new NodeClient({ url: sb.url });
+});
+afterAll(async () => {
+  await paywall.stop();
+  up.server.closeAllConnections();
+  await new Promise((resolve) => up.server.close(resolve));
+  await sb.close();
+  for (const u of [merchant, customer]) await rm(u.configDir, { recursive: true, force: true });
+});
+
+function journal(user: CliUser): Record<string, any> | undefined {
+  const dir = join(user.configDir, 'journal');
+  const file = existsSync(dir) ? readdirSync(dir).find((f) => f.endsWith('.json')) : undefined;
+  return file === undefined ? undefined : (JSON.parse(readFileSync(join(dir, file), 'utf8')) as Record<string, any>);
+}
+
+/** Sends from the customer's account to the merchant on the ledger. */
+async function paymentsToMerchant(): Promise<{ hash: string; amount: string }[]> {
+  const dump = (await (await fetch(`${sb.url}/sandbox/ledger`)).json()) as { data: { blocks: { hash: string; subtype: string; amount: string; account: string; link?: string }[] } };
+  const sends = dump.data.blocks.filter((b) => b.subtype === 'send');
+  const ours: { hash: string; amount: string }[] = [];
+  for (const b of sends) {
+    const info = await node.blockInfo(b.hash);
+    if (info.contents.link === (await import('../../src/nano/index.js')).addressToPublicKey(merchantAddress)) ours.push({ hash: b.hash, amount: info.amountRaw.toString() });
+  }
+  return ours;
+}
+
+describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
+  it('an unpaid request gets 402 with PAYMENT-REQUIRED; a free route passes', async () => {
+    const unpaid = await fetch(`${paywall.printed.url}/report`);
+    expect(unpaid.status).toBe(402);
+    const required = JSON.parse(Buffer.from(unpaid.headers.get('payment-required') as string, 'base64').toString('utf8'));
+    expect(required).toMatchObject({ x402Version: 2, error: 'Payment required', accepts: [{ scheme: 'exact', network: 'nano:mainnet', asset: 'XNO', amount: xnoToRaw(PRICE).toString(), payTo: merchantAddress }] });
+    expect(await unpaid.json()).toEqual({});
+    const free = await fetch(`${paywall.printed.url}/free`);
+    expect([free.status, await free.text()]).toEqual([200, 'report for GET /free']);
+  });
+
+  it('refuses to pay without a maximum, or over it', async () => {
+    const none = await customer.run(['fetch', `${paywall.printed.url}/report`, '--yes']);
+    expect(none.code).toBe(7);
+    expect(none.stderr).toMatch(/no maximum is set/);
+    const over = await customer.run(['fetch', `${paywall.printed.url}/report`, '--yes', '--max', '0.0001']);
+    expect(over.code).toBe(7);
+    expect(over.stderr).toMatch(/over the maximum/);
+    expect(journal(customer)).toBeUndefined();
+  });
+
+  it('pays, gets the body, and the payment is the confirmed block it names', async () => {
+    const before = (await paymentsToMerchant()).length;
+    const paid = await customer.json<{ status: number; body: string; payment: Record<string, any> }>(['fetch', `${paywall.printed.url}/report?x=1`, '--max', '0.01', '--yes']);
+    expect(paid.status).toBe(200);
+    expect(paid.body).toBe('report for GET /report?x=1');
+    expect(paid.payment).toMatchObject({ pay_to: merchantAddress, amount: PRICE, repeated: false, settlement: { success: true, network: 'nano:mainnet' } });
+    expect(paid.payment.settlement.transaction).toBe(paid.payment.hash);
+    const info = await node.blockInfo(paid.payment.hash);
+    expect([info.confirmed, info.amountRaw]).toEqual([true, xnoToRaw(PRICE)]);
+    expect(await paymentsToMerchant()).toHaveLength(before + 1);
+    expect(journal(customer)).toBeUndefined();
+  });
+
+  it('a failed upstream costs nothing: the cheque stays outstanding and the next payment cancels it first', async () => {
+    const before = await paymentsToMerchant();
+    const failed = await customer.run(['fetch', `${paywall.printed.url}/fail`, '--max', '0.01', '--yes']);
+    expect(failed.code).toBe(5);
+    expect(failed.stderr).toMatch(/outstanding/);
+    const cheque = journal(customer);
+    expect(cheque).toMatchObject({ subtype: 'send', chequeFor: `${paywall.printed.url}/fail` });
+    const next = await customer.json<{ status: number; payment: Record<string, any> }>(['fetch', `${paywall.printed.url}/report`, '--max', '0.01', '--yes']);
+    expect(next.status).toBe(200);
+    // The cheque was superseded by a change block on its previous: it can never be cashed.
+    const chequeHash = cheque?.hash as string;
+    await expect(node.blockInfo(chequeHash)).rejects.toMatchObject({ code: 'BLOCK_NOT_FOUND' });
+    const presentedAgain = await fetch(`${paywall.printed.url}/report`, { headers: { 'payment-signature': Buffer.from(JSON.stringify({ x402Version: 2, accepted: JSON.parse(Buffer.from((await fetch(`${paywall.printed.url}/report`)).headers.get('payment-required') as string, 'base64').toString()).accepts[0], payload: { block: cheque?.block } })).toString('base64') } });
+    expect(presentedAgain.status).toBe(402);
+    const after = await paymentsToMerchant();
+    expect(after.map((p) => p.hash)).toEqual([...before.map((p) => p.hash), next.payment.hash]);
+  });
+
+  it('kill -9 after presenting; the block is settled meanwhile; the rerun with the same --id records that one payment', async () => {
+    const before = (await paymentsToMerchant()).length;
+    const child = spawn(process.execPath, [BIN, 'fetch', `${paywall.printed.url}/hold`, '--max', '0.01', '--yes', '--id', 'held-1'], { env: customer.env, stdio: 'ignore' });
+    await waitFor(() => up.holding.length === 1, 'the paid request to reach the upstream');
+    const cheque = journal(customer);
+    expect(cheque).toMatchObject({ sendId: 'held-1', chequeFor: `${paywall.printed.url}/hold` });
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child.once('close', resolve));
+    // The client went away, so the paywall settles nothing: the block is settled as a server that did would have
+    // (published), and the client never learned of it.
+    await node.publish(cheque?.block, 'send', cheque?.hash);
+    (up.holding.shift() as ServerResponse).writeHead(200).end('held report');
+    await waitFor(async () => (await node.blockInfo(cheque?.hash).then((i) => i.confirmed, () => false)), 'the block to be confirmed');
+    const rerun = await customer.json<{ status: number; payment: Record<string, any> }>(['fetch', `${paywall.printed.url}/hold`, '--max', '0.01', '--yes', '--id', 'held-1']);
+    expect(rerun.payment.hash).toBe(cheque?.hash);
+    expect(journal(customer)).toBeUndefined();
+    expect(await paymentsToMerchant()).toHaveLength(before + 1);
+    const again = await customer.json<{ payment: Record<string, any> }>(['fetch', `${paywall.printed.url}/hold`, '--max', '0.01', '--yes', '--id', 'held-1']);
+    expect(again, JSON.stringify(again)).toHaveProperty("payment");
+    expect(again.payment).toMatchObject({ hash: cheque?.hash, repeated: true });
+    expect(await paymentsToMerchant()).toHaveLength(before + 1);
+  });
+
+  it('kill -9 after presenting; the server never settles; the rerun with the same --id presents the same block and pays once', async () => {
+    const before = (await paymentsToMerchant()).length;
+    const child = spawn(process.execPath, [BIN, 'fetch', `${paywall.printed.url}/hold`, '--max', '0.01', '--yes', '--id', 'held-2'], { env: customer.env, stdio: 'ignore' });
+    await waitFor(() => up.holding.length === 1, 'the paid request to reach the upstream');
+    const cheque = journal(customer);
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child.once('close', resolve));
+    (up.holding.shift() as ServerResponse).writeHead(503).end('not now');
+    await waitFor(() => up.holding.length === 0, 'the upstream answer');
+    const second = spawn(process.execPath, [BIN, 'fetch', `${paywall.printed.url}/hold`, '--max', '0.01', '--yes', '--id', 'held-2', '--json'], { env: customer.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    second.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    await waitFor(() => up.holding.length === 1, 'the same block presented again');
+    (up.holding.shift() as ServerResponse).writeHead(200).end('held report');
+    await new Promise((resolve) => second.once('close', resolve));
+    const rerun = JSON.parse(out) as { status: number; body: string; payment: Record<string, any> };
+    expect([rerun.status, rerun.body, rerun.payment.hash]).toEqual([200, 'held report', cheque?.hash]);
+    expect(await paymentsToMerchant()).toHaveLength(before + 1);
+  });
+
+  it("an outstanding cheque is cancelled by the account's next block of any kind (here a receive)", async () => {
+    const before = await paymentsToMerchant();
+    const blocked = await customer.run(['fetch', `${paywall.printed.url}/fail`, '--max', '0.01', '--yes']);
+    expect(blocked.code).toBe(5);
+    const cheque = journal(customer);
+    expect(cheque?.chequeFor).toBeDefined();
+    const receive = await customer.run(['receive']);
+    expect(receive.code).toBe(0);
+    expect(journal(customer)).toBeUndefined();
+    await expect(node.blockInfo(cheque?.hash)).rejects.toMatchObject({ code: 'BLOCK_NOT_FOUND' });
+    expect(await paymentsToMerchant()).toEqual(before);
+  });
+});
+
+async function waitFor(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
