@@ -225,3 +225,34 @@ export async function fetchWithPayment(session: Session, input: string | URL, in
   }
   return { response: presented.response, payment: paymentOf(made, moved.amountRaw, presented.settlement, false) };
 }
+
+/**
+ * A signed, worked send for one requirement, handed over as a cheque (not
+ * published, not counted paid): for client libraries that present it
+ * themselves (@x402/fetch through nanoExactClientScheme). Within the maximum,
+ * through the guarded money path; the journal keeps it outstanding until the
+ * account's next block finds it cashed (recorded paid) or cancels it.
+ */
+export async function signCheque(session: Session, requirements: PaymentRequirements, options: Omit<PaidFetchOptions, 'settleWaitMs'> & { chequeFor?: string } = {}): Promise<StateBlock> {
+  const chosen = choose({ x402Version: 2, resource: { url: '' }, accepts: [requirements] }, maximum(session, options.maxXno));
+  const amountRaw = BigInt(chosen.amount);
+  const ctx = await session.context(options.signal);
+  const signer = await session.account(options.wallet, options.index);
+  const autoPay = BigInt(session.profile().x402AutoPay ?? '0');
+  const confirm = amountRaw <= autoPay ? undefined : options.confirm;
+  let handed: StateBlock | undefined;
+  await move(ctx, {
+    signer,
+    to: chosen.payTo,
+    amountRaw,
+    outstanding: true,
+    note: { chequeFor: options.chequeFor ?? `x402 ${chosen.network} ${chosen.payTo}` },
+    submit: async (block) => {
+      handed = block;
+    },
+    ...(options.id === undefined ? {} : { id: options.id }),
+    ...(confirm === undefined ? {} : { confirm }),
+  });
+  if (handed === undefined) throw new NanoPayError('IDEMPOTENCY_MISMATCH', `The key "${options.id ?? ''}" was already used for a payment that landed; nothing was signed`, { hint: 'Use a new id for a new payment.' });
+  return { ...handed, link_as_account: linkAsAccount(handed.link) } as StateBlock;
+}

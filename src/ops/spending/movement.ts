@@ -35,6 +35,12 @@ export interface Movement<A> {
   note?: BlockNote;
   /** How the signed block reaches the ledger; the API's publish by default. */
   submit?: (block: StateBlock) => Promise<A>;
+  /**
+   * The block leaves as a cheque whose fate submit does not learn (handed to an
+   * x402 client library that presents it): its journal entry stays, nothing is
+   * recorded, and the account's next block resolves it (recovery.ts).
+   */
+  outstanding?: boolean;
   /** Runs on the answer once the block landed and was recorded, before its journal entry goes (a top-up keeps its answer there until reported). */
   landed?: (answer: A | undefined, entry: JournalEntry, plan: SendPlan) => Promise<void>;
 }
@@ -140,6 +146,7 @@ export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<M
       }),
     );
     const answer = await submitEntry(ctx, entry, m.submit ?? (publishTo(ctx, entry) as (block: StateBlock) => Promise<A>));
+    if (m.outstanding === true) return planned(plan, m.signer.address, { hash: entry.hash, dryRun: false, ...(answer === undefined ? {} : { answer }) });
     await recordLanded(ctx, entry);
     await m.landed?.(answer, entry, plan);
     await ctx.journal.clear(m.signer.address);
