@@ -41,9 +41,9 @@ afterAll(async () => {
 });
 
 describe('nanopay mcp over stdio', () => {
-  it('lists the seven tools with their input schemas', async () => {
+  it('lists the tools with their input schemas', async () => {
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['credits.get', 'credits.topup', 'donate.send', 'payment.request', 'payment.status', 'wallet.balance', 'wallet.send']);
+    expect(tools.map((t) => t.name).sort()).toEqual(['credits.get', 'credits.topup', 'donate.send', 'http_fetch_paid', 'payment.request', 'payment.status', 'wallet.balance', 'wallet.send']);
     const send = tools.find((t) => t.name === 'wallet.send');
     expect(send?.inputSchema).toMatchObject({ type: 'object', required: ['recipient_address', 'amount'] });
     expect(Object.keys(send?.inputSchema.properties ?? {})).toEqual(['recipient_address', 'amount']);

@@ -12,6 +12,8 @@ import { BIN, type CliUser } from '../helpers/cli.js';
 import { nodeMerchantAndCustomer } from '../helpers/node-users.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { startCommand, type RunningCommand } from '../helpers/serve.js';
+import { userSession } from '../helpers/backend-users.js';
+import { findTool, runTool } from '../../src/toolset/tools.js';
 
 /** An API to sell: /report answers, /fail fails, /hold waits until the test lets it answer (with `held`'s status). */
 interface Upstream {
@@ -171,6 +173,14 @@ describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
     const rerun = JSON.parse(out) as { status: number; body: string; payment: Record<string, any> };
     expect([rerun.status, rerun.body, rerun.payment.hash]).toEqual([200, 'held report', cheque?.hash]);
     expect(await paymentsToMerchant()).toHaveLength(before + 1);
+  });
+
+  it('the toolset tool http_fetch_paid pays within max_xno through the same client', async () => {
+    const tool = findTool('http_fetch_paid');
+    const over = await runTool(userSession(customer), tool, { url: `${paywall.printed.url}/report`, max_xno: '0.0001' });
+    expect(over.envelope.error?.error).toBe('X402_UNPAYABLE');
+    const paid = await runTool(userSession(customer), tool, { url: `${paywall.printed.url}/report`, max_xno: '0.01', id: 'tool-1' });
+    expect(paid.envelope.data).toMatchObject({ status: 200, body: 'report for GET /report', payment: { pay_to: merchantAddress, amount: PRICE, repeated: false } });
   });
 
   it("an outstanding cheque is cancelled by the account's next block of any kind (here a receive)", async () => {
