@@ -114,15 +114,30 @@ export async function verifyNanoPayment(ledger: X402Ledger, payment: PaymentPayl
   if (block.link !== addressToPublicKey(requirements.payTo)) throw new X402Refusal('invalid_recipient', `The block pays ${linkAsAccount(block.link)}, not ${requirements.payTo}`);
   if (!verifyBlock(block)) throw new X402Refusal('invalid_signature', 'The block is not signed by the key of its account');
 
-  const head = await readAccountHead({ api: ledger as LedgerBackend }, payer).catch((error: unknown) => {
-    if (error instanceof NanoPayError && error.code === 'SERVICE_INCONSISTENT') throw new X402Refusal('invalid_frontier', error.message);
-    throw error;
-  });
+  // The three reads are independent: made at once (the paid request waits on them).
+  const [head, previousConfirmed, seen] = await Promise.all([
+    readAccountHead({ api: ledger as LedgerBackend }, payer).catch((error: unknown) => {
+      if (error instanceof NanoPayError && error.code === 'SERVICE_INCONSISTENT') throw new X402Refusal('invalid_frontier', error.message);
+      throw error;
+    }),
+    ledger.blockInfo(block.previous).then(
+      (info) => info.confirmed,
+      () => false,
+    ),
+    ledger.blockInfo(hash).then(
+      () => true,
+      (error: unknown) => {
+        if (error instanceof NanoPayError && error.status === 404) return false;
+        throw error;
+      },
+    ),
+  ]);
+  if (seen) throw new X402Refusal('transaction_already_settled', `The block ${hash} is already in the ledger`);
   if (head.state.frontier === null) throw new X402Refusal('insufficient_funds', `${payer} has no block on the ledger`);
   if (head.state.frontier !== block.previous) {
     throw new X402Refusal('frontier_mismatch', `The block builds on ${block.previous}, but the frontier of ${payer} is ${head.state.frontier}`);
   }
-  if (!(await ledger.blockInfo(head.state.frontier)).confirmed) throw new X402Refusal('frontier_unconfirmed', `The frontier ${head.state.frontier} of ${payer} is not confirmed yet`);
+  if (!previousConfirmed) throw new X402Refusal('frontier_unconfirmed', `The frontier ${head.state.frontier} of ${payer} is not confirmed yet`);
   if (addressToPublicKey(block.representative) !== addressToPublicKey(head.state.representative)) {
     throw new X402Refusal('invalid_payload', 'The block changes the representative; a payment must keep it');
   }
@@ -133,13 +148,5 @@ export async function verifyNanoPayment(ledger: X402Ledger, payment: PaymentPayl
   const threshold = typeof stated === 'string' && HEX(16).test(stated) ? harder(head.thresholds.send, stated) : head.thresholds.send;
   if (!validateWork(workRoot(block), block.work, threshold)) throw new X402Refusal('insufficient_work', `The work does not meet ${threshold} over ${block.previous}`);
 
-  const seen = await ledger.blockInfo(hash).then(
-    () => true,
-    (error: unknown) => {
-      if (error instanceof NanoPayError && error.status === 404) return false;
-      throw error;
-    },
-  );
-  if (seen) throw new X402Refusal('transaction_already_settled', `The block ${hash} is already in the ledger`);
   return cheque;
 }
