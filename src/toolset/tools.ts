@@ -140,6 +140,16 @@ export const TOOLS: Tool[] = [
     },
   },
   {
+    name: 'donate.send',
+    description: 'Donate an amount in XNO to the service.',
+    inputSchema: schema({ amount: str('amount in XNO') }, ['amount']),
+    writes: true,
+    handler: async (session, input, signal) => {
+      const result = await donate(session, { amount: { xno: text(input, 'amount') }, ...(signal === undefined ? {} : { signal }) });
+      return { success: result.success, amount: result.amount, message: result.message };
+    },
+  },
+  {
     name: 'http_fetch_paid',
     description:
       'Fetch an HTTP URL, paying an HTTP 402 (x402) in Nano from the toolset wallet, at most max_xno. Spending limits apply; the payment counts only once the ledger shows it, and a rerun with the same id never pays twice.',
@@ -156,8 +166,8 @@ export const TOOLS: Tool[] = [
     ),
     writes: true,
     handler: async (session, input, signal) => {
-      const url = new URL(text(input, 'url'));
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new NanoPayError('INVALID_REQUEST', 'url must be http or https');
+      const url = URL.canParse(text(input, 'url')) ? new URL(text(input, 'url')) : undefined;
+      if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new NanoPayError('INVALID_REQUEST', 'url must be an http or https URL');
       const init: RequestInit = {
         method: typeof input.method === 'string' && input.method !== '' ? input.method.toUpperCase() : 'GET',
         ...(typeof input.body === 'string' ? { body: input.body } : {}),
@@ -176,16 +186,6 @@ export const TOOLS: Tool[] = [
         truncated: body.length > MAX_TOOL_BODY,
         payment: payment === undefined ? null : { hash: payment.hash, pay_to: payment.pay_to, amount: payment.amount, amount_raw: payment.amount_raw, repeated: payment.repeated },
       };
-    },
-  },
-  {
-    name: 'donate.send',
-    description: 'Donate an amount in XNO to the service.',
-    inputSchema: schema({ amount: str('amount in XNO') }, ['amount']),
-    writes: true,
-    handler: async (session, input, signal) => {
-      const result = await donate(session, { amount: { xno: text(input, 'amount') }, ...(signal === undefined ? {} : { signal }) });
-      return { success: result.success, amount: result.amount, message: result.message };
     },
   },
 ];

@@ -10,9 +10,9 @@ import { xnoAndRaw } from '../ops/money.js';
 import type { JournalEntry } from '../wallet/journal.js';
 import {
   HEADERS,
-  NANO_ASSET,
-  NANO_NETWORK,
-  NANO_SCHEME,
+  X402_ASSET,
+  X402_NETWORK,
+  X402_SCHEME,
   decodeHeader,
   encodeHeader,
   parsePaymentRequired,
@@ -67,7 +67,7 @@ function maximum(session: Session, maxXno: string | undefined): bigint {
 
 /** The first Nano exact requirement within the maximum, kept verbatim to be echoed. */
 function choose(required: PaymentRequired, maxRaw: bigint): PaymentRequirements {
-  const nano = required.accepts.filter((a) => a.scheme === NANO_SCHEME && a.network === NANO_NETWORK && a.asset === NANO_ASSET && isValidAddress(a.payTo) && BigInt(a.amount) > 0n);
+  const nano = required.accepts.filter((a) => a.scheme === X402_SCHEME && a.network === X402_NETWORK && a.asset === X402_ASSET && isValidAddress(a.payTo) && BigInt(a.amount) > 0n);
   if (nano.length === 0) {
     const offered = required.accepts.map((a) => `${a.scheme} ${a.network} ${a.asset}`).join('; ');
     throw new NanoPayError('X402_UNPAYABLE', `The server accepts no Nano payment (it offers: ${offered}); nothing was paid`);

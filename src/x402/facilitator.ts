@@ -4,9 +4,9 @@ import { NanoPayError } from '../errors.js';
 import { isDefinitiveRejection } from '../ops/ledger/chain.js';
 import { X402Refusal, sendThreshold, verifyNanoPayment, type NanoCheque, type X402Ledger } from './nano-exact.js';
 import {
-  NANO_ASSET,
-  NANO_NETWORK,
-  NANO_SCHEME,
+  X402_ASSET,
+  X402_NETWORK,
+  X402_SCHEME,
   X402_VERSION,
   parsePaymentPayload,
   parseRequirements,
@@ -62,7 +62,7 @@ export class NanoSettler {
 
   async supported(): Promise<SupportedResponse> {
     return {
-      kinds: [{ x402Version: X402_VERSION, scheme: NANO_SCHEME, network: NANO_NETWORK, extra: { asset: NANO_ASSET, work: 'required', workThreshold: await sendThreshold(this.ledger) } }],
+      kinds: [{ x402Version: X402_VERSION, scheme: X402_SCHEME, network: X402_NETWORK, extra: { asset: X402_ASSET, work: 'required', workThreshold: await sendThreshold(this.ledger) } }],
       extensions: [],
       signers: {},
     };
@@ -96,7 +96,7 @@ export class NanoSettler {
       errorMessage: message,
       ...payerOf(payment),
       transaction,
-      network: NANO_NETWORK,
+      network: X402_NETWORK,
     });
     let verified: Verified;
     try {
@@ -133,7 +133,7 @@ export class NanoSettler {
   async settleReserved(verified: Verified): Promise<SettleResponse> {
     const { block, hash, payer } = verified.cheque;
     const previous = block.previous;
-    const failed = (reason: string, message: string, transaction = ''): SettleResponse => ({ success: false, errorReason: reason, errorMessage: message, payer, transaction, network: NANO_NETWORK });
+    const failed = (reason: string, message: string, transaction = ''): SettleResponse => ({ success: false, errorReason: reason, errorMessage: message, payer, transaction, network: X402_NETWORK });
     const claim = await this.record.claim(previous, hash, new Date(this.now()));
     if (claim !== true) {
       return claim.state === 'settled'
@@ -154,7 +154,7 @@ export class NanoSettler {
     }
     if (!(await this.confirmed(hash))) return failed('settlement_pending', `The block ${hash} was published but not confirmed within ${this.confirmTimeoutMs} ms`, hash);
     await this.record.write(previous, { hash, state: 'settled', at: new Date(this.now()).toISOString() });
-    return { success: true, payer, transaction: hash, network: NANO_NETWORK, amount: verified.requirements.amount };
+    return { success: true, payer, transaction: hash, network: X402_NETWORK, amount: verified.requirements.amount };
   }
 
   private async confirmed(hash: string): Promise<boolean> {

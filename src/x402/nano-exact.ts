@@ -3,7 +3,7 @@ import { NanoPayError } from '../errors.js';
 import { addressToPublicKey, hashBlock, isValidAddress, linkAsAccount, publicKeyToAddress, verifyBlock, workRoot, type StateBlock } from '../nano/index.js';
 import { readAccountHead } from '../ops/ledger/chain.js';
 import { parseThreshold, validateWork } from '../work/index.js';
-import { NANO_ASSET, NANO_NETWORK, NANO_SCHEME, X402_VERSION, isObject, sameRequirement, type PaymentPayload, type PaymentRequirements } from './protocol.js';
+import { X402_ASSET, X402_NETWORK, X402_SCHEME, X402_VERSION, isObject, sameRequirement, type PaymentPayload, type PaymentRequirements } from './protocol.js';
 
 /** What verification reads of the ledger (a node's RPC, or the service). */
 export type X402Ledger = Pick<LedgerBackend, 'kind' | 'accountInfo' | 'blockInfo' | 'activeDifficulty'>;
@@ -72,10 +72,10 @@ function chequeOf(payload: Record<string, unknown>): NanoCheque {
 /** The Nano exact requirement this server offers; extra states what work it takes. */
 export function nanoRequirement(payTo: string, amountRaw: bigint, workThreshold: string, maxTimeoutSeconds = 300): PaymentRequirements {
   return {
-    scheme: NANO_SCHEME,
-    network: NANO_NETWORK,
+    scheme: X402_SCHEME,
+    network: X402_NETWORK,
     amount: amountRaw.toString(),
-    asset: NANO_ASSET,
+    asset: X402_ASSET,
     payTo,
     maxTimeoutSeconds,
     extra: { work: 'required', workThreshold },
@@ -101,9 +101,9 @@ function harder(a: string, b: string): string {
  */
 export async function verifyNanoPayment(ledger: X402Ledger, payment: PaymentPayload, requirements: PaymentRequirements): Promise<NanoCheque> {
   if (payment.x402Version !== X402_VERSION) throw new X402Refusal('invalid_x402_version', 'Only x402 version 2 is supported');
-  if (requirements.scheme !== NANO_SCHEME || payment.accepted.scheme !== NANO_SCHEME) throw new X402Refusal('unsupported_scheme', `Only the "${NANO_SCHEME}" scheme is supported`);
-  if (requirements.network !== NANO_NETWORK || payment.accepted.network !== NANO_NETWORK) throw new X402Refusal('invalid_network', `Only ${NANO_NETWORK} is supported`);
-  if (requirements.asset !== NANO_ASSET) throw new X402Refusal('invalid_payment_requirements', `The asset must be ${NANO_ASSET}`);
+  if (requirements.scheme !== X402_SCHEME || payment.accepted.scheme !== X402_SCHEME) throw new X402Refusal('unsupported_scheme', `Only the "${X402_SCHEME}" scheme is supported`);
+  if (requirements.network !== X402_NETWORK || payment.accepted.network !== X402_NETWORK) throw new X402Refusal('invalid_network', `Only ${X402_NETWORK} is supported`);
+  if (requirements.asset !== X402_ASSET) throw new X402Refusal('invalid_payment_requirements', `The asset must be ${X402_ASSET}`);
   if (!sameRequirement(requirements, payment.accepted)) throw new X402Refusal('invalid_payment_requirements', 'The payment does not accept the requirement it is checked against');
   if (!isValidAddress(requirements.payTo)) throw new X402Refusal('invalid_payment_requirements', 'payTo is not a Nano address');
   const amount = BigInt(requirements.amount);

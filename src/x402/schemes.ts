@@ -2,7 +2,7 @@ import { NanoPayError } from '../errors.js';
 import { xnoToRaw } from '../nano/index.js';
 import type { NanoPay } from '../sdk/nanopay.js';
 import { signCheque, type PaidFetchOptions } from './client.js';
-import { NANO_ASSET, NANO_SCHEME, parseRequirements, type PaymentRequirements, type SupportedKind } from './protocol.js';
+import { X402_ASSET, X402_SCHEME, parseRequirements, type PaymentRequirements, type SupportedKind } from './protocol.js';
 
 /**
  * The Nano exact scheme for the reference x402 packages, shaped as their
@@ -15,16 +15,16 @@ import { NANO_ASSET, NANO_SCHEME, parseRequirements, type PaymentRequirements, t
 type Price = string | number | { asset: string; amount: string; extra?: Record<string, unknown> };
 
 export const nanoExactServerScheme = {
-  scheme: NANO_SCHEME,
+  scheme: X402_SCHEME,
   defaultAssetTransferMethod: 'default',
   // Verify before the handler, settle after it succeeded: the buyer is never charged for a failed request.
   paymentFlows: { default: { default: 'authorization', supported: ['authorization'] } },
   async parsePrice(price: Price): Promise<{ asset: string; amount: string; extra?: Record<string, unknown> }> {
     if (typeof price === 'object') {
-      if (price.asset !== NANO_ASSET || !/^\d+$/.test(price.amount)) throw new NanoPayError('INVALID_REQUEST', 'A Nano price is {asset: "XNO", amount: "<raw>"} or XNO as a string');
+      if (price.asset !== X402_ASSET || !/^\d+$/.test(price.amount)) throw new NanoPayError('INVALID_REQUEST', 'A Nano price is {asset: "XNO", amount: "<raw>"} or XNO as a string');
       return price;
     }
-    return { asset: NANO_ASSET, amount: xnoToRaw(String(price).replace(/^\s*XNO\s*|\s*XNO\s*$/gi, '')).toString() };
+    return { asset: X402_ASSET, amount: xnoToRaw(String(price).replace(/^\s*XNO\s*|\s*XNO\s*$/gi, '')).toString() };
   },
   /** The facilitator's work terms (from /supported) go into each requirement's extra. */
   async enhancePaymentRequirements(requirements: PaymentRequirements, kind: SupportedKind): Promise<PaymentRequirements> {
@@ -36,7 +36,7 @@ export const nanoExactServerScheme = {
 /** The client side: signs the payer's send as a cheque through nanopay's guarded money path, within `maxXno`. */
 export function nanoExactClientScheme(nanopay: NanoPay, options: Omit<PaidFetchOptions, 'settleWaitMs'>) {
   return {
-    scheme: NANO_SCHEME,
+    scheme: X402_SCHEME,
     async createPaymentPayload(x402Version: number, requirements: unknown): Promise<{ x402Version: number; payload: Record<string, unknown> }> {
       const block = await signCheque(nanopay.session, parseRequirements(requirements), options);
       return { x402Version, payload: { block } };
