@@ -159,6 +159,24 @@ function paymentOf(entry: Pick<JournalEntry, 'hash' | 'block'>, amountRaw: bigin
   };
 }
 
+/** A work threshold a requirement states (extra.workThreshold), when it is one. */
+function statedThreshold(requirement: PaymentRequirements): string | undefined {
+  const stated = requirement.extra?.workThreshold;
+  return typeof stated === 'string' && /^[0-9a-fA-F]{16}$/.test(stated) ? stated.toLowerCase() : undefined;
+}
+
+/**
+ * Sellers refuse a block whose previous is not confirmed yet (a receive made a
+ * moment ago): wait for our own frontier's confirmation, bounded, before signing.
+ */
+async function frontierConfirmed(api: LedgerBackend, address: string, waitMs: number, signal?: AbortSignal): Promise<void> {
+  const info = await api.accountInfo(address);
+  if (info === null || (await seenConfirmed(api, info.frontier.toUpperCase(), waitMs, signal))) return;
+  throw new NanoPayError('TRANSACTION_NOT_CONFIRMED', `The frontier ${info.frontier} of ${address} is not confirmed yet, and sellers refuse a payment on it; nothing was paid`, {
+    hint: 'Try again in a moment.',
+  });
+}
+
 /** The cheque journaled under this id, presented again (never a new block); undefined when there is none. */
 async function presentAgain(ctx: OpsContext, signer: Signer, c: Challenge, id: string, waitMs: number): Promise<PaidFetch | undefined> {
   return ctx.lock(signer.address, async () => {
@@ -203,14 +221,17 @@ export async function fetchWithPayment(session: Session, input: string | URL, in
     const again = await presentAgain(ctx, signer, c, options.id, waitMs);
     if (again !== undefined) return again;
   }
+  await frontierConfirmed(ctx.api, signer.address, waitMs, signal);
   const autoPay = BigInt(session.profile().x402AutoPay ?? '0');
   const confirm = amountRaw <= autoPay ? undefined : options.confirm;
+  const threshold = statedThreshold(chosen);
   let presented: { response: Response; settlement: SettleResponse | null } | undefined;
   const moved = await move(ctx, {
     signer,
     to: chosen.payTo,
     amountRaw,
     note: { chequeFor: url },
+    ...(threshold === undefined ? {} : { workThreshold: threshold }),
     submit: async (block) => {
       presented = await present(ctx, c, block, waitMs);
     },
@@ -240,12 +261,15 @@ export async function signCheque(session: Session, requirements: PaymentRequirem
   const signer = await session.account(options.wallet, options.index);
   const autoPay = BigInt(session.profile().x402AutoPay ?? '0');
   const confirm = amountRaw <= autoPay ? undefined : options.confirm;
+  await frontierConfirmed(ctx.api, signer.address, 15_000, options.signal);
+  const threshold = statedThreshold(chosen);
   let handed: StateBlock | undefined;
   await move(ctx, {
     signer,
     to: chosen.payTo,
     amountRaw,
     outstanding: true,
+    ...(threshold === undefined ? {} : { workThreshold: threshold }),
     note: { chequeFor: options.chequeFor ?? `x402 ${chosen.network} ${chosen.payTo}` },
     submit: async (block) => {
       handed = block;

@@ -14,6 +14,12 @@ import { sandbox } from '../helpers/sandbox.js';
 import { startCommand, type RunningCommand } from '../helpers/serve.js';
 import { userSession } from '../helpers/backend-users.js';
 import { findTool, runTool } from '../../src/toolset/tools.js';
+import { workRoot } from '../../src/nano/index.js';
+import { workValue } from '../../src/work/index.js';
+import { fetchWithPayment } from '../../src/x402/client.js';
+import { x402Middleware } from '../../src/x402/middleware.js';
+import { Paywall } from '../../src/x402/paywall.js';
+import { sandboxSettler } from '../helpers/x402.js';
 
 /** An API to sell: /report answers, /fail fails, /hold waits until the test lets it answer (with `held`'s status). */
 interface Upstream {
@@ -181,6 +187,23 @@ describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
     expect(over.envelope.error?.error).toBe('X402_UNPAYABLE');
     const paid = await runTool(userSession(customer), tool, { url: `${paywall.printed.url}/report`, max_xno: '0.01', id: 'tool-1' });
     expect(paid.envelope.data).toMatchObject({ status: 200, body: 'report for GET /report', payment: { pay_to: merchantAddress, amount: PRICE, repeated: false } });
+  });
+
+  it('makes work as hard as the seller states (extra.workThreshold), not only as the backend asks', async () => {
+    const { settler, dir } = await sandboxSettler(sb.url);
+    const charge = x402Middleware(new Paywall({ payTo: merchantAddress, settler, workThreshold: 'fff0000000000000' }), '0.001');
+    const shop = createServer((req, res) => void charge(req, res, () => res.end('hard work')));
+    await new Promise<void>((resolve) => shop.listen(0, '127.0.0.1', resolve));
+    try {
+      const { response, payment } = await fetchWithPayment(userSession(customer), `http://127.0.0.1:${(shop.address() as AddressInfo).port}/`, {}, { maxXno: '0.01' });
+      expect([response.status, await response.text()]).toEqual([200, 'hard work']);
+      const block = (await node.blockInfo(payment?.hash as string)).contents;
+      expect(BigInt(`0x${workValue(workRoot(block), block.work as string)}`) >= BigInt('0xfff0000000000000')).toBe(true);
+    } finally {
+      shop.closeAllConnections();
+      await new Promise((resolve) => shop.close(resolve));
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("an outstanding cheque is cancelled by the account's next block of any kind (here a receive)", async () => {

@@ -4,6 +4,7 @@ import type { JournalEntry } from '../../wallet/journal.js';
 import type { SendRecord } from '../../wallet/send-log.js';
 import { planSend, publishTo, sendBlockOf, signAndJournal, submitEntry, type SendPlan } from '../ledger/chain.js';
 import type { BlockNote, OpsContext, Signer } from '../context.js';
+import { parseThreshold } from '../../work/index.js';
 import { checkPerDay, checkPerSend, spentToday, withSpendingLock } from './limits.js';
 import { recordLanded, settleJournal } from '../ledger/recovery.js';
 
@@ -29,6 +30,8 @@ export interface Movement<A> {
   /** Idempotency key: a repeat with the same parameters returns the first result and moves nothing. */
   id?: string;
   dryRun?: boolean;
+  /** Work at least this hard (16 hex), when the payee states a harder send threshold than the backend's (an x402 seller). */
+  workThreshold?: string;
   /** Asked once the preview is known, after the limits passed; false cancels. */
   confirm?: Confirm;
   /** What the entry carries to finish its purpose after a crash (a top-up's transaction id). */
@@ -69,6 +72,10 @@ function preview(from: string, to: string, amountRaw: bigint, balanceRaw: bigint
     balance_after: rawToXno(balanceRaw - amountRaw),
     balance_after_raw: (balanceRaw - amountRaw).toString(),
   };
+}
+
+function harderThreshold(a: string, b: string): string {
+  return parseThreshold(b) > parseThreshold(a) ? b : a;
 }
 
 /** The earlier result under `id`, if the parameters are the same; a different payment under the same key is refused. */
@@ -139,7 +146,8 @@ export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<M
     checkPerDay(ctx.limits, await spentToday(ctx), m.amountRaw);
     const note: BlockNote = { amountRaw: m.amountRaw.toString(), profile: ctx.profile, ...(m.id === undefined ? {} : { sendId: m.id }), ...m.note };
     // Checked again and journaled in one hold of the profile's spending lock: the journaled send counts at once.
-    const entry = await signAndJournal(ctx, m.signer, sendBlockOf(plan), 'send', plan.head.thresholds, note, (signed) =>
+    const thresholds = m.workThreshold === undefined ? plan.head.thresholds : { ...plan.head.thresholds, send: harderThreshold(plan.head.thresholds.send, m.workThreshold) };
+    const entry = await signAndJournal(ctx, m.signer, sendBlockOf(plan), 'send', thresholds, note, (signed) =>
       withSpendingLock(ctx, async () => {
         checkPerDay(ctx.limits, await spentToday(ctx), m.amountRaw);
         await ctx.journal.record(m.signer.address, signed);
