@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { LedgerBackend } from '../api/backend.js';
 import { NanoPayError } from '../errors.js';
 import { isDefinitiveRejection } from '../ops/ledger/chain.js';
-import { X402Refusal, sendThreshold, verifyNanoPayment, type NanoCheque, type X402Ledger } from './nano-exact.js';
+import { X402Refusal, chequeOf, sendThreshold, verifyNanoPayment, type NanoCheque, type X402Ledger } from './nano-exact.js';
 import {
   X402_ASSET,
   X402_NETWORK,
@@ -102,12 +102,38 @@ export class NanoSettler {
     try {
       verified = await this.check(payment, requirements);
     } catch (error) {
-      if (error instanceof X402Refusal) return failed(error.reason, error.message);
-      throw error;
+      if (!(error instanceof X402Refusal)) throw error;
+      // Our own settlement of this very block, cut short after publishing (settlement_pending): finished now, once.
+      if (error.reason === 'transaction_already_settled') return (await this.resume(payment, requirements)) ?? failed(error.reason, error.message);
+      return failed(error.reason, error.message);
     }
     if (!this.reserve(verified)) return failed('transaction_in_flight', `A block on ${verified.cheque.block.previous} is being settled`);
     try {
       return await this.settleReserved(verified);
+    } finally {
+      this.release(verified);
+    }
+  }
+
+  /**
+   * A block on the ledger whose claim here is still pending for that very hash:
+   * a settlement of ours whose publish had no clear answer. Once the ledger
+   * confirms it, it is marked settled and answered success, by one call only.
+   */
+  private async resume(payment: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse | undefined> {
+    let cheque: NanoCheque;
+    try {
+      cheque = chequeOf(payment.payload);
+    } catch {
+      return undefined;
+    }
+    const entry = await this.record.read(cheque.block.previous);
+    if (entry?.state !== 'pending' || entry.hash !== cheque.hash) return undefined;
+    const verified: Verified = { cheque, requirements };
+    if (!this.reserve(verified)) return undefined;
+    try {
+      if (!(await this.confirmed(cheque.hash)) || !(await this.record.settle(cheque.block.previous, cheque.hash, new Date(this.now())))) return undefined;
+      return { success: true, payer: cheque.payer, transaction: cheque.hash, network: X402_NETWORK, amount: requirements.amount };
     } finally {
       this.release(verified);
     }
@@ -153,7 +179,7 @@ export class NanoSettler {
       }
     }
     if (!(await this.confirmed(hash))) return failed('settlement_pending', `The block ${hash} was published but not confirmed within ${this.confirmTimeoutMs} ms`, hash);
-    await this.record.write(previous, { hash, state: 'settled', at: new Date(this.now()).toISOString() });
+    if (!(await this.record.settle(previous, hash, new Date(this.now())))) return failed('transaction_already_settled', `A block on ${previous} was already settled`);
     return { success: true, payer, transaction: hash, network: X402_NETWORK, amount: verified.requirements.amount };
   }
 

@@ -34,7 +34,7 @@ const HEX = (n: number): RegExp => new RegExp(`^[0-9a-fA-F]{${n}}$`);
  * keys (and `link_as_account`), each well formed; `link_as_account`, when
  * sent, names the same key as `link`.
  */
-function chequeOf(payload: Record<string, unknown>): NanoCheque {
+export function chequeOf(payload: Record<string, unknown>): NanoCheque {
   const raw = payload.block;
   if (!isObject(raw)) throw new X402Refusal('invalid_payload', 'payload.block must be a state block object');
   const extra = Object.keys(raw).filter((k) => !ALLOWED_KEYS.has(k));

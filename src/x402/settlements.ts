@@ -1,5 +1,4 @@
-import { randomBytes } from 'node:crypto';
-import { open, rename, rm, writeFile } from 'node:fs/promises';
+import { open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ensurePrivateDir, readIfExists } from '../fs/secure-fs.js';
 
@@ -22,8 +21,8 @@ export interface SettlementRecord {
   /** Claims `previous` for `hash`: true when this call got it, else the entry already there. */
   claim(previous: string, hash: string, now: Date): Promise<true | SettlementEntry>;
   read(previous: string): Promise<SettlementEntry | undefined>;
-  /** Marks the claim settled (or takes over a stale pending one). */
-  write(previous: string, entry: SettlementEntry): Promise<void>;
+  /** Marks `previous` settled by `hash`, once: true for the one call that did, false when it already was. */
+  settle(previous: string, hash: string, now: Date): Promise<boolean>;
   /** Drops a claim whose block the ledger refused for good: it can never land. */
   release(previous: string): Promise<void>;
 }
@@ -36,26 +35,26 @@ const HASH = /^[0-9A-F]{64}$/;
  * ledger itself refuses it again (its previous is no longer the frontier), so
  * these files guard what the ledger cannot see (settlements in flight, across
  * processes), and a power cut that loses one loses nothing the ledger does not
- * hold. (Four fsyncs per payment cost ~35 ms on this machine.)
+ * hold. (Four fsyncs per payment cost ~35 ms on this machine.) Settling is a
+ * second O_EXCL file, so exactly one settlement of a previous ever answers success.
  */
 export class FileSettlementRecord implements SettlementRecord {
   constructor(private readonly dir: string) {}
 
-  private path(previous: string): string {
+  private path(previous: string, kind: 'claim' | 'settled' = 'claim'): string {
     if (!HASH.test(previous)) throw new Error(`not a block hash: ${previous}`);
-    return join(this.dir, `${previous}.json`);
+    return join(this.dir, `${previous}.${kind === 'claim' ? 'json' : 'settled'}`);
   }
 
-  async claim(previous: string, hash: string, now: Date): Promise<true | SettlementEntry> {
+  /** Creates `path` only if it does not exist (O_EXCL): false when it did. */
+  private async create(path: string, entry: SettlementEntry): Promise<boolean> {
     await ensurePrivateDir(this.dir);
-    const entry: SettlementEntry = { hash, state: 'pending', at: now.toISOString() };
     let handle;
     try {
-      handle = await open(this.path(previous), 'wx', 0o600);
+      handle = await open(path, 'wx', 0o600);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      // A claim being written this instant reads as empty: pending, by someone else.
-      return (await this.read(previous)) ?? { hash: '', state: 'pending', at: now.toISOString() };
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw error;
     }
     try {
       await handle.writeFile(JSON.stringify(entry));
@@ -65,17 +64,22 @@ export class FileSettlementRecord implements SettlementRecord {
     return true;
   }
 
-  async read(previous: string): Promise<SettlementEntry | undefined> {
-    const text = await readIfExists(this.path(previous));
-    if (text === undefined || text.trim() === '') return undefined;
-    return JSON.parse(text) as SettlementEntry;
+  async claim(previous: string, hash: string, now: Date): Promise<true | SettlementEntry> {
+    if (await this.create(this.path(previous), { hash, state: 'pending', at: now.toISOString() })) return true;
+    // A claim being written this instant reads as empty: pending, by someone else.
+    return (await this.read(previous)) ?? { hash: '', state: 'pending', at: now.toISOString() };
   }
 
-  /** Replaced whole (a rename), so a reader sees the old entry or the new one. */
-  async write(previous: string, entry: SettlementEntry): Promise<void> {
-    const temp = join(this.dir, `.${randomBytes(6).toString('hex')}.tmp`);
-    await writeFile(temp, JSON.stringify(entry), { mode: 0o600, flag: 'wx' });
-    await rename(temp, this.path(previous));
+  async read(previous: string): Promise<SettlementEntry | undefined> {
+    for (const kind of ['settled', 'claim'] as const) {
+      const text = await readIfExists(this.path(previous, kind));
+      if (text !== undefined && text.trim() !== '') return JSON.parse(text) as SettlementEntry;
+    }
+    return undefined;
+  }
+
+  async settle(previous: string, hash: string, now: Date): Promise<boolean> {
+    return this.create(this.path(previous, 'settled'), { hash, state: 'settled', at: now.toISOString() });
   }
 
   async release(previous: string): Promise<void> {

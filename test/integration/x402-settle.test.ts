@@ -106,6 +106,27 @@ describe('settling', () => {
     expect(answers.filter((a) => a.success)).toHaveLength(1);
   });
 
+  it('a publish without a clear answer is settlement_pending; the retry finishes it, once', async () => {
+    const { payer, payee } = await payerAndPayee(client);
+    const req = await requirementOn(client, payee.address, 11n);
+    const payment = await paymentFor(client, payer, req);
+    // The node takes the block but its answer is lost (a timeout in between).
+    const proxy = await startFaultyProxy(sb.url, () => ({ node: (answer, body) => (body.action === 'process' ? { error: 'Timeout waiting for the network' } : answer) }));
+    try {
+      const lossy = new NanoSettler(new NodeClient({ url: proxy.url }), new FileSettlementRecord(dir), { pollMs: 10 });
+      const first = await lossy.settle(payment, req);
+      expect(first).toMatchObject({ success: false, errorReason: 'settlement_pending' });
+      expect((await node.blockInfo(first.transaction)).confirmed).toBe(true);
+      // The retry (@x402/core retries a settlement_pending once, unchanged), twice at once, by two processes' settlers: one success.
+      const twin = new NanoSettler(node, new FileSettlementRecord(dir), { pollMs: 10 });
+      const retries = await Promise.all([settler.settle(payment, req), twin.settle(payment, req), settler.settle(payment, req), twin.settle(payment, req)]);
+      expect(retries.filter((r) => r.success).map((r) => r.transaction)).toEqual([first.transaction]);
+      expect((await settler.settle(payment, req)).success).toBe(false);
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it('two rival blocks on one previous: at most one settles', async () => {
     const { payer, payee } = await payerAndPayee(client);
     const req = await requirementOn(client, payee.address, 9n);
