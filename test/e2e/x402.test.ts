@@ -107,6 +107,36 @@ describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
     expect(journal(customer)).toBeUndefined();
   });
 
+  it('without --yes and without a terminal it pays nothing, unless the price is within x402-auto-pay', async () => {
+    const asked = await customer.run(['fetch', `${paywall.printed.url}/report`, '--max', '0.01']);
+    expect(asked.code).toBe(2);
+    expect(asked.stderr).toMatch(/no terminal to ask on; nothing was paid/);
+    expect(journal(customer)).toBeUndefined();
+    expect((await customer.run(['config', 'set', 'x402-auto-pay', PRICE])).code).toBe(0);
+    try {
+      const auto = await customer.json<{ status: number }>(['fetch', `${paywall.printed.url}/report`, '--max', '0.01']);
+      expect(auto.status).toBe(200);
+    } finally {
+      await customer.run(['config', 'set', 'x402-auto-pay', '--unset']);
+    }
+  });
+
+  it('a base64url, v1 or mismatched payment header gets a fresh 402', async () => {
+    const challenge = await fetch(`${paywall.printed.url}/report`);
+    const required = JSON.parse(Buffer.from(challenge.headers.get('payment-required') as string, 'base64').toString('utf8'));
+    const payload = { x402Version: 2, resource: { url: '???>>>???>>>' }, accepted: required.accepts[0], payload: { block: {} } };
+    const asUrl = Buffer.from(JSON.stringify(payload)).toString('base64url');
+    expect(asUrl).toMatch(/[-_]/);
+    const tried = async (header: string): Promise<string> => {
+      const r = await fetch(`${paywall.printed.url}/report`, { headers: { 'payment-signature': header } });
+      expect(r.status).toBe(402);
+      return JSON.parse(Buffer.from(r.headers.get('payment-required') as string, 'base64').toString('utf8')).error as string;
+    };
+    expect(await tried(asUrl)).toBe('invalid_payload');
+    expect(await tried(Buffer.from(JSON.stringify({ x402Version: 1, scheme: 'exact', network: 'nano:mainnet', payload: {} })).toString('base64'))).toBe('invalid_payload');
+    expect(await tried(Buffer.from(JSON.stringify({ ...payload, accepted: { ...required.accepts[0], amount: '1' } })).toString('base64'))).toBe('No matching payment requirements');
+  });
+
   it('pays, gets the body, and the payment is the confirmed block it names', async () => {
     const before = (await paymentsToMerchant()).length;
     const paid = await customer.json<{ status: number; body: string; payment: Record<string, any> }>(['fetch', `${paywall.printed.url}/report?x=1`, '--max', '0.01', '--yes']);
