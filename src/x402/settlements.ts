@@ -39,6 +39,9 @@ const HASH = /^[0-9A-F]{64}$/;
  * second O_EXCL file, so exactly one settlement of a previous ever answers success.
  */
 export class FileSettlementRecord implements SettlementRecord {
+  /** Made (and checked private) once, not on every claim. */
+  private ready: Promise<void> | undefined;
+
   constructor(private readonly dir: string) {}
 
   private path(previous: string, kind: 'claim' | 'settled' = 'claim'): string {
@@ -48,7 +51,11 @@ export class FileSettlementRecord implements SettlementRecord {
 
   /** Creates `path` only if it does not exist (O_EXCL): false when it did. */
   private async create(path: string, entry: SettlementEntry): Promise<boolean> {
-    await ensurePrivateDir(this.dir);
+    this.ready ??= ensurePrivateDir(this.dir);
+    await this.ready.catch((error: unknown) => {
+      this.ready = undefined;
+      throw error;
+    });
     let handle;
     try {
       handle = await open(path, 'wx', 0o600);
