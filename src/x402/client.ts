@@ -261,6 +261,16 @@ export async function signCheque(session: Session, requirements: PaymentRequirem
   const signer = await session.account(options.wallet, options.index);
   const autoPay = BigInt(session.profile().x402AutoPay ?? '0');
   const confirm = amountRaw <= autoPay ? undefined : options.confirm;
+  if (options.id !== undefined) {
+    // The cheque already made under this id is handed over again, never a second one.
+    const entry = await ctx.journal.read(signer.address);
+    if (entry?.chequeFor !== undefined && entry.sendId === options.id) {
+      if (linkAsAccount(entry.block.link) !== normalizeAddress(chosen.payTo) || entry.amountRaw !== chosen.amount) {
+        throw new NanoPayError('IDEMPOTENCY_MISMATCH', `The key "${options.id}" holds a payment of ${entry.amountRaw ?? '?'} raw to ${linkAsAccount(entry.block.link)}; nothing was signed`);
+      }
+      return { ...entry.block, link_as_account: linkAsAccount(entry.block.link) } as StateBlock;
+    }
+  }
   await frontierConfirmed(ctx.api, signer.address, 15_000, options.signal);
   const threshold = statedThreshold(chosen);
   let handed: StateBlock | undefined;

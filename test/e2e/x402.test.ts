@@ -14,9 +14,10 @@ import { sandbox } from '../helpers/sandbox.js';
 import { startCommand, type RunningCommand } from '../helpers/serve.js';
 import { userSession } from '../helpers/backend-users.js';
 import { findTool, runTool } from '../../src/toolset/tools.js';
-import { workRoot } from '../../src/nano/index.js';
+import { hashBlock, workRoot } from '../../src/nano/index.js';
 import { workValue } from '../../src/work/index.js';
-import { fetchWithPayment } from '../../src/x402/client.js';
+import { fetchWithPayment, signCheque } from '../../src/x402/client.js';
+import { nanoRequirement } from '../../src/x402/nano-exact.js';
 import { x402Middleware } from '../../src/x402/middleware.js';
 import { Paywall } from '../../src/x402/paywall.js';
 import { sandboxSettler } from '../helpers/x402.js';
@@ -234,6 +235,18 @@ describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
       await new Promise((resolve) => shop.close(resolve));
       await rm(dir, { recursive: true, force: true });
     }
+  });
+
+  it('a cheque handed to a client library (signCheque) is the same block again under the same id, and cancelled if never cashed', async () => {
+    const requirement = nanoRequirement(merchantAddress, xnoToRaw(PRICE), 'ffc0000000000000');
+    const first = await signCheque(userSession(customer), requirement, { maxXno: '0.01', id: 'lib-1' });
+    const again = await signCheque(userSession(customer), requirement, { maxXno: '0.01', id: 'lib-1' });
+    expect(hashBlock(again)).toBe(hashBlock(first));
+    await expect(signCheque(userSession(customer), { ...requirement, amount: '5' }, { maxXno: '0.01', id: 'lib-1' })).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH' });
+    expect(journal(customer)?.hash).toBe(hashBlock(first));
+    expect((await customer.run(['receive'])).code).toBe(0);
+    expect(journal(customer)).toBeUndefined();
+    await expect(node.blockInfo(hashBlock(first))).rejects.toMatchObject({ code: 'BLOCK_NOT_FOUND' });
   });
 
   it("an outstanding cheque is cancelled by the account's next block of any kind (here a receive)", async () => {
