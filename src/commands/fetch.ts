@@ -82,5 +82,7 @@ more than x402-auto-pay, unless --yes.`;
 
 function paidText(p: X402Payment): string {
   if (p.repeated) return `Already paid under this --id: ${p.amount} XNO to ${p.pay_to} (block ${p.hash}); nothing was paid this time`;
-  return `Paid ${p.amount} XNO to ${p.pay_to} (block ${p.hash}, confirmed)`;
+  const said = p.settlement === null ? 'the server sent no settlement' : p.settlement.success ? `the server's settlement names ${p.settlement.transaction || 'no block'}` : `the server says it failed (${p.settlement.errorReason ?? 'no reason'})`;
+  const note = p.settlement_matches ? '' : `\nNote: ${said}; the ledger shows our block confirmed, so it counts as paid once.`;
+  return `Paid ${p.amount} XNO to ${p.pay_to} (block ${p.hash}, confirmed)${note}`;
 }

@@ -46,6 +46,8 @@ export interface X402Payment {
   amount_raw: string;
   /** The server's settlement answer, as it came (null when it sent none). */
   settlement: SettleResponse | null;
+  /** Whether the server's settlement said success and named this very block (the ledger decided either way). */
+  settlement_matches: boolean;
   /** True when the payment had already been made under this id: nothing moved this time. */
   repeated: boolean;
 }
@@ -155,6 +157,7 @@ function paymentOf(entry: Pick<JournalEntry, 'hash' | 'block'>, amountRaw: bigin
     amount: rawToXno(amountRaw),
     amount_raw: amountRaw.toString(),
     settlement,
+    settlement_matches: settlement?.success === true && settlement.transaction.toUpperCase() === entry.hash,
     repeated,
   };
 }

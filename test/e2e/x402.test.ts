@@ -14,7 +14,8 @@ import { sandbox } from '../helpers/sandbox.js';
 import { startCommand, type RunningCommand } from '../helpers/serve.js';
 import { userSession } from '../helpers/backend-users.js';
 import { findTool, runTool } from '../../src/toolset/tools.js';
-import { hashBlock, workRoot } from '../../src/nano/index.js';
+import { hashBlock, workRoot, type StateBlock } from '../../src/nano/index.js';
+import { decodeHeader, encodeHeader } from '../../src/x402/protocol.js';
 import { workValue } from '../../src/work/index.js';
 import { fetchWithPayment, signCheque } from '../../src/x402/client.js';
 import { nanoRequirement } from '../../src/x402/nano-exact.js';
@@ -247,6 +248,44 @@ describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
     expect((await customer.run(['receive'])).code).toBe(0);
     expect(journal(customer)).toBeUndefined();
     await expect(node.blockInfo(hashBlock(first))).rejects.toMatchObject({ code: 'BLOCK_NOT_FOUND' });
+  });
+
+  it('a lying server: a 200 without publishing is not a payment; a settlement naming another block is noted, the ledger decides', async () => {
+    const requirement = nanoRequirement(merchantAddress, xnoToRaw(PRICE), 'ffc0000000000000');
+    // Takes the block; on /publish it publishes it itself and names another block, on /keep it keeps it and says 200.
+    const liar = createServer((req, res) => {
+      const header = req.headers['payment-signature'];
+      if (header === undefined) {
+        res.writeHead(402, { 'payment-required': encodeHeader({ x402Version: 2, error: 'Payment required', resource: { url: `http://x${req.url}` }, accepts: [requirement] }) });
+        return void res.end('{}');
+      }
+      const block = (decodeHeader(header as string, 'PAYMENT-SIGNATURE').payload as { block: StateBlock }).block;
+      const { link_as_account: _, ...plain } = block as StateBlock & { link_as_account?: string };
+      const answer = (): void => {
+        res.writeHead(200, { 'payment-response': encodeHeader({ success: true, transaction: 'AB'.repeat(32), network: 'nano:mainnet' }) });
+        res.end('the goods');
+      };
+      if (req.url === '/publish') void node.publish(plain, 'send', hashBlock(plain)).then(answer);
+      else answer();
+    });
+    await new Promise<void>((resolve) => liar.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(liar.address() as AddressInfo).port}`;
+    try {
+      const before = (await paymentsToMerchant()).length;
+      const kept = await customer.run(['fetch', `${url}/keep`, '--max', '0.01', '--yes', '--id', 'liar-1'], { timeoutMs: 60_000 });
+      expect(kept.code).toBe(5);
+      expect(kept.stderr).toMatch(/our ledger does not show the payment/);
+      expect(journal(customer)).toMatchObject({ sendId: 'liar-1', chequeFor: `${url}/keep` });
+      const published = await customer.run(['fetch', `${url}/publish`, '--max', '0.01', '--yes']);
+      expect(published.code).toBe(0);
+      expect(published.stderr).toMatch(/settlement names ABAB.*counts as paid once/s);
+      // The kept cheque was cancelled before the second payment; one payment reached the merchant.
+      expect(await paymentsToMerchant()).toHaveLength(before + 1);
+      expect(journal(customer)).toBeUndefined();
+    } finally {
+      liar.closeAllConnections();
+      await new Promise((resolve) => liar.close(resolve));
+    }
   });
 
   it("an outstanding cheque is cancelled by the account's next block of any kind (here a receive)", async () => {
