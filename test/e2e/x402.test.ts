@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NodeClient } from '../../src/api/node-client.js';
 import { xnoToRaw } from '../../src/nano/index.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
-import { BIN, type CliUser } from '../helpers/cli.js';
+import { BIN, PASSWORD, type CliUser } from '../helpers/cli.js';
 import { nodeMerchantAndCustomer } from '../helpers/node-users.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { startCommand, type RunningCommand } from '../helpers/serve.js';
@@ -17,7 +17,8 @@ import { findTool, runTool } from '../../src/toolset/tools.js';
 import { hashBlock, workRoot, type StateBlock } from '../../src/nano/index.js';
 import { decodeHeader, encodeHeader } from '../../src/x402/protocol.js';
 import { workValue } from '../../src/work/index.js';
-import { fetchWithPayment, signCheque } from '../../src/x402/client.js';
+import { signCheque } from '../../src/x402/client.js';
+import { NanoPay } from '../../src/sdk/nanopay.js';
 import { nanoRequirement } from '../../src/x402/nano-exact.js';
 import { x402Middleware } from '../../src/x402/middleware.js';
 import { Paywall } from '../../src/x402/paywall.js';
@@ -227,7 +228,9 @@ describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
     const shop = createServer((req, res) => void charge(req, res, () => res.end('hard work')));
     await new Promise<void>((resolve) => shop.listen(0, '127.0.0.1', resolve));
     try {
-      const { response, payment } = await fetchWithPayment(userSession(customer), `http://127.0.0.1:${(shop.address() as AddressInfo).port}/`, {}, { maxXno: '0.01' });
+      // Through the SDK, as a program would.
+      const sdk = new NanoPay({ password: PASSWORD, env: customer.env });
+      const { response, payment } = await sdk.fetchWithPayment(`http://127.0.0.1:${(shop.address() as AddressInfo).port}/`, {}, { maxXno: '0.01' });
       expect([response.status, await response.text()]).toEqual([200, 'hard work']);
       const block = (await node.blockInfo(payment?.hash as string)).contents;
       expect(BigInt(`0x${workValue(workRoot(block), block.work as string)}`) >= BigInt('0xfff0000000000000')).toBe(true);
@@ -252,9 +255,12 @@ describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
 
   it('a lying server: a 200 without publishing is not a payment; a settlement naming another block is noted, the ledger decides', async () => {
     const requirement = nanoRequirement(merchantAddress, xnoToRaw(PRICE), 'ffc0000000000000');
-    // Takes the block; on /publish it publishes it itself and names another block, on /keep it keeps it and says 200.
+    // Takes the block; on /publish it publishes it itself and names another block, on /keep it keeps it and says 200;
+    // on /drop it cuts the connection before reading the payment, until `dropping` is false, then settles honestly.
+    let dropping = true;
     const liar = createServer((req, res) => {
       const header = req.headers['payment-signature'];
+      if (header !== undefined && req.url === '/drop' && dropping) return void req.socket.destroy();
       if (header === undefined) {
         res.writeHead(402, { 'payment-required': encodeHeader({ x402Version: 2, error: 'Payment required', resource: { url: `http://x${req.url}` }, accepts: [requirement] }) });
         return void res.end('{}');
@@ -265,7 +271,12 @@ describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
         res.writeHead(200, { 'payment-response': encodeHeader({ success: true, transaction: 'AB'.repeat(32), network: 'nano:mainnet' }) });
         res.end('the goods');
       };
-      if (req.url === '/publish') void node.publish(plain, 'send', hashBlock(plain)).then(answer);
+      if (req.url === '/drop') {
+        void node.publish(plain, 'send', hashBlock(plain)).then(() => {
+          res.writeHead(200, { 'payment-response': encodeHeader({ success: true, transaction: hashBlock(plain), network: 'nano:mainnet' }) });
+          res.end('the goods');
+        });
+      } else if (req.url === '/publish') void node.publish(plain, 'send', hashBlock(plain)).then(answer);
       else answer();
     });
     await new Promise<void>((resolve) => liar.listen(0, '127.0.0.1', resolve));
@@ -281,6 +292,17 @@ describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
       expect(published.stderr).toMatch(/settlement names ABAB.*counts as paid once/s);
       // The kept cheque was cancelled before the second payment; one payment reached the merchant.
       expect(await paymentsToMerchant()).toHaveLength(before + 1);
+      expect(journal(customer)).toBeUndefined();
+
+      // Journaled but never presented (the connection cut before the server read it): the rerun with the id presents it.
+      const cut = await customer.run(['fetch', `${url}/drop`, '--max', '0.01', '--yes', '--id', 'drop-1']);
+      expect(cut.code).toBe(5);
+      const cheque = journal(customer);
+      expect(cheque).toMatchObject({ sendId: 'drop-1', chequeFor: `${url}/drop` });
+      dropping = false;
+      const rerun = await customer.json<{ status: number; payment: Record<string, any> }>(['fetch', `${url}/drop`, '--max', '0.01', '--yes', '--id', 'drop-1']);
+      expect(rerun).toMatchObject({ status: 200, payment: { hash: cheque?.hash, settlement_matches: true } });
+      expect(await paymentsToMerchant()).toHaveLength(before + 2);
       expect(journal(customer)).toBeUndefined();
     } finally {
       liar.closeAllConnections();
