@@ -114,16 +114,12 @@ export async function verifyNanoPayment(ledger: X402Ledger, payment: PaymentPayl
   if (block.link !== addressToPublicKey(requirements.payTo)) throw new X402Refusal('invalid_recipient', `The block pays ${linkAsAccount(block.link)}, not ${requirements.payTo}`);
   if (!verifyBlock(block)) throw new X402Refusal('invalid_signature', 'The block is not signed by the key of its account');
 
-  // The three reads are independent: made at once (the paid request waits on them).
-  const [head, previousConfirmed, seen] = await Promise.all([
+  // The reads are independent: made at once (the paid request waits on them).
+  const [head, seen] = await Promise.all([
     readAccountHead({ api: ledger as LedgerBackend }, payer).catch((error: unknown) => {
       if (error instanceof NanoPayError && error.code === 'SERVICE_INCONSISTENT') throw new X402Refusal('invalid_frontier', error.message);
       throw error;
     }),
-    ledger.blockInfo(block.previous).then(
-      (info) => info.confirmed,
-      () => false,
-    ),
     ledger.blockInfo(hash).then(
       () => true,
       (error: unknown) => {
@@ -137,7 +133,7 @@ export async function verifyNanoPayment(ledger: X402Ledger, payment: PaymentPayl
   if (head.state.frontier !== block.previous) {
     throw new X402Refusal('frontier_mismatch', `The block builds on ${block.previous}, but the frontier of ${payer} is ${head.state.frontier}`);
   }
-  if (!previousConfirmed) throw new X402Refusal('frontier_unconfirmed', `The frontier ${head.state.frontier} of ${payer} is not confirmed yet`);
+  if (!head.confirmed) throw new X402Refusal('frontier_unconfirmed', `The frontier ${head.state.frontier} of ${payer} is not confirmed yet`);
   if (addressToPublicKey(block.representative) !== addressToPublicKey(head.state.representative)) {
     throw new X402Refusal('invalid_payload', 'The block changes the representative; a payment must keep it');
   }
