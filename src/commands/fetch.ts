@@ -4,6 +4,7 @@ import { confirmOnTerminal } from '../cli/confirm.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { NanoPayError } from '../errors.js';
 import type { Confirm } from '../ops/spending/movement.js';
+import { precacheAfter } from '../ops/account/work.js';
 import { fetchWithPayment, type X402Payment } from '../x402/client.js';
 
 function header(line: string): [string, string] {
@@ -48,6 +49,7 @@ more than x402-auto-pay, unless --yes.`;
     yes: Flags.boolean({ char: 'y', description: 'do not ask before paying' }),
     id: Flags.string({ description: 'idempotency key: a rerun presents the same payment again, never a second one' }),
     output: Flags.string({ char: 'o', description: 'write the body to this file instead of stdout' }),
+    precache: Flags.boolean({ description: 'after paying, make the work for the account\'s next block now, so the next payment does not wait' }),
     wallet: Flags.string({ description: 'wallet to pay from instead of the active one' }),
     account: Flags.integer({ description: 'account index within the wallet', min: 0 }),
   };
@@ -60,7 +62,8 @@ more than x402-auto-pay, unless --yes.`;
       headers: flags.header.map(header),
       ...(body === undefined ? {} : { body }),
     };
-    const { response, payment } = await fetchWithPayment(this.session(flags), args.url, init, {
+    const session = this.session(flags);
+    const { response, payment } = await fetchWithPayment(session, args.url, init, {
       signal: this.signal,
       ...(flags.max === undefined ? {} : { maxXno: flags.max }),
       ...(flags.id === undefined ? {} : { id: flags.id }),
@@ -70,6 +73,7 @@ more than x402-auto-pay, unless --yes.`;
     });
     const bytes = Buffer.from(await response.arrayBuffer());
     if (flags.output !== undefined) await writeFile(flags.output, bytes);
+    if (flags.precache && payment !== undefined && !payment.repeated) await precacheAfter(session, payment.hash, this.signal);
     if (payment !== undefined && !this.jsonEnabled()) process.stderr.write(`${paidText(payment)}\n`);
     if (this.jsonEnabled()) {
       return { status: response.status, ...(flags.output === undefined ? { body: bytes.toString('utf8') } : { output: flags.output }), payment: payment ?? null };

@@ -142,7 +142,7 @@ describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
 
   it('pays, gets the body, and the payment is the confirmed block it names', async () => {
     const before = (await paymentsToMerchant()).length;
-    const paid = await customer.json<{ status: number; body: string; payment: Record<string, any> }>(['fetch', `${paywall.printed.url}/report?x=1`, '--max', '0.01', '--yes']);
+    const paid = await customer.json<{ status: number; body: string; payment: Record<string, any> }>(['fetch', `${paywall.printed.url}/report?x=1`, '--max', '0.01', '--yes', '--precache']);
     expect(paid.status).toBe(200);
     expect(paid.body).toBe('report for GET /report?x=1');
     expect(paid.payment).toMatchObject({ pay_to: merchantAddress, amount: PRICE, repeated: false, settlement: { success: true, network: 'nano:mainnet' } });
@@ -151,6 +151,9 @@ describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
     expect([info.confirmed, info.amountRaw]).toEqual([true, xnoToRaw(PRICE)]);
     expect(await paymentsToMerchant()).toHaveLength(before + 1);
     expect(journal(customer)).toBeUndefined();
+    // --precache made the work for the block after this payment.
+    const work = await userSession(customer).workStore.take(paid.payment.hash, (await node.activeDifficulty()).send);
+    expect(work).toMatch(/^[0-9a-f]{16}$/);
   });
 
   it('a failed upstream costs nothing: the cheque stays outstanding and the next payment cancels it first', async () => {
