@@ -12,6 +12,7 @@ import { BIN, PASSWORD, type CliUser } from '../helpers/cli.js';
 import { nodeMerchantAndCustomer } from '../helpers/node-users.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { startCommand, type RunningCommand } from '../helpers/serve.js';
+import { onTerminal, ptyMissing } from '../helpers/pty.js';
 import { userSession } from '../helpers/backend-users.js';
 import { findTool, runTool } from '../../src/toolset/tools.js';
 import { hashBlock, workRoot, type StateBlock } from '../../src/nano/index.js';
@@ -122,6 +123,21 @@ describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
     } finally {
       await customer.run(['config', 'set', 'x402-auto-pay', '--unset']);
     }
+  });
+
+  it.skipIf(ptyMissing !== undefined)('on a terminal it shows the payment and asks first; no pays nothing, yes pays', async () => {
+    const declined = onTerminal(['fetch', `${paywall.printed.url}/report`, '--max', '0.01'], customer.env);
+    await declined.waitFor('Pay 0.001 XNO?');
+    expect(declined.output).toContain(`To:       ${merchantAddress}`);
+    declined.type('n\r');
+    expect(await declined.exited).not.toBe(0);
+    expect(journal(customer)).toBeUndefined();
+    const accepted = onTerminal(['fetch', `${paywall.printed.url}/report`, '--max', '0.01'], customer.env);
+    await accepted.waitFor('Pay 0.001 XNO?');
+    accepted.type('y\r');
+    await accepted.waitFor('report for GET /report');
+    expect(await accepted.exited).toBe(0);
+    expect(accepted.output).toMatch(/Paid 0\.001 XNO to nano_/);
   });
 
   it('a base64url, v1 or mismatched payment header gets a fresh 402', async () => {
