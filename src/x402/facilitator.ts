@@ -75,7 +75,9 @@ export class NanoSettler {
     if (this.settling.has(previous)) throw new X402Refusal('transaction_in_flight', `A block on ${previous} is being settled`);
     const entry = await this.record.read(previous);
     if (entry?.state === 'settled') throw new X402Refusal('transaction_already_settled', `A block on ${previous} was already settled (${entry.hash})`);
-    if (entry !== undefined) throw new X402Refusal('transaction_in_flight', `A block on ${previous} is being settled`);
+    // A settlement of this very block cut short by a crash may be taken over (see SettlementRecord.claim).
+    const resumable = entry?.abandoned === true && entry.hash === cheque.hash;
+    if (entry !== undefined && !resumable) throw new X402Refusal('transaction_in_flight', `A block on ${previous} is being settled`);
     return { cheque, requirements };
   }
 

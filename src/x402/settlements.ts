@@ -1,4 +1,5 @@
-import { open, rm } from 'node:fs/promises';
+import { open, rm, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { ensurePrivateDir, readIfExists } from '../fs/secure-fs.js';
 
@@ -8,6 +9,23 @@ export interface SettlementEntry {
   state: 'pending' | 'settled';
   /** ISO time of the claim (pending) or of the confirmation (settled). */
   at: string;
+  /** A pending claim whose settling process is known to be gone (it died on this host): the same block may be settled again. */
+  abandoned?: boolean;
+}
+
+/** Who holds a pending claim, to tell one cut short by a crash from one under way. */
+interface ClaimFile extends SettlementEntry {
+  pid?: number;
+  host?: string;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /**
@@ -18,7 +36,10 @@ export interface SettlementEntry {
  * another store.
  */
 export interface SettlementRecord {
-  /** Claims `previous` for `hash`: true when this call got it, else the entry already there. */
+  /**
+   * Claims `previous` for `hash`: true when this call got it (or took over an
+   * abandoned claim of the same hash), else the entry already there.
+   */
   claim(previous: string, hash: string, now: Date): Promise<true | SettlementEntry>;
   read(previous: string): Promise<SettlementEntry | undefined>;
   /** Marks `previous` settled by `hash`, once: true for the one call that did, false when it already was. */
@@ -72,15 +93,23 @@ export class FileSettlementRecord implements SettlementRecord {
   }
 
   async claim(previous: string, hash: string, now: Date): Promise<true | SettlementEntry> {
-    if (await this.create(this.path(previous), { hash, state: 'pending', at: now.toISOString() })) return true;
+    const claim: ClaimFile = { hash, state: 'pending', at: now.toISOString(), pid: process.pid, host: hostname() };
+    if (await this.create(this.path(previous), claim)) return true;
     // A claim being written this instant reads as empty: pending, by someone else.
-    return (await this.read(previous)) ?? { hash: '', state: 'pending', at: now.toISOString() };
+    const found = (await this.read(previous)) ?? { hash: '', state: 'pending', at: now.toISOString() };
+    if (found.state !== 'pending' || found.abandoned !== true || found.hash !== hash) return found;
+    // Cut short by a crash: taken over. Two takers at once both settle the same block; the settled mark lets one answer success.
+    await writeFile(this.path(previous), JSON.stringify(claim), { mode: 0o600 });
+    return true;
   }
 
   async read(previous: string): Promise<SettlementEntry | undefined> {
     for (const kind of ['settled', 'claim'] as const) {
       const text = await readIfExists(this.path(previous, kind));
-      if (text !== undefined && text.trim() !== '') return JSON.parse(text) as SettlementEntry;
+      if (text === undefined || text.trim() === '') continue;
+      const { pid, host, ...entry } = JSON.parse(text) as ClaimFile;
+      const gone = entry.state === 'pending' && typeof pid === 'number' && host === hostname() && !alive(pid);
+      return gone ? { ...entry, abandoned: true } : entry;
     }
     return undefined;
   }

@@ -1,6 +1,9 @@
-import { rm } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { rm, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type StateBlock } from '../../src/nano/index.js';
+import { hashBlock, type StateBlock } from '../../src/nano/index.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { X402Refusal, verifyNanoPayment } from '../../src/x402/nano-exact.js';
 import { NanoSettler } from '../../src/x402/facilitator.js';
@@ -125,6 +128,23 @@ describe('settling', () => {
     } finally {
       await proxy.close();
     }
+  });
+
+  it('a claim left by a settler that died is taken over for its block, never for a rival; a live one is in flight', async () => {
+    const { payer, payee } = await payerAndPayee(client);
+    const req = await requirementOn(client, payee.address, 13n);
+    const payment = await paymentFor(client, payer, req);
+    const block = payment.payload.block as unknown as StateBlock;
+    const claimFile = join(dir, `${block.previous}.json`);
+    const claim = (pid: number) => JSON.stringify({ hash: hashBlock(block), state: 'pending', at: new Date().toISOString(), pid, host: hostname() });
+    await writeFile(claimFile, claim(process.pid), { mode: 0o600 });
+    expect((await settler.settle(payment, req)).errorReason).toBe('transaction_in_flight');
+    const dead = spawnSync(process.execPath, ['-e', '']).pid as number;
+    await writeFile(claimFile, claim(dead), { mode: 0o600 });
+    const req2 = { ...req, amount: '14' };
+    expect((await settler.settle(await paymentFor(client, payer, req2), req2)).errorReason).toBe('transaction_in_flight');
+    const settled = await settler.settle(payment, req);
+    expect(settled).toMatchObject({ success: true, transaction: hashBlock(block) });
   });
 
   it('two rival blocks on one previous: at most one settles', async () => {
