@@ -1,6 +1,7 @@
 import { rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashBlock, xnoToRaw } from '../../src/nano/index.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
@@ -54,6 +55,33 @@ async function pay(path: string, payer: Parameters<typeof paymentFor>[1]): Promi
   const response = await fetch(`${url}${path}`, { headers: { 'payment-signature': header } });
   return { response, hash: hashBlock(payment.payload.block as never), header };
 }
+
+describe('x402Middleware in an Express app', () => {
+  it('charges a route and passes res.json through with PAYMENT-RESPONSE', async () => {
+    const { settler, dir: expressDir } = await sandboxSettler(sb.url);
+    const app = express();
+    app.use(x402Middleware(new Paywall({ payTo, settler, workThreshold: (await client.advertisedThresholds()).send }), '0.002') as unknown as express.RequestHandler);
+    app.get('/json', (_req, res) => void res.json({ ok: true }));
+    const shop = await new Promise<Server>((resolve) => {
+      const s = app.listen(0, '127.0.0.1', () => resolve(s));
+    });
+    try {
+      const shopUrl = `http://127.0.0.1:${(shop.address() as AddressInfo).port}`;
+      const challenge = await fetch(`${shopUrl}/json`);
+      expect(challenge.status).toBe(402);
+      const required = parsePaymentRequired(decodeHeader(challenge.headers.get('payment-required') as string, 'PAYMENT-REQUIRED'));
+      const { payer } = await payerAndPayee(client);
+      const payment = await paymentFor(client, payer, required.accepts[0] as never);
+      const paid = await fetch(`${shopUrl}/json`, { headers: { 'payment-signature': encodeHeader(payment) } });
+      expect([paid.status, await paid.json()]).toEqual([200, { ok: true }]);
+      expect(decodeHeader(paid.headers.get('payment-response') as string, 'PAYMENT-RESPONSE')).toMatchObject({ success: true, transaction: hashBlock(payment.payload.block as never) });
+    } finally {
+      shop.closeAllConnections();
+      shop.close();
+      await rm(expressDir, { recursive: true, force: true });
+    }
+  });
+});
 
 describe('x402Middleware on a node:http handler', () => {
   it('lets free requests through, charges the others, settles after success', async () => {
