@@ -3,7 +3,7 @@ import type { LedgerBackend } from '../api/backend.js';
 import { NanoPayError } from '../errors.js';
 import { hashBlock, isValidAddress, linkAsAccount, normalizeAddress, rawToXno, xnoToRaw, type StateBlock } from '../nano/index.js';
 import type { OpsContext, Signer } from '../ops/context.js';
-import { recordLanded } from '../ops/ledger/recovery.js';
+import { recordLanded, settleJournal } from '../ops/ledger/recovery.js';
 import type { Session } from '../ops/session.js';
 import { move, type Confirm } from '../ops/spending/movement.js';
 import { xnoAndRaw } from '../ops/money.js';
@@ -170,9 +170,14 @@ function statedThreshold(requirement: PaymentRequirements): string | undefined {
 
 /**
  * Sellers refuse a block whose previous is not confirmed yet (a receive made a
- * moment ago): wait for our own frontier's confirmation, bounded, before signing.
+ * moment ago): an earlier block still in the journal is settled first (a cheque
+ * found cashed, or cancelled), then our frontier's confirmation is awaited,
+ * bounded, before signing.
  */
-async function frontierConfirmed(api: LedgerBackend, address: string, waitMs: number, signal?: AbortSignal): Promise<void> {
+async function frontierConfirmed(ctx: OpsContext, signer: Signer, waitMs: number, signal?: AbortSignal): Promise<void> {
+  const { api } = ctx;
+  const address = signer.address;
+  if ((await ctx.journal.read(address)) !== undefined) await ctx.lock(address, () => settleJournal(ctx, address, signer));
   const info = await api.accountInfo(address);
   if (info === null || (await seenConfirmed(api, info.frontier.toUpperCase(), waitMs, signal))) return;
   throw new NanoPayError('TRANSACTION_NOT_CONFIRMED', `The frontier ${info.frontier} of ${address} is not confirmed yet, and sellers refuse a payment on it; nothing was paid`, {
@@ -224,7 +229,7 @@ export async function fetchWithPayment(session: Session, input: string | URL, in
     const again = await presentAgain(ctx, signer, c, options.id, waitMs);
     if (again !== undefined) return again;
   }
-  await frontierConfirmed(ctx.api, signer.address, waitMs, signal);
+  await frontierConfirmed(ctx, signer, waitMs, signal);
   const autoPay = BigInt(session.profile().x402AutoPay ?? '0');
   const confirm = amountRaw <= autoPay ? undefined : options.confirm;
   const threshold = statedThreshold(chosen);
@@ -274,7 +279,7 @@ export async function signCheque(session: Session, requirements: PaymentRequirem
       return { ...entry.block, link_as_account: linkAsAccount(entry.block.link) } as StateBlock;
     }
   }
-  await frontierConfirmed(ctx.api, signer.address, 15_000, options.signal);
+  await frontierConfirmed(ctx, signer, 15_000, options.signal);
   const threshold = statedThreshold(chosen);
   let handed: StateBlock | undefined;
   await move(ctx, {
