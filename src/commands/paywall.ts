@@ -1,5 +1,6 @@
 import { Flags } from '@oclif/core';
 import { SessionCommand } from '../cli/session-command.js';
+import { NanoPayError } from '../errors.js';
 import { normalizeAddress, rawToXno, xnoToRaw } from '../nano/index.js';
 import { profileSettler } from '../x402/ledger.js';
 import { Paywall, parseRoute } from '../x402/paywall.js';
@@ -30,7 +31,9 @@ sandbox). Logs one line per request to stderr; runs until Ctrl-C.`;
 
   async run(): Promise<void> {
     const { flags } = await this.parse(PaywallCommand);
-    new URL(flags.upstream);
+    if (!URL.canParse(flags.upstream) || !/^https?:$/.test(new URL(flags.upstream).protocol)) {
+      throw new NanoPayError('USAGE', `--upstream must be an http(s) URL, not "${flags.upstream}"`);
+    }
     const routes = flags.route.map(parseRoute);
     const defaultRaw = xnoToRaw(flags.price);
     const session = this.session(flags);

@@ -101,6 +101,13 @@ describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
     expect([free.status, await free.text()]).toEqual([200, 'report for GET /free']);
   });
 
+  it('paywall refuses a bad --upstream or --route at start', async () => {
+    const bad = await merchant.run(['paywall', '--upstream', 'ftp://x', '--price', '0.001', '--to', merchantAddress]);
+    expect([bad.code, bad.stderr]).toEqual([2, expect.stringMatching(/--upstream must be an http\(s\) URL/)]);
+    const route = await merchant.run(['paywall', '--upstream', up.url, '--price', '0.001', '--route', 'GET /x', '--to', merchantAddress]);
+    expect([route.code, route.stderr]).toEqual([2, expect.stringMatching(/A route is 'METHOD \/path\/\*=XNO'/)]);
+  });
+
   it('refuses to pay without a maximum, or over it', async () => {
     const none = await customer.run(['fetch', `${paywall.printed.url}/report`, '--yes']);
     expect(none.code).toBe(7);
