@@ -64,6 +64,12 @@ describe('HTTPFacilitatorClient (@x402/core) against nanopay facilitator', () =>
     expect((await node.blockInfo(hash)).confirmed).toBe(true);
     const replay = await client.settle(payload as never, requirements as never);
     expect(replay.success).toBe(false);
+
+    // Two settles of one new block at once, over HTTP: exactly one success.
+    const block2 = await signCheque(userSession(customer), requirements, { maxXno: '0.01' });
+    const payload2 = { ...payload, payload: { block: block2 } };
+    const both = await Promise.all([client.settle(payload2 as never, requirements as never), client.settle(payload2 as never, requirements as never)]);
+    expect(both.filter((r) => r.success).map((r) => r.transaction)).toEqual([hashBlock(block2)]);
   });
 });
 
