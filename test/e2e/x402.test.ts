@@ -279,14 +279,23 @@ describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
     await expect(node.blockInfo(hashBlock(first))).rejects.toMatchObject({ code: 'BLOCK_NOT_FOUND' });
   });
 
-  it('a lying server: a 200 without publishing is not a payment; a settlement naming another block is noted, the ledger decides', async () => {
+  it('servers that lie, cut or hang: a 200 without publishing is not a payment, a wrong settlement is noted, a cut cheque is presented again, a kill -9 after settlement is found paid once', async () => {
     const requirement = nanoRequirement(merchantAddress, xnoToRaw(PRICE), 'ffc0000000000000');
     // Takes the block; on /publish it publishes it itself and names another block, on /keep it keeps it and says 200;
     // on /drop it cuts the connection before reading the payment, until `dropping` is false, then settles honestly.
     let dropping = true;
+    // On /hang it publishes the block and then never answers, until `hanging` is false: then it says 402.
+    let hanging = true;
     const liar = createServer((req, res) => {
       const header = req.headers['payment-signature'];
       if (header !== undefined && req.url === '/drop' && dropping) return void req.socket.destroy();
+      if (header !== undefined && req.url === '/hang') {
+        const paid = (decodeHeader(header as string, 'PAYMENT-SIGNATURE').payload as { block: StateBlock & { link_as_account?: string } }).block;
+        const { link_as_account: _la, ...sent } = paid;
+        if (hanging) return void node.publish(sent, 'send', hashBlock(sent)).catch(() => undefined);
+        res.writeHead(402, { 'payment-response': encodeHeader({ success: false, errorReason: 'transaction_already_settled', transaction: '', network: 'nano:mainnet' }) });
+        return void res.end('{}');
+      }
       if (header === undefined) {
         res.writeHead(402, { 'payment-required': encodeHeader({ x402Version: 2, error: 'Payment required', resource: { url: `http://x${req.url}` }, accepts: [requirement] }) });
         return void res.end('{}');
@@ -330,6 +339,23 @@ describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
       expect(rerun).toMatchObject({ status: 200, payment: { hash: cheque?.hash, settlement_matches: true } });
       expect(await paymentsToMerchant()).toHaveLength(before + 2);
       expect(journal(customer)).toBeUndefined();
+
+      // kill -9 after the server settled, before the client heard: the rerun with the id finds it paid, once.
+      const child = spawn(process.execPath, [BIN, 'fetch', `${url}/hang`, '--max', '0.01', '--yes', '--id', 'hang-1'], { env: customer.env, stdio: 'ignore' });
+      await waitFor(async () => {
+        const entry = journal(customer);
+        return entry !== undefined && (await node.blockInfo(entry.hash).then((i) => i.confirmed, () => false));
+      }, 'the server to settle the block');
+      const settledCheque = journal(customer);
+      child.kill('SIGKILL');
+      await new Promise((resolve) => child.once('close', resolve));
+      hanging = false;
+      const found = await customer.json<{ status: number; payment: Record<string, any> }>(['fetch', `${url}/hang`, '--max', '0.01', '--yes', '--id', 'hang-1']);
+      expect(found).toMatchObject({ status: 402, payment: { hash: settledCheque?.hash, repeated: false, settlement_matches: false } });
+      expect(journal(customer)).toBeUndefined();
+      const repeated = await customer.json<{ payment: Record<string, any> }>(['fetch', `${url}/hang`, '--max', '0.01', '--yes', '--id', 'hang-1']);
+      expect(repeated.payment).toMatchObject({ hash: settledCheque?.hash, repeated: true });
+      expect(await paymentsToMerchant()).toHaveLength(before + 3);
     } finally {
       liar.closeAllConnections();
       await new Promise((resolve) => liar.close(resolve));
