@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NodeClient } from '../../src/api/node-client.js';
 import { xnoToRaw } from '../../src/nano/index.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
-import { BIN, PASSWORD, type CliUser } from '../helpers/cli.js';
+import { BIN, PASSWORD, userWithWallet, type CliUser } from '../helpers/cli.js';
 import { nodeMerchantAndCustomer } from '../helpers/node-users.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { startCommand, type RunningCommand } from '../helpers/serve.js';
@@ -177,6 +177,17 @@ describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
     // --precache made the work for the block after this payment.
     const work = await userSession(customer).workStore.take(paid.payment.hash, (await node.activeDifficulty()).send);
     expect(work).toMatch(/^[0-9a-f]{16}$/);
+  });
+
+  it('a payer on the service backend (not a node) pays the same way', async () => {
+    const { user: serviceUser } = await userWithWallet(sb.url, '1');
+    try {
+      const paid = await serviceUser.json<{ status: number; body: string; payment: Record<string, any> }>(['fetch', `${paywall.printed.url}/report`, '--max', '0.01', '--yes']);
+      expect([paid.status, paid.body]).toEqual([200, 'report for GET /report']);
+      expect((await node.blockInfo(paid.payment.hash)).confirmed).toBe(true);
+    } finally {
+      await rm(serviceUser.configDir, { recursive: true, force: true });
+    }
   });
 
   it('a failed upstream costs nothing: the cheque stays outstanding and the next payment cancels it first', async () => {
