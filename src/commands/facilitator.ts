@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { SessionCommand } from '../cli/session-command.js';
 import { startFacilitatorServer } from '../x402/facilitator-server.js';
-import { profileSettler } from '../x402/ledger.js';
+import { profileSettler } from '../x402/profile-settler.js';
 
 export default class Facilitator extends SessionCommand {
   static override summary = 'Serve an x402 facilitator for Nano: POST /verify, POST /settle, GET /supported.';

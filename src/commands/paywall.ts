@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { SessionCommand } from '../cli/session-command.js';
 import { NanoPayError } from '../errors.js';
 import { normalizeAddress, rawToXno, xnoToRaw } from '../nano/index.js';
-import { profileSettler } from '../x402/ledger.js';
+import { profileSettler } from '../x402/profile-settler.js';
 import { Paywall, parseRoute } from '../x402/paywall.js';
 import { startPaywallServer } from '../x402/paywall-server.js';
 

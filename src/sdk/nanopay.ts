@@ -6,7 +6,7 @@ import { receive, type ReceiveResult } from '../ops/account/receive.js';
 import { send, type SendResult } from '../ops/spending/send.js';
 import { Session, type SessionOptions } from '../ops/session.js';
 import { fetchWithPayment, type PaidFetch, type PaidFetchOptions } from '../x402/client.js';
-import { profileSettler } from '../x402/ledger.js';
+import { profileSettler } from '../x402/profile-settler.js';
 import { x402Middleware, type RequestPrice, type X402Middleware } from '../x402/middleware.js';
 import { Paywall } from '../x402/paywall.js';
 import { createWallet, importWallet, listWallets, type CreatedWallet, type ImportInput, type WalletSummary } from '../ops/profile/wallet.js';
