@@ -432,6 +432,17 @@ describe('the agent with a language model', () => {
     await expectNoSecretShown(f);
   });
 
+  it('holds a paid fetch whose maximum is above --confirm-above, before anything is fetched or paid', async () => {
+    const f = await modelAgent('5');
+    const { agent, model } = f;
+    model.then(toolCalls(['f', 'http_fetch_paid', JSON.stringify({ url: `${agent.url}/status`, max_xno: '2' })]), says('Waiting for you.'));
+    const events = await (await chat(agent.url, { message: 'Buy the report' })).all();
+    const held = events.find((e) => e.type === 'confirm');
+    expect(held).toMatchObject({ name: 'http_fetch_paid', arguments: { max_xno: '2' } });
+    expect(held?.text).toMatch(/^Paying up to 2 XNO for http:\/\/.*\/status is above the confirmation threshold/);
+    expect(events.some((e) => e.type === 'tool_result')).toBe(false);
+  });
+
   it('lets the model request a payment', async () => {
     const f = await modelAgent();
     const { agent, model } = f;
