@@ -46,13 +46,14 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-async function pay(path: string, payer: Parameters<typeof paymentFor>[1]): Promise<{ response: Response; hash: string; header: string }> {
+async function pay(path: string, payer: Parameters<typeof paymentFor>[1], headerName = 'payment-signature'): Promise<{ response: Response; hash: string; header: string }> {
   const challenge = await fetch(`${url}${path}`);
   expect(challenge.status).toBe(402);
   const required = parsePaymentRequired(decodeHeader(challenge.headers.get('payment-required') as string, 'PAYMENT-REQUIRED'));
   const payment = await paymentFor(client, payer, required.accepts[0] as never);
-  const header = encodeHeader({ ...payment, resource: required.resource });
-  const response = await fetch(`${url}${path}`, { headers: { 'payment-signature': header } });
+  const header = encodeHeader({ ...payment, resource: required.resource, scheme: 'exact', network: 'nano:mainnet' });
+  // Peers' extra top-level keys (scheme, network) are accepted on input.
+  const response = await fetch(`${url}${path}`, { headers: { [headerName]: header } });
   return { response, hash: hashBlock(payment.payload.block as never), header };
 }
 
@@ -93,6 +94,13 @@ describe('x402Middleware on a node:http handler', () => {
     const settlement = decodeHeader(response.headers.get('payment-response') as string, 'PAYMENT-RESPONSE');
     expect(settlement).toMatchObject({ success: true, transaction: hash, amount: xnoToRaw('0.001').toString() });
     expect((await client.call('POST', '/block/info', { hash })).data.confirmed).toBe('true');
+  });
+
+  it('reads the payment from X-PAYMENT too, as v1-style clients send it', async () => {
+    const { payer } = await payerAndPayee(client);
+    const { response, hash } = await pay('/thing', payer, 'x-payment');
+    expect(response.status).toBe(200);
+    expect(decodeHeader(response.headers.get('payment-response') as string, 'PAYMENT-RESPONSE')).toMatchObject({ success: true, transaction: hash });
   });
 
   it('a failed handler answer passes through and the block is never published; a replay of a settled block is refused', async () => {
