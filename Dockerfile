@@ -3,7 +3,9 @@
 #   docker run -d -p 7860:7860 -v nanopay-agent:/data -e NANOPAY_AGENT_TOKEN=… -e NANOPAY_API_URL=… nanopay-agent
 
 FROM node:20-slim AS build
-# The native proof-of-work addon needs a compiler; without it nanopay falls back to WASM.
+# The native proof-of-work addon needs a compiler; without it nanopay falls back to WASM. It is built for
+# every x86-64 CPU, not the build machine's (binding.gyp: one kernel per instruction set, the best one the
+# host has chosen when it loads), so the image runs wherever it is pulled.
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json binding.gyp tsconfig.json tsconfig.build.json ./

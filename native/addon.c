@@ -1,6 +1,10 @@
-/* N-API binding of the multi-lane kernel: one synchronous search per call, run on a worker thread. */
+/*
+ * N-API binding of the multi-lane kernel: one synchronous search per call, run on a worker thread.
+ * The kernel is built once per instruction set (pow_variant.c); the best one this CPU runs is chosen
+ * when the addon loads, so one build serves every CPU of the architecture.
+ */
 #include <node_api.h>
-#include "pow_kernel.h"
+#include "pow_variants.h"
 
 #define CHECK(call) if ((call) != napi_ok) { napi_throw_error(env, NULL, "nanopay_pow: bad arguments"); return NULL; }
 
@@ -12,7 +16,9 @@
 static napi_value search(napi_env env, napi_callback_info info) {
   size_t argc = 5;
   napi_value argv[5];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  void *data;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, &data));
+  pow_search_fn kernel = (pow_search_fn)data;
   if (argc < 4) { napi_throw_error(env, NULL, "nanopay_pow.search takes 4 or 5 arguments"); return NULL; }
   void *root;
   size_t length;
@@ -38,7 +44,7 @@ static napi_value search(napi_env env, napi_callback_info info) {
     stop = data;
   }
   struct pow_outcome out = {0, 0, 0};
-  int status = count > 0 ? pow_search((const uint8_t *)root, threshold, start, (uint64_t)count, stop, &out) : POW_EXHAUSTED;
+  int status = count > 0 ? kernel((const uint8_t *)root, threshold, start, (uint64_t)count, stop, &out) : POW_EXHAUSTED;
   napi_value result, nonce, hashes, stopped, unseen;
   CHECK(napi_create_object(env, &result));
   if (status == POW_FOUND) {
@@ -56,10 +62,45 @@ static napi_value search(napi_env env, napi_callback_info info) {
   return result;
 }
 
+struct pow_kernel_choice {
+  const char *name;
+  pow_search_fn search;
+  int supported;
+};
+
+/* The kernels, best first, each with whether this CPU runs it (asked of the CPU itself: cpuid). */
+static int pow_kernels(struct pow_kernel_choice kernels[3]) {
+  int n = 0;
+#ifdef POW_X86_VARIANTS
+  __builtin_cpu_init();
+  kernels[n++] = (struct pow_kernel_choice){"avx512", pow_search_avx512, __builtin_cpu_supports("avx512f")};
+  kernels[n++] = (struct pow_kernel_choice){"avx2", pow_search_avx2, __builtin_cpu_supports("avx2")};
+#endif
+  kernels[n++] = (struct pow_kernel_choice){"baseline", pow_search_baseline, 1};
+  return n;
+}
+
+/*
+ * exports.search: the best kernel this CPU runs; exports.kernel: its name; exports.kernels: every
+ * kernel this CPU runs, by name (for tests and benchmarks); exports.lanes: nonces per step.
+ */
 static napi_value init(napi_env env, napi_value exports) {
-  napi_value fn, lanes;
-  CHECK(napi_create_function(env, "search", NAPI_AUTO_LENGTH, search, NULL, &fn));
+  struct pow_kernel_choice kernels[3];
+  int n = pow_kernels(kernels);
+  napi_value fn, lanes, all, name;
+  int chosen = 0;
+  CHECK(napi_create_object(env, &all));
+  for (int i = n - 1; i >= 0; i--) {
+    if (!kernels[i].supported) continue;
+    chosen = i;
+    CHECK(napi_create_function(env, kernels[i].name, NAPI_AUTO_LENGTH, search, (void *)kernels[i].search, &fn));
+    CHECK(napi_set_named_property(env, all, kernels[i].name, fn));
+  }
+  CHECK(napi_get_named_property(env, all, kernels[chosen].name, &fn));
   CHECK(napi_set_named_property(env, exports, "search", fn));
+  CHECK(napi_create_string_utf8(env, kernels[chosen].name, NAPI_AUTO_LENGTH, &name));
+  CHECK(napi_set_named_property(env, exports, "kernel", name));
+  CHECK(napi_set_named_property(env, exports, "kernels", all));
   CHECK(napi_create_int32(env, POW_LANES, &lanes));
   CHECK(napi_set_named_property(env, exports, "lanes", lanes));
   return exports;

@@ -9,10 +9,7 @@
 #define NANOPAY_POW_KERNEL_H
 
 #include <stdint.h>
-
-#ifndef POW_LANES
-#define POW_LANES 8
-#endif
+#include "pow_variants.h"
 
 typedef uint64_t lanes_t __attribute__((vector_size(POW_LANES * 8)));
 
@@ -111,14 +108,6 @@ static inline lanes_t pow_values(const uint64_t root[4], uint64_t nonce) {
 #ifndef POW_STOP_REQUESTED
 #define POW_STOP_REQUESTED(stop) (__atomic_load_n((stop), __ATOMIC_RELAXED) != 0)
 #endif
-
-enum { POW_EXHAUSTED = 0, POW_FOUND = 1, POW_STOPPED = 2 };
-
-struct pow_outcome {
-  uint64_t nonce;   /* POW_FOUND: the nonce that meets the threshold */
-  uint64_t hashes;  /* nonces tried, up to and including the one found */
-  uint64_t unseen;  /* nonces tried after the flag was last read as clear: a bound on work done after a stop */
-};
 
 static inline int pow_end(struct pow_outcome *out, int status, uint64_t hashes, uint64_t seen_clear) {
   out->hashes = hashes;

@@ -136,8 +136,10 @@ const result = await build({
   metafile: true,
   logLevel: 'warning',
   plugins: [oclifEdits],
-  // oclif compiles TypeScript commands only in development; we ship JavaScript.
-  external: ['typescript', 'ts-node', ...UNBUNDLED],
+  // oclif compiles TypeScript commands only in development; we ship JavaScript. The store's drivers load from
+  // node_modules when a command first opens the store: better-sqlite3 finds its native addon from its own
+  // location, and pg requires pg-native only if it is installed.
+  external: ['typescript', 'ts-node', 'better-sqlite3', 'pg', ...UNBUNDLED],
   // CommonJS dependencies (oclif) call require(); an ES module has none of its own.
   banner: { js: "import { createRequire as __nanopayCreateRequire } from 'node:module'; const require = __nanopayCreateRequire(import.meta.url);" },
 });

@@ -17,6 +17,8 @@ export const ExitCode = {
   TIMEOUT: 8,
   NOT_FOUND: 9,
   CONFLICT: 10,
+  EXPIRED: 11,
+  DECLINED: 12,
   INTERRUPTED: 130,
 } as const;
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
@@ -82,6 +84,9 @@ const CATALOG: Record<string, CodeInfo> = {
   CHEQUE_OUTSTANDING: conflict,
   // x402: no acceptable Nano requirement, or over the maximum (or no maximum set).
   X402_UNPAYABLE: { status: 402, exit: ExitCode.LIMIT },
+  // A contact added again with another address, not confirmed: where @NAME pays would change.
+  CONTACT_CHANGED: conflict,
+  INVALID_CONTACT_NAME: invalid,
   // A command of the payment service asked of a node backend (credits, top-up, the donation address).
   SERVICE_ONLY: { status: 400, exit: ExitCode.USAGE },
   // Auth and the local store.
@@ -92,7 +97,11 @@ const CATALOG: Record<string, CodeInfo> = {
   UNAUTHORIZED: auth,
   WRONG_PASSWORD: auth,
   PASSWORD_REQUIRED: auth,
+  PASSWORD_TOO_SHORT: auth,
   STORE_CORRUPT: { status: 500, exit: ExitCode.GENERAL },
+  // The requests store (src/store/): its schema is newer than this nanopay; its PostgreSQL server cannot be reached.
+  STORE_TOO_NEW: { status: 500, exit: ExitCode.GENERAL },
+  STORE_UNAVAILABLE: { status: 503, exit: ExitCode.UPSTREAM },
   // An unlocked session's socket or dir that is not the user's own and private: refused, never used.
   UNSAFE_SESSION: { status: 500, exit: ExitCode.GENERAL },
   // A wallet the running unlocked session does not hold (the settings name one it was not unlocked with).
@@ -116,7 +125,11 @@ const CATALOG: Record<string, CodeInfo> = {
   X402_UNSETTLED: upstream,
   // Time and interruption.
   TIMEOUT: { status: 504, exit: ExitCode.TIMEOUT },
+  // A payment request whose time ran out unpaid (status --watch stops there): 410 Gone.
+  REQUEST_EXPIRED: { status: 410, exit: ExitCode.EXPIRED },
   CANCELLED: { status: 499, exit: ExitCode.INTERRUPTED },
+  // The user answered no to a confirmation: nothing was done, and it is not an interruption (130).
+  DECLINED: { status: 409, exit: ExitCode.DECLINED },
   // Our own bugs.
   INTERNAL_ERROR: { status: 500, exit: ExitCode.GENERAL },
 };

@@ -4,11 +4,11 @@ import { rawToXno, xnoToRaw } from '../nano/index.js';
 import { credits, parseTier } from '../ops/spending/credits.js';
 import type { Session } from '../ops/session.js';
 import { failedBeforeSigning } from '../ops/spending/spend-outcome.js';
-import { TOOLS, checkInput, type ToolInput } from '../toolset/tools.js';
+import { TOOLS, checkInput, lookupTool, type ToolInput } from '../toolset/tools.js';
 import type { Confirmations } from './confirmations.js';
 import type { ChatEvent, ErrorBody } from './events.js';
 import { HELP, parseSentence } from './grammar.js';
-import { complete, functionName, functionsOf, type ModelConfig, type ModelMessage } from './model.js';
+import { complete, functionsOf, type ModelConfig, type ModelMessage } from './model.js';
 import { SPEND_WINDOW_MS, type Reservation } from './spend-window.js';
 import type { WalletHolder } from './wallet-holder.js';
 
@@ -66,7 +66,7 @@ async function withGrammar(deps: ChatDeps, message: string, emit: Emit, id: stri
       emit({ type: 'text', text: HELP });
       return;
     case 'unknown':
-      emit({ type: 'text', text: `I did not understand that. ${HELP}` });
+      emit({ type: 'text', text: `I did not understand that${intent.why === undefined ? '.' : ` as something to do: ${intent.why}`}\n${HELP}` });
       return;
     case 'confirm':
       await confirmed(deps, intent.token, emit, id, signal);
@@ -99,7 +99,7 @@ async function withModel(deps: ChatDeps, model: ModelConfig, turn: ChatTurn, emi
       tool_calls: reply.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })),
     });
     for (const call of reply.toolCalls) {
-      const name = TOOLS.find((t) => functionName(t.name) === call.name || t.name === call.name)?.name ?? call.name;
+      const name = lookupTool(call.name)?.name ?? call.name;
       const outcome = await callTool(deps, name, parseArguments(call.arguments), emit, nextId(), signal, false);
       messages.push({ role: 'tool', tool_call_id: call.id, content: JSON.stringify(outcome) });
     }

@@ -1,5 +1,5 @@
 import { NanoPayError, redactUrl } from '../errors.js';
-import type { Tool } from '../toolset/tools.js';
+import { functionName, type Tool } from '../toolset/tools.js';
 
 /** An OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, llama.cpp, vLLM…). */
 export interface ModelConfig {
@@ -34,8 +34,6 @@ export function modelFromEnv(env: NodeJS.ProcessEnv): ModelConfig | undefined {
   return { url, model, ...(env.NANOPAY_AGENT_MODEL_KEY ? { key: env.NANOPAY_AGENT_MODEL_KEY } : {}) };
 }
 
-/** Function names may not contain dots there: wallet.send is offered as wallet_send. */
-export const functionName = (tool: string): string => tool.replace(/\./g, '_');
 
 /** The tools as the endpoint expects them: the same names, descriptions and schemas as HTTP and MCP. */
 export function functionsOf(tools: readonly Tool[]): unknown[] {

@@ -39,6 +39,8 @@ export interface RemoteBlockInfo {
   successor?: string;
   /** Whether the network confirmed the block, as the backend says ("confirmed"); false when it does not say. */
   confirmed: boolean;
+  /** When the backend's node first saw the block (its local_timestamp), in ms; absent when it does not say (or says 0). */
+  seenAt?: number;
 }
 
 export interface RemoteDifficulty {
@@ -84,6 +86,13 @@ function isAccountNotFound(error: unknown): boolean {
 /** A block's "confirmed" flag (a boolean or "true"/"false"); a backend that does not say has not confirmed it to us. */
 export function confirmedFlag(d: Json, what: string): boolean {
   return d.confirmed === undefined || d.confirmed === null ? false : bool(d, 'confirmed', what);
+}
+
+/** A block's `local_timestamp` (Unix seconds as text or a number) in ms; a missing, zero or odd one is not known, not a failure. */
+export function seenAtOf(d: Json): { seenAt?: number } {
+  const v = d.local_timestamp;
+  const seconds = typeof v === 'number' ? v : typeof v === 'string' && /^\d{1,12}$/.test(v) ? Number(v) : 0;
+  return seconds > 0 ? { seenAt: seconds * 1000 } : {};
 }
 
 /** `expires_at` as ISO 8601 text or Unix seconds; absent when the service has no expiry. */
@@ -173,6 +182,7 @@ export class ApiClient implements LedgerBackend {
       subtype: str(d, 'subtype', what),
       contents: stateBlock(d.contents, what),
       confirmed: confirmedFlag(d, what),
+      ...seenAtOf(d),
     };
   }
 

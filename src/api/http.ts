@@ -7,6 +7,8 @@ export interface HttpOptions {
   apiKey?: string;
   /** Per-attempt timeout. */
   timeoutMs?: number;
+  /** Bound of one call, its retries included. */
+  deadlineMs?: number;
   /** Retries for safe reads only; writes are never retried. */
   retries?: number;
 }
@@ -76,6 +78,7 @@ export async function call(options: HttpOptions, request: CallOptions): Promise<
     headers,
     body: request.body,
     timeoutMs: options.timeoutMs ?? 15_000,
+    ...(options.deadlineMs === undefined ? {} : { deadlineMs: options.deadlineMs }),
     retries: request.safe && request.once !== true ? (options.retries ?? 2) : 0,
     signal: request.signal,
     party: 'service',

@@ -2,7 +2,7 @@ import { NanoPayError, redactUrl } from '../errors.js';
 import { normalizeAddress, type StateBlock, type Subtype } from '../nano/index.js';
 import { DEV_THRESHOLDS, LIVE_THRESHOLDS } from '../work/index.js';
 import { serviceOnly, type LedgerBackend } from './backend.js';
-import { confirmedFlag, type RemoteAccountInfo, type RemoteBalance, type RemoteBlockInfo, type RemoteDifficulty } from './client.js';
+import { confirmedFlag, seenAtOf, type RemoteAccountInfo, type RemoteBalance, type RemoteBlockInfo, type RemoteDifficulty } from './client.js';
 import { asObject, bigIntField, hexField, optStr, stateBlock, str, type Json } from './shape.js';
 import { exchange } from './transport.js';
 
@@ -13,6 +13,8 @@ export interface NodeOptions {
   url: string;
   auth?: { scheme: NodeAuthScheme; secret: string };
   timeoutMs?: number;
+  /** Bound of one call, its retries included. */
+  deadlineMs?: number;
   retries?: number;
 }
 
@@ -74,6 +76,7 @@ export class NodeClient implements LedgerBackend {
       headers,
       body,
       timeoutMs: this.options.timeoutMs ?? 15_000,
+      ...(this.options.deadlineMs === undefined ? {} : { deadlineMs: this.options.deadlineMs }),
       retries: safe ? (this.options.retries ?? 2) : 0,
       party: 'node',
       where: this.where(action),
@@ -169,6 +172,7 @@ export class NodeClient implements LedgerBackend {
       subtype: optStr(d, 'subtype', what) ?? 'state',
       contents: stateBlock(d.contents, what),
       confirmed: confirmedFlag(d, what),
+      ...seenAtOf(d),
       ...(successor === undefined ? {} : { successor: hexField(d, 'successor', 32, what).toUpperCase() }),
     };
   }
@@ -189,6 +193,29 @@ export class NodeClient implements LedgerBackend {
       () => ({ ...LIVE_THRESHOLDS }),
     );
     return this.network;
+  }
+
+  /**
+   * One page of `account_history` (raw, newest first): `count` blocks from
+   * `head` (the frontier when absent), and `previous`, where the next page
+   * starts, while there are more. State blocks come with their signed fields
+   * (rebuilt with `address` as their account); the rest is what the node says.
+   */
+  async accountHistory(address: string, page: { count: number; head?: string; offset?: number }): Promise<NodeHistoryPage> {
+    const what = this.where('account_history');
+    const d = await this.rpc('account_history', {
+      account: address,
+      count: String(page.count),
+      raw: 'true',
+      ...(page.head === undefined ? {} : { head: page.head }),
+      ...(page.offset === undefined || page.offset === 0 ? {} : { offset: String(page.offset) }),
+    });
+    // Nodes answer "" for an empty history.
+    const list = d.history === '' || d.history === undefined || d.history === null ? [] : d.history;
+    if (!Array.isArray(list)) throw new NanoPayError('INVALID_DATA', `The node answered ${what} with an unexpected shape: "history" should be a list`);
+    const entries = list.map((item) => historyEntry(address, asObject(item, what), what));
+    const previous = optStr(d, 'previous', what);
+    return { entries, ...(previous === undefined ? {} : { previous: hexField(d, 'previous', 32, what).toUpperCase() }) };
   }
 
   /** The node as one more work server; the caller validates the nonce like any other. */
@@ -220,6 +247,49 @@ export class NodeClient implements LedgerBackend {
   donationAddress(): never {
     throw serviceOnly('The donation address');
   }
+}
+
+/** A block of `account_history` as the node gives it with raw: the block's fields and the node's own summary of it. */
+export interface NodeHistoryEntry {
+  hash: string;
+  /** The state block, rebuilt from the signed fields (null for a legacy block). */
+  block: StateBlock | null;
+  /** The node's words: send, receive, open, change, epoch (legacy blocks: their type). */
+  subtype: string;
+  /** The node's claim: the recipient of a send, the sender of a receive. */
+  account?: string;
+  /** The node's claim of the amount. */
+  amountRaw?: bigint;
+  localTimestamp?: number;
+  height?: number;
+  confirmed?: boolean;
+}
+
+export interface NodeHistoryPage {
+  entries: NodeHistoryEntry[];
+  previous?: string;
+}
+
+function historyEntry(address: string, e: Json, what: string): NodeHistoryEntry {
+  const hash = hexField(e, 'hash', 32, what).toUpperCase();
+  const isState = e.type === 'state';
+  const block: StateBlock | null = isState
+    ? stateBlock({ account: address, previous: e.previous, representative: e.representative, balance: e.balance, link: e.link, signature: e.signature, work: e.work }, what)
+    : null;
+  const subtype = optStr(e, isState ? 'subtype' : 'type', what) ?? 'unknown';
+  const account = optStr(e, 'account', what);
+  const timestamp = optStr(e, 'local_timestamp', what);
+  const height = optStr(e, 'height', what);
+  return {
+    hash,
+    block,
+    subtype,
+    ...(account === undefined ? {} : { account }),
+    ...(typeof e.amount === 'string' && /^\d+$/.test(e.amount) ? { amountRaw: BigInt(e.amount) } : {}),
+    ...(timestamp === undefined || !/^\d+$/.test(timestamp) ? {} : { localTimestamp: Number(timestamp) }),
+    ...(height === undefined || !/^\d+$/.test(height) ? {} : { height: Number(height) }),
+    ...(e.confirmed === undefined ? {} : { confirmed: confirmedFlag(e, what) }),
+  };
 }
 
 function sum(list: Receivable[]): bigint {

@@ -1,5 +1,6 @@
 import WebSocket from 'ws';
 import { redactUrl } from '../errors.js';
+import { TunnelAgent, proxyFor } from './proxy.js';
 
 /** A confirmed block as the node's `confirmation` topic tells it. */
 export interface Confirmation {
@@ -89,7 +90,17 @@ export class ConfirmationFeed {
 
   private connect(): void {
     if (this.closed) return;
-    const socket = new WebSocket(this.url, { handshakeTimeout: 10_000 });
+    // Through HTTPS_PROXY (wss) or HTTP_PROXY (ws) unless NO_PROXY or loopback says not: a CONNECT tunnel, as browsers do.
+    let agent: TunnelAgent | undefined;
+    try {
+      const proxy = proxyFor(new URL(this.url));
+      if (proxy !== undefined) agent = new TunnelAgent(proxy, this.url.startsWith('wss:'));
+    } catch (error) {
+      this.handlers.onDisconnected?.(`the WebSocket ${redactUrl(this.url)} is not used: ${(error as Error).message}`);
+      this.closed = true;
+      return;
+    }
+    const socket = new WebSocket(this.url, { handshakeTimeout: 10_000, ...(agent === undefined ? {} : { agent }) });
     this.socket = socket;
     let heard = true;
     let opened = false;

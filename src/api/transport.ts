@@ -1,5 +1,8 @@
 import type { ClientRequest, IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { NanoPayError, redactUrl } from '../errors.js';
+import { ProxyRefusal, TunnelAgent, bareHost, proxyFor, type Proxy } from './proxy.js';
+import { SANDBOX_HEADER, noteSandboxAnswer } from './sandbox-mark.js';
+import { waitFor } from './waits.js';
 
 /**
  * One JSON exchange over node:http / node:https: what the service's and the node's clients need
@@ -17,12 +20,14 @@ export interface Exchange {
   body?: unknown;
   /** For the whole of each attempt: connecting, the server's answer and its body. */
   timeoutMs: number;
+  /** For the whole call, every attempt and the waits between them (NANOPAY_TIMEOUT, --timeout). */
+  deadlineMs?: number;
   /** 0 for a call that must not be repeated (a write). */
   retries: number;
   /** Stops the attempt in flight and any wait for a retry. */
   signal?: AbortSignal;
   /** For messages: who is asked ("the service did not answer …"), the call already redacted, what to check. */
-  party: 'service' | 'node';
+  party: 'service' | 'node' | 'work server';
   where: string;
   hint: string;
 }
@@ -47,6 +52,8 @@ class NoAnswer extends Error {
   constructor(
     readonly code: string,
     readonly timedOut = false,
+    /** The proxy the attempt went through, as shown (no credentials). */
+    readonly via?: string,
   ) {
     super(code);
   }
@@ -69,9 +76,11 @@ function abortFailure(signal: AbortSignal): NoAnswer {
   return reason instanceof Error && reason.name === 'TimeoutError' ? new NoAnswer('ETIMEDOUT', true) : new NoAnswer('ERR_ABORTED');
 }
 
-function failure(error: Error): NoAnswer {
+function failure(error: Error, proxy?: Proxy): NoAnswer {
+  // The proxy's own refusal already names it (without credentials).
+  if (error instanceof ProxyRefusal) return new NoAnswer(error.message);
   const code = (error as { code?: unknown }).code;
-  return new NoAnswer(typeof code === 'string' ? code : redactUrl(error.message));
+  return new NoAnswer(typeof code === 'string' ? code : redactUrl(error.message), false, proxy?.shown);
 }
 
 function parseUrl(text: string, base?: URL): URL {
@@ -91,6 +100,21 @@ function decoded(part: string): string {
   }
 }
 
+/**
+ * How a request goes through a proxy: an https target through a CONNECT
+ * tunnel (TLS end to end), an http one in absolute form to the proxy, as curl does.
+ */
+async function viaProxy(proxy: Proxy, target: URL, headers: Record<string, string>): Promise<(method: string) => ClientRequest> {
+  if (target.protocol === 'https:') {
+    const { request } = await import('node:https');
+    return (method) => request(target, { method, headers, agent: new TunnelAgent(proxy, true) });
+  }
+  const { request } = proxy.url.protocol === 'https:' ? await import('node:https') : await import('node:http');
+  const port = proxy.url.port === '' ? (proxy.url.protocol === 'https:' ? 443 : 80) : Number(proxy.url.port);
+  const sent = { ...headers, host: target.host, ...(proxy.authorization === undefined ? {} : { 'proxy-authorization': proxy.authorization }) };
+  return (method) => request({ host: bareHost(proxy.url.hostname), port, path: target.href, method, headers: sent, agent: false });
+}
+
 /** One request and its whole answer, within the timeout. */
 async function hop(h: Hop, timeoutMs: number, signal: AbortSignal | undefined, where: string, party: string): Promise<Reply> {
   if (h.url.protocol !== 'http:' && h.url.protocol !== 'https:') throw new NoAnswer('ERR_UNSUPPORTED_PROTOCOL');
@@ -105,6 +129,8 @@ async function hop(h: Hop, timeoutMs: number, signal: AbortSignal | undefined, w
     target.username = '';
     target.password = '';
   }
+  const proxy = proxyFor(target);
+  const proxied = proxy === undefined ? undefined : await viaProxy(proxy, target, headers);
   return new Promise<Reply>((resolve, reject) => {
     let req: ClientRequest | undefined;
     let settled = false;
@@ -120,18 +146,21 @@ async function hop(h: Hop, timeoutMs: number, signal: AbortSignal | undefined, w
       reject(error);
     });
     const onAbort = (): void => fail(abortFailure(signal as AbortSignal));
-    const timer = setTimeout(() => fail(new NoAnswer('ETIMEDOUT', true)), timeoutMs);
+    const timer = setTimeout(() => fail(new NoAnswer('ETIMEDOUT', true, proxy?.shown)), timeoutMs);
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
       // The global agent, as got used: its idle keep-alive sockets are unref'd, so they never hold a command open.
-      req = request(target, { method: h.method, headers });
+      req = proxied === undefined ? request(target, { method: h.method, headers }) : proxied(h.method);
     } catch (error) {
       // A header Node refuses (e.g. a key with a line break).
-      fail(failure(error as Error));
+      fail(failure(error as Error, proxy));
       return;
     }
-    req.on('error', (error) => fail(failure(error)));
+    req.on('error', (error) => fail(failure(error, proxy)));
     req.on('response', (res: IncomingMessage) => {
+      if (proxy !== undefined && res.statusCode === 407 && target.protocol === 'http:') {
+        return fail(new ProxyRefusal('EPROXYAUTH', `the proxy ${proxy.shown} refused the request: 407 Proxy Authentication Required`));
+      }
       const tooBig = (): void => fail(new NanoPayError('REQUEST_ERROR', `The ${party} answered ${where} with more than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB`));
       if (Number(res.headers['content-length']) > MAX_ANSWER_BYTES) return tooBig();
       const chunks: Buffer[] = [];
@@ -141,7 +170,7 @@ async function hop(h: Hop, timeoutMs: number, signal: AbortSignal | undefined, w
         if (size > MAX_ANSWER_BYTES) tooBig();
         else chunks.push(chunk);
       });
-      res.on('error', (error) => fail(failure(error)));
+      res.on('error', (error) => fail(failure(error, proxy)));
       // A connection lost mid-body closes without an end.
       res.on('close', () => fail(new NoAnswer('ECONNRESET')));
       res.on('end', () => finish(() => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') })));
@@ -223,6 +252,12 @@ function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
  * REQUEST_ERROR when no answer came, after the retries `call.retries` allows.
  */
 export async function exchange(call: Exchange): Promise<Answer> {
+  const attempts = call.retries + 1;
+  const wait = waitFor({ party: `the ${call.party}`, where: call.where, attempts });
+  const bound = call.deadlineMs === undefined ? undefined : AbortSignal.timeout(call.deadlineMs);
+  const signal = bound === undefined ? call.signal : call.signal === undefined ? bound : AbortSignal.any([call.signal, bound]);
+  const deadline = call.deadlineMs === undefined ? Infinity : Date.now() + call.deadlineMs;
+  let tried = 0;
   try {
     const url = parseUrl(call.url);
     const payload = call.body === undefined ? undefined : Buffer.from(JSON.stringify(call.body));
@@ -233,28 +268,38 @@ export async function exchange(call: Exchange): Promise<Answer> {
       ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': String(payload.length) }),
     };
     const first: Hop = { url, method: call.method, headers, payload };
-    for (let tried = 0; ; tried++) {
+    for (; ; tried++) {
       const backoff = Math.min(2 ** tried * 1000, BACKOFF_LIMIT_MS);
       let delay: number | undefined;
+      let reason: string;
+      wait.attempt(tried + 1);
       try {
-        const reply = await attempt(first, call);
+        // No attempt runs past the call's deadline.
+        const reply = await attempt(first, { ...call, signal, timeoutMs: Math.max(1, Math.min(call.timeoutMs, deadline - Date.now())) });
+        noteSandboxAnswer(reply.headers[SANDBOX_HEADER]);
         delay = tried < call.retries ? delayAfter(reply, backoff) : undefined;
         if (delay === undefined) return { status: reply.status, text: reply.text };
+        reason = `HTTP ${reply.status}`;
       } catch (error) {
-        const retry = error instanceof NoAnswer && RETRY_CODES.has(error.code) && tried < call.retries && call.signal?.aborted !== true;
+        const retry = error instanceof NoAnswer && RETRY_CODES.has(error.code) && tried < call.retries && signal?.aborted !== true;
         if (!retry) throw error;
         delay = backoff;
+        reason = error.code;
       }
-      await pause(delay, call.signal);
+      wait.retrying(tried + 1, reason, delay);
+      await pause(delay, signal);
     }
   } catch (error) {
     if (error instanceof NoAnswer) {
-      throw new NanoPayError(
-        'REQUEST_ERROR',
-        error.timedOut ? `The ${call.party} did not answer ${call.where} in time` : `Could not reach the ${call.party} for ${call.where}: ${error.code}`,
-        { hint: call.hint },
-      );
+      const overall = bound?.aborted === true && call.signal?.aborted !== true;
+      const through = error.via === undefined ? '' : ` (through the proxy ${error.via})`;
+      const shown = overall
+        ? `The ${call.party} did not answer ${call.where} within ${Math.round((call.deadlineMs as number) / 1000)} s (${tried + 1} of ${attempts} attempts)${through}`
+        : (error.timedOut ? `The ${call.party} did not answer ${call.where} in time` : `Could not reach the ${call.party} for ${call.where}: ${error.code}`) + through;
+      throw new NanoPayError('REQUEST_ERROR', shown, { hint: overall ? `${call.hint} The bound is --timeout or NANOPAY_TIMEOUT.` : call.hint });
     }
     throw error;
+  } finally {
+    wait.end();
   }
 }

@@ -35,6 +35,7 @@ button:hover{border-color:var(--accent)}
 :focus-visible{outline:3px solid var(--accent);outline-offset:2px}
 .note{color:var(--muted);font-size:.9rem;margin:1rem 0 0}
 .paid p{margin:.75rem 0 0}a{color:var(--accent)}
+.test-mode{margin:0;padding:.55rem 1rem;text-align:center;font-weight:700;color:#1d1600;background:repeating-linear-gradient(-45deg,#ffd23f 0 14px,#f2c200 14px 28px);border-bottom:2px solid #b38f00}
 .sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
 @media (min-width:48rem){main{max-width:52rem;padding:3rem 1.5rem}.card{padding:2rem}.layout{grid-template-columns:17rem 1fr;align-items:start;gap:2rem}[data-state=paid] .layout,[data-state=expired] .layout{grid-template-columns:1fr}}`;
 
@@ -161,12 +162,12 @@ const STATUS_TEXT: Record<CheckoutState, string> = {
   expired: 'This payment request has expired',
 };
 
-function htmlDocument(title: string, head: string, bodyAttributes: string, content: string, script: boolean): string {
+function htmlDocument(title: string, head: string, bodyAttributes: string, content: string, script: boolean, band = ''): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark"><meta name="robots" content="noindex"><title>${escapeHtml(title)}</title>
 <link rel="icon" href="data:,"><style>${STYLE}</style>${head}</head>
-<body${bodyAttributes}><main><div class="card">${content}</div></main>${script ? `<script>${SCRIPT}</script>` : ''}</body></html>
+<body${bodyAttributes}>${band}<main><div class="card">${content}</div></main>${script ? `<script>${SCRIPT}</script>` : ''}</body></html>
 `;
 }
 
@@ -183,15 +184,20 @@ export interface CheckoutPageInput {
   redirectSeconds: number;
   /** Between reloads of a waiting page without JavaScript, and of one refused live updates. */
   reloadSeconds: number;
+  /** The request is the sandbox's: the page says, in a band across its top, that this is test money. */
+  testMode: boolean;
 }
+
+/** As Stripe's test mode: no one should take a sandbox page for a real one, or send real XNO to it. */
+const TEST_MODE_BAND = '<p id="test-mode" class="test-mode" role="note">TEST MODE · nanopay sandbox: this is test money, not real XNO. Do not send real Nano here.</p>';
 
 /** The query an automatic reload carries: it keeps the page watched, but is not someone looking (reads may slow down). */
 export const AUTOMATIC_RELOAD = 'reload=auto';
 
 /** The checkout page of one request, in its current state; every value from outside is escaped. */
-export function renderCheckoutPage({ request, view, qrSvg, eventsPath, redirectSeconds, reloadSeconds }: CheckoutPageInput): string {
+export function renderCheckoutPage({ request, view, qrSvg, eventsPath, redirectSeconds, reloadSeconds, testMode }: CheckoutPageInput): string {
   const state = view.state;
-  const redirect = safeRedirect(request.redirect_url);
+  const redirect = safeRedirect(request.redirect_url, request.transaction_id);
   const refresh =
     state === 'waiting'
       ? `<noscript><meta http-equiv="refresh" content="${reloadSeconds};url=?${AUTOMATIC_RELOAD}"></noscript>`
@@ -237,6 +243,7 @@ ${
     ` data-state="${state}" data-events="${escapeHtml(eventsPath)}" data-reload="${reloadSeconds}" data-reload-url="?${AUTOMATIC_RELOAD}"`,
     content,
     true,
+    testMode ? TEST_MODE_BAND : '',
   );
 }
 

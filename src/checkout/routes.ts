@@ -15,6 +15,8 @@ export interface CheckoutRoutesOptions {
   redirectSeconds?: number;
   /** Seconds between reloads of a page that gets no live updates (no JavaScript, or too many viewers). Default 4. */
   reloadSeconds?: number;
+  /** The requests are the sandbox's (test money): every page shows a test-mode band. */
+  testMode?: boolean;
 }
 
 const HEARTBEAT_MS = 15_000;
@@ -65,6 +67,7 @@ export function checkoutRoutes(watcher: CheckoutWatcher, options: CheckoutRoutes
       eventsPath: `${checkoutPath(request.transaction_id)}/events`,
       redirectSeconds: options.redirectSeconds ?? DEFAULT_REDIRECT_SECONDS,
       reloadSeconds: options.reloadSeconds ?? DEFAULT_RELOAD_SECONDS,
+      testMode: options.testMode === true,
     });
     return sendHtml(call.response, 200, html);
   };

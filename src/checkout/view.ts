@@ -42,13 +42,22 @@ export function troubleOf(code: string, failuresInARow: number, repeated = 3): s
   return `This page cannot check your payment right now: ${why}. A payment you sent still reaches the shop; the shop can confirm it.`;
 }
 
-/** The only redirect a page follows: an absolute http(s) URL. */
-export function safeRedirect(url: string | undefined): string | undefined {
+/**
+ * The only redirect a page follows: an absolute http(s) URL, with
+ * `transaction_id=<id>` appended to its query (the shop's own query kept as
+ * it is, a fragment stays last), so the thanks page knows which order to check.
+ * Reaching it proves nothing: anyone can open that URL.
+ */
+export function safeRedirect(url: string | undefined, transactionId: string): string | undefined {
   if (url === undefined) return undefined;
+  let parsed: URL;
   try {
-    const parsed = new URL(url);
-    return parsed.protocol === 'http:' || parsed.protocol === 'https:' ? parsed.href : undefined;
+    parsed = new URL(url);
   } catch {
     return undefined;
   }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return undefined;
+  const added = `transaction_id=${encodeURIComponent(transactionId)}`;
+  parsed.search = parsed.search === '' || parsed.search === '?' ? `?${added}` : `${parsed.search}&${added}`;
+  return parsed.href;
 }

@@ -1,6 +1,9 @@
 import { Command, Errors } from '@oclif/core';
+import { talkedToSandbox } from '../api/sandbox-mark.js';
 import { ExitCode, NanoPayError, toNanoPayError } from '../errors.js';
+import { observeWaits } from '../api/waits.js';
 import { commandFinished, interruption } from './interrupt.js';
+import { waitReporter } from './wait-report.js';
 import { colourless, endSpinners, stopSpinners } from './spinner.js';
 
 /** oclif's own failures (bad flags, missing args) are usage errors. */
@@ -34,6 +37,8 @@ export abstract class BaseCommand extends Command {
   protected override async init(): Promise<void> {
     interruption((error) => this.printError(error));
     await super.init();
+    // Who is being waited for: a spinner on a terminal, warnings on stderr otherwise.
+    observeWaits(waitReporter(process.stderr.isTTY === true && !this.jsonEnabled()));
   }
 
   /** Aborted on Ctrl-C, so work and waits stop at once (exit 130). */
@@ -50,6 +55,7 @@ export abstract class BaseCommand extends Command {
 
   protected override async finally(error: Error | undefined): Promise<void> {
     endSpinners();
+    if (talkedToSandbox() && !this.jsonEnabled()) process.stderr.write(`${sandboxMarker()}\n`);
     commandFinished();
     await super.finally(error);
   }
@@ -57,7 +63,7 @@ export abstract class BaseCommand extends Command {
   private printError(failure: NanoPayError): void {
     stopSpinners();
     if (this.jsonEnabled()) {
-      process.stdout.write(`${JSON.stringify({ error: failure.toJSON() })}\n`);
+      process.stdout.write(`${JSON.stringify(withSandboxMark({ error: failure.toJSON() }))}\n`);
       return;
     }
     const plain = colourless();
@@ -68,6 +74,18 @@ export abstract class BaseCommand extends Command {
   }
 
   protected override logJson(json: unknown): void {
-    process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify(withSandboxMark(json), null, 2)}\n`);
   }
+}
+
+/** The stderr line of a command that talked to the sandbox: so test money is never taken for real money. */
+function sandboxMarker(): string {
+  const text = 'sandbox: these amounts are test money on nanopay\'s sandbox, not real XNO';
+  return colourless() ? `[${text}]` : `\u001B[30;43m ${text} \u001B[39;49m`;
+}
+
+/** A JSON document (or NDJSON event) gets `"sandbox": true` when the answers came from the sandbox; real-money output is unchanged. */
+export function withSandboxMark(json: unknown): unknown {
+  if (!talkedToSandbox() || typeof json !== 'object' || json === null || Array.isArray(json)) return json;
+  return { ...json, sandbox: true };
 }

@@ -18,7 +18,7 @@ export function paymentConfirmation(
     throw new NanoPayError('USAGE', `${what.action} needs confirmation, and there is no terminal to ask on`, { hint: 'Pass --yes to pay from a script.' });
   }
   return (p) => {
-    process.stderr.write(`From:     ${p.from}\nTo:       ${p.to}\nAmount:   ${p.amount} XNO\nBalance:  ${p.balance} XNO -> ${p.balance_after} XNO\n`);
+    process.stderr.write(`From:     ${p.from}\nTo:       ${p.to}${p.contact === undefined ? '' : ` (@${p.contact})`}\nAmount:   ${p.amount} XNO\nBalance:  ${p.balance} XNO -> ${p.balance_after} XNO\n`);
     return confirmOnTerminal(what.question(p.amount), false);
   };
 }

@@ -1,6 +1,6 @@
 import { NanoPayError } from '../errors.js';
 import type { PasswordSource } from '../ops/session.js';
-import { KeyStore } from '../wallet/keystore.js';
+import { KeyStore, MIN_PASSWORD_LENGTH } from '../wallet/keystore.js';
 import { readFlagFile } from './flag-file.js';
 import { stdinLine } from './stdin.js';
 
@@ -72,7 +72,7 @@ async function resolve(flags: PasswordFlags, env: NodeJS.ProcessEnv, purpose: 'u
   if (fromEnv) return fromEnv;
   if (purpose === 'unlock') return ask('Key store password:');
   for (let attempt = 1; ; attempt++) {
-    const first = await ask('New key store password:', (v) => v.length >= 8 || 'Use at least 8 characters');
+    const first = await ask('New key store password:', (v) => v.length >= MIN_PASSWORD_LENGTH || `Use at least ${MIN_PASSWORD_LENGTH} characters`);
     const again = await ask('Repeat the password:');
     if (first === again) return first;
     if (attempt === TRIES) throw new NanoPayError('PASSWORD_REQUIRED', `The two passwords differed ${TRIES} times; nothing was changed`);

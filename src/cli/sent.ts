@@ -11,5 +11,5 @@ export function sentText(result: SendResult, verb: { base: 'send' | 'pay' | 'don
   if (result.repeated) {
     return `Already ${verb.past.toLowerCase()} under --id ${id}: ${result.amount} XNO to ${result.to} (block ${result.hash}). Nothing new was ${verb.base === 'donate' ? 'donated' : 'sent'}.`;
   }
-  return `${verb.past} ${result.amount} XNO to ${result.to}\nBlock:   ${result.hash}\nBalance: ${result.balance_after} XNO`;
+  return `${verb.past} ${result.amount} XNO to ${result.contact === undefined ? '' : `@${result.contact} `}${result.to}\nBlock:   ${result.hash}\nBalance: ${result.balance_after} XNO`;
 }

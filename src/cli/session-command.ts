@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { Session, type PasswordSource } from '../ops/session.js';
+import { Session, parseCallTimeout, type PasswordSource } from '../ops/session.js';
 import { BaseCommand } from './base-command.js';
 import { NanoPayError } from '../errors.js';
 import { passwordSource, promptingUnlock, type PasswordFlags } from './password.js';
@@ -11,6 +11,10 @@ export abstract class SessionCommand extends BaseCommand {
     profile: Flags.string({ description: 'profile to use (default: NANOPAY_PROFILE or "default")', helpGroup: 'GLOBAL' }),
     'password-file': Flags.string({ description: 'read the key store password from this file', helpGroup: 'GLOBAL' }),
     'password-stdin': Flags.boolean({ description: 'read the key store password from the first line of stdin', helpGroup: 'GLOBAL' }),
+    timeout: Flags.string({
+      description: 'give up on a service or node that has not answered one call in this long, retries included (30s, 2m; default 60s or NANOPAY_TIMEOUT)',
+      helpGroup: 'GLOBAL',
+    }),
   };
 
   protected passwordSource(flags: PasswordFlags): PasswordSource {
@@ -30,12 +34,15 @@ export abstract class SessionCommand extends BaseCommand {
   /** Commands that store into a new profile, or list an empty one; the others refuse a profile that does not exist. */
   protected static allowsNewProfile = false;
 
-  protected session(flags: { profile?: string } & PasswordFlags): Session {
+  protected session(flags: { profile?: string; timeout?: string | number } & PasswordFlags): Session {
     const password = passwordSource(flags);
+    // A number is a watch's own --timeout (status, receive, request): its bound is the whole watch's.
+    const deadline = typeof flags.timeout === 'string' ? parseCallTimeout(flags.timeout, '--timeout') * 1000 : undefined;
     const session = new Session({
       password,
       unlock: promptingUnlock(flags, password),
       workObserver: workSpinner(!this.jsonEnabled()),
+      ...(deadline === undefined ? {} : { deadlineMs: deadline }),
       ...(flags.profile === undefined ? {} : { profile: flags.profile }),
     });
     const named = flags.profile ?? process.env.NANOPAY_PROFILE;

@@ -27,6 +27,11 @@ export function endSpinners(): void {
   stopSpinners();
 }
 
+/** Whether a spinner already shows (a second one on the same line would garble both). */
+export function othersSpinning(): boolean {
+  return spinning.size > 0;
+}
+
 export function colourless(): boolean {
   return Boolean(process.env.NO_COLOR) || !process.stderr.isTTY;
 }

@@ -1,6 +1,7 @@
 import { watchPayment, type PaymentStatusResult } from '../ops/requests/payments.js';
 import type { Session } from '../ops/session.js';
 import { progress } from './spinner.js';
+import { withSandboxMark } from './base-command.js';
 
 /** Live polling shared by `status --watch` and `request --watch`: NDJSON events in JSON mode, a spinner otherwise. */
 export async function watch(
@@ -20,7 +21,7 @@ export async function watch(
       signal: options.signal,
       ...(options.timeout === undefined ? {} : { timeoutMs: options.timeout * 1000 }),
       onEvent: (event) => {
-        if (options.json) process.stdout.write(`${JSON.stringify(event)}\n`);
+        if (options.json) process.stdout.write(`${JSON.stringify(withSandboxMark(event))}\n`);
         else if (event.event === 'error') {
           // Each failure gets its own line (a spinner's text alone would vanish, and there is none off a terminal).
           const retry = `retrying in ${Math.round(event.retry_in_ms / 1000)} s`;

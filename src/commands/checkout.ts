@@ -4,6 +4,7 @@ import { openBrowser } from '../cli/open-browser.js';
 import type { PasswordFlags } from '../cli/password.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { DEFAULT_REDIRECT_SECONDS, DEFAULT_RELOAD_SECONDS } from '../checkout/page.js';
+import { talkedToSandbox } from '../api/sandbox-mark.js';
 import { startCheckoutServer } from '../checkout/server.js';
 import { checkoutConfirmations, checkoutReader, openCheckout } from '../ops/requests/checkout.js';
 
@@ -66,6 +67,8 @@ until Ctrl-C; logs one line per request to stderr.`;
       intervalMs: flags.interval * 1000,
       redirectSeconds: flags['redirect-delay'],
       reloadSeconds: flags['reload-interval'],
+      // The request came from the sandbox (its answers say so): the page shows a test-mode band.
+      testMode: talkedToSandbox(),
       log,
       ...(confirmations === undefined ? {} : { confirmations }),
     });

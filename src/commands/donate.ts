@@ -14,7 +14,7 @@ a repeat with the same key returns the first result and donates nothing, to the 
   static override flags = {
     yes: Flags.boolean({ char: 'y', description: 'do not ask for confirmation' }),
     'dry-run': Flags.boolean({ description: 'show what would happen; sign nothing' }),
-    to: Flags.string({ description: 'the address to donate to (required with backend node: only the service names one)' }),
+    to: Flags.string({ description: 'the address to donate to, or @NAME of a contact (required with backend node: only the service names one)' }),
     id: Flags.string({ description: 'idempotency key' }),
     wallet: Flags.string({ description: 'wallet to send from instead of the active one' }),
     account: Flags.integer({ description: 'account index within the wallet', min: 0 }),

@@ -1,7 +1,9 @@
 import { Flags } from '@oclif/core';
 import { SessionCommand } from '../cli/session-command.js';
+import { progress, type Progress } from '../cli/spinner.js';
 import { xnoToRaw } from '../nano/index.js';
 import { receive, watchReceive, type ReceiveResult } from '../ops/account/receive.js';
+import { withSandboxMark } from '../cli/base-command.js';
 
 export default class Receive extends SessionCommand {
   static override summary = 'Receive every pending block of the active account (opening it if new).';
@@ -29,13 +31,37 @@ with --json it prints one JSON document per receive (NDJSON).`;
     const session = this.session(flags);
     if (flags.watch) {
       const json = this.jsonEnabled();
+      const started = Date.now();
+      // A spinner on stderr while it waits (not while it receives: the proof of work has its own).
+      let spinner: Progress | undefined;
+      let showing = 0;
       const result = await watchReceive(session, {
         ...input,
         intervalMs: flags.interval * 1000,
         ...(flags.timeout === undefined ? {} : { timeoutMs: flags.timeout * 1000 }),
         onReceived: (r) => {
-          if (json) process.stdout.write(`${JSON.stringify(r)}\n`);
+          if (json) process.stdout.write(`${JSON.stringify(withSandboxMark(r))}\n`);
           else for (const item of r.received) this.log(`Received ${item.amount} XNO on ${item.account} (${item.subtype} ${item.hash})`);
+        },
+        onWaiting: (accounts) => {
+          const turn = ++showing;
+          spinner?.stop();
+          spinner = undefined;
+          if (accounts === undefined || json) return;
+          const what = accounts.length === 1 ? accounts[0] : `${accounts.length} accounts`;
+          const text = (): string => `Waiting for payments to ${what} (${Math.round((Date.now() - started) / 1000)} s; Ctrl-C to stop)`;
+          void progress(text(), true).then((p) => {
+            // A wait that ended while ora loaded shows nothing.
+            if (turn !== showing) return p.stop();
+            const tick = setInterval(() => p.update(text()), 1000);
+            spinner = {
+              ...p,
+              stop: () => {
+                clearInterval(tick);
+                p.stop();
+              },
+            };
+          });
         },
       });
       if (!json) this.log(`Stopped watching; received ${result.total} XNO in all.`);

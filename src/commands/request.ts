@@ -3,17 +3,20 @@ import { QR_STYLES, renderQr, type QrStyle } from '../cli/qr.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { requestPayment, type PaymentRequestResult } from '../ops/requests/payments.js';
 import { watch } from '../cli/watch.js';
+import { withSandboxMark } from '../cli/base-command.js';
+import { formatDuration, parseDuration } from '../ops/duration.js';
+import { DEFAULT_REQUEST_EXPIRY_S, MAX_REQUEST_EXPIRY_S } from '../ops/requests/node-requests.js';
 
 export default class Request extends SessionCommand {
   static override summary = 'Create a payment request; prints the exact amount to pay and a QR code of the nano: URI.';
   static override description = `The amount is raised by a tiny offset so the payment can be matched (by the service, or on a node
-backend by nanopay itself): the payer must send exactly the amount shown. --fresh-address (node backend) uses an unused account instead. The QR code encodes nano:<address>?amount=<raw>. --watch waits for the payment like status --watch.`;
-  static override examples = ['<%= config.bin %> request 1.5', '<%= config.bin %> request 0.25 --to nano_1… --no-qr --json', '<%= config.bin %> request 2 --watch --timeout 600', '<%= config.bin %> request 1 --qr-style light'];
+backend by nanopay itself): the payer must send exactly the amount shown. --fresh-address (node backend) uses an unused account instead. On a node backend a request expires after --expires-in (default ${formatDuration(DEFAULT_REQUEST_EXPIRY_S)}); status then says expired. The QR code encodes nano:<address>?amount=<raw>. --watch waits for the payment like status --watch.`;
+  static override examples = ['<%= config.bin %> request 1.5', '<%= config.bin %> request 0.25 --to nano_1… --no-qr --json', '<%= config.bin %> request 2 --watch --timeout 600', '<%= config.bin %> request 1 --qr-style light', '<%= config.bin %> request 5 --expires-in 2h'];
   static override args = { amount: Args.string({ ignoreStdin: true, description: 'amount in XNO', required: true }) };
   static override flags = {
     to: Flags.string({ description: 'receive address (default: the active account)' }),
     'fresh-address': Flags.boolean({ description: 'backend node: an unused account of the wallet for this request alone (the amount is then exact, no offset)' }),
-    expires: Flags.integer({ description: 'backend node: the request expires after this many seconds', min: 1 }),
+    'expires-in': Flags.string({ description: `backend node: how long the request waits for its payment: 30m, 2h, 1d (default ${formatDuration(DEFAULT_REQUEST_EXPIRY_S)}, at most ${formatDuration(MAX_REQUEST_EXPIRY_S)})` }),
     'redirect-url': Flags.string({ description: 'where the customer goes after paying' }),
     qr: Flags.boolean({ description: 'print a QR code (default: on a terminal)', allowNo: true }),
     'qr-style': Flags.string({
@@ -34,17 +37,22 @@ backend by nanopay itself): the payer must send exactly the amount shown. --fres
       amount: { xno: args.amount },
       ...(flags.to === undefined ? {} : { to: flags.to }),
       ...(flags['fresh-address'] ? { freshAddress: true } : {}),
-      ...(flags.expires === undefined ? {} : { expiresInS: flags.expires }),
+      ...(flags['expires-in'] === undefined ? {} : { expiresInS: parseDuration(flags['expires-in'], { max: MAX_REQUEST_EXPIRY_S, what: 'A payment request' }) }),
       ...(flags['redirect-url'] === undefined ? {} : { redirectUrl: flags['redirect-url'] }),
     });
     const json = this.jsonEnabled();
-    if (json && flags.watch) process.stdout.write(`${JSON.stringify({ event: 'request', ...request })}\n`);
+    if (json && flags.watch) process.stdout.write(`${JSON.stringify(withSandboxMark({ event: 'request', ...request }))}\n`);
     if (!json) {
       this.log(`Payment request ${request.transaction_id}`);
       this.log(`Pay exactly ${request.amount} XNO to ${request.receive_address}`);
-      this.log('The amount carries a small offset that identifies this request: the payer must send exactly that amount, not a rounded one.');
+      this.log(
+        flags['fresh-address']
+          ? 'This address was made for this request alone: every payment to it counts toward the request. The amount has no offset; the payer sends exactly this amount.'
+          : 'The amount carries a small offset that identifies this request: the payer must send exactly that amount, not a rounded one.',
+      );
       if (flags.qr ?? process.stdout.isTTY) this.log(`\n${await renderQr(request.uri, flags['qr-style'] as QrStyle)}`);
       this.log(`Link: ${request.uri}`);
+      if (request.expires_at !== undefined) this.log(`Expires: ${request.expires_at}`);
     }
     if (!flags.watch) return request;
     await watch(this, session, request.transaction_id, { interval: flags.interval, timeout: flags.timeout, json, signal: this.signal });

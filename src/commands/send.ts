@@ -9,9 +9,9 @@ export default class Send extends SessionCommand {
   static override description = `On a terminal it shows the recipient, the amount and the resulting balance and asks to confirm;
 --yes skips the question (never the spending limits). Without a terminal and without --yes it refuses.
 --id makes the send idempotent: a repeat with the same key returns the first result and sends nothing.`;
-  static override examples = ['<%= config.bin %> send nano_1… 1.5', '<%= config.bin %> send nano_1… 1000000 --raw --yes --id order-42 --json'];
+  static override examples = ['<%= config.bin %> send nano_1… 1.5', '<%= config.bin %> send @alice 1', '<%= config.bin %> send nano_1… 1000000 --raw --yes --id order-42 --json'];
   static override args = {
-    address: Args.string({ ignoreStdin: true, description: 'recipient address (nano_… or xrb_…)', required: true }),
+    address: Args.string({ ignoreStdin: true, description: 'recipient address (nano_… or xrb_…), or @NAME of a contact', required: true }),
     amount: Args.string({ ignoreStdin: true, description: 'amount in XNO (in raw with --raw)', required: true }),
   };
   static override flags = {

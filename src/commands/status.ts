@@ -5,7 +5,8 @@ import { paymentStatus, type PaymentStatusResult } from '../ops/requests/payment
 
 export default class Status extends SessionCommand {
   static override summary = 'Check whether a payment request is paid; --watch polls until it is.';
-  static override description = `With --watch it shows a spinner on stderr while unpaid and exits 0 once paid; --timeout exits 8 when time runs out;
+  static override description = `With --watch it shows a spinner on stderr while unpaid and exits 0 once paid; --timeout exits 8 when time runs out,
+and the request's expiry (when it has one) ends it with exit 11;
 network errors back off and keep trying. A malformed id exits 3, an unknown one 9. With --json --watch it prints one JSON event per line (NDJSON) on each change.`;
   static override examples = ['<%= config.bin %> status 1b0e…', '<%= config.bin %> status 1b0e… --watch --timeout 300 --json'];
   static override args = { transaction_id: Args.string({ ignoreStdin: true, description: 'the request\'s transaction id', required: true }) };
@@ -20,7 +21,10 @@ network errors back off and keep trying. A malformed id exits 3, an unknown one 
     const session = this.session(flags);
     if (!flags.watch) {
       const status = await paymentStatus(session, args.transaction_id);
-      this.log(`${status.is_paid ? 'Paid' : 'Not paid yet'}: ${status.message}`);
+      // A late payment's message says it all ("Paid late: …").
+      const label = status.is_paid ? 'Paid' : status.paid_late !== undefined ? undefined : status.expired === true ? 'Expired' : 'Not paid yet';
+      this.log(label === undefined ? status.message : `${label}: ${status.message}`);
+      if (status.expires_at !== undefined && status.expired !== true && !status.is_paid) this.log(`Expires at ${status.expires_at}.`);
       return status;
     }
     await watch(this, session, args.transaction_id, { interval: flags.interval, timeout: flags.timeout, json: this.jsonEnabled(), signal: this.signal });

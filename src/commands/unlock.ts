@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { SessionCommand } from '../cli/session-command.js';
-import { DEFAULT_UNLOCK, parseDuration, unlock, type UnlockResult } from '../ops/profile/unlock.js';
+import { DEFAULT_UNLOCK, parseUnlockDuration, unlock, type UnlockResult } from '../ops/profile/unlock.js';
 
 export default class Unlock extends SessionCommand {
   static override summary = 'Unlock the key store for a while, so commands need no password (like ssh-agent).';
@@ -16,7 +16,7 @@ config get --reveal) still ask for the password.`;
 
   async run(): Promise<UnlockResult> {
     const { flags } = await this.parse(Unlock);
-    const seconds = parseDuration(flags.for);
+    const seconds = parseUnlockDuration(flags.for);
     const result = await unlock(this.session(flags), { seconds });
     const until = new Date(result.expires_at).toLocaleTimeString();
     if (result.replaced) this.log(`The earlier unlocked session of profile "${result.profile}" was ended.`);

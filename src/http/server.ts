@@ -71,6 +71,8 @@ export interface HttpServerOptions {
   onlyUser?: { uid: number; socketTables: string };
   /** One line per request (method, path, status, ms), and internal errors. Never a secret. */
   log?: (line: string) => void;
+  /** Set on every answer of the server (e.g. the sandbox's `Nanopay-Sandbox: 1`). */
+  headers?: Readonly<Record<string, string>>;
   /** Time allowed to receive the headers, and the whole request. Defaults 10 s and 30 s. */
   headersTimeoutMs?: number;
   requestTimeoutMs?: number;
@@ -226,6 +228,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
         log(`${req.method} ${shown.path} ${status} ${Math.round(performance.now() - started)}ms${res.headersSent && !finished ? ' (cut short)' : ''}`);
       });
       if (closing) res.setHeader('connection', 'close');
+      for (const [name, value] of Object.entries(options.headers ?? {})) res.setHeader(name, value);
       answer(req, res, controller.signal, shown)
         .catch((error: unknown) => fail(req, res, error, shown.path))
         // Last resort (the answer itself failed): drop this connection, never the process.

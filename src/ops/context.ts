@@ -2,13 +2,14 @@ import type { LedgerBackend } from '../api/backend.js';
 import type { StateBlock } from '../nano/index.js';
 import type { Limits } from '../wallet/config.js';
 import type { Journal, JournalEntry } from '../wallet/journal.js';
+import type { HistoryLog } from '../wallet/history-log.js';
 import type { SendLog } from '../wallet/send-log.js';
 
 /** Makes proof of work for a root at a threshold. */
 export type WorkProvider = (root: string, threshold: string, signal?: AbortSignal) => Promise<string>;
 
 /** What a journal entry carries besides the block, to finish its purpose after a crash. */
-export type BlockNote = Pick<JournalEntry, 'amountRaw' | 'sendId' | 'topupTransactionId' | 'profile' | 'chequeFor'>;
+export type BlockNote = Pick<JournalEntry, 'amountRaw' | 'sendId' | 'topupTransactionId' | 'profile' | 'chequeFor' | 'counterparty'>;
 
 /**
  * The narrow context every operation that touches the ledger runs in: the
@@ -22,9 +23,13 @@ export interface OpsContext {
   work: WorkProvider;
   journal: Journal;
   sendLog: SendLog;
+  /** Every block of ours that landed, for `history`. */
+  history: HistoryLog;
   /** Runs `fn` holding the account's lock (one writer per account, across processes). */
   lock<T>(address: string, fn: () => Promise<T>): Promise<T>;
   limits: Limits | undefined;
+  /** The representative a new account opens with (the profile's `representative`); the default one when unset. */
+  representative?: string;
   /** Idempotency keys are scoped to the profile. */
   profile: string;
   now(): number;

@@ -2,12 +2,13 @@ import type { BackendKind, LedgerBackend } from '../api/backend.js';
 import { ApiClient } from '../api/client.js';
 import { NodeClient } from '../api/node-client.js';
 import { NanoPayError } from '../errors.js';
-import type { Account } from '../nano/index.js';
+import { DEFAULT_REPRESENTATIVE, isValidAddress, normalizeAddress, type Account } from '../nano/index.js';
 import { WorkCache, providerSettings, workProvider, type WorkObserver } from '../work/index.js';
 import { ConfigStore, type ProfileRecord, type WalletRecord } from '../wallet/config.js';
+import { ContactStore } from '../wallet/contacts.js';
+import { HistoryLog } from '../wallet/history-log.js';
 import { Journal } from '../wallet/journal.js';
-import { RequestStore } from '../wallet/requests.js';
-import { KeyStore } from '../wallet/keystore.js';
+import { KeyStore, MIN_PASSWORD_LENGTH } from '../wallet/keystore.js';
 import { withAccountLock } from '../wallet/lock.js';
 import { SendLog } from '../wallet/send-log.js';
 import { openUnlocked, stopAllAgents, type CredentialName, type UnlockedKeys } from '../wallet/unlocked.js';
@@ -16,6 +17,8 @@ import { WorkStore } from '../wallet/work-store.js';
 import { configDir, keystorePath, stateDir } from '../wallet/paths.js';
 import type { OpsContext, Signer, WorkProvider } from './context.js';
 import { keySigner, sessionSigner } from './ledger/signers.js';
+import { openStore } from '../store/open.js';
+import type { Store } from '../store/store.js';
 
 /** Asks for the key store password; `purpose` says why (for a prompt). */
 export type PasswordSource = (purpose: 'unlock' | 'create') => Promise<string>;
@@ -28,6 +31,8 @@ export interface SessionOptions {
   work?: WorkProvider;
   /** Per-attempt timeout for the remote service. */
   timeoutMs?: number;
+  /** Bound of one call to the service or the node, retries included (--timeout); else NANOPAY_TIMEOUT, else 60 s. */
+  deadlineMs?: number;
   /** Follows local proof-of-work searches (for a spinner). */
   workObserver?: WorkObserver;
   /** Opens the existing key store instead of KeyStore.open with `password` (the CLI: an unlocked session, or prompts with retries). */
@@ -67,9 +72,11 @@ export class Session {
   readonly config: ConfigStore;
   readonly journal: Journal;
   readonly sendLog: SendLog;
+  readonly historyLog: HistoryLog;
   readonly workStore: WorkStore;
-  /** Payment requests nanopay keeps itself (node backend). */
-  readonly requests: RequestStore;
+  private opened: Promise<Store> | undefined;
+  /** Names for addresses (send @NAME). */
+  readonly contacts: ContactStore;
   private store: Promise<KeyStore> | undefined;
   private lent: Promise<Keys> | undefined;
   /** Unlocked sessions this session ended by changing the key store (a front end may say so). */
@@ -85,8 +92,9 @@ export class Session {
     this.config = new ConfigStore(this.dir);
     this.journal = new Journal(stateDir(this.dir, 'journal'));
     this.sendLog = new SendLog(stateDir(this.dir, 'sends'));
+    this.historyLog = new HistoryLog(stateDir(this.dir, 'history'));
     this.workStore = new WorkStore(this.dir);
-    this.requests = new RequestStore(stateDir(this.dir, 'requests'), stateDir(this.dir, 'locks'), this.profileName);
+    this.contacts = new ContactStore(stateDir(this.dir, 'contacts'), stateDir(this.dir, 'locks'), this.profileName);
   }
 
   profile(): ProfileRecord {
@@ -95,6 +103,28 @@ export class Session {
 
   updateProfile(change: (p: ProfileRecord) => ProfileRecord): ProfileRecord {
     return this.config.updateProfile(this.profileName, change);
+  }
+
+  /** The shared PostgreSQL store's URL (NANOPAY_DATABASE_URL, else database-url), if one is set. */
+  databaseUrl(): string | undefined {
+    return this.env.NANOPAY_DATABASE_URL || this.profile().databaseUrl || undefined;
+  }
+
+  /**
+   * What nanopay keeps that grows (payment requests of the node backend): the
+   * profile's SQLite file, or the PostgreSQL database of database-url. Opened
+   * once, on first need.
+   */
+  dataStore(): Promise<Store> {
+    this.opened ??= openStore({
+      storeDir: stateDir(this.dir, 'store'),
+      requestsDir: stateDir(this.dir, 'requests'),
+      lockDir: stateDir(this.dir, 'locks'),
+      profile: this.profileName,
+      ...(this.databaseUrl() === undefined ? {} : { databaseUrl: this.databaseUrl() }),
+    });
+    this.opened.catch(() => (this.opened = undefined));
+    return this.opened;
   }
 
   apiUrl(): string {
@@ -106,6 +136,15 @@ export class Session {
     const kind = this.env.NANOPAY_BACKEND || this.profile().backend || 'service';
     if (kind !== 'service' && kind !== 'node') throw new NanoPayError('USAGE', `NANOPAY_BACKEND must be service or node, not "${kind}"`);
     return kind;
+  }
+
+  /** The representative new accounts open with: NANOPAY_REPRESENTATIVE, else the profile's, else the default. */
+  representative(): string {
+    const fromEnv = this.env.NANOPAY_REPRESENTATIVE;
+    if (fromEnv && !isValidAddress(fromEnv)) {
+      throw new NanoPayError('INVALID_ADDRESS', `NANOPAY_REPRESENTATIVE is not a valid address: "${fromEnv.slice(0, 80)}"`, { hint: 'Give a nano_… address, or unset it to use the profile\'s representative.' });
+    }
+    return normalizeAddress(fromEnv || this.profile().representative || DEFAULT_REPRESENTATIVE);
   }
 
   /** The node's WebSocket (NANOPAY_NODE_WS_URL, else node-ws-url), when one is known: instant detection. */
@@ -133,6 +172,7 @@ export class Session {
         url,
         ...(secret ? { auth: { scheme: this.profile().nodeAuthScheme ?? 'bearer', secret } } : {}),
         ...(timeoutMs === undefined ? {} : { timeoutMs }),
+        deadlineMs: this.deadlineMs(),
       });
     })();
     this.node.catch(() => (this.node = undefined));
@@ -151,7 +191,7 @@ export class Session {
       let store: KeyStore;
       if (await KeyStore.exists(path)) store = await (this.options.unlock?.(path) ?? KeyStore.open(path, await this.options.password('unlock')));
       else if (mode === 'open') throw new NanoPayError('NOT_FOUND', 'There is no wallet yet', { hint: 'Create one with: nanopay wallet create' });
-      else store = await KeyStore.openOrCreate(path, await this.options.password('create'));
+      else store = await KeyStore.openOrCreate(path, newPassword(await this.options.password('create')));
       store.afterWrite(async () => {
         this.endedSessions += await stopAllAgents(this.dir);
       });
@@ -201,7 +241,14 @@ export class Session {
 
   /** The API client without a key (for public calls such as /wallet/create). */
   anonymousApi(): ApiClient {
-    return new ApiClient({ baseUrl: this.apiUrl(), timeoutMs: this.options.timeoutMs ?? timeoutFromEnv(this.env) });
+    return new ApiClient({ baseUrl: this.apiUrl(), timeoutMs: this.options.timeoutMs ?? timeoutFromEnv(this.env), deadlineMs: this.deadlineMs() });
+  }
+
+  /** How long one call may wait for the service or the node, retries included. */
+  private deadlineMs(): number {
+    if (this.options.deadlineMs !== undefined) return this.options.deadlineMs;
+    const given = this.env.NANOPAY_TIMEOUT;
+    return given === undefined || given.trim() === '' ? DEFAULT_CALL_TIMEOUT_S * 1000 : parseCallTimeout(given, 'NANOPAY_TIMEOUT') * 1000;
   }
 
   /** The ledger's backend for operations: the service with its API key, or the node. */
@@ -253,8 +300,10 @@ export class Session {
       work: this.work(),
       journal: this.journal,
       sendLog: this.sendLog,
+      history: this.historyLog,
       lock: (address, fn) => withAccountLock(lockDir, address, fn, signal === undefined ? {} : { signal }),
       limits: this.profile().limits,
+      representative: this.representative(),
       profile: this.profileName,
       now: Date.now,
       ...(signal === undefined ? {} : { signal }),
@@ -311,7 +360,30 @@ export class Session {
   }
 }
 
+/** The bound of one call unless --timeout or NANOPAY_TIMEOUT says otherwise: the three attempts of a read (15 s each) and their waits fit. */
+const DEFAULT_CALL_TIMEOUT_S = 60;
+
+/** "30", "30s", "2m", "1m30s" → seconds, from 1 s to an hour: the bound of one call (`from` names the flag or variable). */
+export function parseCallTimeout(text: string, from: string): number {
+  const match = /^(?:(\d{1,4})m)?(?:(\d{1,4})s?)?$/.exec(text.trim());
+  const seconds = match === null || text.trim() === '' ? NaN : Number(match[1] ?? 0) * 60 + Number(match[2] ?? 0);
+  if (!(seconds >= 1 && seconds <= 3600)) {
+    throw new NanoPayError('USAGE', `${from} "${text.slice(0, 40)}" is not a timeout: write it like 30, 30s, 2m or 1m30s (1 s to 60 m)`);
+  }
+  return seconds;
+}
+
 function timeoutFromEnv(env: NodeJS.ProcessEnv): number | undefined {
   const ms = Number(env.NANOPAY_TIMEOUT_MS);
   return Number.isInteger(ms) && ms > 0 ? ms : undefined;
+}
+
+/** A new key store's password, refused under the minimum length whatever gave it (a prompt, a file, stdin, a variable). */
+function newPassword(password: string): string {
+  if (password.length > 0 && password.length < MIN_PASSWORD_LENGTH) {
+    throw new NanoPayError('PASSWORD_TOO_SHORT', `A new key store's password needs at least ${MIN_PASSWORD_LENGTH} characters, not ${password.length}; nothing was created`, {
+      hint: 'Choose a longer one (a few words make a good one).',
+    });
+  }
+  return password;
 }

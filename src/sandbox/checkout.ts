@@ -58,7 +58,7 @@ export function sandboxCheckout(service: SandboxService, save: () => Promise<voi
   };
 
   return {
-    routes: [{ method: 'GET', path: '/payment/create/:receive_address/:api_key', secretParams: ['api_key'], handle: create }, ...checkoutRoutes(watcher)],
+    routes: [{ method: 'GET', path: '/payment/create/:receive_address/:api_key', secretParams: ['api_key'], handle: create }, ...checkoutRoutes(watcher, { testMode: true })],
     close: () => watcher.stop(),
   };
 }

@@ -1,5 +1,5 @@
 import { NanoPayError } from '../errors.js';
-import { isValidAddress, linkAsAccount, normalizeAddress, parseHash } from '../nano/index.js';
+import { ZERO_HASH, isValidAddress, linkAsAccount, normalizeAddress, parseHash } from '../nano/index.js';
 import { workValue } from '../work/index.js';
 import { blockInfoOf, type LedgerBlock } from './ledger.js';
 import type { SandboxService } from './service.js';
@@ -119,8 +119,70 @@ function workGenerate(service: SandboxService, body: Body): Record<string, unkno
   throw new NodeRefusal('Work generation is disabled');
 }
 
+/**
+ * A block as account_history lists it: with `raw`, its signed fields and the
+ * node's summary (subtype, the other account, the amount); without, only
+ * the summary, and nothing for a change block (a node leaves those out).
+ */
+function historyItem(service: SandboxService, stored: LedgerBlock, raw: boolean): Record<string, unknown> | undefined {
+  const b = stored.block;
+  // As a node: an open block is a "receive" in account_history (the genesis block aside).
+  const subtype = stored.subtype === 'open' ? 'receive' : stored.subtype;
+  const other =
+    stored.subtype === 'send'
+      ? { account: linkAsAccount(b.link), amount: stored.amount.toString() }
+      : stored.subtype === 'open' || stored.subtype === 'receive'
+        ? { ...(service.ledger.receivables.get(b.link) === undefined ? {} : { account: service.ledger.receivables.get(b.link)?.source }), amount: stored.amount.toString() }
+        : {};
+  const where = { local_timestamp: String(stored.timestamp), height: String(stored.height), hash: stored.hash, confirmed: true };
+  if (!raw) return subtype === 'send' || subtype === 'receive' ? { type: subtype, ...other, ...where } : undefined;
+  return { type: 'state', representative: b.representative, link: b.link, balance: b.balance, previous: b.previous, subtype, ...other, ...where, work: b.work, signature: b.signature };
+}
+
+/**
+ * account_history as a node walks it: from `head` (else the account's frontier)
+ * towards the open block (`reverse`: from the open block, or `head`, towards the
+ * frontier), skipping `offset` blocks, at most `count`; `previous` (`next` when
+ * reversed) names where the following page starts.
+ */
+function accountHistory(service: SandboxService, body: Body): Record<string, unknown> {
+  const reverse = yes(body.reverse);
+  let address: string;
+  let at: string | null;
+  if (body.head !== undefined) {
+    const head = service.ledger.blocks.get(hash({ hash: body.head }));
+    if (head === undefined) throw new NodeRefusal('Block not found');
+    address = head.account;
+    at = head.hash;
+  } else {
+    address = account(body);
+    const record = service.ledger.account(address);
+    if (record === undefined && reverse) throw new NodeRefusal('Account not found');
+    at = record === undefined ? null : reverse ? record.openBlock : record.frontier;
+  }
+  const count = Number(body.count);
+  if (!Number.isInteger(count) || count < 0) throw new NodeRefusal('Invalid count limit');
+  let offset = body.offset === undefined ? 0 : Number(body.offset);
+  if (!Number.isInteger(offset) || offset < 0) throw new NodeRefusal('Invalid offset');
+  const history: Record<string, unknown>[] = [];
+  let remaining = count;
+  while (at !== null && remaining > 0) {
+    const stored = service.ledger.blocks.get(at) as LedgerBlock;
+    const item = offset > 0 ? undefined : historyItem(service, stored, yes(body.raw));
+    if (offset > 0) offset--;
+    else if (item !== undefined) {
+      history.push(item);
+      remaining--;
+    }
+    const next = reverse ? stored.successor : stored.block.previous;
+    at = next === null || next === ZERO_HASH ? null : next;
+  }
+  return { account: address, history, ...(at === null ? {} : { [reverse ? 'next' : 'previous']: at }) };
+}
+
 const ACTIONS: Record<string, (service: SandboxService, body: Body) => Record<string, unknown>> = {
   account_info: accountInfo,
+  account_history: accountHistory,
   account_balance: (s, b) => {
     const address = account(b);
     const waiting = s.ledger.pendingFor(address).reduce((sum, r) => sum + r.amount, 0n).toString();

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
 import { NanoPayError } from '../errors.js';
+import { SANDBOX_HEADER } from '../api/sandbox-mark.js';
 import { RESPONDED, startHttpServer, type Route } from '../http/server.js';
 import { sandboxCheckout } from './checkout.js';
 import { nodeRpc } from './node-rpc.js';
@@ -176,6 +177,8 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
     upgrade: sockets.upgrade,
     maxBodyBytes: MAX_BODY,
     requireJsonContentType: false,
+    // Says what it is on every answer: nanopay's commands then mark their output as test money.
+    headers: { [SANDBOX_HEADER]: '1' },
     ...(options.log === undefined ? {} : { log: options.log }),
   });
   return {

@@ -3,6 +3,9 @@ import { credits, topup, type CreditsResult, type TopupResult } from '../ops/spe
 import { donate, type DonateResult } from '../ops/spending/donate.js';
 import { payUri, paymentStatus, requestPayment, watchPayment, type PaymentRequestResult, type PaymentStatusResult } from '../ops/requests/payments.js';
 import { receive, type ReceiveResult } from '../ops/account/receive.js';
+import { history, historyStream, type HistoryResult, type HistoryStream } from '../ops/account/history.js';
+import { setRepresentative, showRepresentative, type RepresentativeChanged, type RepresentativeShown } from '../ops/account/representative.js';
+import { addContact, listContacts, removeContact, type Contact, type ContactAdded } from '../ops/profile/contacts.js';
 import { send, type SendResult } from '../ops/spending/send.js';
 import { Session, type SessionOptions } from '../ops/session.js';
 import { fetchWithPayment, type PaidFetch, type PaidFetchOptions } from '../x402/client.js';
@@ -135,5 +138,37 @@ export class NanoPay {
     const workThreshold = String((await settler.supported()).kinds[0]?.extra?.workThreshold);
     const payTo = options.payTo ?? (await this.session.address());
     return x402Middleware(new Paywall({ payTo, settler, workThreshold, ...(options.description === undefined ? {} : { description: options.description }) }), options.price);
+  }
+
+  /** The newest `limit` (default 20) blocks of the account's history, like `history --json`. */
+  history(options: FromAccount & { address?: string; limit?: number } = {}): Promise<HistoryResult> {
+    return history(this.session, { ...account(options), ...(options.address === undefined ? {} : { address: options.address }), limit: options.limit ?? 20 });
+  }
+
+  /** The whole history as a stream (`items`, newest first), like `history --all --json`. */
+  historyStream(options: FromAccount & { address?: string } = {}): Promise<HistoryStream> {
+    return historyStream(this.session, { ...account(options), ...(options.address === undefined ? {} : { address: options.address }) });
+  }
+
+  /** Names an address, to pay it as `@name`. Changing the address of an existing name needs `{ confirm: true }`. */
+  addContact(name: string, address: string, options: { confirm?: boolean } = {}): Promise<ContactAdded> {
+    return addContact(this.session, { name, address, ...(options.confirm === true ? { confirm: () => Promise.resolve(true) } : {}) });
+  }
+
+  async contacts(): Promise<Contact[]> {
+    return (await listContacts(this.session)).contacts;
+  }
+
+  async removeContact(name: string): Promise<Contact> {
+    return (await removeContact(this.session, { name })).removed;
+  }
+
+  representative(options: FromAccount & { address?: string } = {}): Promise<RepresentativeShown> {
+    return showRepresentative(this.session, { ...account(options), ...(options.address === undefined ? {} : { address: options.address }) });
+  }
+
+  /** Publishes a change block (the profile's representative when none is given), like `representative set --yes`. */
+  setRepresentative(representative?: string, from: FromAccount = {}): Promise<RepresentativeChanged> {
+    return setRepresentative(this.session, { ...account(from), ...(representative === undefined ? {} : { representative }) });
   }
 }

@@ -2,7 +2,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Session } from '../ops/session.js';
-import { TOOLS, runTool } from './tools.js';
+import { TOOLS, functionName, lookupTool, runTool } from './tools.js';
 
 export interface McpOptions {
   version: string;
@@ -18,19 +18,27 @@ export interface McpOptions {
 export async function serveMcp(session: Session, options: McpOptions): Promise<{ closed: Promise<void> }> {
   const server = new Server({ name: 'nanopay', version: options.version }, { capabilities: { tools: {} } });
 
+  // Listed under names the main clients accept (wallet_send); the spec's dotted
+  // names (wallet.send) are still answered on tools/call, for older clients.
   server.setRequestHandler(ListToolsRequestSchema, () => ({
-    tools: TOOLS.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema })),
+    tools: TOOLS.map((tool) => ({
+      name: functionName(tool.name),
+      title: tool.title,
+      description: tool.description,
+      inputSchema: tool.inputSchema,
+      annotations: { title: tool.title, ...tool.annotations },
+    })),
   }));
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const started = Date.now();
-    const tool = TOOLS.find((t) => t.name === request.params.name);
+    const tool = lookupTool(request.params.name);
     if (tool === undefined) {
       const envelope = { success: false, data: null, error: { error: 'NOT_FOUND', message: `No tool named "${request.params.name}"` } };
       return { isError: true, content: [{ type: 'text' as const, text: JSON.stringify(envelope) }], structuredContent: envelope };
     }
     const { envelope } = await runTool(session, tool, request.params.arguments ?? {}, extra.signal);
-    options.log?.(`tool ${tool.name} ${envelope.success ? 'ok' : envelope.error?.error} ${Date.now() - started}ms`);
+    options.log?.(`tool ${functionName(tool.name)} ${envelope.success ? 'ok' : envelope.error?.error} ${Date.now() - started}ms`);
     if (tool.writes && envelope.success) options.afterWrite?.();
     return {
       ...(envelope.success ? {} : { isError: true }),
@@ -48,3 +56,4 @@ export async function serveMcp(session: Session, options: McpOptions): Promise<{
   process.stdin.once('end', () => void transport.close());
   return { closed };
 }
+

@@ -17,9 +17,23 @@ export interface InputSchema {
 
 export type ToolInput = Record<string, string | boolean | undefined>;
 
+/**
+ * MCP's hints about a tool (clients show them and may ask before a destructive
+ * one). Every tool reaches the network, so openWorldHint is always true.
+ */
+export interface ToolAnnotations {
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: true;
+}
+
 export interface Tool {
+  /** The spec's name (section B), dotted: the HTTP toolset's and the agent's. */
   name: string;
+  title: string;
   description: string;
+  annotations: ToolAnnotations;
   inputSchema: InputSchema;
   /** True when the tool moves money or changes the account (the toolset refreshes precomputed work after it). */
   writes: boolean;
@@ -29,6 +43,9 @@ export interface Tool {
 function schema(properties: InputSchema['properties'], required: string[] = []): InputSchema {
   return { type: 'object', properties, required, additionalProperties: false };
 }
+
+const READ: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true };
+const SPEND: ToolAnnotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true };
 
 const str = (description: string) => ({ type: 'string' as const, description });
 
@@ -70,6 +87,9 @@ const MAX_TOOL_BODY = 64 * 1024;
 export const TOOLS: Tool[] = [
   {
     name: 'wallet.balance',
+    title: 'Wallet balance',
+    // Not read-only: auto_receive_pending_blocks signs receive blocks (it never spends, and a second call finds nothing left to receive).
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     description: 'Balance and pending amount of the toolset wallet, in XNO and raw. Optionally receives pending blocks first.',
     inputSchema: schema({ auto_receive_pending_blocks: { type: 'boolean', description: 'receive every pending block first' } }),
     writes: false,
@@ -80,8 +100,10 @@ export const TOOLS: Tool[] = [
   },
   {
     name: 'wallet.send',
+    title: 'Send XNO',
+    annotations: SPEND,
     description: 'Send an amount in XNO from the toolset wallet to an address. Spending limits apply.',
-    inputSchema: schema({ recipient_address: str('destination address (nano_… or xrb_…)'), amount: str('amount in XNO, e.g. "0.5"') }, ['recipient_address', 'amount']),
+    inputSchema: schema({ recipient_address: str('destination address (nano_… or xrb_…), or @NAME of one of the profile\'s contacts'), amount: str('amount in XNO, e.g. "0.5"') }, ['recipient_address', 'amount']),
     writes: true,
     handler: async (session, input, signal) => {
       const sent = await send(session, { to: text(input, 'recipient_address'), amount: { xno: text(input, 'amount') }, ...(signal === undefined ? {} : { signal }) });
@@ -90,6 +112,9 @@ export const TOOLS: Tool[] = [
   },
   {
     name: 'payment.request',
+    title: 'Request a payment',
+    // Creates a new request each call; moves no money.
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     description: 'Create a payment request. The returned amount is adjusted: the payer must send exactly it.',
     inputSchema: schema(
       {
@@ -111,6 +136,8 @@ export const TOOLS: Tool[] = [
   },
   {
     name: 'payment.status',
+    title: 'Payment status',
+    annotations: READ,
     description: 'Whether a payment request has been paid. Poll until is_paid is true.',
     inputSchema: schema({ transaction_id: str('the transaction id of the request') }, ['transaction_id']),
     writes: false,
@@ -121,6 +148,8 @@ export const TOOLS: Tool[] = [
   },
   {
     name: 'credits.get',
+    title: 'Credits and prices',
+    annotations: READ,
     description: 'The API key credit balance and the price of every top-up tier.',
     inputSchema: schema({}),
     writes: false,
@@ -131,6 +160,8 @@ export const TOOLS: Tool[] = [
   },
   {
     name: 'credits.topup',
+    title: 'Buy credits',
+    annotations: SPEND,
     description: 'Buy credits (10, 50, 100, 500, 1000, 5000, 10000, 50000 or 100000): pays the service from the toolset wallet.',
     inputSchema: schema({ credits_amount: str('the tier to buy') }, ['credits_amount']),
     writes: true,
@@ -141,6 +172,8 @@ export const TOOLS: Tool[] = [
   },
   {
     name: 'donate.send',
+    title: 'Donate XNO',
+    annotations: SPEND,
     description: 'Donate an amount in XNO to the service.',
     inputSchema: schema({ amount: str('amount in XNO') }, ['amount']),
     writes: true,
@@ -151,6 +184,8 @@ export const TOOLS: Tool[] = [
   },
   {
     name: 'http_fetch_paid',
+    title: 'Fetch a URL, paying for it (x402)',
+    annotations: SPEND,
     description:
       'Fetch an HTTP URL, paying an HTTP 402 (x402) in Nano from the toolset wallet, at most max_xno. Spending limits apply; the payment counts only once the ledger shows it, and a rerun with the same id never pays twice.',
     inputSchema: schema(
@@ -190,8 +225,18 @@ export const TOOLS: Tool[] = [
   },
 ];
 
+/**
+ * The name under which MCP clients and model endpoints see a tool: Claude
+ * Desktop, OpenAI-backed clients and Copilot CLI accept only
+ * ^[a-zA-Z0-9_-]{1,64}$, so wallet.send is offered as wallet_send.
+ */
+export const functionName = (tool: string): string => tool.replace(/\./g, '_');
+
+/** A tool by its spec name (wallet.send) or its function name (wallet_send). */
+export const lookupTool = (name: string): Tool | undefined => TOOLS.find((t) => t.name === name || functionName(t.name) === name);
+
 export function findTool(name: string): Tool {
-  const tool = TOOLS.find((t) => t.name === name);
+  const tool = lookupTool(name);
   if (tool === undefined) throw new NanoPayError('NOT_FOUND', `No tool named "${name}"`);
   return tool;
 }

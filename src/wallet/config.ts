@@ -39,6 +39,10 @@ export interface ProfileRecord {
   nodeWsUrl?: string;
   /** How node-auth (a secret, in the key store) is sent. */
   nodeAuthScheme?: 'bearer' | 'basic' | 'key';
+  /** The shared PostgreSQL store (no password: that is in PGPASSWORD or ~/.pgpass). */
+  databaseUrl?: string;
+  /** The representative new accounts open with (a nano_ address); existing ones change it with a change block. */
+  representative?: string;
   wallets: Record<string, WalletRecord>;
 }
 

@@ -17,6 +17,8 @@ export interface JournalEntry {
   createdAt: string;
   /** For sends: the amount, so a recovered send still counts toward the daily limit. */
   amountRaw?: string;
+  /** For receives: the proved sender, for the history. */
+  counterparty?: string;
   /** `send --id KEY`: the result is recorded under this key once the block lands. */
   sendId?: string;
   /** For sends: the profile whose daily limit it counts toward (in flight until recorded). */

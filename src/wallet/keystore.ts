@@ -114,6 +114,9 @@ function parseFile(path: string, text: string): KeystoreFile {
   return parsed;
 }
 
+/** The shortest password a new key store takes (create, import, config set of a secret): scrypt slows guessing, it does not make "1234" safe. */
+export const MIN_PASSWORD_LENGTH = 8;
+
 /** The SHA-256 of a key store's bytes: which content a key store, or an unlocked session, holds. */
 function fingerprint(text: string): string {
   return createHash('sha256').update(text, 'utf8').digest('hex');

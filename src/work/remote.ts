@@ -1,4 +1,5 @@
 import { NanoPayError, redactUrl } from '../errors.js';
+import { exchange } from '../api/transport.js';
 import { validateWork } from './pow.js';
 
 export interface RemoteOptions {
@@ -14,17 +15,33 @@ export interface WorkServer {
   generate(root: string, threshold: string): Promise<string>;
 }
 
-/** Asks one URL with the node's work_generate action. */
+/** Asks one URL with the node's work_generate action (through a proxy where the environment names one). */
 async function askUrl(server: string, root: string, threshold: string, options: RemoteOptions): Promise<string> {
-  const signals = [AbortSignal.timeout(options.timeoutMs), ...(options.signal === undefined ? [] : [options.signal])];
-  const response = await fetch(server, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ action: 'work_generate', hash: root, difficulty: threshold }),
-    signal: AbortSignal.any(signals),
-  });
-  const body = (await response.json()) as { work?: unknown; error?: unknown };
-  if (typeof body.work !== 'string') throw new Error(typeof body.error === 'string' ? body.error : `no work in the answer (HTTP ${response.status})`);
+  let answer;
+  try {
+    answer = await exchange({
+      url: server,
+      method: 'POST',
+      headers: {},
+      body: { action: 'work_generate', hash: root, difficulty: threshold },
+      timeoutMs: options.timeoutMs,
+      retries: 0,
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+      party: 'work server',
+      where: `work_generate at ${redactUrl(server)}`,
+      hint: 'Check NANO_WORK_SERVER_URL.',
+    });
+  } catch (error) {
+    if (error instanceof NanoPayError && / did not answer .* in time/.test(error.message)) throw new Error(`no answer in ${options.timeoutMs} ms${/\(through the proxy [^)]*\)/.exec(error.message)?.[0].replace(/^/, ' ') ?? ''}`);
+    throw error;
+  }
+  let body: { work?: unknown; error?: unknown };
+  try {
+    body = JSON.parse(answer.text) as { work?: unknown; error?: unknown };
+  } catch {
+    throw new Error(`an answer that is not JSON (HTTP ${answer.status})`);
+  }
+  if (typeof body.work !== 'string') throw new Error(typeof body.error === 'string' ? body.error : `no work in the answer (HTTP ${answer.status})`);
   return body.work;
 }
 

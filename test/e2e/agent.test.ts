@@ -1,6 +1,5 @@
-import { mkdtemp, readFile, stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isValidAddress } from '../../src/nano/index.js';
@@ -10,6 +9,7 @@ import { ScriptedModel, chat, says, startAgentProcess, toolCalls, type AgentProc
 import { runCli, userWithWallet } from '../helpers/cli.js';
 import { fund, sandbox } from '../helpers/sandbox.js';
 import { waitUntil } from '../helpers/unlocked.js';
+import { tempDir } from '../helpers/temp.js';
 
 // `nanopay agent` itself: its start-up (strict mode's first start at the key store's real cost),
 // flags, environment, log and shutdown. What the agent does with requests is tested in-process:
@@ -48,7 +48,7 @@ afterAll(async () => {
 // Each test has its own directories and processes: they run side by side.
 describe.concurrent('the agent command', () => {
   it('in strict mode sets its wallet up at first start, serves with its flags, logs without secrets and stops on SIGTERM', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'nanopay-agent-'));
+    const dir = await tempDir('nanopay-agent-');
     const agentDir = join(dir, 'agent');
     // No wallet, no password: strict mode must set itself up.
     const env = { PATH: process.env.PATH, HOME: dir, NANOPAY_CONFIG_DIR: dir, NANOPAY_API_URL: sb.url, AGENT_MODE: 'production', NO_COLOR: '1' };
@@ -93,7 +93,7 @@ describe.concurrent('the agent command', () => {
   });
 
   it('refuses a non-loopback address without a token, before making a wallet', async () => {
-    const empty = await mkdtemp(join(tmpdir(), 'nanopay-agent-'));
+    const empty = await tempDir('nanopay-agent-');
     const env = { PATH: process.env.PATH, HOME: empty, NANOPAY_CONFIG_DIR: empty, NANOPAY_API_URL: sb.url, AGENT_MODE: 'production', NO_COLOR: '1' };
     const result = await runCli(['agent', '--host', '0.0.0.0', '--port', '0', '--json'], env);
     expect(result.code).toBe(2);

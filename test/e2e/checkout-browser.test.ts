@@ -1,4 +1,5 @@
 import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, BrowserContextOptions, ConsoleMessage, Page, Request, Response } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,7 +8,8 @@ import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../src/work/index.js';
 import { browserAvailability, launchChromium, readQr, startCheckout, startShop, type CheckoutProcess } from '../helpers/browser.js';
 import { SandboxClient, newAccount } from '../helpers/chain.js';
-import { userSession } from '../helpers/backend-users.js';
+import { backendUser, userSession } from '../helpers/backend-users.js';
+import { requestPayment } from '../../src/ops/requests/payments.js';
 import { userWithWallet, type CliUser } from '../helpers/cli.js';
 import { sandbox } from '../helpers/sandbox.js';
 
@@ -146,7 +148,14 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
       expect(await page.textContent('#amount')).toBe(checkout.amount);
       expect(await page.textContent('#address')).toBe(checkout.receive_address);
       expect(await page.getAttribute('a.wallet', 'href')).toBe(uriOf(checkout));
-      const shot = await page.screenshot({ path: `${ARTIFACTS}checkout-${width}-${scheme}.png` });
+      // The sandbox's request, so test money: a band across the top says so, in view without scrolling.
+      const band = page.locator('#test-mode');
+      expect(await band.isVisible()).toBe(true);
+      expect(await band.textContent()).toMatch(/^TEST MODE · nanopay sandbox: this is test money, not real XNO/);
+      const bandBox = await band.boundingBox();
+      expect(bandBox?.y).toBe(0);
+      expect(bandBox?.width).toBeGreaterThanOrEqual(width - 20);
+      const shot = await page.screenshot({ path: join(ARTIFACTS, `checkout-${width}-${scheme}.png`) });
       const qr = await page.locator('.qr').boundingBox();
       if (qr === null) expect.fail('the QR code is not shown');
       expect(readQr(shot, qr)).toBe(uriOf(checkout));
@@ -188,8 +197,8 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
     expect(await page.textContent('#block-hash')).toBe(hash);
     expect(await page.locator('.qr').isVisible()).toBe(false);
     expect(await page.getAttribute('#redirect', 'data-seconds')).toBe('2');
-    await page.screenshot({ path: `${ARTIFACTS}checkout-paid-1280.png` });
-    await page.waitForURL(`${shop.url}/thanks`, { timeout: 15_000 });
+    await page.screenshot({ path: join(ARTIFACTS, `checkout-paid-1280.png`) });
+    await page.waitForURL(`${shop.url}/thanks?transaction_id=${checkout.transaction_id}`, { timeout: 15_000 });
     expect(await page.textContent('h1')).toBe('Thank you for your order');
     await close();
     expect(errors).toEqual([]);
@@ -204,8 +213,9 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
     await pay(noScript);
     await page.waitForSelector('body[data-state="paid"]', { timeout: 15_000 });
     expect(await page.textContent('#block-hash')).toMatch(/^[0-9A-F]{64}$/);
-    expect(await page.content()).toContain(`<meta http-equiv="refresh" content="2;url=${shop.url}/thanks">`);
-    await page.waitForURL(`${shop.url}/thanks`, { timeout: 15_000 });
+    const thanks = `${shop.url}/thanks?transaction_id=${noScript.transaction_id}`;
+    expect(await page.content()).toContain(`<meta http-equiv="refresh" content="2;url=${thanks}">`);
+    await page.waitForURL(thanks, { timeout: 15_000 });
     await close();
   });
 
@@ -223,6 +233,23 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
       expect(errors).toEqual([]);
     } finally {
       await broke.stop();
+    }
+  });
+
+  it('shows a node request expired, live, once its --expires-in has passed', async () => {
+    const nodeMerchant = await backendUser(sb, 'node');
+    const request = await requestPayment(nodeMerchant.session, { amount: { xno: '0.3' }, expiresInS: 2 });
+    const served = await startCheckout(nodeMerchant.user, [request.transaction_id]);
+    try {
+      const { page, errors, close } = await open(served.url);
+      expect(await page.getAttribute('body', 'data-state')).toBe('waiting');
+      await page.waitForSelector('body[data-state="expired"]', { timeout: 15_000 });
+      expect(await page.textContent('#status')).toBe('This payment request has expired');
+      expect(await page.locator('.qr').isVisible()).toBe(false);
+      await close();
+      expect(errors).toEqual([]);
+    } finally {
+      await served.stop();
     }
   });
 
@@ -251,6 +278,7 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
     // run the default five-second countdown forward instead of waiting it out; it stays with its context.
     const { page, errors, close } = await openAlone(link, { viewport: { width: 360, height: 640 } }, (context) => context.clock.install());
     expect(page.url()).toMatch(new RegExp(`^${sb.url}/checkout/[0-9a-f-]{36}$`));
+    const id = page.url().split('/').at(-1) as string;
     const amount = (await page.textContent('#amount')) as string;
     expect(amount).toMatch(/^0\.25\d*$/);
     const uri = `nano:${address}?amount=${xnoToRaw(amount)}`;
@@ -264,7 +292,7 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
     expect(await page.getAttribute('#redirect', 'data-seconds')).toBe('5');
     expect(await page.textContent('#redirect')).toMatch(/^Returning to the shop in [1-5] s\. Continue now$/);
     await page.clock.runFor(5_000);
-    await page.waitForURL(`${shop.url}/thanks`, { timeout: 15_000 });
+    await page.waitForURL(`${shop.url}/thanks?transaction_id=${id}`, { timeout: 15_000 });
     await close();
     expect(errors).toEqual([]);
     expect(sandboxLog.join('\n')).toContain(`GET /payment/create/${address}/*** 303`);

@@ -92,7 +92,7 @@ beforeAll(async () => {
 
 describe('nanopay completion fish', () => {
   it('offers every command word by word, topics separated by spaces, each with a description', () => {
-    const all = [...commands.map((c) => spaced(c.id)), 'autocomplete', 'help', 'version'];
+    const all = [...commands.map((c) => spaced(c.id)), 'autocomplete', 'version'];
     for (const id of all) {
       const parts = id.split(' ');
       parts.forEach((word, i) => {

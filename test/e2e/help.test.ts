@@ -18,7 +18,7 @@ interface ManifestCommand {
 const manifest = JSON.parse(readFileSync(join(root, 'oclif.manifest.json'), 'utf8')) as { commands: Record<string, ManifestCommand> };
 const commands = Object.values(manifest.commands).filter((c) => c.hidden !== true);
 /** Commands of the plugins (help, version, autocomplete), listed with ours. */
-const PLUGIN_COMMANDS = ['autocomplete', 'help', 'version'];
+const PLUGIN_COMMANDS = ['autocomplete', 'version'];
 
 /** Every variable src/ reads that is nanopay's own (not the platform's, such as HOME or DISPLAY). */
 function variablesReadBySrc(): string[] {

@@ -1,5 +1,4 @@
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
@@ -9,6 +8,7 @@ import { addOtherUser, otherUserUnavailable, type AsRequest, type OtherUser } fr
 import { expectEnvelopeError, httpCall } from '../helpers/raw-http.js';
 import { ledger, sandbox } from '../helpers/sandbox.js';
 import { startServe } from '../helpers/serve.js';
+import { tempDir } from '../helpers/temp.js';
 
 // `serve` and `agent` on loopback answer only their own user: other users of the machine are refused (Linux, from
 // the kernel's socket tables), or, where the system cannot tell who connects, need a token nanopay makes. And the
@@ -142,7 +142,7 @@ describe('agent --allow-origin', () => {
     ['https://user@shop.example', /is not an origin/, undefined],
     ['file:///home/me/page.html', /is not an origin/, undefined],
   ])('refuses %s at start (USAGE, exit 2), before anything is made', async (origin, message, hint) => {
-    const dir = await mkdtemp(join(tmpdir(), 'nanopay-origin-'));
+    const dir = await tempDir('nanopay-origin-');
     const env = { PATH: process.env.PATH, HOME: dir, NANOPAY_CONFIG_DIR: dir, NANOPAY_API_URL: sb.url, AGENT_MODE: 'production', NO_COLOR: '1' };
     // A start that is not refused would serve until killed.
     try {

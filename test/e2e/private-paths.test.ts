@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, chown, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, chown, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
@@ -8,6 +7,7 @@ import { KeyStore } from '../../src/wallet/keystore.js';
 import { keystorePath } from '../../src/wallet/paths.js';
 import { PASSWORD, newUser, runCli, type CliUser } from '../helpers/cli.js';
 import { sandbox } from '../helpers/sandbox.js';
+import { tempDir } from '../helpers/temp.js';
 
 // Private directories are checked for owner before use, and files that hold secrets (passwords, tokens) must be
 // the user's own and closed to group and others, like ssh's private keys: UNSAFE_PATH (exit 1), with a hint.
@@ -91,7 +91,7 @@ describe.skipIf(!posix)('files that hold secrets', () => {
   });
 
   it('the strict agent refuses to start with an agent-password file others can read, and leaves it as it is', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'nanopay-agent-'));
+    const dir = await tempDir('nanopay-agent-');
     const password = randomBytes(32).toString('base64url');
     const file = join(dir, 'agent-password');
     await writeFile(file, `${password}\n`);

@@ -1,9 +1,7 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BIN } from '../helpers/cli.js';
+import { tempDir } from '../helpers/temp.js';
 
 /** Starts `nanopay sandbox` like a user, returning its URL (from --json) and a way to stop it. */
 async function startCommand(dataDir: string): Promise<{ url: string; stop(): Promise<number | null> }> {
@@ -28,7 +26,7 @@ async function startCommand(dataDir: string): Promise<{ url: string; stop(): Pro
 
 describe('nanopay sandbox', () => {
   it('starts, answers POST /wallet/create, stops on a signal and keeps its state across restarts', async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'nanopay-sandbox-cmd-'));
+    const dataDir = await tempDir('nanopay-sandbox-cmd-');
     const first = await startCommand(dataDir);
     expect(first.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const created = (await (await fetch(`${first.url}/wallet/create`, { method: 'POST' })).json()) as { success: boolean; data: { address: string; api_key: string } };

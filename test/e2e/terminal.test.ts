@@ -1,6 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestPayment } from '../../src/ops/requests/payments.js';
 import { Session } from '../../src/ops/session.js';
@@ -9,6 +7,7 @@ import { shutdownWorkers } from '../../src/work/index.js';
 import { PASSWORD, newUser, userWithWallet } from '../helpers/cli.js';
 import { onTerminal, ptyMissing } from '../helpers/pty.js';
 import { fund, ledger, sandbox } from '../helpers/sandbox.js';
+import { tempDir } from '../helpers/temp.js';
 
 // On a real pseudo-terminal: spinners, prompts and Ctrl-C as a user meets them. Proof of work at the
 // live thresholds only where a search must outlast a keystroke; elsewhere at the dev ones, which cost nothing.
@@ -68,7 +67,7 @@ describe.skipIf(ptyMissing !== undefined)(`on a terminal${ptyMissing === undefin
   it('Ctrl-C during proof of work ends the command with 130, and nothing is published', async () => {
     // The account is opened on a dev ledger (its work costs nothing), and the same ledger is then served at the live
     // thresholds (the blocks in it stay valid): there a send's search takes many seconds, and Ctrl-C comes first.
-    const dataDir = await mkdtemp(join(tmpdir(), 'nanopay-sandbox-'));
+    const dataDir = await tempDir('nanopay-sandbox-');
     const dev = await sandbox({ dataDir });
     const { user, address } = await userWithWallet(dev.url, '5').finally(() => dev.close());
     const live = await sandbox({ dataDir, thresholds: 'live' });

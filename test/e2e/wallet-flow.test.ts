@@ -14,6 +14,7 @@ import { keystorePath } from '../../src/wallet/paths.js';
 import { shutdownWorkers } from '../../src/work/index.js';
 import { commandSession, newUser, PASSWORD, userWithWallet, type CliUser } from '../helpers/cli.js';
 import { fund, ledger, sandbox } from '../helpers/sandbox.js';
+import { tempDir } from '../helpers/temp.js';
 
 // Wallets and money through bin/run.js where the front end is the subject (flags, stdin, exit codes, output);
 // what only the operations decide runs in-process through commandSession, as one more command of the user's would.
@@ -204,7 +205,7 @@ describe('wallet and money movement through bin/run.js', () => {
   });
 
   it('reads the password from --password-file or --password-stdin', async () => {
-    const file = join(alice.configDir, '..', `pw-${Date.now()}`);
+    const file = join(await tempDir('nanopay-pw-'), 'password');
     await writeFile(file, 'test password 1\n', { mode: 0o600 });
     // The file is read by the CLI's password source (the flag reaches it on every command: unlock.test.ts).
     expect(await passwordSource({ 'password-file': file }, {})('unlock')).toBe(PASSWORD);

@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Confirmations } from '../../src/agent/confirmations.js';
 import type { ModelConfig } from '../../src/agent/model.js';
@@ -11,6 +10,7 @@ import { strictHolder } from '../../src/agent/wallet-holder.js';
 import { KeyStore } from '../../src/wallet/keystore.js';
 import { keystorePath } from '../../src/wallet/paths.js';
 import { startCommand, type RunningCommand } from './serve.js';
+import { tempDir } from './temp.js';
 
 export interface AgentProcess extends RunningCommand {
   url: string;
@@ -75,7 +75,7 @@ export async function startInProcessAgent(apiUrl: string, options: InProcessAgen
 
 /** A strict agent's directory before its first start: its password file and an empty key store at the lowest cost. */
 async function cheapAgentDir(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'nanopay-agent-'));
+  const dir = await tempDir('nanopay-agent-');
   const password = randomBytes(32).toString('base64url');
   await writeFile(join(dir, 'agent-password'), `${password}\n`, { mode: 0o600 });
   await KeyStore.create(keystorePath(dir), password, 2 ** 10);

@@ -1,7 +1,4 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NanoPayError } from '../../src/errors.js';
 import { keystorePath } from '../../src/wallet/paths.js';
@@ -10,6 +7,7 @@ import { receive } from '../../src/ops/account/receive.js';
 import { Session } from '../../src/ops/session.js';
 import { createRemoteWallet } from '../../src/ops/profile/wallet.js';
 import { fund } from './sandbox.js';
+import { tempDir } from './temp.js';
 
 export const BIN = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 
@@ -65,7 +63,7 @@ export const PASSWORD = 'test password 1';
  * does (the store made at its real cost).
  */
 export async function newUser(apiUrl: string, extraEnv: NodeJS.ProcessEnv = {}, options: { keystore?: 'cheap' | 'none' } = {}): Promise<CliUser> {
-  const configDir = await mkdtemp(join(tmpdir(), 'nanopay-user-'));
+  const configDir = await tempDir('nanopay-user-');
   if (options.keystore !== 'none') await KeyStore.create(keystorePath(configDir), PASSWORD, 2 ** 10);
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,

@@ -197,8 +197,15 @@ describe('the agent in strict mode', () => {
     const unknown = await turn('make me rich');
     expect(types(unknown)).toEqual(['text', 'done']);
     expect(unknown[0]?.text).toMatch(/did not understand[\s\S]*balance[\s\S]*top up 100/);
+    // A question about sending, a negation, an amount without an address: the list, no tool call, no money moved.
+    for (const sentence of [`can you send 0.1 to ${other}?`, `don't send 0.1 to ${other}`, 'send 0.1 please']) {
+      const refused = await turn(sentence);
+      expect(types(refused), sentence).toEqual(['text', 'done']);
+      expect(refused[0]?.text, sentence).toMatch(/did not understand that as something to do: [\s\S]*nothing was[\s\S]*I understand:[\s\S]*top up 100/);
+    }
+    expect(await tool('how much do I have?', 'wallet.balance', {})).toMatchObject({ balance: '9.88' }); // 10 - 0.1 sent - 0.01 for 100 credits - 0.01 donated: nothing more left
     // A tool's refusal is an event of the stream, not a broken stream.
-    const bad = await turn(`send lots to ${other}`);
+    const bad = await turn(`send 1.2.3 to ${other}`);
     expect(types(bad)).toEqual(['tool_call', 'tool_result', 'done']);
     expect(bad[1]).toMatchObject({ ok: false, error: { error: 'INVALID_NUMBER_FORMAT' } });
   });

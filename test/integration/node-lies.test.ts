@@ -1,6 +1,3 @@
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RAW_PER_XNO, deriveAccount, generateSeed } from '../../src/nano/index.js';
 import { randomBytes } from 'node:crypto';
@@ -15,6 +12,7 @@ import { shutdownWorkers } from '../../src/work/index.js';
 import { failure } from '../helpers/failure.js';
 import { startFaultyProxy, type Fault, type FaultyProxy } from '../helpers/faulty-proxy.js';
 import { fund, sandbox } from '../helpers/sandbox.js';
+import { tempDir } from '../helpers/temp.js';
 
 /**
  * A merchant on the node backend behind a node that lies: whatever it lists as
@@ -35,7 +33,7 @@ const XNO = RAW_PER_XNO;
 const FAKE = 'AB'.repeat(32);
 
 async function nodeSession(url: string): Promise<Session> {
-  const configDir = await mkdtemp(join(tmpdir(), 'nanopay-node-lies-'));
+  const configDir = await tempDir('nanopay-node-lies-');
   return new Session({ password: async () => 'node lies password', configDir, env: { NANOPAY_BACKEND: 'node', NANOPAY_NODE_URL: url } });
 }
 
@@ -44,7 +42,7 @@ function onAction(action: string, change: (answer: Answer, body: Answer) => Answ
   lie = (answer, body) => (body.action === action ? change(answer, body) : answer);
 }
 
-const recordOf = async (id: string) => merchant.requests.get(id);
+const recordOf = async (id: string) => (await merchant.dataStore()).requests.get(id);
 
 beforeAll(async () => {
   sb = await sandbox();

@@ -1,12 +1,12 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { peerCheckAvailable, peerUid } from '../../src/http/peer.js';
 import { startHttpServer, type HttpServer } from '../../src/http/server.js';
 import { expectEnvelopeError, httpCall, rawHttp, type RawReply } from '../helpers/raw-http.js';
+import { tempDir } from '../helpers/temp.js';
 
 // Who is at the other end of a loopback connection, read from the kernel's socket tables (Linux), on real
 // sockets; and the JSON server's `onlyUser` option built on it. A second real user is in test/e2e/local-users.test.ts.
@@ -80,7 +80,7 @@ describe.skipIf(!linux)('the peer of a loopback connection, from /proc/net/tcp a
     expect(await peerCheckAvailable(TABLES)).toBe(true);
     expect(await peerCheckAvailable('/nonexistent-socket-tables')).toBe(false);
     // Tables that exist but list nothing (as on some systems): the check would refuse everyone, so it is not offered.
-    const empty = await mkdtemp(join(tmpdir(), 'nanopay-tables-'));
+    const empty = await tempDir('nanopay-tables-');
     closers.push(() => rm(empty, { recursive: true, force: true }));
     const header = '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n';
     await writeFile(join(empty, 'tcp'), header);

@@ -118,6 +118,18 @@ describe('publish rejections', () => {
     await expectRejected({ ...send, signature: signBlock(send, account.privateKey), work: nonce.toString(16).padStart(16, '0') }, 'BLOCK_INSUFFICIENT_WORK');
   });
 
+  it('a change block: only send-grade work, and only when called a change', async () => {
+    const frank = await opened();
+    const change = buildChangeBlock(await client.head(frank), { representative: newAccount().address });
+    let nonce = 0;
+    const receiveGrade = (work: string): boolean => validateWork(workRoot(change), work, DEV_THRESHOLDS.receive) && !validateWork(workRoot(change), work, DEV_THRESHOLDS.send);
+    while (!receiveGrade(nonce.toString(16).padStart(16, '0'))) nonce++;
+    await expectRejected({ ...change, signature: signBlock(change, frank.privateKey), work: nonce.toString(16).padStart(16, '0') }, 'BLOCK_INSUFFICIENT_WORK');
+    const complete = await client.complete(change, frank, 'send');
+    await expectRejected(JSON.stringify(complete), 'INVALID_BLOCK', 'send');
+    expect((await client.publish(JSON.stringify(complete), 'change')).success).toBe(true);
+  });
+
   it('a second block on the same previous is a fork', async () => {
     const erin = await opened();
     const state = await client.head(erin);

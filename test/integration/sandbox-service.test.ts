@@ -1,5 +1,4 @@
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NanoPayError } from '../../src/errors.js';
@@ -9,6 +8,7 @@ import { CREDIT_COSTS, startSandbox, tierPriceRaw, type RunningSandbox } from '.
 import { DEV_THRESHOLDS, LIVE_THRESHOLDS, shutdownWorkers } from '../../src/work/index.js';
 import { SandboxClient, newAccount, sandboxWithClient } from '../helpers/chain.js';
 import { sendHostileRequests } from '../helpers/raw-http.js';
+import { tempDir } from '../helpers/temp.js';
 
 let sb: RunningSandbox;
 let client: SandboxClient;
@@ -296,7 +296,7 @@ describe('no request ends the sandbox', () => {
 
 describe('persistence', () => {
   it('keeps the ledger, keys, credits and requests across a restart', async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'nanopay-sandbox-'));
+    const dataDir = await tempDir('nanopay-sandbox-');
     const first = await startSandbox({ port: 0, dataDir });
     const c1 = await SandboxClient.withNewKey(first.url);
     const alice = newAccount();
@@ -326,7 +326,7 @@ describe('persistence', () => {
   });
 
   it('an explicit thresholds option wins over the stored one', async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'nanopay-sandbox-'));
+    const dataDir = await tempDir('nanopay-sandbox-');
     await (await startSandbox({ port: 0, dataDir })).close();
     const live = await startSandbox({ port: 0, dataDir, thresholds: 'live' });
     const c = await SandboxClient.withNewKey(live.url);
@@ -340,7 +340,7 @@ describe('persistence', () => {
   });
 
   it('a damaged state file is reported and left untouched', async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'nanopay-sandbox-'));
+    const dataDir = await tempDir('nanopay-sandbox-');
     const path = join(dataDir, 'sandbox-state.json');
     for (const damaged of ['{"version": 1, "ledger": ', '{"version": 2}']) {
       await writeFile(path, damaged);
@@ -351,7 +351,7 @@ describe('persistence', () => {
     }
 
     // A well-formed file whose chain does not add up is refused too.
-    const healthyDir = await mkdtemp(join(tmpdir(), 'nanopay-sandbox-'));
+    const healthyDir = await tempDir('nanopay-sandbox-');
     const healthy = await startSandbox({ port: 0, dataDir: healthyDir });
     await healthy.close();
     const state = JSON.parse(await readFile(join(healthyDir, 'sandbox-state.json'), 'utf8')) as { ledger: { blocks: { hash: string }[] } };

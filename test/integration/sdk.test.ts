@@ -1,10 +1,8 @@
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as sdk from '../../src/index.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { fund } from '../helpers/sandbox.js';
+import { tempDir } from '../helpers/temp.js';
 
 let sb: RunningSandbox;
 
@@ -25,7 +23,7 @@ describe('the SDK', () => {
   });
 
   it('NanoPay runs the operations in-process, configured like the CLI', async () => {
-    const configDir = await mkdtemp(join(tmpdir(), 'nanopay-sdk-'));
+    const configDir = await tempDir('nanopay-sdk-');
     const key = ((await (await fetch(`${sb.url}/wallet/create`, { method: 'POST' })).json()) as { data: { api_key: string } }).data.api_key;
     const pay = new sdk.NanoPay({ password: 'sdk password', configDir, env: { NANOPAY_API_URL: sb.url, NANOPAY_API_KEY: key } });
     const wallet = await pay.createWallet('sdk');
@@ -40,7 +38,7 @@ describe('the SDK', () => {
   });
 
   it('spends and receives from the wallet and account named, like --wallet and --account', async () => {
-    const configDir = await mkdtemp(join(tmpdir(), 'nanopay-sdk-'));
+    const configDir = await tempDir('nanopay-sdk-');
     const key = ((await (await fetch(`${sb.url}/wallet/create`, { method: 'POST' })).json()) as { data: { api_key: string } }).data.api_key;
     const pay = new sdk.NanoPay({ password: 'sdk password', configDir, env: { NANOPAY_API_URL: sb.url, NANOPAY_API_KEY: key } });
     const main = await pay.createWallet('main');

@@ -1,6 +1,3 @@
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NanoPayError } from '../../src/errors.js';
 import { RAW_PER_XNO, ZERO_HASH, addressToPublicKey, deriveAccount, generateSeed, hashBlock, rawToXno, signBlock, type AccountState, type StateBlock } from '../../src/nano/index.js';
@@ -22,6 +19,7 @@ import { shutdownWorkers } from '../../src/work/index.js';
 import { startFaultyProxy, type Fault, type FaultyProxy } from '../helpers/faulty-proxy.js';
 import { fund, sandbox } from '../helpers/sandbox.js';
 import { failure } from '../helpers/failure.js';
+import { tempDir } from '../helpers/temp.js';
 
 /**
  * The operations in-process against the real sandbox behind a proxy that can
@@ -54,7 +52,7 @@ async function refusedUnsigned(operation: Promise<unknown>, code = 'SERVICE_INCO
 beforeAll(async () => {
   sb = await sandbox();
   proxy = await startFaultyProxy(sb.url, (method, path) => lie(method, path));
-  configDir = await mkdtemp(join(tmpdir(), 'nanopay-lies-'));
+  configDir = await tempDir('nanopay-lies-');
   session = new Session({ password: async () => 'lies test password', configDir, env: { NANOPAY_API_URL: proxy.url } });
   address = (await createRemoteWallet(session)).address;
   apiKey = (await session.apiKey()) as string;
@@ -290,7 +288,7 @@ describe('idempotent sends', () => {
 
 describe('a rerun under the key of a block still in the journal', () => {
   it('is that payment: the block is settled first, so a rerun is its repeat, not refused for the funds the block already spent', async () => {
-    const other = await mkdtemp(join(tmpdir(), 'nanopay-lies-'));
+    const other = await tempDir('nanopay-lies-');
     const poor = new Session({ password: async () => 'lies test password', configDir: other, env: { NANOPAY_API_URL: proxy.url } });
     const from = (await createRemoteWallet(poor)).address;
     await fund(sb.url, from, '1');

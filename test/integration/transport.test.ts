@@ -1,9 +1,8 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { call } from '../../src/api/http.js';
@@ -11,6 +10,7 @@ import { NodeClient } from '../../src/api/node-client.js';
 import { exchange, type Exchange } from '../../src/api/transport.js';
 import { NanoPayError } from '../../src/errors.js';
 import { deriveAccount } from '../../src/nano/index.js';
+import { tempDirSync } from '../helpers/temp.js';
 
 /** A request as the server saw it. */
 interface Seen {
@@ -328,7 +328,7 @@ describe('credentials in the URL never appear in an error', () => {
 
 /** A self-signed certificate for 127.0.0.1, made here; undefined when openssl is missing. */
 function selfSigned(): { key: Buffer; cert: Buffer } | undefined {
-  const dir = mkdtempSync(join(tmpdir(), 'nanopay-tls-'));
+  const dir = tempDirSync('nanopay-tls-');
   try {
     execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
   } catch {

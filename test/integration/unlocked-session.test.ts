@@ -8,7 +8,7 @@ import { balance } from '../../src/ops/account/balance.js';
 import { setSetting } from '../../src/ops/profile/config.js';
 import { receive } from '../../src/ops/account/receive.js';
 import { send } from '../../src/ops/spending/send.js';
-import { lock, parseDuration, type UnlockResult } from '../../src/ops/profile/unlock.js';
+import { lock, parseUnlockDuration, type UnlockResult } from '../../src/ops/profile/unlock.js';
 import { createWallet, exportWallet, importWallet } from '../../src/ops/profile/wallet.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { newUser, type CliUser } from '../helpers/cli.js';
@@ -289,7 +289,7 @@ describe.concurrent('the unlocked session', () => {
   });
 
   it('lasts from 1 s to 12 h, written like 30s, 15m, 2h or 1h30m', () => {
-    for (const duration of ['13h', '0s', 'abc', '15', '-1m', '']) expect(() => parseDuration(duration), duration).toThrow(expect.objectContaining({ code: 'USAGE' }));
-    expect([parseDuration('1s'), parseDuration('15m'), parseDuration('1h30m'), parseDuration('12h')]).toEqual([1, 900, 5400, 43_200]);
+    for (const duration of ['13h', '0s', 'abc', '15', '-1m', '']) expect(() => parseUnlockDuration(duration), duration).toThrow(expect.objectContaining({ code: 'USAGE' }));
+    expect([parseUnlockDuration('1s'), parseUnlockDuration('15m'), parseUnlockDuration('1h30m'), parseUnlockDuration('12h')]).toEqual([1, 900, 5400, 43_200]);
   });
 });

@@ -15,7 +15,7 @@ export default class WalletExport extends SessionCommand {
     const { args, flags } = await this.parse(WalletExport);
     const session = this.session(flags);
     const ok = await confirmOnTerminal('Print the wallet secrets and the API key on screen? Anyone who sees them can spend the funds and the credits.', flags.yes);
-    if (!ok) throw new NanoPayError('CANCELLED', 'Export cancelled; nothing was printed');
+    if (!ok) throw new NanoPayError('DECLINED', 'Declined; nothing was printed');
     const exported = await exportWallet(session, args.name);
     this.log(`Wallet "${exported.name}" (${exported.kind})`);
     this.log(`Secret: ${exported.secret}`);

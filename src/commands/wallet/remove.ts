@@ -15,7 +15,7 @@ export default class WalletRemove extends SessionCommand {
     const { args, flags } = await this.parse(WalletRemove);
     const session = this.session(flags);
     const ok = await confirmOnTerminal(`Remove wallet "${args.name}" and its secret? Funds are lost without a backup.`, flags.yes);
-    if (!ok) throw new NanoPayError('CANCELLED', 'Nothing was removed');
+    if (!ok) throw new NanoPayError('DECLINED', 'Declined; nothing was removed');
     const result = await removeWallet(session, args.name);
     this.log(`Removed wallet "${result.removed}".`);
     return result;

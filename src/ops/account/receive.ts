@@ -66,6 +66,8 @@ export interface ReceiveWatchOptions extends ReceiveInput {
   timeoutMs?: number;
   /** Each run of receive that received something. */
   onReceived?: (result: ReceiveResult) => void;
+  /** Called with the accounts watched before each wait, and with undefined when it ends (a spinner shows only then, never over the work's). */
+  onWaiting?: (accounts: string[] | undefined) => void;
 }
 
 /**
@@ -94,7 +96,12 @@ export async function watchReceive(session: Session, options: ReceiveWatchOption
       const remaining = deadline - Date.now();
       if (remaining <= 0) break;
       const wait = feed?.live() ? Math.max(options.intervalMs, SAFETY_POLL_MS) : options.intervalMs;
-      await wake.wait(Math.min(wait, remaining), options.signal);
+      options.onWaiting?.([...watched]);
+      try {
+        await wake.wait(Math.min(wait, remaining), options.signal);
+      } finally {
+        options.onWaiting?.(undefined);
+      }
     }
   } finally {
     feed?.close();

@@ -20,6 +20,7 @@ import type { JournalEntry } from '../../wallet/journal.js';
 import type { BlockNote, OpsContext, Signer } from '../context.js';
 import { xnoAndRaw } from '../money.js';
 import { provedReceivable } from './proofs.js';
+import { recordLanded } from './recovery.js';
 
 export interface AccountHead {
   state: AccountState;
@@ -181,6 +182,8 @@ export interface ReceivedBlock {
   sourceHash: string;
   amountRaw: bigint;
   subtype: 'open' | 'receive';
+  /** When the source block was first seen (its local_timestamp, ms), when the backend says. */
+  sourceSeenAt?: number;
 }
 
 /** Receives every confirmed pending block of at least `minimumRaw` (each proved, see proveSend), oldest first; the first opens the account. */
@@ -189,13 +192,16 @@ export async function receiveAllPending(ctx: OpsContext, signer: Signer, minimum
   const received: ReceivedBlock[] = [];
   if (sends.length === 0) return received;
   let { state, thresholds } = await readAccountHead(ctx, signer.address);
-  for (const { hash: sourceHash, amountRaw } of sends) {
+  // A new account opens with the profile's representative; an open one keeps its own (a change block moves it).
+  if (state.frontier === null && ctx.representative !== undefined) state = { ...state, representative: normalizeAddress(ctx.representative) };
+  for (const { hash: sourceHash, amountRaw, from, seenAt } of sends) {
     const subtype = state.frontier === null ? 'open' : 'receive';
     const block = buildReceiveBlock(state, { sourceHash, amount: amountRaw });
-    const entry = await signAndJournal(ctx, signer, block, subtype, thresholds);
+    const entry = await signAndJournal(ctx, signer, block, subtype, thresholds, { amountRaw: amountRaw.toString(), counterparty: from });
     await submitEntry(ctx, entry, publishTo(ctx, entry));
+    await recordLanded(ctx, entry);
     await ctx.journal.clear(signer.address);
-    received.push({ hash: entry.hash, sourceHash, amountRaw, subtype });
+    received.push({ hash: entry.hash, sourceHash, amountRaw, subtype, ...(seenAt === undefined ? {} : { sourceSeenAt: seenAt }) });
     state = { ...state, frontier: entry.hash, balance: BigInt(block.balance) };
   }
   return received;

@@ -12,6 +12,8 @@ export interface ProvedSend {
   amountRaw: bigint;
   /** As the backend says: a block counts as a payment only once confirmed. */
   confirmed: boolean;
+  /** When the backend's node first saw it (local_timestamp, ms), as it says; absent when it does not. */
+  seenAt?: number;
 }
 
 /** Confirmed sends already proved: a confirmed block never changes, so it is fetched once. */
@@ -46,7 +48,7 @@ async function proveSend(api: LedgerBackend, hash: string): Promise<ProvedSend> 
   if (hashBlock(before) !== previous) throw inconsistent(`the contents given for block ${previous} hash to ${hashBlock(before)}`, party);
   const amountRaw = BigInt(before.balance) - BigInt(block.balance);
   if (amountRaw <= 0n) throw inconsistent(`block ${key} lowers no balance; it is no send`, party);
-  const proved: ProvedSend = { hash: key, from: normalizeAddress(block.account), to: linkAsAccount(block.link), amountRaw, confirmed: info.confirmed };
+  const proved: ProvedSend = { hash: key, from: normalizeAddress(block.account), to: linkAsAccount(block.link), amountRaw, confirmed: info.confirmed, ...(info.seenAt === undefined ? {} : { seenAt: info.seenAt }) };
   if (proved.confirmed) {
     if (provedSends.size >= PROVED_KEPT) provedSends.delete(provedSends.keys().next().value as string);
     provedSends.set(key, proved);

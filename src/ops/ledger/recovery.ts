@@ -1,5 +1,6 @@
 import { NanoPayError } from '../../errors.js';
 import { ZERO_HASH, buildChangeBlock, linkAsAccount } from '../../nano/index.js';
+import type { HistoryRecord } from '../../wallet/history-log.js';
 import type { JournalEntry, TopupAnswer } from '../../wallet/journal.js';
 import { isDefinitiveRejection, publishTo, readAccountHead, signAndJournal } from './chain.js';
 import type { OpsContext, Signer } from '../context.js';
@@ -18,12 +19,31 @@ export interface Settlement {
   refused?: NanoPayError;
 }
 
+/** What the history keeps of a landed block of ours. */
+function historyRecord(entry: JournalEntry): HistoryRecord {
+  const counterparty = entry.subtype === 'send' ? linkAsAccount(entry.block.link) : entry.counterparty;
+  return {
+    hash: entry.hash,
+    account: entry.block.account,
+    subtype: entry.subtype,
+    ...(counterparty === undefined ? {} : { counterparty }),
+    amountRaw: entry.amountRaw ?? '0',
+    balanceRaw: entry.block.balance,
+    representative: entry.block.representative,
+    at: entry.createdAt,
+    ...(entry.sendId === undefined ? {} : { id: entry.sendId }),
+    ...(entry.topupTransactionId === undefined ? {} : { topup: entry.topupTransactionId }),
+  };
+}
+
 /**
- * Records what a landed block was for: its spend (daily limit) and its result
- * under `send --id`. Both are keyed, so recording twice counts once. Called
- * before the journal entry goes, so a crash at any moment keeps them.
+ * Records what a landed block was for: its line in the history, its spend
+ * (daily limit) and its result under `send --id`. All are keyed by the block
+ * hash, so recording twice counts once. Called before the journal entry goes,
+ * so a crash at any moment keeps them.
  */
 export async function recordLanded(ctx: OpsContext, entry: JournalEntry): Promise<void> {
+  await ctx.history.append(entry.profile ?? ctx.profile, historyRecord(entry));
   if (entry.subtype !== 'send' || entry.amountRaw === undefined) return;
   const spend = { account: entry.block.account, hash: entry.hash, raw: BigInt(entry.amountRaw), at: Date.parse(entry.createdAt) };
   const profile = entry.profile ?? ctx.profile;

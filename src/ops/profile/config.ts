@@ -1,6 +1,7 @@
 import { NanoPayError } from '../../errors.js';
-import { rawToXno, xnoToRaw } from '../../nano/index.js';
+import { DEFAULT_REPRESENTATIVE, normalizeAddress, rawToXno, xnoToRaw } from '../../nano/index.js';
 import type { ProfileRecord } from '../../wallet/config.js';
+import { redactUrl } from '../../store/url.js';
 import { DEFAULT_API_URL, secretIds, type Session } from '../session.js';
 
 /** Settings a user can change, with how each is checked and stored. Amounts are XNO at the edge, raw inside. */
@@ -45,6 +46,20 @@ const SETTINGS = {
     get: (p: ProfileRecord) => p.nodeWsUrl,
     set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, nodeWsUrl: checkUrl(v, 'node WebSocket URL', ['ws:', 'wss:']) }),
   },
+  'database-url': {
+    describe: 'a PostgreSQL URL (postgres://user@host/db): the store several servers share, instead of the profile\'s SQLite file; the password goes in PGPASSWORD or ~/.pgpass',
+    env: 'NANOPAY_DATABASE_URL',
+    get: (p: ProfileRecord) => p.databaseUrl,
+    set: (p: ProfileRecord, v: string): ProfileRecord => {
+      const url = checkUrl(v, 'database URL', ['postgres:', 'postgresql:']);
+      if (new URL(url).password !== '') {
+        throw new NanoPayError('INVALID_REQUEST', 'config.json is not the place for a password: set database-url without it', {
+          hint: 'Give the password in PGPASSWORD or ~/.pgpass (0600), or the whole URL in NANOPAY_DATABASE_URL.',
+        });
+      }
+      return { ...p, databaseUrl: url };
+    },
+  },
   'node-auth-scheme': {
     describe: 'how node-auth is sent: bearer, basic (user:password) or key (a "key" field in the body)',
     fallback: 'bearer',
@@ -78,6 +93,13 @@ const SETTINGS = {
     describe: 'x402 payments up to this many XNO are made without asking on a terminal',
     get: (p: ProfileRecord) => (p.x402AutoPay === undefined ? undefined : rawToXno(BigInt(p.x402AutoPay))),
     set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, x402AutoPay: xnoToRaw(v).toString() }),
+  },
+  representative: {
+    describe: 'the representative new accounts open with (nanopay representative set changes an existing account\'s)',
+    env: 'NANOPAY_REPRESENTATIVE',
+    fallback: DEFAULT_REPRESENTATIVE,
+    get: (p: ProfileRecord) => p.representative,
+    set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, representative: normalizeAddress(v) }),
   },
   'work-mode': {
     describe: 'proof of work: auto, cpu or remote',
@@ -169,7 +191,8 @@ export async function getSetting(session: Session, name: string): Promise<Settin
   if (isSecretSetting(name)) return secretSetting(session, name);
   const s: { describe: string; get(p: ProfileRecord): string | undefined; env?: string; fallback?: string } = setting(name);
   const fromEnv = s.env === undefined ? undefined : session.env[s.env];
-  if (s.env !== undefined && fromEnv) return { name, value: fromEnv, source: 'env', variable: s.env, description: s.describe };
+  // A database URL in the environment may hold a password: shown without it.
+  if (s.env !== undefined && fromEnv) return { name, value: name === 'database-url' ? redactUrl(fromEnv) : fromEnv, source: 'env', variable: s.env, description: s.describe };
   const stored = s.get(session.profile());
   if (stored !== undefined) return { name, value: stored, source: 'profile', description: s.describe };
   return { name, value: s.fallback ?? null, source: 'default', description: s.describe };
@@ -203,11 +226,13 @@ export async function unsetSetting(session: Session, name: string): Promise<Sett
     'node-url': ({ nodeUrl: _, ...p }) => p,
     'node-ws-url': ({ nodeWsUrl: _, ...p }) => p,
     'node-auth-scheme': ({ nodeAuthScheme: _, ...p }) => p,
+    'database-url': ({ databaseUrl: _, ...p }) => p,
     'limit-per-send': (p) => ({ ...p, limits: { ...(p.limits?.perDay === undefined ? {} : { perDay: p.limits.perDay }) } }),
     'limit-per-day': (p) => ({ ...p, limits: { ...(p.limits?.perSend === undefined ? {} : { perSend: p.limits.perSend }) } }),
     'receive-minimum': ({ receiveMinimum: _, ...p }) => p,
     'x402-max': ({ x402Max: _, ...p }) => p,
     'x402-auto-pay': ({ x402AutoPay: _, ...p }) => p,
+    representative: ({ representative: _, ...p }) => p,
     'work-mode': ({ workMode: _, ...p }) => p,
     'work-servers': ({ workServers: _, ...p }) => p,
   };

@@ -1,4 +1,5 @@
 import { NanoPayError } from '../../errors.js';
+import { parseDuration } from '../duration.js';
 import type { KeyStore } from '../../wallet/keystore.js';
 import { CREDENTIAL_NAMES, startAgent, stopAgent, stopAllAgents, type UnlockedContent } from '../../wallet/unlocked.js';
 import { keystorePath } from '../../wallet/paths.js';
@@ -10,17 +11,8 @@ export const DEFAULT_UNLOCK = '15m';
 const MAX_UNLOCK_SECONDS = 12 * 3600;
 
 /** "30s", "15m", "2h", "1h30m" → seconds, from 1 s up to 12 h. */
-export function parseDuration(text: string): number {
-  const match = /^(?:(\d{1,5})h)?(?:(\d{1,5})m)?(?:(\d{1,5})s)?$/.exec(text.trim());
-  if (match === null || text.trim() === '') {
-    throw new NanoPayError('USAGE', `"${text}" is not a duration; write it like 30s, 15m, 2h or 1h30m`);
-  }
-  const [, h = '0', m = '0', s = '0'] = match;
-  const seconds = Number(h) * 3600 + Number(m) * 60 + Number(s);
-  if (seconds < 1 || seconds > MAX_UNLOCK_SECONDS) {
-    throw new NanoPayError('USAGE', `An unlocked session lasts from 1s to ${MAX_UNLOCK_SECONDS / 3600}h, not ${text}`);
-  }
-  return seconds;
+export function parseUnlockDuration(text: string): number {
+  return parseDuration(text, { max: MAX_UNLOCK_SECONDS, what: 'An unlocked session' });
 }
 
 export interface UnlockResult {

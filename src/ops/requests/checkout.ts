@@ -122,7 +122,7 @@ export async function openCheckout(
 export async function checkoutReader(session: Session): Promise<CheckoutReader> {
   if (session.backendKind() === 'node') {
     const node = await session.nodeClient();
-    const requests = { requests: session.requests };
+    const requests = { dataStore: () => session.dataStore() };
     return async (transactionId) => {
       const { record, isPaid } = await nodePaymentStatus(requests, node, transactionId);
       return nodeObservation(record, isPaid);

@@ -4,7 +4,11 @@ import { ExitCode, NanoPayError } from '../../errors.js';
 import { buildNanoUri, normalizeAddress, parseNanoUri, rawToXno, xnoToRaw } from '../../nano/index.js';
 import { inconsistent } from '../ledger/chain.js';
 import { rawOf, xnoAndRaw, type Amount } from '../money.js';
-import { createNodeRequest, nodePaymentStatus } from './node-requests.js';
+import { MAX_REQUEST_EXPIRY_S, createNodeRequest, nodePaymentStatus } from './node-requests.js';
+import { mismatchMessage, mismatchOf, nearestPayment, type PaymentArrival, type PaymentMismatch } from './matching.js';
+import { provedReceivable } from '../ledger/proofs.js';
+import { formatDuration } from '../duration.js';
+import type { ApiClient, RemotePaymentStatus } from '../../api/client.js';
 import { Wakeup } from '../../timing/wakeups.js';
 import { SAFETY_POLL_MS, confirmations } from '../ledger/confirmations.js';
 import { send, type SendInput, type SendResult } from '../spending/send.js';
@@ -29,6 +33,8 @@ export interface PaymentRequestResult {
   /** nano:<address>?amount=<raw>, the standard URI (and QR content). */
   uri: string;
   redirect_url?: string;
+  /** When the request stops waiting (ISO 8601): nanopay's own on a node; the service says nothing at creation. */
+  expires_at?: string;
 }
 
 
@@ -44,13 +50,19 @@ export async function requestPayment(
   let id: string;
   let address: string;
   let amountRaw: bigint;
+  let expiresAt: string | undefined;
+  if (input.expiresInS !== undefined && !(Number.isInteger(input.expiresInS) && input.expiresInS >= 1 && input.expiresInS <= MAX_REQUEST_EXPIRY_S)) {
+    throw new NanoPayError('USAGE', `A request waits from 1 s to ${formatDuration(MAX_REQUEST_EXPIRY_S)}`);
+  }
   if (session.backendKind() === 'node') {
     const record = await createNodeRequest(session, await session.nodeClient(), { ...input, baseRaw });
-    ({ id, address } = record);
+    ({ id, address, expiresAt } = record);
     amountRaw = BigInt(record.amountRaw);
   } else {
     if (input.freshAddress === true || input.expiresInS !== undefined) {
-      throw new NanoPayError('USAGE', '--fresh-address and --expires are for requests nanopay keeps itself (backend node)', { hint: 'The service keeps its requests; use --to to name another address.' });
+      throw new NanoPayError('USAGE', '--fresh-address and --expires-in are for requests nanopay keeps itself (backend node)', {
+        hint: 'The service keeps its requests and decides their expiry (status shows it when the service gives one); use --to to name another address.',
+      });
     }
     const to = input.to === undefined ? await session.address() : normalizeAddress(input.to);
     const created = await (await session.serviceApi()).paymentRequest({ receiveAddress: to, amount: rawToXno(baseRaw), ...(input.redirectUrl === undefined ? {} : { redirectUrl: input.redirectUrl }) });
@@ -64,6 +76,7 @@ export async function requestPayment(
     amount_raw: amountRaw.toString(),
     uri: buildNanoUri({ address, amountRaw }),
     ...(input.redirectUrl === undefined ? {} : { redirect_url: input.redirectUrl }),
+    ...(expiresAt === undefined ? {} : { expires_at: expiresAt }),
   };
 }
 
@@ -99,6 +112,17 @@ export interface PaymentStatusResult {
   is_paid: boolean;
   message: string;
   amount?: string;
+  /** When the request expires (ISO 8601) and whether it has: present when nanopay (node backend) or the service gives an expiry. */
+  expires_at?: string;
+  expired?: boolean;
+  /** A payment to the address of another amount than asked (proved from its block): never counted as paid. */
+  mismatch?: PaymentMismatch;
+  /** The exact amount, arrived after the expiry: reported, not counted as paid (node backend). */
+  paid_late?: PaymentArrival;
+}
+
+function expiry(expiresAtMs: number | undefined, now = Date.now()): Pick<PaymentStatusResult, 'expires_at' | 'expired'> {
+  return expiresAtMs === undefined || !Number.isFinite(expiresAtMs) ? {} : { expires_at: new Date(expiresAtMs).toISOString(), expired: expiresAtMs <= now };
 }
 
 export function checkTransactionId(id: string): string {
@@ -128,11 +152,61 @@ async function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined
 /** One look at a request: the service's answer, or on a node nanopay's own matching. */
 async function checkOnce(session: Session, id: string, options: Pick<CallOptions, 'signal' | 'once'> = {}): Promise<PaymentStatusResult> {
   if (session.backendKind() === 'node') {
-    const { record, isPaid, message } = await untilAborted(nodePaymentStatus(session, await session.nodeClient(), id), options.signal);
-    return { transaction_id: record.id, is_paid: isPaid, message, amount: rawToXno(BigInt(record.amountRaw)) };
+    const { record, isPaid, message, mismatch, paidLate } = await untilAborted(nodePaymentStatus(session, await session.nodeClient(), id), options.signal);
+    return {
+      transaction_id: record.id,
+      is_paid: isPaid,
+      message,
+      amount: rawToXno(BigInt(record.amountRaw)),
+      ...expiry(record.expiresAt === undefined ? undefined : Date.parse(record.expiresAt)),
+      ...(mismatch === undefined ? {} : { mismatch }),
+      ...(paidLate === undefined ? {} : { paid_late: paidLate }),
+    };
   }
-  const s = await (await session.serviceApi()).paymentStatus(id, options);
-  return { transaction_id: s.transactionId, is_paid: s.isPaid, message: s.message, ...(s.amount === undefined ? {} : { amount: s.amount }) };
+  const api = await session.serviceApi();
+  const s = await api.paymentStatus(id, options);
+  const result: PaymentStatusResult = {
+    transaction_id: s.transactionId,
+    is_paid: s.isPaid,
+    message: s.message,
+    ...(s.amount === undefined ? {} : { amount: s.amount }),
+    ...expiry(s.expiresAt),
+  };
+  if (s.isPaid) return result;
+  let mismatch: PaymentMismatch | undefined;
+  try {
+    mismatch = await untilAborted(serviceMismatch(api, s), options.signal);
+  } catch (error) {
+    if (options.signal?.aborted) throw error;
+    // The service answered the status itself: a failed look beside it is said, not turned into a failed status.
+    const why = error instanceof Error ? error.message : String(error);
+    return { ...result, message: `${result.message} (Payments of another amount could not be looked for: ${why})`.trim() };
+  }
+  if (mismatch === undefined) return result;
+  const said = `${mismatchMessage(mismatch, xnoToRaw(s.amount as string))} It may pay another request to the same address: the service does not say.`;
+  return { ...result, mismatch, message: `${result.message} ${said}`.trim() };
+}
+
+/**
+ * On the service, what waits at an unpaid request's address: the nearest
+ * payment of another amount, proved from its block (provedReceivable), as the
+ * node backend reports it. The service names the address and amount only as
+ * extras; without them there is nothing to look at. nanopay can not tell a
+ * block that pays another request of the same address, so the message says so.
+ * Costs one pending read (a credit), and two block reads for each new block.
+ */
+async function serviceMismatch(api: ApiClient, status: RemotePaymentStatus): Promise<PaymentMismatch | undefined> {
+  if (status.receiveAddress === undefined || status.amount === undefined) return undefined;
+  let address: string;
+  let wanted: bigint;
+  try {
+    address = normalizeAddress(status.receiveAddress);
+    wanted = xnoToRaw(status.amount);
+  } catch {
+    return undefined;
+  }
+  const near = nearestPayment(await provedReceivable(api, address, await api.pending(address)), wanted);
+  return near === undefined ? undefined : mismatchOf(near.amountRaw, wanted, [near.hash]);
 }
 
 export async function paymentStatus(session: Session, transactionId: string): Promise<PaymentStatusResult> {
@@ -167,7 +241,7 @@ export async function watchPayment(session: Session, transactionId: string, opti
   const id = checkTransactionId(transactionId);
   const started = Date.now();
   const deadline = options.timeoutMs === undefined ? Infinity : started + options.timeoutMs;
-  const address = session.backendKind() === 'node' ? (await session.requests.get(id.toLowerCase()))?.address : undefined;
+  const address = session.backendKind() === 'node' ? (await (await session.dataStore()).requests.get(id.toLowerCase()))?.address : undefined;
   const wake = new Wakeup();
   const feed = address === undefined ? undefined : await confirmations(session, [address], () => wake.wake(), (c) => c.subtype === 'send' && c.linkAsAccount === address);
   let last: string | undefined;
@@ -188,8 +262,12 @@ export async function watchPayment(session: Session, transactionId: string, opti
         last = key;
         backoff = options.intervalMs;
         if (result.is_paid) return result;
+        if (result.expired === true) throw expiredUnpaid(result);
+        // The check after the expiry comes at the expiry, not up to an interval later.
+        if (result.expires_at !== undefined) wait = Math.min(wait, Math.max(1, Date.parse(result.expires_at) - Date.now()));
       } catch (error) {
         if (options.signal?.aborted) throw new NanoPayError('CANCELLED', 'Stopped watching');
+        if (error instanceof NanoPayError && error.code === 'REQUEST_EXPIRED') throw error;
         if (Date.now() >= deadline) break;
         if (!(error instanceof NanoPayError) || !TRANSIENT.includes(error.code)) throw error;
         failure = error;
@@ -213,6 +291,13 @@ export async function watchPayment(session: Session, transactionId: string, opti
     });
   }
   throw new NanoPayError('TIMEOUT', `Not paid after ${seconds} s`, { hint: 'Run the watch again, or a longer --timeout.' });
+}
+
+/** The end of a watch at the request's expiry: its own code (exit 11), with what arrived, if anything. */
+function expiredUnpaid(result: PaymentStatusResult): NanoPayError {
+  return new NanoPayError('REQUEST_EXPIRED', `The request expired at ${result.expires_at} unpaid: ${result.message}`, {
+    hint: result.paid_late === undefined ? 'Make a new request if the customer still wants to pay.' : 'The late payment is in the account: honour the order or refund the payer.',
+  });
 }
 
 /** Pays a nano: URI exactly: its address and raw amount, through the same path as send. */

@@ -18,6 +18,8 @@ export interface SendPreview {
   balance_raw: string;
   balance_after: string;
   balance_after_raw: string;
+  /** The contact the recipient is (send @NAME, or an address of a contact). */
+  contact?: string;
 }
 
 export type Confirm = (preview: SendPreview) => Promise<boolean>;
@@ -29,6 +31,8 @@ export interface Movement<A> {
   amountRaw: bigint;
   /** Idempotency key: a repeat with the same parameters returns the first result and moves nothing. */
   id?: string;
+  /** The contact `to` is, shown in the preview. */
+  contact?: string;
   dryRun?: boolean;
   /** Work at least this hard (16 hex), when the payee states a harder send threshold than the backend's (an x402 seller). */
   workThreshold?: string;
@@ -61,8 +65,9 @@ export interface Moved<A> {
   answer?: A;
 }
 
-function preview(from: string, to: string, amountRaw: bigint, balanceRaw: bigint): SendPreview {
+function preview(from: string, to: string, amountRaw: bigint, balanceRaw: bigint, contact: string | undefined): SendPreview {
   return {
+    ...(contact === undefined ? {} : { contact }),
     from,
     to,
     amount: rawToXno(amountRaw),
@@ -133,8 +138,8 @@ export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<M
   const first = await planSend(ctx, m.signer.address, to, m.amountRaw);
   checkPerDay(ctx.limits, await spentToday(ctx, m.id), m.amountRaw);
   if (m.dryRun) return planned(first, m.signer.address, { hash: null, dryRun: true });
-  if (m.confirm !== undefined && !(await m.confirm(preview(m.signer.address, to, m.amountRaw, first.head.state.balance)))) {
-    throw new NanoPayError('CANCELLED', 'Cancelled; nothing was signed');
+  if (m.confirm !== undefined && !(await m.confirm(preview(m.signer.address, to, m.amountRaw, first.head.state.balance, m.contact)))) {
+    throw new NanoPayError('DECLINED', 'Declined; nothing was signed');
   }
 
   return ctx.lock(m.signer.address, async () => {

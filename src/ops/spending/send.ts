@@ -1,4 +1,5 @@
-import { normalizeAddress, rawToXno } from '../../nano/index.js';
+import { rawToXno } from '../../nano/index.js';
+import { resolveRecipient } from '../profile/contacts.js';
 import { rawOf, type Amount } from '../money.js';
 import { move, type Confirm, type Moved, type SendPreview } from './movement.js';
 import type { Session } from '../session.js';
@@ -6,6 +7,7 @@ import type { Session } from '../session.js';
 export type { SendPreview } from './movement.js';
 
 export interface SendInput {
+  /** An address, or @NAME for a contact's. */
   to: string;
   amount: Amount;
   /** Idempotency key: a repeat with the same parameters returns the first result and sends nothing. */
@@ -23,6 +25,8 @@ export interface SendResult extends Omit<SendPreview, 'balance' | 'balance_raw'>
   dry_run: boolean;
   /** True when `id` had already been used: nothing was sent this time. */
   repeated: boolean;
+  /** The contact the recipient was given as (@NAME), if it was. */
+  contact?: string;
 }
 
 /** The edge form of a movement: amounts as XNO and raw strings. */
@@ -42,18 +46,20 @@ function sendResult(moved: Moved<unknown>): SendResult {
 
 /** A send from the active account (or the one named), through the one guarded money path. */
 export async function send(session: Session, input: SendInput): Promise<SendResult> {
-  // A mistyped address is reported before the key store is unlocked.
-  normalizeAddress(input.to);
+  // A mistyped address or an unknown contact is reported before the key store is unlocked.
+  const recipient = await resolveRecipient(session, input.to);
   const ctx = await session.context(input.signal);
   const signer = await session.account(input.wallet, input.index);
-  return sendResult(
+  const sent = sendResult(
     await move(ctx, {
       signer,
-      to: input.to,
+      to: recipient.address,
+      ...(recipient.contact === undefined ? {} : { contact: recipient.contact }),
       amountRaw: rawOf(input.amount),
       ...(input.id === undefined ? {} : { id: input.id }),
       ...(input.dryRun === undefined ? {} : { dryRun: input.dryRun }),
       ...(input.confirm === undefined ? {} : { confirm: input.confirm }),
     }),
   );
+  return recipient.contact === undefined ? sent : { ...sent, contact: recipient.contact };
 }

@@ -8,7 +8,7 @@ import { DEFAULT_REDIRECT_SECONDS, DEFAULT_RELOAD_SECONDS, PAGE_HEADERS, renderC
 const CONTENT_SECURITY_POLICY = PAGE_HEADERS['content-security-policy'] as string;
 import { checkoutRoutes } from '../../../src/checkout/routes.js';
 import { startCheckoutServer } from '../../../src/checkout/server.js';
-import { viewOf } from '../../../src/checkout/view.js';
+import { safeRedirect, viewOf } from '../../../src/checkout/view.js';
 import { NanoPayError } from '../../../src/errors.js';
 import { CheckoutWatcher } from '../../../src/checkout/watcher.js';
 import type { CheckoutObservation, CheckoutRequest } from '../../../src/ops/requests/checkout.js';
@@ -22,15 +22,23 @@ const request: CheckoutRequest = {
   uri: `nano:${address}?amount=1500000000000000000000000203744`,
   redirect_url: 'https://shop.example/thanks?order=7&x=1',
 };
-const render = (over: Partial<CheckoutRequest>, observation: CheckoutObservation, now = 0, timing = { redirectSeconds: DEFAULT_REDIRECT_SECONDS, reloadSeconds: DEFAULT_RELOAD_SECONDS }): string =>
-  renderCheckoutPage({ request: { ...request, ...over }, view: viewOf(observation, now), qrSvg: '<svg></svg>', eventsPath: '/checkout/x/events', ...timing });
+const render = (over: Partial<CheckoutRequest>, observation: CheckoutObservation, now = 0, timing = { redirectSeconds: DEFAULT_REDIRECT_SECONDS, reloadSeconds: DEFAULT_RELOAD_SECONDS }, testMode = false): string =>
+  renderCheckoutPage({ request: { ...request, ...over }, view: viewOf(observation, now), qrSvg: '<svg></svg>', eventsPath: '/checkout/x/events', ...timing, testMode });
 const scriptOf = (html: string): string => /<script>([\s\S]*?)<\/script>/.exec(html)?.[1] as string;
 const visible = (html: string, when: string): boolean => new RegExp(`data-when="${when}"(?! hidden)`).test(html);
 
 describe('checkout page rendering', () => {
+  it("shows a test-mode band on a sandbox request's page, and none on a real one", () => {
+    const band = /<p id="test-mode" class="test-mode" role="note">TEST MODE · nanopay sandbox: this is test money, not real XNO\. Do not send real Nano here\.<\/p>/;
+    expect(render({}, { paid: false }, 0, undefined, true)).toMatch(band);
+    expect(render({}, { paid: true }, 0, undefined, true)).toMatch(band);
+    expect(render({}, { paid: false })).not.toContain('id="test-mode"');
+    expect(render({}, { paid: false })).not.toContain('TEST MODE');
+  });
+
   it('shows why the status cannot be read, escaped, and nothing when it can', () => {
     const page = (trouble?: string): string =>
-      renderCheckoutPage({ request, view: { state: 'waiting', ...(trouble === undefined ? {} : { trouble }) }, qrSvg: '<svg></svg>', eventsPath: '/e', redirectSeconds: 5, reloadSeconds: 4 });
+      renderCheckoutPage({ request, view: { state: 'waiting', ...(trouble === undefined ? {} : { trouble }) }, qrSvg: '<svg></svg>', eventsPath: '/e', redirectSeconds: 5, reloadSeconds: 4, testMode: false });
     expect(page('Cannot <check> now')).toContain('<p id="trouble" class="trouble" role="alert">Cannot &#60;check&#62; now</p>');
     expect(page()).toContain('<p id="trouble" class="trouble" role="alert" hidden></p>');
   });
@@ -54,9 +62,18 @@ describe('checkout page rendering', () => {
     expect(html).toContain(`>${hash}<`);
     expect(visible(html, 'waiting')).toBe(false);
     expect(visible(html, 'paid')).toBe(true);
-    expect(html).toContain('<noscript><meta http-equiv="refresh" content="5;url=https://shop.example/thanks?order=7&#38;x=1"></noscript>');
-    expect(html).toContain('data-href="https://shop.example/thanks?order=7&#38;x=1"');
+    expect(html).toContain('<noscript><meta http-equiv="refresh" content="5;url=https://shop.example/thanks?order=7&#38;x=1&#38;transaction_id=0b8f2a8e-1c1d-4c4e-9a55-1f0f7f3a9b10"></noscript>');
+    expect(html).toContain('data-href="https://shop.example/thanks?order=7&#38;x=1&#38;transaction_id=0b8f2a8e-1c1d-4c4e-9a55-1f0f7f3a9b10"');
     expect(html).toContain('data-seconds="5">Returning to the shop in <span data-countdown>5</span> s.');
+  });
+
+  it('the redirect carries the transaction id, the shop\'s own query kept as it is and a fragment last; only http(s)', () => {
+    const id = request.transaction_id;
+    expect(safeRedirect('https://shop.example/thanks', id)).toBe(`https://shop.example/thanks?transaction_id=${id}`);
+    expect(safeRedirect('https://shop.example/thanks?', id)).toBe(`https://shop.example/thanks?transaction_id=${id}`);
+    expect(safeRedirect('https://shop.example/t?q=a%20b&flag&x=1+2#done', id)).toBe(`https://shop.example/t?q=a%20b&flag&x=1+2&transaction_id=${id}#done`);
+    expect(safeRedirect('http://127.0.0.1:8080/ok?order=7', id)).toBe(`http://127.0.0.1:8080/ok?order=7&transaction_id=${id}`);
+    for (const bad of ['javascript:alert(1)', 'ftp://shop.example/', '/relative', undefined]) expect(safeRedirect(bad, id)).toBeUndefined();
   });
 
   it('by default reloads every four seconds and redirects after five; the shop can set both, and the script (allowed by its hash) stays the same', () => {
@@ -68,7 +85,7 @@ describe('checkout page rendering', () => {
     // The script reads it there when live updates are refused.
     expect(waiting).toContain('data-reload="3"');
     const paid = render({}, { paid: true }, 0, timing);
-    expect(paid).toContain('<noscript><meta http-equiv="refresh" content="2;url=https://shop.example/thanks?order=7&#38;x=1"></noscript>');
+    expect(paid).toContain('<noscript><meta http-equiv="refresh" content="2;url=https://shop.example/thanks?order=7&#38;x=1&#38;transaction_id=0b8f2a8e-1c1d-4c4e-9a55-1f0f7f3a9b10"></noscript>');
     expect(paid).toContain('data-seconds="2">Returning to the shop in <span data-countdown>2</span> s.');
     expect(scriptOf(waiting)).toBe(scriptOf(render({}, { paid: false })));
     expect(scriptOf(paid)).toBe(scriptOf(render({}, { paid: true })));
@@ -80,10 +97,10 @@ describe('checkout page rendering', () => {
     const plain = await startCheckoutServer({ host: '127.0.0.1', port: 0, read });
     try {
       const html = await (await fetch(server.add(request, { paid: true }))).text();
-      expect(html).toContain('<noscript><meta http-equiv="refresh" content="2;url=https://shop.example/thanks?order=7&#38;x=1"></noscript>');
+      expect(html).toContain('<noscript><meta http-equiv="refresh" content="2;url=https://shop.example/thanks?order=7&#38;x=1&#38;transaction_id=0b8f2a8e-1c1d-4c4e-9a55-1f0f7f3a9b10"></noscript>');
       expect(html).toContain('data-reload="3"');
       const defaults = await (await fetch(plain.add(request, { paid: true }))).text();
-      expect(defaults).toContain('<noscript><meta http-equiv="refresh" content="5;url=https://shop.example/thanks?order=7&#38;x=1"></noscript>');
+      expect(defaults).toContain('<noscript><meta http-equiv="refresh" content="5;url=https://shop.example/thanks?order=7&#38;x=1&#38;transaction_id=0b8f2a8e-1c1d-4c4e-9a55-1f0f7f3a9b10"></noscript>');
       expect(defaults).toContain('data-reload="4"');
     } finally {
       await Promise.all([server.close(), plain.close()]);

@@ -1,7 +1,7 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { tempDirSync } from '../../helpers/temp.js';
 
 // The check npm test runs on src/ (scripts/unused-exports.mjs), run here on small trees written for each case.
 const { unusedExports } = (await import(new URL('../../../scripts/unused-exports.mjs', import.meta.url).href)) as {
@@ -15,7 +15,7 @@ afterEach(() => {
 
 /** Writes the files (paths relative to the root) and runs the check; its error, or 'clean'. */
 async function check(files: Record<string, string>): Promise<string> {
-  const root = mkdtempSync(join(tmpdir(), 'nanopay-exports-'));
+  const root = tempDirSync('nanopay-exports-');
   roots.push(root);
   for (const [path, text] of Object.entries(files)) {
     mkdirSync(dirname(join(root, path)), { recursive: true });

@@ -1,16 +1,16 @@
-import { chmod, mkdir, mkdtemp, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { ConfigStore } from '../../../src/wallet/config.js';
 import { ensurePrivateDir } from '../../../src/fs/secure-fs.js';
+import { tempDir } from '../../helpers/temp.js';
 
 let root: string;
 let dir: string;
 let file: string;
 
 beforeEach(async () => {
-  root = await mkdtemp(join(tmpdir(), 'nanopay-config-'));
+  root = await tempDir('nanopay-config-');
   dir = join(root, 'nanopay');
   file = join(dir, 'config.json');
 });

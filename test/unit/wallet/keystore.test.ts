@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
-import { lstat, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { lstat, mkdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { KeyStore } from '../../../src/wallet/keystore.js';
+import { tempDir } from '../../helpers/temp.js';
 
 let dir: string;
 let path: string;
@@ -12,7 +12,7 @@ const CHEAP = 2 ** 10;
 const SECRET = 'C0CB015BCA0834AC827B6259B48C052F7D62692DA1FA21DCDF755CFD27ACBE43';
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'nanopay-ks-'));
+  dir = await tempDir('nanopay-ks-');
   path = join(dir, 'store', 'keystore.json');
 });
 

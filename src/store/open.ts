@@ -1,0 +1,36 @@
+import { join } from 'node:path';
+import { migrateJsonRequests } from './legacy-json.js';
+import type { Store } from './store.js';
+
+export interface StorePlace {
+  /** The config dir's folders: `store` (SQLite files), `requests` (the old JSON files), `locks`. */
+  storeDir: string;
+  requestsDir: string;
+  lockDir: string;
+  profile: string;
+  /** A PostgreSQL URL: the shared store instead of the profile's SQLite file. */
+  databaseUrl?: string;
+}
+
+/**
+ * The profile's store, opened (and migrated: its schema, then the old JSON
+ * requests file if there is one). Each driver is loaded only here, so a command
+ * that never touches the store does not pay for it.
+ */
+export async function openStore(place: StorePlace): Promise<Store> {
+  let store: Store;
+  if (place.databaseUrl === undefined) {
+    const { SqliteStore } = await import('./sqlite.js');
+    store = await SqliteStore.open(join(place.storeDir, `${place.profile}.sqlite`), place.lockDir, `store-${place.profile}`);
+  } else {
+    const { PostgresStore } = await import('./postgres.js');
+    store = await PostgresStore.open(place.databaseUrl);
+  }
+  try {
+    await migrateJsonRequests(store, join(place.requestsDir, `${place.profile}.json`), place.lockDir, `requests-${place.profile}`);
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  return store;
+}

@@ -1,0 +1,117 @@
+import type { RequestRecord } from '../wallet/requests.js';
+import { NanoPayError } from '../errors.js';
+import { requestStatus } from './store.js';
+
+/**
+ * The store's schema, as versioned migrations: each runs once, in order, in a
+ * transaction that also records its version in schema_migrations. Never edit
+ * one that shipped; add the next. Records are JSON documents (`doc`) beside the
+ * columns that are queried, so a new field of a record needs no migration.
+ */
+export interface Migration {
+  version: number;
+  sqlite: string;
+  postgres: string;
+}
+
+export const MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    sqlite: `
+      CREATE TABLE requests (
+        id TEXT PRIMARY KEY,
+        status TEXT NOT NULL,
+        order_id TEXT,
+        address TEXT NOT NULL,
+        amount_raw TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_at TEXT,
+        fresh_wallet TEXT,
+        fresh_index INTEGER,
+        changed_seq INTEGER NOT NULL,
+        doc TEXT NOT NULL
+      );
+      CREATE INDEX requests_status ON requests (status);
+      CREATE INDEX requests_order ON requests (order_id) WHERE order_id IS NOT NULL;
+      CREATE INDEX requests_address_amount ON requests (address, amount_raw);
+      CREATE INDEX requests_created ON requests (created_at);
+      CREATE INDEX requests_changed ON requests (changed_seq);
+      CREATE UNIQUE INDEX requests_fresh ON requests (fresh_wallet, fresh_index) WHERE fresh_wallet IS NOT NULL;
+      CREATE TABLE request_payments (
+        hash TEXT PRIMARY KEY,
+        request_id TEXT NOT NULL REFERENCES requests (id)
+      );
+      CREATE TABLE outbox (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        topic TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        due_ms INTEGER NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        done INTEGER NOT NULL DEFAULT 0
+      );
+      CREATE INDEX outbox_due ON outbox (topic, due_ms) WHERE done = 0;
+    `,
+    postgres: `
+      CREATE SEQUENCE request_changes;
+      CREATE TABLE requests (
+        id TEXT PRIMARY KEY,
+        status TEXT NOT NULL,
+        order_id TEXT,
+        address TEXT NOT NULL,
+        amount_raw TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_at TEXT,
+        fresh_wallet TEXT,
+        fresh_index INTEGER,
+        changed_seq BIGINT NOT NULL,
+        doc JSONB NOT NULL
+      );
+      CREATE INDEX requests_status ON requests (status);
+      CREATE INDEX requests_order ON requests (order_id) WHERE order_id IS NOT NULL;
+      CREATE INDEX requests_address_amount ON requests (address, amount_raw);
+      CREATE INDEX requests_created ON requests (created_at);
+      CREATE INDEX requests_changed ON requests (changed_seq);
+      CREATE UNIQUE INDEX requests_fresh ON requests (fresh_wallet, fresh_index) WHERE fresh_wallet IS NOT NULL;
+      CREATE TABLE request_payments (
+        hash TEXT PRIMARY KEY,
+        request_id TEXT NOT NULL REFERENCES requests (id)
+      );
+      CREATE TABLE outbox (
+        id BIGSERIAL PRIMARY KEY,
+        topic TEXT NOT NULL,
+        payload JSONB NOT NULL,
+        due_ms BIGINT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        done BOOLEAN NOT NULL DEFAULT false
+      );
+      CREATE INDEX outbox_due ON outbox (topic, due_ms) WHERE NOT done;
+    `,
+  },
+];
+
+/** The columns a request's record is queried by, taken from its document (which keeps every field). */
+export function requestColumns(record: RequestRecord) {
+  const orderId = (record as { orderId?: unknown }).orderId;
+  return {
+    id: record.id,
+    status: requestStatus(record),
+    order_id: typeof orderId === 'string' ? orderId : null,
+    address: record.address,
+    amount_raw: record.amountRaw,
+    created_at: record.createdAt,
+    expires_at: record.expiresAt ?? null,
+    fresh_wallet: record.fresh?.wallet ?? null,
+    fresh_index: record.fresh?.index ?? null,
+    doc: JSON.stringify(record),
+  };
+}
+
+/** The newest schema this nanopay knows. */
+export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
+
+/** A store migrated by a newer nanopay: left alone. */
+export function tooNew(location: string, version: number): NanoPayError {
+  return new NanoPayError('STORE_TOO_NEW', `The store ${location} has schema version ${version}, newer than this nanopay knows (${SCHEMA_VERSION})`, {
+    hint: 'Upgrade nanopay: an older version must not write to a newer schema.',
+  });
+}

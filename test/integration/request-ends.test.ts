@@ -1,0 +1,175 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { xnoToRaw } from '../../src/nano/index.js';
+import { paymentStatus, requestPayment, watchPayment } from '../../src/ops/requests/payments.js';
+import { receive } from '../../src/ops/account/receive.js';
+import { send } from '../../src/ops/spending/send.js';
+import { createRemoteWallet } from '../../src/ops/profile/wallet.js';
+import type { RunningSandbox } from '../../src/sandbox/index.js';
+import { shutdownWorkers } from '../../src/work/index.js';
+import { backendUser, fundedUser, userSession } from '../helpers/backend-users.js';
+import { newUser } from '../helpers/cli.js';
+import { failure } from '../helpers/failure.js';
+import { startFaultyProxy, type FaultyProxy } from '../helpers/faulty-proxy.js';
+import { sandbox } from '../helpers/sandbox.js';
+
+/**
+ * Requests that end (expiry) and payments that do not match (under-, over-,
+ * late), on both backends, in-process against the real sandbox. The service
+ * says nothing of expiry in the spec: what a service sends (`expires_at`) is
+ * injected by a proxy in front of the sandbox.
+ */
+let sb: RunningSandbox;
+const proxies: FaultyProxy[] = [];
+
+beforeAll(async () => {
+  sb = await sandbox();
+});
+
+afterAll(async () => {
+  await Promise.all(proxies.map((p) => p.close()));
+  await sb?.close();
+  await shutdownWorkers();
+});
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Sleeps until `iso` has passed by `ms` more (the sandbox dates blocks in whole seconds). */
+async function past(iso: string, ms: number): Promise<void> {
+  await sleep(Math.max(0, Date.parse(iso) - Date.now() + ms));
+}
+
+describe('expiry of requests kept on a node', () => {
+  it('a request expires after a day by default, or after --expires-in; status says when and whether', async () => {
+    const merchant = await backendUser(sb, 'node');
+    const before = Date.now();
+    const request = await requestPayment(merchant.session, { amount: { xno: '1' } });
+    const expiresAt = Date.parse(request.expires_at as string);
+    expect(expiresAt - before).toBeGreaterThanOrEqual(86_400_000 - 1000);
+    expect(expiresAt - before).toBeLessThanOrEqual(86_400_000 + 60_000);
+    expect(await paymentStatus(merchant.session, request.transaction_id)).toMatchObject({ is_paid: false, expired: false, expires_at: request.expires_at });
+    expect(await failure(requestPayment(merchant.session, { amount: { xno: '1' }, expiresInS: 91 * 86_400 }))).toMatchObject({ code: 'USAGE', exitCode: 2 });
+
+    const short = await requestPayment(merchant.session, { amount: { xno: '1' }, expiresInS: 1 });
+    await past(short.expires_at as string, 50);
+    const status = await paymentStatus(merchant.session, short.transaction_id);
+    expect(status).toMatchObject({ is_paid: false, expired: true, expires_at: short.expires_at });
+    expect(status.message).toMatch(/^Not paid by .* when it expired/);
+  });
+
+  it('a watch stops at the expiry with REQUEST_EXPIRED (exit 11), not at its timeout', async () => {
+    const merchant = await backendUser(sb, 'node');
+    const request = await requestPayment(merchant.session, { amount: { xno: '1' }, expiresInS: 2 });
+    const events: unknown[] = [];
+    const error = await failure(watchPayment(merchant.session, request.transaction_id, { intervalMs: 60_000, timeoutMs: 120_000, onEvent: (e) => events.push(e) }));
+    expect(error).toMatchObject({ code: 'REQUEST_EXPIRED', exitCode: 11 });
+    expect(events.at(-1)).toMatchObject({ event: 'status', expired: true, is_paid: false });
+  });
+
+  it('paid before the expiry and looked at after: paid; the exact amount after the expiry: reported as paid late, not paid', async () => {
+    const merchant = await backendUser(sb, 'node');
+    const customer = await fundedUser(sb, 'node', '5');
+    const onTime = await requestPayment(merchant.session, { amount: { xno: '1' }, expiresInS: 8 });
+    const late = await requestPayment(merchant.session, { amount: { xno: '1' }, expiresInS: 1 });
+    const paid = await send(customer.session, { to: onTime.receive_address, amount: { raw: onTime.amount_raw } });
+    await past(late.expires_at as string, 1100);
+    const lateSend = await send(customer.session, { to: late.receive_address, amount: { raw: late.amount_raw } });
+    await past(onTime.expires_at as string, 50);
+
+    expect(await paymentStatus(merchant.session, onTime.transaction_id)).toMatchObject({ is_paid: true, expired: true });
+    const lateStatus = await paymentStatus(merchant.session, late.transaction_id);
+    expect(lateStatus).toMatchObject({
+      is_paid: false,
+      expired: true,
+      paid_late: { amount_raw: late.amount_raw, blocks: [lateSend.hash] },
+    });
+    expect(lateStatus.message).toContain(lateSend.hash as string);
+    expect(lateStatus.message).toMatch(/^Paid late/);
+    // Recorded: receiving the block changes nothing, and it pays no other request.
+    await receive(merchant.session);
+    expect(await paymentStatus(merchant.session, late.transaction_id)).toMatchObject({ is_paid: false, paid_late: { blocks: [lateSend.hash] } });
+    expect(await failure(watchPayment(merchant.session, late.transaction_id, { intervalMs: 1000 }))).toMatchObject({ code: 'REQUEST_EXPIRED', message: expect.stringContaining(lateSend.hash as string) });
+    expect(paid.hash).not.toBe(lateSend.hash);
+  });
+});
+
+describe('what the service says about expiry is shown the same way', () => {
+  async function serviceUserBehind(expiresAt: () => string | number | undefined): Promise<ReturnType<typeof userSession>> {
+    const proxy = await startFaultyProxy(sb.url, (_method, path) =>
+      path.startsWith('/payment/status/') ? { rewrite: (data) => ({ ...data, ...(expiresAt() === undefined ? {} : { expires_at: expiresAt() }) }) } : 'pass',
+    );
+    proxies.push(proxy);
+    const session = userSession(await newUser(proxy.url));
+    await createRemoteWallet(session);
+    return session;
+  }
+
+  it('expires_at (ISO or Unix seconds) gives expires_at and expired; a watch stops there (exit 11)', async () => {
+    let expiry: string | number | undefined = '2020-01-01T00:00:00Z';
+    const session = await serviceUserBehind(() => expiry);
+    const request = await requestPayment(session, { amount: { xno: '1' } });
+    expect(await paymentStatus(session, request.transaction_id)).toMatchObject({ is_paid: false, expired: true, expires_at: '2020-01-01T00:00:00.000Z' });
+    expiry = Math.floor(Date.now() / 1000) + 3600;
+    expect(await paymentStatus(session, request.transaction_id)).toMatchObject({ expired: false, expires_at: new Date(expiry * 1000).toISOString() });
+    expiry = undefined;
+    const none = await paymentStatus(session, request.transaction_id);
+    expect(none).not.toHaveProperty('expired');
+    expect(none).not.toHaveProperty('expires_at');
+
+    expiry = new Date(Date.now() + 1500).toISOString();
+    const error = await failure(watchPayment(session, request.transaction_id, { intervalMs: 60_000, timeoutMs: 120_000 }));
+    expect(error).toMatchObject({ code: 'REQUEST_EXPIRED', exitCode: 11 });
+  });
+
+  it('a look for other amounts that fails leaves the status as the service gave it, and says so', async () => {
+    const proxy = await startFaultyProxy(sb.url, (_method, path) => (path === '/wallet/pending' ? '500' : 'pass'));
+    proxies.push(proxy);
+    const session = userSession(await newUser(proxy.url));
+    await createRemoteWallet(session);
+    const request = await requestPayment(session, { amount: { xno: '1' } });
+    const status = await paymentStatus(session, request.transaction_id);
+    expect(status).toMatchObject({ is_paid: false });
+    expect(status).not.toHaveProperty('mismatch');
+    expect(status.message).toMatch(/Payments of another amount could not be looked for/);
+  });
+
+  it('--expires-in is for requests nanopay keeps: on the service it is a usage error', async () => {
+    const merchant = await backendUser(sb, 'service');
+    expect(await failure(requestPayment(merchant.session, { amount: { xno: '1' }, expiresInS: 60 }))).toMatchObject({ code: 'USAGE', exitCode: 2 });
+  });
+});
+
+describe.each(['service', 'node'] as const)('a payment that does not match, on the %s backend', (backend) => {
+  it('underpaid and overpaid: the kind, the amount and the block, proved; never paid', async () => {
+    const merchant = await backendUser(sb, backend);
+    const customer = await fundedUser(sb, backend, '5');
+    const under = await requestPayment(merchant.session, { amount: { xno: '1' } });
+    const short = await send(customer.session, { to: under.receive_address, amount: { xno: '0.9' } });
+    const underStatus = await paymentStatus(merchant.session, under.transaction_id);
+    expect(underStatus).toMatchObject({ is_paid: false, mismatch: { kind: 'underpaid', amount: '0.9', amount_raw: xnoToRaw('0.9').toString(), blocks: [short.hash] } });
+    expect(underStatus.message).toMatch(/Underpaid/);
+    if (backend === 'service') expect(underStatus.message).toContain('It may pay another request to the same address');
+    expect(underStatus.message).toContain(short.hash as string);
+
+    const otherMerchant = await backendUser(sb, backend);
+    const over = await requestPayment(otherMerchant.session, { amount: { xno: '1' } });
+    const much = await send(customer.session, { to: over.receive_address, amount: { xno: '1.5' } });
+    expect(await paymentStatus(otherMerchant.session, over.transaction_id)).toMatchObject({
+      is_paid: false,
+      mismatch: { kind: 'overpaid', amount_raw: xnoToRaw('1.5').toString(), blocks: [much.hash] },
+    });
+    // The exact amount then pays it, and the mismatch is no longer reported.
+    await send(customer.session, { to: over.receive_address, amount: { raw: over.amount_raw } });
+    const paid = await paymentStatus(otherMerchant.session, over.transaction_id);
+    expect(paid.is_paid).toBe(true);
+    expect(paid).not.toHaveProperty('mismatch');
+  });
+
+  it('far amounts (under half, over twice) are not taken for the request', async () => {
+    const merchant = await backendUser(sb, backend);
+    const customer = await fundedUser(sb, backend, '5');
+    const request = await requestPayment(merchant.session, { amount: { xno: '1' } });
+    await send(customer.session, { to: request.receive_address, amount: { xno: '0.4' } });
+    await send(customer.session, { to: request.receive_address, amount: { xno: '2.1' } });
+    expect(await paymentStatus(merchant.session, request.transaction_id)).not.toHaveProperty('mismatch');
+  });
+});

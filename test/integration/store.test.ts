@@ -1,0 +1,236 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NanoPayError } from '../../src/errors.js';
+import { PostgresStore } from '../../src/store/postgres.js';
+import { SqliteStore } from '../../src/store/sqlite.js';
+import type { Store, StoreChange } from '../../src/store/store.js';
+import type { RequestRecord } from '../../src/wallet/requests.js';
+import { postgresUnavailable, startPostgres, type PostgresCluster } from '../helpers/postgres.js';
+
+/**
+ * One suite for both stores. Each test opens its own store (a new SQLite file,
+ * or a new PostgreSQL database) and, where it matters, a second store on the
+ * same data: another connection, as another process or server would have.
+ */
+interface Kind {
+  name: 'sqlite' | 'postgres';
+  skip?: string;
+  /** A new empty store, and a function opening another handle on the same data. */
+  fresh(): Promise<{ store: Store; another(): Promise<Store> }>;
+}
+
+let dir: string;
+let cluster: PostgresCluster | undefined;
+const opened: Store[] = [];
+const track = (store: Store): Store => (opened.push(store), store);
+
+const pgSkip = postgresUnavailable();
+const kinds: Kind[] = [
+  {
+    name: 'sqlite',
+    async fresh() {
+      const path = join(dir, `${randomUUID()}.sqlite`);
+      const open = async () => track(await SqliteStore.open(path, join(dir, 'locks'), 'test'));
+      return { store: await open(), another: open };
+    },
+  },
+  {
+    name: 'postgres',
+    ...(pgSkip === undefined ? {} : { skip: pgSkip }),
+    async fresh() {
+      if (cluster === undefined) throw new Error('no cluster');
+      const url = await cluster.createDatabase(`t_${randomUUID().replaceAll('-', '')}`);
+      const open = async () => track(await PostgresStore.open(url));
+      return { store: await open(), another: open };
+    },
+  },
+];
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'nanopay-store-'));
+  if (pgSkip === undefined) cluster = await startPostgres();
+});
+
+afterAll(async () => {
+  for (const store of opened) await store.close().catch(() => undefined);
+  await cluster?.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const ADDRESS = 'nano_1111111111111111111111111111111111111111111111111111hifc8npp';
+let clock = Date.parse('2026-01-01T00:00:00.000Z');
+
+function request(fields: Partial<RequestRecord> & Record<string, unknown> = {}): RequestRecord {
+  clock += 1000;
+  return { id: randomUUID(), address: ADDRESS, baseRaw: '1000', amountRaw: String(1000 + (clock % 997)), createdAt: new Date(clock).toISOString(), ...fields };
+}
+
+const hash = () => randomUUID().replaceAll('-', '').toUpperCase().padEnd(64, '0');
+
+describe.each(kinds)('the $name store', (kind) => {
+  const test = kind.skip === undefined ? it : it.skip;
+  if (kind.skip !== undefined) it.skip(`skipped: ${kind.skip}`, () => undefined);
+
+  test('keeps every field of a record, known or not, and finds it by id', async () => {
+    const { store } = await kind.fresh();
+    const record = request({ expiresAt: '2030-01-01T00:00:00.000Z', orderId: 'order-7', fresh: { wallet: 'w', index: 3 }, futureField: { nested: ['a', 1] } });
+    await store.requests.insert(record);
+    expect(await store.requests.get(record.id)).toEqual(record);
+    expect(await store.requests.get('nope')).toBeUndefined();
+    await expect(store.requests.insert(record)).rejects.toMatchObject({ code: 'CONFLICT' });
+  });
+
+  test('an amount is in use only by an open, unexpired request to that address', async () => {
+    const { store } = await kind.fresh();
+    const open = request({ amountRaw: '5001' });
+    const expired = request({ amountRaw: '5002', expiresAt: '2026-06-01T00:00:00.000Z' });
+    const paid = request({ amountRaw: '5003' });
+    for (const r of [open, expired, paid]) await store.requests.insert(r);
+    expect(await store.requests.claim(paid.id, [hash()])).toMatchObject({ id: paid.id });
+    const before = '2026-05-01T00:00:00.000Z';
+    const after = '2026-07-01T00:00:00.000Z';
+    expect(await store.requests.amountInUse(ADDRESS, '5001', after)).toBe(true);
+    expect(await store.requests.amountInUse(ADDRESS, '5002', before)).toBe(true);
+    expect(await store.requests.amountInUse(ADDRESS, '5002', after)).toBe(false);
+    expect(await store.requests.amountInUse(ADDRESS, '5003', before)).toBe(false);
+    expect(await store.requests.amountInUse('nano_other', '5001', before)).toBe(false);
+    expect([...(await store.requests.openAmounts(ADDRESS, ['5001', '5002', '5003', '9'], before))].sort()).toEqual(['5001', '5002']);
+  });
+
+  test('one payment claims one request, whichever of two stores on the same data sees it, however many try at once', async () => {
+    const { store, another } = await kind.fresh();
+    const other = await another();
+    const requests = Array.from({ length: 10 }, () => request({ amountRaw: '777' }));
+    for (const r of requests) await store.requests.insert(r);
+    const block = hash();
+    const results = await Promise.all(requests.map((r, i) => (i % 2 === 0 ? store : other).requests.claim(r.id, [block])));
+    const winners = results.filter((r) => r !== undefined);
+    expect(winners).toHaveLength(1);
+    expect(winners[0]?.paidBy).toEqual([block]);
+    expect(await other.requests.claimedBy([block, hash()])).toEqual(new Map([[block, winners[0]?.id]]));
+    // The paid request stays paid by the same block; claiming it again changes nothing.
+    const paidId = (winners[0] as RequestRecord).id;
+    expect(await store.requests.claim(paidId, [hash()])).toMatchObject({ paidBy: [block] });
+    expect((await other.requests.get(paidId))?.paidBy).toEqual([block]);
+  });
+
+  test('a block received pays the oldest open shared-address request of its amount, once', async () => {
+    const { store } = await kind.fresh();
+    const older = request({ amountRaw: '4242' });
+    const newer = request({ amountRaw: '4242' });
+    const fresh = request({ amountRaw: '4242', fresh: { wallet: 'w', index: 1 } });
+    await store.requests.insert(newer);
+    await store.requests.insert(older);
+    await store.requests.insert(fresh);
+    const block = hash();
+    expect((await store.requests.claimOldest(ADDRESS, '4242', block))?.id).toBe(older.id);
+    expect(await store.requests.claimOldest(ADDRESS, '4242', block)).toBeUndefined();
+    expect((await store.requests.claimOldest(ADDRESS, '4242', hash()))?.id).toBe(newer.id);
+    expect(await store.requests.claimOldest(ADDRESS, '4242', hash())).toBeUndefined();
+    expect((await store.requests.get(fresh.id))?.paidBy).toBeUndefined();
+  });
+
+  test('a fresh account goes to one request only, and the wallet\'s fresh indexes are listed', async () => {
+    const { store } = await kind.fresh();
+    await store.requests.insert(request({ fresh: { wallet: 'w', index: 4 } }));
+    await store.requests.insert(request({ fresh: { wallet: 'w', index: 7 } }));
+    await store.requests.insert(request({ fresh: { wallet: 'v', index: 9 } }));
+    await expect(store.requests.insert(request({ fresh: { wallet: 'w', index: 4 } }))).rejects.toMatchObject({ code: 'CONFLICT' });
+    expect((await store.requests.freshIndexes('w')).sort()).toEqual([4, 7]);
+    expect(await store.requests.freshIndexes('none')).toEqual([]);
+  });
+
+  test('exclusive sections of two stores on the same data never overlap', async () => {
+    const { store, another } = await kind.fresh();
+    const other = await another();
+    let inside = 0;
+    let most = 0;
+    const section = async () => {
+      inside++;
+      most = Math.max(most, inside);
+      await sleep(20);
+      inside--;
+    };
+    await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 === 0 ? store : other).exclusive('requests', section)));
+    expect(most).toBe(1);
+  });
+
+  test('many exclusive sections of one store at once, each using the store, all finish (more than its connections)', async () => {
+    const { store } = await kind.fresh();
+    const done = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        store.exclusive('requests', async () => {
+          await store.requests.insert(request({ amountRaw: String(9000 + i) }));
+          return store.requests.amountInUse(ADDRESS, String(9000 + i), '2000-01-01T00:00:00.000Z');
+        }),
+      ),
+    );
+    expect(done).toEqual(Array(30).fill(true));
+  });
+
+  test('a status change made through one store reaches a subscriber of another, once', async () => {
+    const { store, another } = await kind.fresh();
+    const other = await another();
+    const seen: StoreChange[] = [];
+    const stop = await other.subscribe((change) => seen.push(change));
+    const r = request();
+    await store.requests.insert(r);
+    const block = hash();
+    await store.requests.claim(r.id, [block]);
+    await store.requests.claim(r.id, [block]);
+    for (let waited = 0; seen.length < 2 && waited < 500; waited++) await sleep(10);
+    expect(seen.map((c) => [c.id, c.status])).toEqual([
+      [r.id, 'open'],
+      [r.id, 'paid'],
+    ]);
+    await stop();
+    await store.requests.insert(request());
+    await sleep(100);
+    expect(seen).toHaveLength(2);
+  });
+
+  test('importing records twice adds them once, payments included', async () => {
+    const { store } = await kind.fresh();
+    const block = hash();
+    const records = [request(), request({ paidBy: [block] })];
+    expect(await store.requests.importAll(records)).toBe(2);
+    expect(await store.requests.importAll(records)).toBe(0);
+    expect(await store.requests.get(records[1]?.id as string)).toEqual(records[1]);
+    expect(await store.requests.claimedBy([block])).toEqual(new Map([[block, records[1]?.id]]));
+  });
+
+  test('the outbox gives each item to one worker at a time, across stores, until it is done', async () => {
+    const { store, another } = await kind.fresh();
+    const other = await another();
+    const ids = [];
+    for (let i = 0; i < 12; i++) ids.push(await store.outbox.enqueue('webhook', { n: i }));
+    await store.outbox.enqueue('other', { n: 99 });
+    const claimed = await Promise.all(Array.from({ length: 16 }, (_, i) => (i % 2 === 0 ? store : other).outbox.claim('webhook', 60_000)));
+    const got = claimed.filter((c) => c !== undefined);
+    expect(got.map((c) => c.id).sort((a, b) => a - b)).toEqual(ids);
+    expect(new Set(got.map((c) => (c.payload as { n: number }).n)).size).toBe(12);
+    expect(got.every((c) => c.attempts === 1 && c.topic === 'webhook')).toBe(true);
+    // Done is never given again; a retry is due again after its delay; an expired lease is given to another.
+    const [first, second] = got;
+    await store.outbox.done((first as { id: number }).id);
+    await store.outbox.retry((second as { id: number }).id, 0);
+    const again = await other.outbox.claim('webhook', 50);
+    expect(again).toMatchObject({ id: (second as { id: number }).id, attempts: 2 });
+    await sleep(120);
+    expect(await store.outbox.claim('webhook', 60_000)).toMatchObject({ id: (second as { id: number }).id, attempts: 3 });
+    expect(await store.outbox.claim('webhook', 60_000)).toBeUndefined();
+  });
+
+  test('a store made by a newer nanopay is refused, not written to', async () => {
+    const { store, another } = await kind.fresh();
+    if (store instanceof SqliteStore) store.db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (999, ?)').run('now');
+    else await (store as PostgresStore).query('INSERT INTO schema_migrations (version) VALUES (999)');
+    const error = await another().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NanoPayError);
+    expect(error).toMatchObject({ code: 'STORE_TOO_NEW' });
+  });
+});
