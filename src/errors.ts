@@ -80,6 +80,10 @@ const CATALOG: Record<string, CodeInfo> = {
   ACCOUNT_BUSY: conflict,
   STORE_BUSY: conflict,
   IDEMPOTENCY_MISMATCH: conflict,
+  // An x402 payment handed to a server and not yet resolved (seen on the ledger, or cancelled).
+  CHEQUE_OUTSTANDING: conflict,
+  // x402: no acceptable Nano requirement, or over the maximum (or no maximum set).
+  X402_UNPAYABLE: { status: 402, exit: ExitCode.LIMIT },
   // A contact added again with another address, not confirmed: where @NAME pays would change.
   CONTACT_CHANGED: conflict,
   INVALID_CONTACT_NAME: invalid,
@@ -119,6 +123,8 @@ const CATALOG: Record<string, CodeInfo> = {
   PRICE_CALCULATION_ERROR: upstream,
   TRANSACTION_NOT_CONFIRMED: upstream,
   NO_TRANSACTION_FOUND: { status: 404, exit: ExitCode.NOT_FOUND },
+  // x402: the server took the payment but its settlement could not be verified on our ledger; the cheque stays outstanding.
+  X402_UNSETTLED: upstream,
   // Time and interruption.
   TIMEOUT: { status: 504, exit: ExitCode.TIMEOUT },
   // A payment request whose time ran out unpaid (status --watch stops there): 410 Gone.

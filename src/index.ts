@@ -29,6 +29,9 @@ export {
 } from './nano/index.js';
 export { workValue, validateWork, generateWork, shutdownWorkers, LIVE_THRESHOLDS, DEV_THRESHOLDS, type Thresholds } from './work/index.js';
 export { NanoPay, type NanoPayOptions } from './sdk/nanopay.js';
+export { nanoExactClientScheme, nanoExactServerScheme } from './x402/schemes.js';
+export type { PaidFetch, PaidFetchOptions, X402Payment } from './x402/client.js';
+export type { X402Middleware, RequestPrice } from './x402/middleware.js';
 export { AgentClient, AgentError } from './sdk/agent-client.js';
 export { verifyWebhook, signWebhook, SIGNATURE_HEADER, type VerifyWebhookOptions } from './shop/signature.js';
 export { startSandbox, type RunningSandbox, type SandboxOptions } from './sandbox/index.js';

@@ -178,6 +178,8 @@ async function admit(deps: ChatDeps, session: Session, name: string, input: Tool
 /** What a call would spend, in raw: a send's or donation's amount, a top-up's listed price (read now); undefined for anything else. */
 async function costOf(session: Session, name: string, input: ToolInput): Promise<bigint | undefined> {
   if (name === 'wallet.send' || name === 'donate.send') return amountRaw(input.amount);
+  // A paid fetch may cost up to its maximum: that is what is held against the threshold.
+  if (name === 'http_fetch_paid') return amountRaw(input.max_xno);
   if (name !== 'credits.topup') return undefined;
   let tier: number;
   try {
@@ -204,7 +206,12 @@ function amountRaw(amount: ToolInput[string]): bigint | undefined {
 /** Why a call was held, for the confirm event. */
 function heldReason(name: string, input: ToolInput, costRaw: bigint, recentRaw: bigint, thresholdRaw: bigint): string {
   const cost = rawToXno(costRaw);
-  const what = name === 'credits.topup' ? `Buying ${String(input.credits_amount)} credits for ${cost} XNO` : `${name === 'donate.send' ? 'Donating' : 'Sending'} ${cost} XNO`;
+  const what =
+    name === 'credits.topup'
+      ? `Buying ${String(input.credits_amount)} credits for ${cost} XNO`
+      : name === 'http_fetch_paid'
+        ? `Paying up to ${cost} XNO for ${String(input.url)}`
+        : `${name === 'donate.send' ? 'Donating' : 'Sending'} ${cost} XNO`;
   const threshold = `the confirmation threshold of ${rawToXno(thresholdRaw)} XNO`;
   if (recentRaw === 0n) return `${what} is above ${threshold}`;
   const minutes = SPEND_WINDOW_MS / 60_000;
@@ -239,6 +246,10 @@ function describe(name: string, data: Record<string, unknown>): string {
       return `Bought ${d('topped_up_credits')} credits; the balance is now ${d('new_credits_balance')}.`;
     case 'donate.send':
       return `Donated ${d('amount')} XNO. ${d('message')}`;
+    case 'http_fetch_paid': {
+      const paid = data.payment as { amount?: string; pay_to?: string; hash?: string } | null;
+      return `HTTP ${d('status')}${paid === null ? '' : `; paid ${paid.amount ?? '?'} XNO to ${paid.pay_to ?? '?'} (block ${paid.hash ?? '?'})`}.`;
+    }
     default:
       return 'Done.';
   }

@@ -17,8 +17,10 @@ export interface Call {
   params: Record<string, string>;
   query: URLSearchParams;
   headers: IncomingHttpHeaders;
-  /** The JSON object sent; `{}` when the request had no body. */
+  /** The JSON object sent; `{}` when the request had no body (and for `fallback`, which gets `rawBody`). */
   body: Record<string, unknown>;
+  /** The body's bytes as sent, for `fallback` only (a proxy forwards any content type). */
+  rawBody?: Buffer;
   /** Aborted when the client goes away or the server closes: long answers (streams) stop on it. */
   signal: AbortSignal;
   request: IncomingMessage;
@@ -45,6 +47,11 @@ export interface HttpServerOptions {
   host: string;
   port: number;
   routes: readonly Route[];
+  /**
+   * Answers every request no route matches (any method, any path), with the
+   * body unparsed in `rawBody`: a reverse proxy. Without it such requests get 404/405.
+   */
+  fallback?: Route['handle'];
   /** Largest request body: beyond it 413, and the connection is closed unread. Default 64 KiB. */
   maxBodyBytes?: number;
   /** A body must come as application/json (415 otherwise); a request without a body needs no type. Default true. */
@@ -163,6 +170,14 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       return params === undefined ? [] : [{ ...r, params }];
     });
     const found = matches.find((m) => m.route.method === method);
+    const fallback = options.fallback;
+    if (found === undefined && fallback !== undefined) {
+      const rawBody = await readBody(req, maxBody);
+      const data: unknown = await fallback({ method, path, params: {}, query, headers: req.headers, body: {}, rawBody, signal, request: req, response: res });
+      if (data === RESPONDED) return;
+      if (res.headersSent) throw new Error(`${method} (fallback) wrote its response but did not return RESPONDED`);
+      return sendJson(res, 200, successEnvelope(data ?? null));
+    }
     if (found === undefined) {
       if (matches.length === 0) throw new NanoPayError('NOT_FOUND', `No route ${method} ${shown.path}`);
       res.setHeader('allow', [...new Set(matches.map((m) => m.route.method))].join(', '));

@@ -8,6 +8,10 @@ import { setRepresentative, showRepresentative, type RepresentativeChanged, type
 import { addContact, listContacts, removeContact, type Contact, type ContactAdded } from '../ops/profile/contacts.js';
 import { send, type SendResult } from '../ops/spending/send.js';
 import { Session, type SessionOptions } from '../ops/session.js';
+import { fetchWithPayment, type PaidFetch, type PaidFetchOptions } from '../x402/client.js';
+import { profileSettler } from '../x402/profile-settler.js';
+import { x402Middleware, type RequestPrice, type X402Middleware } from '../x402/middleware.js';
+import { Paywall } from '../x402/paywall.js';
 import { createWallet, importWallet, listWallets, type CreatedWallet, type ImportInput, type WalletSummary } from '../ops/profile/wallet.js';
 
 /** Which wallet and account pay (or receive), like the CLI's --wallet and --account; the active ones by default. */
@@ -112,6 +116,28 @@ export class NanoPay {
 
   donate(amountXno: string, options: SpendOptions & { to?: string } = {}): Promise<DonateResult> {
     return donate(this.session, { amount: { xno: amountXno }, ...spend(options), ...(options.to === undefined ? {} : { to: options.to }) });
+  }
+
+  /**
+   * fetch, paying an HTTP 402 (x402 v2) in Nano within `maxXno` (or the
+   * profile's x402-max), like `nanopay fetch`: the payment counts only once our
+   * backend sees it confirmed, and an unresolved one is never paid twice.
+   */
+  fetchWithPayment(input: string | URL, init: RequestInit = {}, options: PaidFetchOptions = {}): Promise<PaidFetch> {
+    return fetchWithPayment(this.session, input, init, options);
+  }
+
+  /**
+   * A node:http / Express-style middleware that charges `price` XNO per request
+   * (x402 v2, Nano exact), as `nanopay paywall` does: paid to `payTo` (default:
+   * the active account), settled on the profile's backend after the handler
+   * answered below 400. It signs nothing.
+   */
+  async x402Middleware(options: { price: RequestPrice; payTo?: string; description?: string }): Promise<X402Middleware> {
+    const settler = await profileSettler(this.session);
+    const workThreshold = String((await settler.supported()).kinds[0]?.extra?.workThreshold);
+    const payTo = options.payTo ?? (await this.session.address());
+    return x402Middleware(new Paywall({ payTo, settler, workThreshold, ...(options.description === undefined ? {} : { description: options.description }) }), options.price);
   }
 
   /** The newest `limit` (default 20) blocks of the account's history, like `history --json`. */

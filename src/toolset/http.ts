@@ -49,6 +49,8 @@ export const TOOL_ROUTES: readonly ToolRoute[] = [
   { method: 'GET', path: '/credits', tool: 'credits.get', input: () => ({}) },
   { method: 'POST', path: '/credits/topup/:credits_amount', tool: 'credits.topup', input: ({ params }) => ({ credits_amount: params.credits_amount }) },
   { method: 'POST', path: '/donate/:amount', tool: 'donate.send', input: ({ params }) => ({ amount: params.amount }) },
+  // Not in the spec: fetch a URL paying its x402 challenge (nanopay fetch).
+  { method: 'POST', path: '/http/fetch-paid', tool: 'http_fetch_paid', input: ({ body }) => body },
 ];
 
 /** HTTP routes for tool routes: each checks its input against the tool's schema, then `run`s the tool. */
@@ -64,7 +66,7 @@ export function routesFor(tools: readonly ToolRoute[], run: (tool: Tool, input: 
 }
 
 /**
- * The local HTTP toolset: the seven tools over the spec's routes, behind the
+ * The local HTTP toolset: the tools over the spec's routes (and /http/fetch-paid), behind the
  * guards that keep web pages out (Host, Origin, Sec-Fetch-Site, JSON bodies)
  * and, when set, the user check and the token.
  */

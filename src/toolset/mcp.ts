@@ -11,7 +11,7 @@ export interface McpOptions {
 }
 
 /**
- * The seven tools over MCP on stdio. A result carries the spec's envelope as
+ * The tools over MCP on stdio. A result carries the spec's envelope as
  * JSON text and as structured content; a failed tool is an error result with
  * the code and message, never a protocol error. stdout is the protocol's alone.
  */

@@ -5,6 +5,7 @@ import { donate } from '../ops/spending/donate.js';
 import { paymentStatus, requestPayment } from '../ops/requests/payments.js';
 import { send } from '../ops/spending/send.js';
 import type { Session } from '../ops/session.js';
+import { fetchWithPayment } from '../x402/client.js';
 
 /** A JSON Schema for a tool's input: an object of string or boolean properties. */
 export interface InputSchema {
@@ -76,8 +77,11 @@ export function checkInput(tool: Tool, input: unknown): ToolInput {
 
 const text = (input: ToolInput, key: string): string => input[key] as string;
 
+/** The most of a paid answer's body a tool call returns (the model reads it). */
+const MAX_TOOL_BODY = 64 * 1024;
+
 /**
- * The seven tools of the toolset, defined once: the HTTP server and the MCP
+ * The tools of the toolset, defined once: the HTTP server and the MCP
  * server are adapters over this list. Shapes follow the spec's section B.
  */
 export const TOOLS: Tool[] = [
@@ -176,6 +180,47 @@ export const TOOLS: Tool[] = [
     handler: async (session, input, signal) => {
       const result = await donate(session, { amount: { xno: text(input, 'amount') }, ...(signal === undefined ? {} : { signal }) });
       return { success: result.success, amount: result.amount, message: result.message };
+    },
+  },
+  {
+    name: 'http_fetch_paid',
+    title: 'Fetch a URL, paying for it (x402)',
+    annotations: SPEND,
+    description:
+      'Fetch an HTTP URL, paying an HTTP 402 (x402) in Nano from the toolset wallet, at most max_xno. Spending limits apply; the payment counts only once the ledger shows it, and a rerun with the same id never pays twice.',
+    inputSchema: schema(
+      {
+        url: str('the http(s) URL'),
+        max_xno: str('the most to pay for this request, in XNO, e.g. "0.01"'),
+        method: str('HTTP method (default GET)'),
+        body: str('request body (sent as text)'),
+        content_type: str('Content-Type of the body'),
+        id: str('idempotency key: a rerun with it presents the same payment, never a second one'),
+      },
+      ['url', 'max_xno'],
+    ),
+    writes: true,
+    handler: async (session, input, signal) => {
+      const url = URL.canParse(text(input, 'url')) ? new URL(text(input, 'url')) : undefined;
+      if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new NanoPayError('INVALID_REQUEST', 'url must be an http or https URL');
+      const init: RequestInit = {
+        method: typeof input.method === 'string' && input.method !== '' ? input.method.toUpperCase() : 'GET',
+        ...(typeof input.body === 'string' ? { body: input.body } : {}),
+        ...(typeof input.content_type === 'string' ? { headers: { 'content-type': input.content_type } } : {}),
+      };
+      const { response, payment } = await fetchWithPayment(session, url, init, {
+        maxXno: text(input, 'max_xno'),
+        ...(typeof input.id === 'string' ? { id: input.id } : {}),
+        ...(signal === undefined ? {} : { signal }),
+      });
+      const body = Buffer.from(await response.arrayBuffer());
+      return {
+        status: response.status,
+        content_type: response.headers.get('content-type'),
+        body: body.subarray(0, MAX_TOOL_BODY).toString('utf8'),
+        truncated: body.length > MAX_TOOL_BODY,
+        payment: payment === undefined ? null : { hash: payment.hash, pay_to: payment.pay_to, amount: payment.amount, amount_raw: payment.amount_raw, repeated: payment.repeated },
+      };
     },
   },
 ];

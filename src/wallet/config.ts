@@ -27,6 +27,10 @@ export interface ProfileRecord {
   activeAccount?: number;
   limits?: Limits;
   receiveMinimum?: string;
+  /** The most one x402 payment may cost (raw); without it (or --max) nanopay fetch pays nothing. */
+  x402Max?: string;
+  /** x402 payments up to this (raw) are made without asking on a terminal. */
+  x402AutoPay?: string;
   workMode?: 'auto' | 'cpu' | 'remote';
   workServers?: string;
   /** Who answers for the ledger: the payment service (default) or a Nano node's RPC. */

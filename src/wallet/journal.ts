@@ -27,6 +27,14 @@ export interface JournalEntry {
   topupTransactionId?: string;
   /** The service's answer to the top-up, kept until the result has been reported, so a rerun never pays twice. */
   topupResult?: TopupAnswer;
+  /**
+   * A cheque: the send was handed to this x402 server (URL) to publish, not
+   * published by us. Until the ledger shows it, it is resolved before the
+   * account moves again: presented again under its `sendId`, or superseded.
+   */
+  chequeFor?: string;
+  /** The cheque this block (a change on the same previous) cancels: if the cheque landed first after all, it is recorded as paid. */
+  supersedes?: JournalEntry;
 }
 
 export interface TopupAnswer {

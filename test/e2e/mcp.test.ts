@@ -41,9 +41,9 @@ afterAll(async () => {
 });
 
 describe('nanopay mcp over stdio', () => {
-  it('lists the seven tools under names every main client accepts, each with a title and annotations', async () => {
+  it('lists the tools under names every main client accepts, each with a title and annotations', async () => {
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['credits_get', 'credits_topup', 'donate_send', 'payment_request', 'payment_status', 'wallet_balance', 'wallet_send']);
+    expect(tools.map((t) => t.name).sort()).toEqual(['credits_get', 'credits_topup', 'donate_send', 'http_fetch_paid', 'payment_request', 'payment_status', 'wallet_balance', 'wallet_send']);
     for (const tool of tools) {
       expect(tool.name).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
       expect(tool.title).toMatch(/\w/);
@@ -60,6 +60,7 @@ describe('nanopay mcp over stdio', () => {
       credits_get: [true, false, true],
       credits_topup: [false, true, false],
       donate_send: [false, true, false],
+      http_fetch_paid: [false, true, false],
     });
     const send = tools.find((t) => t.name === 'wallet_send');
     expect(send?.inputSchema).toMatchObject({ type: 'object', required: ['recipient_address', 'amount'] });

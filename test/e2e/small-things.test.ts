@@ -165,7 +165,7 @@ describe("the README's command table", () => {
   const start = readme.indexOf('| Command | What it does |');
   const rows = readme.slice(start, readme.indexOf('\n\n', start)).split('\n').slice(2).map((row) => row.split(' | ')[0] as string);
   /** Said once above the table, for every command. */
-  const GLOBAL = new Set(['json', 'profile', 'password-file', 'password-stdin', 'help']);
+  const GLOBAL = new Set(['json', 'profile', 'password-file', 'password-stdin', 'timeout', 'help']);
   const ours = Object.entries(manifest.commands).filter(([, c]) => c.hidden !== true && c.pluginName === 'nanopay-cli');
   const named = (cell: string, name: string): boolean => [...cell.matchAll(/`([^`]*)`/g)].some((m) => m[1] === name || (m[1] as string).startsWith(`${name} `));
 

@@ -121,6 +121,14 @@ describe('the seven routes', () => {
     expectEnvelopeError(await post('/donate/abc', {}), 400, 'INVALID_NUMBER_FORMAT');
   });
 
+  it('POST /http/fetch-paid fetches a URL that asks for no payment, and needs max_xno', async () => {
+    const fetched = await post('/http/fetch-paid', { url: `${sb.url}/network/active-difficulty`, max_xno: '0.01' });
+    expect(fetched.status).toBe(200);
+    expect(fetched.body.data).toMatchObject({ status: expect.any(Number), payment: null, truncated: false });
+    expectEnvelopeError(await post('/http/fetch-paid', { url: sb.url }), 400, 'INVALID_REQUEST');
+    expectEnvelopeError(await post('/http/fetch-paid', { url: 'file:///etc/passwd', max_xno: '0.01' }), 400, 'INVALID_REQUEST');
+  });
+
   it('unknown routes are 404 envelopes', async () => {
     expectEnvelopeError(await call('GET', '/nope'), 404, 'NOT_FOUND');
   });

@@ -427,16 +427,27 @@ describe('the agent with a language model', () => {
     await expectNoSecretShown(f);
   });
 
-  it('sees the seven tools, the same definitions as MCP and HTTP, and is called with its key', async () => {
+  it('sees the tools, the same definitions as MCP and HTTP, and is called with its key', async () => {
     const f = await modelAgent();
     f.model.then(says('Hello.'));
     expect(types(await (await chat(f.agent.url, { message: 'hi' })).all())).toEqual(['text', 'done']);
     const first = f.model.received[0] as ModelRequest;
     expect(first.body.model).toBe('stand-in-1');
     expect(first.authorization).toBe(`Bearer ${MODEL_KEY}`);
-    expect(first.body.tools.map((t) => t.function.name)).toEqual(['wallet_balance', 'wallet_send', 'payment_request', 'payment_status', 'credits_get', 'credits_topup', 'donate_send']);
+    expect(first.body.tools.map((t) => t.function.name)).toEqual(['wallet_balance', 'wallet_send', 'payment_request', 'payment_status', 'credits_get', 'credits_topup', 'donate_send', 'http_fetch_paid']);
     expect(first.body.tools.map((t) => t.function.parameters)).toEqual(TOOLS.map((t) => t.inputSchema));
     await expectNoSecretShown(f);
+  });
+
+  it('holds a paid fetch whose maximum is above --confirm-above, before anything is fetched or paid', async () => {
+    const f = await modelAgent('5');
+    const { agent, model } = f;
+    model.then(toolCalls(['f', 'http_fetch_paid', JSON.stringify({ url: `${agent.url}/status`, max_xno: '2' })]), says('Waiting for you.'));
+    const events = await (await chat(agent.url, { message: 'Buy the report' })).all();
+    const held = events.find((e) => e.type === 'confirm');
+    expect(held).toMatchObject({ name: 'http_fetch_paid', arguments: { max_xno: '2' } });
+    expect(held?.text).toMatch(/^Paying up to 2 XNO for http:\/\/.*\/status is above the confirmation threshold/);
+    expect(events.some((e) => e.type === 'tool_result')).toBe(false);
   });
 
   it('lets the model request a payment', async () => {
@@ -509,12 +520,17 @@ describe('the agent with a language model', () => {
         ['5', 'credits_topup', JSON.stringify({ credits_amount: '100' })],
         ['6', 'donate_send', JSON.stringify({ amount: '0.01' })],
       ),
-      (r) => toolCalls(['7', 'payment_status', JSON.stringify({ transaction_id: toolMessages(r)['3'].data.transaction_id })])(),
+      (r) =>
+        toolCalls(
+          ['7', 'payment_status', JSON.stringify({ transaction_id: toolMessages(r)['3'].data.transaction_id })],
+          // A URL that asks for no payment: the tool fetches it and pays nothing.
+          ['8', 'http_fetch_paid', JSON.stringify({ url: `${agent.url}/status`, max_xno: '0.01' })],
+        )(),
       says('Done.'),
     );
     const events = await (await chat(agent.url, { message: 'Use every tool once' })).all();
     const results = events.filter((e) => e.type === 'tool_result');
-    expect(results.map((r) => (r.ok ? r.name : r.error.error))).toEqual(['wallet.balance', 'wallet.send', 'payment.request', 'credits.get', 'credits.topup', 'donate.send', 'payment.status']);
+    expect(results.map((r) => (r.ok ? r.name : r.error.error))).toEqual(['wallet.balance', 'wallet.send', 'payment.request', 'credits.get', 'credits.topup', 'donate.send', 'payment.status', 'http_fetch_paid']);
     expect(new Set(results.map((r) => r.name))).toEqual(new Set(TOOLS.map((t) => t.name)));
     expect(model.received).toHaveLength(3);
     await expectNoSecretShown(f);

@@ -51,7 +51,7 @@ export async function receive(session: Session, input: ReceiveInput = {}): Promi
   const received: ReceivedItem[] = [];
   for (const account of accounts) {
     const blocks = await ctx.lock(account.address, async () => {
-      await settleJournal(ctx, account.address);
+      await settleJournal(ctx, account.address, account);
       return receiveAllPending(ctx, account, minimumRaw);
     });
     if (session.backendKind() === 'node') await markReceived(session, account.address, blocks);

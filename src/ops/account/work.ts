@@ -36,6 +36,19 @@ export async function precache(session: Session, signal?: AbortSignal) {
   return { root, threshold, work };
 }
 
+/**
+ * Makes and stores the work for the block that will follow `hash` (an account's
+ * new frontier, just made by a payment), at the send threshold (which covers a
+ * receive too): the next payment does not wait for it.
+ */
+export async function precacheAfter(session: Session, hash: string, signal?: AbortSignal) {
+  const root = parseHash(hash, 'Frontier');
+  const threshold = await resolveThreshold(session, { subtype: 'send' });
+  const work = await session.work()(root, threshold, signal);
+  await session.workStore.put(root, threshold, work);
+  return { root, threshold, work };
+}
+
 export interface EngineFigure {
   engine: EngineName;
   workers: number;

@@ -25,6 +25,8 @@ import { recordLanded } from './recovery.js';
 export interface AccountHead {
   state: AccountState;
   thresholds: Thresholds;
+  /** Whether the backend says the frontier block is confirmed (true for an account with no block). */
+  confirmed: boolean;
 }
 
 /**
@@ -90,13 +92,13 @@ async function ownBlock(ctx: Pick<OpsContext, 'api'>, address: string, hash: str
  * (see ownBlock); the balance and representative come from the block itself,
  * never from the service's summary. Also says whether the block has a successor.
  */
-async function verifiedFrontier(ctx: Pick<OpsContext, 'api'>, address: string, info: RemoteAccountInfo): Promise<{ block: StateBlock; successor: boolean }> {
+async function verifiedFrontier(ctx: Pick<OpsContext, 'api'>, address: string, info: RemoteAccountInfo): Promise<{ block: StateBlock; successor: boolean; confirmed: boolean }> {
   const frontier = info.frontier.toUpperCase();
-  const { contents: block, successor } = await ownBlock(ctx, address, frontier);
+  const { contents: block, successor, confirmed } = await ownBlock(ctx, address, frontier);
   if (BigInt(block.balance) !== info.balanceRaw) {
     throw inconsistent(`it reports a balance of ${xnoAndRaw(info.balanceRaw)} for ${address}, but its frontier block holds ${xnoAndRaw(BigInt(block.balance))}`, { party: ctx.api.kind });
   }
-  return { block, successor: successor !== undefined && successor !== ZERO_HASH };
+  return { block, successor: successor !== undefined && successor !== ZERO_HASH, confirmed };
 }
 
 /** How often the head is read again when a block lands between reading account info and its frontier block. */
@@ -118,10 +120,10 @@ export async function readAccountHead(ctx: Pick<OpsContext, 'api'>, address: str
       info?.difficultySend !== undefined && info.difficultyReceive !== undefined
         ? { send: info.difficultySend, receive: info.difficultyReceive }
         : (await serviceThresholds(ctx.api)).thresholds;
-    if (info === null) return { state: { address, frontier: null, balance: 0n, representative: DEFAULT_REPRESENTATIVE }, thresholds };
+    if (info === null) return { state: { address, frontier: null, balance: 0n, representative: DEFAULT_REPRESENTATIVE }, thresholds, confirmed: true };
     const frontier = info.frontier.toUpperCase();
-    const { block, successor } = await verifiedFrontier(ctx, address, info);
-    if (!successor) return { state: { address, frontier, balance: BigInt(block.balance), representative: block.representative }, thresholds };
+    const { block, successor, confirmed } = await verifiedFrontier(ctx, address, info);
+    if (!successor) return { state: { address, frontier, balance: BigInt(block.balance), representative: block.representative }, thresholds, confirmed };
     if (frontier === superseded || read === HEAD_READS) {
       throw inconsistent(`the frontier ${frontier} of ${address} already has a successor, so it is not the head of the account`, { party: ctx.api.kind });
     }

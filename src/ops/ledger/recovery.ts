@@ -1,12 +1,13 @@
 import { NanoPayError } from '../../errors.js';
-import { ZERO_HASH, linkAsAccount } from '../../nano/index.js';
+import { ZERO_HASH, buildChangeBlock, linkAsAccount } from '../../nano/index.js';
 import type { HistoryRecord } from '../../wallet/history-log.js';
 import type { JournalEntry, TopupAnswer } from '../../wallet/journal.js';
-import { isDefinitiveRejection } from './chain.js';
-import type { OpsContext } from '../context.js';
+import { isDefinitiveRejection, publishTo, readAccountHead, signAndJournal } from './chain.js';
+import type { OpsContext, Signer } from '../context.js';
 import { withSpendingLock } from '../spending/limits.js';
 
-export type Outcome = 'none' | 'confirmed' | 'republished' | 'dropped';
+/** `cancelled`: an x402 cheque the server never cashed, superseded by a block of ours on the same previous. */
+export type Outcome = 'none' | 'confirmed' | 'republished' | 'dropped' | 'cancelled';
 
 export interface Settlement {
   outcome: Outcome;
@@ -103,22 +104,69 @@ async function settlePublish(ctx: OpsContext, entry: JournalEntry, fate: Fate): 
   }
 }
 
+/** An outstanding cheque cannot be cancelled without the account's key. */
+function chequeOutstanding(entry: JournalEntry): NanoPayError {
+  return new NanoPayError('CHEQUE_OUTSTANDING', `${entry.block.account} handed block ${entry.hash} to ${entry.chequeFor ?? 'an x402 server'}, which has not published it yet; nothing else can move the account until it is resolved`, {
+    hint: 'Run nanopay fetch again with the same --id to present it again, or any send or receive of this account to cancel it.',
+  });
+}
+
+/**
+ * Cancels a cheque the server has not cashed: a change block of ours (same
+ * representative, same balance) on the cheque's previous, so the cheque can
+ * never land. The change is journaled with the cheque it supersedes; if the
+ * server published the cheque first after all (the change is refused as a
+ * fork), the cheque is what landed, and it is recorded as paid.
+ */
+async function supersede(ctx: OpsContext, signer: Signer, cheque: JournalEntry): Promise<Settlement> {
+  const { state, thresholds } = await readAccountHead(ctx, signer.address);
+  if (state.frontier !== cheque.block.previous.toUpperCase()) return chequeFate(ctx, cheque);
+  const entry = await signAndJournal(ctx, signer, buildChangeBlock(state, { representative: state.representative }), 'change', thresholds, {}, (change) =>
+    ctx.journal.record(signer.address, { ...change, supersedes: cheque }),
+  );
+  try {
+    await publishTo(ctx, entry)(entry.block);
+  } catch (error) {
+    if (!isDefinitiveRejection(error)) throw error;
+    return chequeFate(ctx, cheque);
+  }
+  return { outcome: 'cancelled', entry: cheque };
+}
+
+/** Where a cheque stands once our own block on its previous could not land: cashed, or gone. */
+async function chequeFate(ctx: OpsContext, cheque: JournalEntry): Promise<Settlement> {
+  return (await fateOf(ctx, cheque)) === 'landed' ? { outcome: 'confirmed', entry: cheque } : { outcome: 'dropped', entry: cheque };
+}
+
+async function settleCheque(ctx: OpsContext, entry: JournalEntry, signer: Signer | undefined): Promise<Settlement> {
+  const fate = await fateOf(ctx, entry);
+  if (fate === 'landed') return { outcome: 'confirmed', entry };
+  if (fate === 'gone') return { outcome: 'dropped', entry };
+  if (signer === undefined) throw chequeOutstanding(entry);
+  return supersede(ctx, signer, entry);
+}
+
 /**
  * Settles the block a previous run signed but may not have finished with. A
  * block still next in line is published again (the very same block, never a
  * new one on that previous); a block in the ledger is done; a block the
  * account moved past without can never land. A top-up is submitted again with
- * its transaction id unless its answer was already kept. Whatever landed is
- * recorded before the entry is cleared.
+ * its transaction id unless its answer was already kept. An x402 cheque is
+ * never published by us: cashed, it is recorded as paid; else it is
+ * superseded (with `signer`). Whatever landed is recorded before the entry is cleared.
  */
-export async function settleJournal(ctx: OpsContext, address: string): Promise<Settlement> {
+export async function settleJournal(ctx: OpsContext, address: string, signer?: Signer): Promise<Settlement> {
   const entry = await ctx.journal.read(address);
   if (entry === undefined) return { outcome: 'none' };
   let settled: Settlement;
   if (entry.topupResult !== undefined) settled = { outcome: 'confirmed', entry, topup: entry.topupResult };
   else if (entry.topupTransactionId !== undefined) settled = await settleTopup(ctx, entry, entry.topupTransactionId, await fateOf(ctx, entry));
+  else if (entry.chequeFor !== undefined) settled = await settleCheque(ctx, entry, signer);
   else settled = await settlePublish(ctx, entry, await fateOf(ctx, entry));
-  if (settled.outcome !== 'dropped') await recordLanded(ctx, entry);
+  // A superseding change that could not land: the cheque it cancels may have.
+  if (settled.outcome === 'dropped' && entry.supersedes !== undefined) settled = await chequeFate(ctx, entry.supersedes);
+  if (settled.outcome === 'confirmed' && settled.entry !== undefined) await recordLanded(ctx, settled.entry);
+  else if (settled.outcome !== 'dropped' && settled.outcome !== 'cancelled') await recordLanded(ctx, entry);
   await ctx.journal.clear(address);
   return settled;
 }

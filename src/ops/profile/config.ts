@@ -84,6 +84,16 @@ const SETTINGS = {
     get: (p: ProfileRecord) => (p.receiveMinimum === undefined ? undefined : rawToXno(BigInt(p.receiveMinimum))),
     set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, receiveMinimum: xnoToRaw(v).toString() }),
   },
+  'x402-max': {
+    describe: 'most one x402 payment (nanopay fetch) may cost, in XNO; none set = pay nothing',
+    get: (p: ProfileRecord) => (p.x402Max === undefined ? undefined : rawToXno(BigInt(p.x402Max))),
+    set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, x402Max: xnoToRaw(v).toString() }),
+  },
+  'x402-auto-pay': {
+    describe: 'x402 payments up to this many XNO are made without asking on a terminal',
+    get: (p: ProfileRecord) => (p.x402AutoPay === undefined ? undefined : rawToXno(BigInt(p.x402AutoPay))),
+    set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, x402AutoPay: xnoToRaw(v).toString() }),
+  },
   representative: {
     describe: 'the representative new accounts open with (nanopay representative set changes an existing account\'s)',
     env: 'NANOPAY_REPRESENTATIVE',
@@ -220,6 +230,8 @@ export async function unsetSetting(session: Session, name: string): Promise<Sett
     'limit-per-send': (p) => ({ ...p, limits: { ...(p.limits?.perDay === undefined ? {} : { perDay: p.limits.perDay }) } }),
     'limit-per-day': (p) => ({ ...p, limits: { ...(p.limits?.perSend === undefined ? {} : { perSend: p.limits.perSend }) } }),
     'receive-minimum': ({ receiveMinimum: _, ...p }) => p,
+    'x402-max': ({ x402Max: _, ...p }) => p,
+    'x402-auto-pay': ({ x402AutoPay: _, ...p }) => p,
     representative: ({ representative: _, ...p }) => p,
     'work-mode': ({ workMode: _, ...p }) => p,
     'work-servers': ({ workServers: _, ...p }) => p,

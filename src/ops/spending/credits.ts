@@ -58,7 +58,7 @@ function resultOf(answer: TopupAnswer, hash: string, amountRaw: bigint, paymentA
 async function resume(ctx: OpsContext, signer: Signer, tier: CreditTier): Promise<TopupResult | undefined> {
   const pending = await ctx.journal.read(signer.address);
   if (pending?.topupTransactionId === undefined) return undefined;
-  const settled = await ctx.lock(signer.address, () => settleJournal(ctx, signer.address));
+  const settled = await ctx.lock(signer.address, () => settleJournal(ctx, signer.address, signer));
   if (settled.refused !== undefined) throw settled.refused;
   if (settled.topup === undefined || settled.entry === undefined || settled.topup.toppedUp !== tier) return undefined;
   const entry = settled.entry;

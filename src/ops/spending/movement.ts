@@ -4,6 +4,7 @@ import type { JournalEntry } from '../../wallet/journal.js';
 import type { SendRecord } from '../../wallet/send-log.js';
 import { planSend, publishTo, sendBlockOf, signAndJournal, submitEntry, type SendPlan } from '../ledger/chain.js';
 import type { BlockNote, OpsContext, Signer } from '../context.js';
+import { parseThreshold } from '../../work/index.js';
 import { checkPerDay, checkPerSend, spentToday, withSpendingLock } from './limits.js';
 import { recordLanded, settleJournal } from '../ledger/recovery.js';
 
@@ -33,12 +34,20 @@ export interface Movement<A> {
   /** The contact `to` is, shown in the preview. */
   contact?: string;
   dryRun?: boolean;
+  /** Work at least this hard (16 hex), when the payee states a harder send threshold than the backend's (an x402 seller). */
+  workThreshold?: string;
   /** Asked once the preview is known, after the limits passed; false cancels. */
   confirm?: Confirm;
   /** What the entry carries to finish its purpose after a crash (a top-up's transaction id). */
   note?: BlockNote;
   /** How the signed block reaches the ledger; the API's publish by default. */
   submit?: (block: StateBlock) => Promise<A>;
+  /**
+   * The block leaves as a cheque whose fate submit does not learn (handed to an
+   * x402 client library that presents it): its journal entry stays, nothing is
+   * recorded, and the account's next block resolves it (recovery.ts).
+   */
+  outstanding?: boolean;
   /** Runs on the answer once the block landed and was recorded, before its journal entry goes (a top-up keeps its answer there until reported). */
   landed?: (answer: A | undefined, entry: JournalEntry, plan: SendPlan) => Promise<void>;
 }
@@ -68,6 +77,10 @@ function preview(from: string, to: string, amountRaw: bigint, balanceRaw: bigint
     balance_after: rawToXno(balanceRaw - amountRaw),
     balance_after_raw: (balanceRaw - amountRaw).toString(),
   };
+}
+
+function harderThreshold(a: string, b: string): string {
+  return parseThreshold(b) > parseThreshold(a) ? b : a;
 }
 
 /** The earlier result under `id`, if the parameters are the same; a different payment under the same key is refused. */
@@ -113,12 +126,12 @@ export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<M
   // A block signed under this very key and not yet settled (a run killed after signing): it is this payment.
   // Settled first, the rerun is its repeat, not a second payment planned on a head it already spent.
   if (repeat === undefined && m.id !== undefined && pending?.sendId === m.id) {
-    await ctx.lock(m.signer.address, () => settleJournal(ctx, m.signer.address));
+    await ctx.lock(m.signer.address, () => settleJournal(ctx, m.signer.address, m.signer));
     repeat = await earlier(ctx, m, to);
   }
   if (repeat !== undefined) {
     // A run killed after recording but before clearing its entry leaves it for the next command: settle it now.
-    if (pending !== undefined) await ctx.lock(m.signer.address, () => settleJournal(ctx, m.signer.address));
+    if (pending !== undefined) await ctx.lock(m.signer.address, () => settleJournal(ctx, m.signer.address, m.signer));
     return repeat;
   }
 
@@ -130,7 +143,7 @@ export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<M
   }
 
   return ctx.lock(m.signer.address, async () => {
-    await settleJournal(ctx, m.signer.address);
+    await settleJournal(ctx, m.signer.address, m.signer);
     const resumed = await earlier(ctx, m, to);
     if (resumed !== undefined) return resumed;
     // The head may have moved while the user confirmed: plan again on the fresh one.
@@ -138,13 +151,15 @@ export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<M
     checkPerDay(ctx.limits, await spentToday(ctx), m.amountRaw);
     const note: BlockNote = { amountRaw: m.amountRaw.toString(), profile: ctx.profile, ...(m.id === undefined ? {} : { sendId: m.id }), ...m.note };
     // Checked again and journaled in one hold of the profile's spending lock: the journaled send counts at once.
-    const entry = await signAndJournal(ctx, m.signer, sendBlockOf(plan), 'send', plan.head.thresholds, note, (signed) =>
+    const thresholds = m.workThreshold === undefined ? plan.head.thresholds : { ...plan.head.thresholds, send: harderThreshold(plan.head.thresholds.send, m.workThreshold) };
+    const entry = await signAndJournal(ctx, m.signer, sendBlockOf(plan), 'send', thresholds, note, (signed) =>
       withSpendingLock(ctx, async () => {
         checkPerDay(ctx.limits, await spentToday(ctx), m.amountRaw);
         await ctx.journal.record(m.signer.address, signed);
       }),
     );
     const answer = await submitEntry(ctx, entry, m.submit ?? (publishTo(ctx, entry) as (block: StateBlock) => Promise<A>));
+    if (m.outstanding === true) return planned(plan, m.signer.address, { hash: entry.hash, dryRun: false, ...(answer === undefined ? {} : { answer }) });
     await recordLanded(ctx, entry);
     await m.landed?.(answer, entry, plan);
     await ctx.journal.clear(m.signer.address);

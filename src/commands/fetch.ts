@@ -1,0 +1,92 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { Args, Flags } from '@oclif/core';
+import { confirmOnTerminal } from '../cli/confirm.js';
+import { SessionCommand } from '../cli/session-command.js';
+import { NanoPayError } from '../errors.js';
+import type { Confirm } from '../ops/spending/movement.js';
+import { precacheAfter } from '../ops/account/work.js';
+import { fetchWithPayment, type X402Payment } from '../x402/client.js';
+
+function header(line: string): [string, string] {
+  const colon = line.indexOf(':');
+  if (colon <= 0) throw new NanoPayError('USAGE', `-H takes 'Name: value', not "${line}"`);
+  return [line.slice(0, colon).trim(), line.slice(colon + 1).trim()];
+}
+
+/** Asked on a terminal; without one (and without --yes) a payment over the auto-pay threshold is refused. */
+function askToPay(url: string): Confirm {
+  return (p) => {
+    if (!process.stdin.isTTY || !process.stderr.isTTY) {
+      return Promise.reject(new NanoPayError('USAGE', `${url} asks for ${p.amount} XNO, and there is no terminal to ask on; nothing was paid`, {
+        hint: 'Pass --yes, or set an auto-pay threshold: nanopay config set x402-auto-pay 0.001',
+      }));
+    }
+    process.stderr.write(`${url} asks for payment (x402)\nFrom:     ${p.from}\nTo:       ${p.to}\nAmount:   ${p.amount} XNO\nBalance:  ${p.balance} XNO -> ${p.balance_after} XNO\n`);
+    return confirmOnTerminal(`Pay ${p.amount} XNO?`, false);
+  };
+}
+
+export default class Fetch extends SessionCommand {
+  static override summary = 'Fetch a URL like curl, paying an HTTP 402 (x402) in Nano within a maximum.';
+  static override description = `On a 402 with an x402 v2 PAYMENT-REQUIRED header it picks the cheapest Nano requirement within --max (or the profile's
+x402-max; with neither it pays nothing), pays it through the usual guards (per-send and daily limits, account lock,
+journal), retries with the payment and writes the body to stdout (or -o FILE). The payment (block hash, amount, payee) is
+reported on stderr, or in --json. A payment counts only when our own backend shows the block confirmed; otherwise the
+block stays outstanding: a rerun with the same --id presents the same block again, and the account's next send or
+receive cancels it (a block of ours on the same previous), so it is never paid twice. On a terminal it asks before paying
+more than x402-auto-pay, unless --yes.`;
+  static override examples = [
+    '<%= config.bin %> fetch http://127.0.0.1:4021/report --max 0.01',
+    "<%= config.bin %> fetch https://api.example/v1/q -X POST -H 'Content-Type: application/json' -d '{\"q\":1}' --max 0.001 --yes --id q-1 --json",
+  ];
+  static override args = { url: Args.string({ ignoreStdin: true, description: 'the URL', required: true }) };
+  static override flags = {
+    request: Flags.string({ char: 'X', description: 'HTTP method (default GET, or POST with a body)' }),
+    header: Flags.string({ char: 'H', description: "request header 'Name: value' (repeatable)", multiple: true, default: [] }),
+    data: Flags.string({ char: 'd', description: 'request body', exclusive: ['data-file'] }),
+    'data-file': Flags.string({ description: 'read the request body from this file' }),
+    max: Flags.string({ description: 'the most to pay for this request, in XNO (default: the profile x402-max)' }),
+    yes: Flags.boolean({ char: 'y', description: 'do not ask before paying' }),
+    id: Flags.string({ description: 'idempotency key: a rerun presents the same payment again, never a second one' }),
+    output: Flags.string({ char: 'o', description: 'write the body to this file instead of stdout' }),
+    precache: Flags.boolean({ description: 'after paying, make the work for the account\'s next block now, so the next payment does not wait' }),
+    wallet: Flags.string({ description: 'wallet to pay from instead of the active one' }),
+    account: Flags.integer({ description: 'account index within the wallet', min: 0 }),
+  };
+
+  async run(): Promise<unknown> {
+    const { args, flags } = await this.parse(Fetch);
+    const body = flags['data-file'] !== undefined ? await readFile(flags['data-file']) : flags.data;
+    const init: RequestInit = {
+      method: flags.request ?? (body === undefined ? 'GET' : 'POST'),
+      headers: flags.header.map(header),
+      ...(body === undefined ? {} : { body }),
+    };
+    const session = this.session(flags);
+    const { response, payment } = await fetchWithPayment(session, args.url, init, {
+      signal: this.signal,
+      ...(flags.max === undefined ? {} : { maxXno: flags.max }),
+      ...(flags.id === undefined ? {} : { id: flags.id }),
+      ...(flags.wallet === undefined ? {} : { wallet: flags.wallet }),
+      ...(flags.account === undefined ? {} : { index: flags.account }),
+      ...(flags.yes ? {} : { confirm: askToPay(args.url) }),
+    });
+    const bytes = Buffer.from(await response.arrayBuffer());
+    if (flags.output !== undefined) await writeFile(flags.output, bytes);
+    if (flags.precache && payment !== undefined && !payment.repeated) await precacheAfter(session, payment.hash, this.signal);
+    if (payment !== undefined && !this.jsonEnabled()) process.stderr.write(`${paidText(payment)}\n`);
+    if (this.jsonEnabled()) {
+      return { status: response.status, ...(flags.output === undefined ? { body: bytes.toString('utf8') } : { output: flags.output }), payment: payment ?? null };
+    }
+    if (flags.output === undefined) process.stdout.write(bytes);
+    if (!response.ok) process.exitCode = response.status >= 500 ? 5 : 1;
+    return undefined;
+  }
+}
+
+function paidText(p: X402Payment): string {
+  if (p.repeated) return `Already paid under this --id: ${p.amount} XNO to ${p.pay_to} (block ${p.hash}); nothing was paid this time`;
+  const said = p.settlement === null ? 'the server sent no settlement' : p.settlement.success ? `the server's settlement names ${p.settlement.transaction || 'no block'}` : `the server says it failed (${p.settlement.errorReason ?? 'no reason'})`;
+  const note = p.settlement_matches ? '' : `\nNote: ${said}; the ledger shows our block confirmed, so it counts as paid once.`;
+  return `Paid ${p.amount} XNO to ${p.pay_to} (block ${p.hash}, confirmed)${note}`;
+}

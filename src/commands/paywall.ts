@@ -1,0 +1,57 @@
+import { Flags } from '@oclif/core';
+import { SessionCommand } from '../cli/session-command.js';
+import { NanoPayError } from '../errors.js';
+import { normalizeAddress, rawToXno, xnoToRaw } from '../nano/index.js';
+import { profileSettler } from '../x402/profile-settler.js';
+import { Paywall, parseRoute } from '../x402/paywall.js';
+import { startPaywallServer } from '../x402/paywall-server.js';
+
+export default class PaywallCommand extends SessionCommand {
+  static override summary = 'Charge for an HTTP API in Nano (x402): a reverse proxy that answers 402 until paid.';
+  static override description = `Requests to the paywall are forwarded to --upstream once paid. An unpaid request gets 402 with a PAYMENT-REQUIRED
+header (x402 v2, scheme exact, network nano:mainnet, the price in raw). A payment (the buyer's signed send block, not
+published) is verified against the ledger, the request is forwarded, and the block is published and its confirmation
+awaited only when the upstream answered below 400: a failed request costs the buyer nothing. Each payer's previous block is
+claimed in a record under the config dir before publishing, so a block settles at most once. --route sets a price per
+method and path ('GET /api/*=0.001', METHOD may be *; a price of 0 is free); other requests cost --price. Holds no key:
+payments go to --to (default: the active account's address) and it needs only the profile's backend (a node, or the
+sandbox). Logs one line per request to stderr; runs until Ctrl-C.`;
+  static override examples = [
+    "<%= config.bin %> paywall --upstream http://127.0.0.1:8080 --price 0.001",
+    "<%= config.bin %> paywall --upstream http://127.0.0.1:8080 --price 0 --route 'GET /premium/*=0.01' --port 4021",
+  ];
+  static override flags = {
+    upstream: Flags.string({ description: 'the API to forward to (http://host:port[/prefix])', required: true }),
+    price: Flags.string({ description: 'price of a request in XNO (0: free unless a --route prices it)', required: true }),
+    route: Flags.string({ description: "price for a method and path: 'METHOD /path/*=XNO' (repeatable; the first match wins)", multiple: true, default: [] }),
+    to: Flags.string({ description: 'address paid (default: the active account)' }),
+    host: Flags.string({ description: 'address to listen on', default: '127.0.0.1' }),
+    port: Flags.integer({ description: 'port (default: a free one)', default: 0, min: 0, max: 65535 }),
+  };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(PaywallCommand);
+    if (!URL.canParse(flags.upstream) || !/^https?:$/.test(new URL(flags.upstream).protocol)) {
+      throw new NanoPayError('USAGE', `--upstream must be an http(s) URL, not "${flags.upstream}"`);
+    }
+    const routes = flags.route.map(parseRoute);
+    const defaultRaw = xnoToRaw(flags.price);
+    const session = this.session(flags);
+    const payTo = normalizeAddress(flags.to ?? (await session.address()));
+    const settler = await profileSettler(session);
+    const workThreshold = String((await settler.supported()).kinds[0]?.extra?.workThreshold);
+    const paywall = new Paywall({ payTo, settler, workThreshold });
+    const log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
+    const server = await startPaywallServer({ host: flags.host, port: flags.port, upstream: flags.upstream, paywall, routes, defaultRaw, log });
+    if (this.jsonEnabled()) {
+      process.stdout.write(`${JSON.stringify({ url: server.url, upstream: flags.upstream, pay_to: payTo, price: rawToXno(defaultRaw), price_raw: defaultRaw.toString() })}\n`);
+    } else {
+      this.log(`x402 paywall: ${server.url} -> ${flags.upstream}\nPrice: ${rawToXno(defaultRaw)} XNO per request${routes.length > 0 ? ` (and ${routes.length} priced route(s))` : ''}, paid to ${payTo}\nStop it: Ctrl-C`);
+    }
+    await new Promise<void>((resolve) => {
+      process.on('SIGINT', () => resolve());
+      process.on('SIGTERM', () => resolve());
+    });
+    await server.close();
+  }
+}

@@ -1,0 +1,60 @@
+import { RESPONDED, startHttpServer, type Call, type HttpServer, type Route } from '../http/server.js';
+import { sendJson } from '../http/respond.js';
+import { X402_NETWORK } from './protocol.js';
+import { X402Refusal } from './nano-exact.js';
+import { facilitatorRequest, type NanoSettler } from './facilitator.js';
+
+export interface FacilitatorServerOptions {
+  host: string;
+  port: number;
+  settler: NanoSettler;
+  log?: (line: string) => void;
+}
+
+/** Answers as the reference shapes are, bare JSON (no envelope): HTTPFacilitatorClient reads them as they are. */
+function bare(handle: (call: Call) => Promise<unknown>): Route['handle'] {
+  return async (call) => {
+    sendJson(call.response, 200, await handle(call));
+    return RESPONDED;
+  };
+}
+
+/**
+ * `nanopay facilitator`: POST /verify, POST /settle and GET /supported of the
+ * x402 facilitator API for the Nano exact scheme, on the one HTTP server
+ * module. A payment that fails a check is answered 200 with isValid:false or
+ * success:false and its reason, as the reference facilitators do.
+ */
+export function startFacilitatorServer(options: FacilitatorServerOptions): Promise<HttpServer> {
+  const { settler } = options;
+  const routes: Route[] = [
+    { method: 'GET', path: '/supported', handle: bare(() => settler.supported()) },
+    {
+      method: 'POST',
+      path: '/verify',
+      handle: bare(async (call) => {
+        try {
+          const { payment, requirements } = facilitatorRequest(call.body);
+          return await settler.verify(payment, requirements);
+        } catch (error) {
+          if (error instanceof X402Refusal) return { isValid: false, invalidReason: error.reason, invalidMessage: error.message };
+          throw error;
+        }
+      }),
+    },
+    {
+      method: 'POST',
+      path: '/settle',
+      handle: bare(async (call) => {
+        try {
+          const { payment, requirements } = facilitatorRequest(call.body);
+          return await settler.settle(payment, requirements);
+        } catch (error) {
+          if (error instanceof X402Refusal) return { success: false, errorReason: error.reason, errorMessage: error.message, transaction: '', network: X402_NETWORK };
+          throw error;
+        }
+      }),
+    },
+  ];
+  return startHttpServer({ host: options.host, port: options.port, routes, ...(options.log === undefined ? {} : { log: options.log }) });
+}

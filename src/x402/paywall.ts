@@ -1,0 +1,108 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { NanoPayError } from '../errors.js';
+import { normalizeAddress, xnoToRaw } from '../nano/index.js';
+import type { NanoSettler, Verified } from './facilitator.js';
+import { X402Refusal, nanoRequirement } from './nano-exact.js';
+import { HEADERS, X402_VERSION, decodeHeader, encodeHeader, parsePaymentPayload, sameRequirement, type PaymentRequired, type PaymentRequirements, type SettleResponse } from './protocol.js';
+
+/** A priced route: `METHOD /path/*=XNO` (METHOD may be `*`; `*` at the end of the path matches any rest). */
+export interface PricedRoute {
+  method: string;
+  path: string;
+  priceRaw: bigint;
+}
+
+export function parseRoute(spec: string): PricedRoute {
+  const match = /^\s*(\*|[A-Za-z]+)\s+(\/\S*)\s*=\s*(\S+)\s*$/.exec(spec);
+  if (match === null) throw new NanoPayError('USAGE', `A route is 'METHOD /path/*=XNO' (e.g. 'GET /api/*=0.001'), not "${spec}"`);
+  return { method: (match[1] as string).toUpperCase(), path: match[2] as string, priceRaw: xnoToRaw(match[3] as string) };
+}
+
+function routeMatches(route: PricedRoute, method: string, path: string): boolean {
+  if (route.method !== '*' && route.method !== method) return false;
+  return route.path.endsWith('*') ? path.startsWith(route.path.slice(0, -1)) : path === route.path;
+}
+
+/** What a request must pay: the first route that matches, else the default price (0 = free). */
+export function priceOf(routes: readonly PricedRoute[], defaultRaw: bigint, method: string, path: string): bigint {
+  return routes.find((r) => routeMatches(r, method, path))?.priceRaw ?? defaultRaw;
+}
+
+export type Admission = { paid: false; status: 402; headers: Record<string, string>; body: Record<string, never> } | { paid: true; verified: Verified };
+
+export interface PaywallOptions {
+  payTo: string;
+  settler: NanoSettler;
+  /** The send threshold the ledger takes, stated in each requirement's extra. */
+  workThreshold: string;
+  maxTimeoutSeconds?: number;
+  description?: string;
+}
+
+/**
+ * The seller's side of x402 for Nano, for the paywall proxy and the node:http
+ * middleware alike (the "authorization" flow): a request without a valid
+ * payment gets 402 with PAYMENT-REQUIRED; a valid one is admitted holding its
+ * payer's previous, the caller runs or forwards it, and settles only when it
+ * succeeded (release otherwise): a buyer is never charged for a failed
+ * request, and a block not settled is never published. Holds no key.
+ */
+export class Paywall {
+  private readonly payTo: string;
+
+  constructor(private readonly options: PaywallOptions) {
+    this.payTo = normalizeAddress(options.payTo);
+  }
+
+  requirement(priceRaw: bigint): PaymentRequirements {
+    return nanoRequirement(this.payTo, priceRaw, this.options.workThreshold, this.options.maxTimeoutSeconds ?? 300);
+  }
+
+  challenge(resourceUrl: string, priceRaw: bigint, error: string): Admission {
+    const required: PaymentRequired = {
+      x402Version: X402_VERSION,
+      error,
+      resource: { url: resourceUrl, ...(this.options.description === undefined ? {} : { description: this.options.description }) },
+      accepts: [this.requirement(priceRaw)],
+    };
+    return { paid: false, status: 402, headers: { [HEADERS.required]: encodeHeader(required), 'cache-control': 'no-store' }, body: {} };
+  }
+
+  /** Checks the request's payment (PAYMENT-SIGNATURE, else X-PAYMENT) for this price. */
+  async admit(headers: IncomingHttpHeaders, resourceUrl: string, priceRaw: bigint): Promise<Admission> {
+    const header = headers[HEADERS.signature] ?? headers[HEADERS.legacyPayment];
+    if (header === undefined) return this.challenge(resourceUrl, priceRaw, 'Payment required');
+    const requirement = this.requirement(priceRaw);
+    let verified: Verified;
+    try {
+      const payment = parsePaymentPayload(decodeHeader(Array.isArray(header) ? (header[0] as string) : header, 'PAYMENT-SIGNATURE'));
+      if (!sameRequirement(requirement, payment.accepted)) return this.challenge(resourceUrl, priceRaw, 'No matching payment requirements');
+      verified = await this.options.settler.check(payment, requirement);
+    } catch (error) {
+      if (error instanceof X402Refusal) return this.challenge(resourceUrl, priceRaw, error.reason);
+      if (error instanceof NanoPayError && (error.code === 'INVALID_REQUEST' || error.code === 'INVALID_JSON')) return this.challenge(resourceUrl, priceRaw, 'invalid_payload');
+      throw error;
+    }
+    if (!this.options.settler.reserve(verified)) return this.challenge(resourceUrl, priceRaw, 'transaction_in_flight');
+    return { paid: true, verified };
+  }
+
+  /** Settles an admitted payment after the request succeeded; the hold on its previous ends either way. */
+  async settle(verified: Verified): Promise<SettleResponse> {
+    try {
+      return await this.options.settler.settleReserved(verified);
+    } finally {
+      this.options.settler.release(verified);
+    }
+  }
+
+  /** The request failed: nothing is published, and the payer's block stays theirs. */
+  release(verified: Verified): void {
+    this.options.settler.release(verified);
+  }
+}
+
+/** The PAYMENT-RESPONSE header of a settlement (without extension answers, as the reference server sends it). */
+export function settlementHeader(settlement: SettleResponse): Record<string, string> {
+  return { [HEADERS.response]: encodeHeader(settlement) };
+}

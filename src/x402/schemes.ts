@@ -1,0 +1,45 @@
+import { NanoPayError } from '../errors.js';
+import { xnoToRaw } from '../nano/index.js';
+import type { NanoPay } from '../sdk/nanopay.js';
+import { signCheque, type PaidFetchOptions } from './client.js';
+import { X402_ASSET, X402_SCHEME, parseRequirements, type PaymentRequirements, type SupportedKind } from './protocol.js';
+
+/**
+ * The Nano exact scheme for the reference x402 packages, shaped as their
+ * interfaces (SchemeNetworkServer for @x402/express or x402ResourceServer,
+ * SchemeNetworkClient for @x402/fetch's x402Client), without importing them:
+ * register each for `nano:mainnet`.
+ */
+
+/** A price as the packages pass it: XNO as a string or number ("0.001"), or an asset amount in raw. */
+type Price = string | number | { asset: string; amount: string; extra?: Record<string, unknown> };
+
+export const nanoExactServerScheme = {
+  scheme: X402_SCHEME,
+  defaultAssetTransferMethod: 'default',
+  // Verify before the handler, settle after it succeeded: the buyer is never charged for a failed request.
+  paymentFlows: { default: { default: 'authorization', supported: ['authorization'] } },
+  async parsePrice(price: Price): Promise<{ asset: string; amount: string; extra?: Record<string, unknown> }> {
+    if (typeof price === 'object') {
+      if (price.asset !== X402_ASSET || !/^\d+$/.test(price.amount)) throw new NanoPayError('INVALID_REQUEST', 'A Nano price is {asset: "XNO", amount: "<raw>"} or XNO as a string');
+      return price;
+    }
+    return { asset: X402_ASSET, amount: xnoToRaw(String(price).replace(/^\s*XNO\s*|\s*XNO\s*$/gi, '')).toString() };
+  },
+  /** The facilitator's work terms (from /supported) go into each requirement's extra. */
+  async enhancePaymentRequirements(requirements: PaymentRequirements, kind: SupportedKind): Promise<PaymentRequirements> {
+    const { asset: _asset, ...terms } = kind.extra ?? {};
+    return { ...requirements, extra: { ...terms, ...(requirements.extra ?? {}) } };
+  },
+};
+
+/** The client side: signs the payer's send as a cheque through nanopay's guarded money path, within `maxXno`. */
+export function nanoExactClientScheme(nanopay: NanoPay, options: Omit<PaidFetchOptions, 'settleWaitMs'>) {
+  return {
+    scheme: X402_SCHEME,
+    async createPaymentPayload(x402Version: number, requirements: unknown): Promise<{ x402Version: number; payload: Record<string, unknown> }> {
+      const block = await signCheque(nanopay.session, parseRequirements(requirements), options);
+      return { x402Version, payload: { block } };
+    },
+  };
+}

@@ -1,0 +1,124 @@
+import { open, rm, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { ensurePrivateDir, readIfExists } from '../fs/secure-fs.js';
+
+/** Where one payer's `previous` stands: a settlement under way (or cut short), or done. */
+export interface SettlementEntry {
+  hash: string;
+  state: 'pending' | 'settled';
+  /** ISO time of the claim (pending) or of the confirmation (settled). */
+  at: string;
+  /** A pending claim whose settling process is known to be gone (it died on this host): the same block may be settled again. */
+  abandoned?: boolean;
+}
+
+/** Who holds a pending claim, to tell one cut short by a crash from one under way. */
+interface ClaimFile extends SettlementEntry {
+  pid?: number;
+  host?: string;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * The persistent record of settlements, by the `previous` each block builds
+ * on: only one block can ever follow a previous, so one claim per previous
+ * settles a block (and any rival block on the same previous) at most once,
+ * across restarts and processes. Kept behind this interface so it can move to
+ * another store.
+ */
+export interface SettlementRecord {
+  /**
+   * Claims `previous` for `hash`: true when this call got it (or took over an
+   * abandoned claim of the same hash), else the entry already there.
+   */
+  claim(previous: string, hash: string, now: Date): Promise<true | SettlementEntry>;
+  read(previous: string): Promise<SettlementEntry | undefined>;
+  /** Marks `previous` settled by `hash`, once: true for the one call that did, false when it already was. */
+  settle(previous: string, hash: string, now: Date): Promise<boolean>;
+  /** Drops a claim whose block the ledger refused for good: it can never land. */
+  release(previous: string): Promise<void>;
+}
+
+const HASH = /^[0-9A-F]{64}$/;
+
+/**
+ * One small file per claimed previous; the claim is an O_EXCL create, so two
+ * processes cannot both get it. Not fsynced: once a block is published the
+ * ledger itself refuses it again (its previous is no longer the frontier), so
+ * these files guard what the ledger cannot see (settlements in flight, across
+ * processes), and a power cut that loses one loses nothing the ledger does not
+ * hold. (Four fsyncs per payment cost ~35 ms on this machine.) Settling is a
+ * second O_EXCL file, so exactly one settlement of a previous ever answers success.
+ */
+export class FileSettlementRecord implements SettlementRecord {
+  /** Made (and checked private) once, not on every claim. */
+  private ready: Promise<void> | undefined;
+
+  constructor(private readonly dir: string) {}
+
+  private path(previous: string, kind: 'claim' | 'settled' = 'claim'): string {
+    if (!HASH.test(previous)) throw new Error(`not a block hash: ${previous}`);
+    return join(this.dir, `${previous}.${kind === 'claim' ? 'json' : 'settled'}`);
+  }
+
+  /** Creates `path` only if it does not exist (O_EXCL): false when it did. */
+  private async create(path: string, entry: SettlementEntry): Promise<boolean> {
+    this.ready ??= ensurePrivateDir(this.dir);
+    await this.ready.catch((error: unknown) => {
+      this.ready = undefined;
+      throw error;
+    });
+    let handle;
+    try {
+      handle = await open(path, 'wx', 0o600);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw error;
+    }
+    try {
+      await handle.writeFile(JSON.stringify(entry));
+    } finally {
+      await handle.close();
+    }
+    return true;
+  }
+
+  async claim(previous: string, hash: string, now: Date): Promise<true | SettlementEntry> {
+    const claim: ClaimFile = { hash, state: 'pending', at: now.toISOString(), pid: process.pid, host: hostname() };
+    if (await this.create(this.path(previous), claim)) return true;
+    // A claim being written this instant reads as empty: pending, by someone else.
+    const found = (await this.read(previous)) ?? { hash: '', state: 'pending', at: now.toISOString() };
+    if (found.state !== 'pending' || found.abandoned !== true || found.hash !== hash) return found;
+    // Cut short by a crash: taken over. Two takers at once both settle the same block; the settled mark lets one answer success.
+    await writeFile(this.path(previous), JSON.stringify(claim), { mode: 0o600 });
+    return true;
+  }
+
+  async read(previous: string): Promise<SettlementEntry | undefined> {
+    for (const kind of ['settled', 'claim'] as const) {
+      const text = await readIfExists(this.path(previous, kind));
+      if (text === undefined || text.trim() === '') continue;
+      const { pid, host, ...entry } = JSON.parse(text) as ClaimFile;
+      const gone = entry.state === 'pending' && typeof pid === 'number' && host === hostname() && !alive(pid);
+      return gone ? { ...entry, abandoned: true } : entry;
+    }
+    return undefined;
+  }
+
+  async settle(previous: string, hash: string, now: Date): Promise<boolean> {
+    return this.create(this.path(previous, 'settled'), { hash, state: 'settled', at: now.toISOString() });
+  }
+
+  async release(previous: string): Promise<void> {
+    await rm(this.path(previous), { force: true });
+  }
+}
