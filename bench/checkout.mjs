@@ -180,7 +180,7 @@ const first = await cli(shop, ['request', '0.001']);
   })();
   await store.close();
 }
-const full = await serve(shop);
+const full = await serve(shop, process.env.BENCH_POLL === undefined ? [] : ['--poll-interval', process.env.BENCH_POLL]);
 const started = performance.now();
 let made = 0;
 await Promise.all(

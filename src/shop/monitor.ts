@@ -15,7 +15,15 @@ export interface ShopReading {
   received_raw?: string;
 }
 
-export type ShopStatusSource = (request: ShopRequest) => Promise<ShopReading>;
+export interface ShopStatusSource {
+  read(request: ShopRequest): Promise<ShopReading>;
+  /**
+   * What changes whenever a payment to `address` may have changed a request's status there (on a node:
+   * the blocks waiting to be received): a round skips the requests read since it last changed. Without
+   * it, every round reads every unsettled request.
+   */
+  fingerprint?(address: string): Promise<string>;
+}
 
 /**
  * Node backend: nanopay's own verified view (blocks fetched, hashed, signature
@@ -26,20 +34,26 @@ export type ShopStatusSource = (request: ShopRequest) => Promise<ShopReading>;
  * open request near its amount), so it is no ground for an event.
  */
 export function nodeStatusSource(holder: RequestsHolder, node: NodeClient): ShopStatusSource {
-  return async (request) => {
-    const { record, isPaid, mismatch } = await nodePaymentStatus(holder, node, request.id);
-    if (isPaid) return { status: 'paid', ...(record.paidBy === undefined ? {} : { paid_by: record.paidBy }) };
-    if (mismatch !== undefined && record.fresh !== undefined) return { status: mismatch.kind, received_raw: mismatch.amount_raw };
-    return { status: 'waiting' };
+  return {
+    read: async (request) => {
+      const { record, isPaid, mismatch } = await nodePaymentStatus(holder, node, request.id);
+      if (isPaid) return { status: 'paid', ...(record.paidBy === undefined ? {} : { paid_by: record.paidBy }) };
+      if (mismatch !== undefined && record.fresh !== undefined) return { status: mismatch.kind, received_raw: mismatch.amount_raw };
+      return { status: 'waiting' };
+    },
+    // A payment arriving, or one received, changes the account's list of receivable blocks.
+    fingerprint: async (address) => (await node.pending(address)).sort().join(','),
   };
 }
 
 /** Service backend: the service's word (it keeps the request). */
 export function serviceStatusSource(api: ApiClient): ShopStatusSource {
-  return async (request) => {
-    const status = await api.paymentStatus(request.id);
-    if (!status.isPaid) return { status: 'waiting' };
-    return { status: 'paid', ...(status.blockHash === undefined ? {} : { paid_by: [status.blockHash] }) };
+  return {
+    read: async (request) => {
+      const status = await api.paymentStatus(request.id);
+      if (!status.isPaid) return { status: 'waiting' };
+      return { status: 'paid', ...(status.blockHash === undefined ? {} : { paid_by: [status.blockHash] }) };
+    },
   };
 }
 
@@ -68,11 +82,14 @@ export interface ShopMonitorOptions {
  * read at a time per request, shared by whoever asks), and records each change
  * with its webhook event in one transaction of the store (so a change is
  * notified once, whichever instance sees it, and never lost to a crash). Every
- * `pollMs` it reads all unsettled requests: one paid while no server ran is
- * found at the next start.
+ * `pollMs` it reads the unsettled requests (on a node, only those whose
+ * address saw a payment come or go since their last read, and those expiring):
+ * one paid while no server ran is found at the next start.
  */
 export class ShopMonitor {
   private readonly reads = new Map<string, Promise<ShopRequest | undefined>>();
+  /** Per request, its address's fingerprint when a round last read it. */
+  private readonly readAt = new Map<string, string>();
   private timer: NodeJS.Timeout | undefined;
   private round: Promise<void> | undefined;
   private stopped = false;
@@ -121,10 +138,25 @@ export class ShopMonitor {
   private async sweep(): Promise<void> {
     try {
       const open = await this.options.store.shop.unsettled(10_000);
+      const fingerprint = this.options.source.fingerprint;
+      const prints = new Map<string, string | undefined>();
+      if (fingerprint !== undefined) {
+        for (const address of new Set(open.map((r) => r.receive_address))) prints.set(address, await fingerprint(address).catch(() => undefined));
+      }
+      const now = Date.now();
+      const due = open.filter((r) => {
+        const print = prints.get(r.receive_address);
+        const expiring = r.status === 'waiting' && r.expires_at !== undefined && Date.parse(r.expires_at) <= now;
+        return print === undefined || expiring || this.readAt.get(r.id) !== print;
+      });
       // A few at a time: the backend is not flooded, and one slow read does not hold the rest.
-      const queue = [...open];
       const worker = async (): Promise<void> => {
-        for (let next = queue.shift(); next !== undefined && !this.stopped; next = queue.shift()) await this.check(next.id).catch(() => undefined);
+        for (let next = due.shift(); next !== undefined && !this.stopped; next = due.shift()) {
+          const print = prints.get(next.receive_address);
+          const read = await this.check(next.id).catch(() => undefined);
+          if (read === undefined || FINAL_STATUSES.includes(read.status) || print === undefined) this.readAt.delete(next.id);
+          else this.readAt.set(next.id, print);
+        }
       };
       await Promise.all(Array.from({ length: 4 }, worker));
     } catch (error) {
@@ -138,7 +170,7 @@ export class ShopMonitor {
     if (request === undefined || FINAL_STATUSES.includes(request.status)) return request;
     let reading: ShopReading;
     try {
-      reading = await this.options.source(request);
+      reading = await this.options.source.read(request);
     } catch (error) {
       const failure = error instanceof NanoPayError ? `${error.code}: ${error.message}` : 'unexpected error';
       this.options.log?.(`status of ${id} failed (${failure}); retrying`);
