@@ -4,12 +4,11 @@ import { CheckoutWatcher } from '../checkout/watcher.js';
 import { NanoPayError } from '../errors.js';
 import { startHttpServer } from '../http/server.js';
 import type { CheckoutConfirmationSource, CheckoutRequest } from '../ops/requests/checkout.js';
-import type { ShopRequest } from '../store/shop.js';
+import type { ShopRequest, WebhookEvent } from '../store/shop.js';
 import type { Store } from '../store/store.js';
 import { shopApiRoutes } from './api.js';
 import { WebhookDeliverer, type DeliveryAnswer } from './deliver.js';
 import { observationOf, ShopMonitor, type ShopStatusSource } from './monitor.js';
-import type { WebhookEvent } from '../store/shop.js';
 
 export interface ShopServerOptions extends Omit<CheckoutRoutesOptions, 'lookup' | 'testMode'> {
   /** Whether the backend is the sandbox (asked at each page: it is known once it answered): pages show a test-mode band. */
