@@ -5,6 +5,7 @@ import { donate } from '../ops/spending/donate.js';
 import { paymentStatus, requestPayment } from '../ops/requests/payments.js';
 import { send } from '../ops/spending/send.js';
 import type { Session } from '../ops/session.js';
+import { refuseLocalUrl } from '../x402/local-hosts.js';
 import { fetchWithPayment } from '../x402/client.js';
 
 /** A JSON Schema for a tool's input: an object of string or boolean properties. */
@@ -203,7 +204,10 @@ export const TOOLS: Tool[] = [
     handler: async (session, input, signal) => {
       const url = URL.canParse(text(input, 'url')) ? new URL(text(input, 'url')) : undefined;
       if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new NanoPayError('INVALID_REQUEST', 'url must be an http or https URL');
+      await refuseLocalUrl(url, session.env.NANOPAY_FETCH_ALLOW_HOSTS);
       const init: RequestInit = {
+        // A redirect comes back to the model as it is: its target is checked like any URL when asked for.
+        redirect: 'manual',
         method: typeof input.method === 'string' && input.method !== '' ? input.method.toUpperCase() : 'GET',
         ...(typeof input.body === 'string' ? { body: input.body } : {}),
         ...(typeof input.content_type === 'string' ? { headers: { 'content-type': input.content_type } } : {}),

@@ -20,6 +20,7 @@ import { decodeHeader, encodeHeader } from '../../src/x402/protocol.js';
 import { workValue } from '../../src/work/index.js';
 import { signCheque } from '../../src/x402/client.js';
 import { NanoPay } from '../../src/sdk/nanopay.js';
+import { Session } from '../../src/ops/session.js';
 import { nanoRequirement } from '../../src/x402/nano-exact.js';
 import { x402Middleware } from '../../src/x402/middleware.js';
 import { Paywall } from '../../src/x402/paywall.js';
@@ -253,9 +254,16 @@ describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
 
   it('the toolset tool http_fetch_paid pays within max_xno through the same client', async () => {
     const tool = findTool('http_fetch_paid');
-    const over = await runTool(userSession(customer), tool, { url: `${paywall.printed.url}/report`, max_xno: '0.0001' });
+    // The paywall is on this machine: a model may reach it only when the user allows that host.
+    const local = await runTool(userSession(customer), tool, { url: `${paywall.printed.url}/report`, max_xno: '0.01' });
+    expect(local.envelope.error).toMatchObject({ error: 'INVALID_REQUEST', message: expect.stringMatching(/on this machine or a private network/) });
+    for (const url of ['http://localhost:1/', 'http://[::1]:1/', 'http://10.1.2.3/', 'http://169.254.169.254/latest/meta-data/', 'http://[::ffff:127.0.0.1]:1/']) {
+      expect((await runTool(userSession(customer), tool, { url, max_xno: '0.01' })).envelope.error?.error).toBe('INVALID_REQUEST');
+    }
+    const allowed = new Session({ password: async () => PASSWORD, env: { ...customer.env, NANOPAY_FETCH_ALLOW_HOSTS: new URL(paywall.printed.url).host } });
+    const over = await runTool(allowed, tool, { url: `${paywall.printed.url}/report`, max_xno: '0.0001' });
     expect(over.envelope.error?.error).toBe('X402_UNPAYABLE');
-    const paid = await runTool(userSession(customer), tool, { url: `${paywall.printed.url}/report`, max_xno: '0.01', id: 'tool-1' });
+    const paid = await runTool(allowed, tool, { url: `${paywall.printed.url}/report`, max_xno: '0.01', id: 'tool-1' });
     expect(paid.envelope.data).toMatchObject({ status: 200, body: 'report for GET /report', payment: { pay_to: merchantAddress, amount: PRICE, repeated: false } });
   });
 

@@ -523,14 +523,15 @@ describe('the agent with a language model', () => {
       (r) =>
         toolCalls(
           ['7', 'payment_status', JSON.stringify({ transaction_id: toolMessages(r)['3'].data.transaction_id })],
-          // A URL that asks for no payment: the tool fetches it and pays nothing.
+          // The agent's own address: refused, nothing fetched (a model reaches no server of this machine, which
+          // would answer this user's process without asking for a confirmation).
           ['8', 'http_fetch_paid', JSON.stringify({ url: `${agent.url}/status`, max_xno: '0.01' })],
         )(),
       says('Done.'),
     );
     const events = await (await chat(agent.url, { message: 'Use every tool once' })).all();
     const results = events.filter((e) => e.type === 'tool_result');
-    expect(results.map((r) => (r.ok ? r.name : r.error.error))).toEqual(['wallet.balance', 'wallet.send', 'payment.request', 'credits.get', 'credits.topup', 'donate.send', 'payment.status', 'http_fetch_paid']);
+    expect(results.map((r) => (r.ok ? r.name : r.error.error))).toEqual(['wallet.balance', 'wallet.send', 'payment.request', 'credits.get', 'credits.topup', 'donate.send', 'payment.status', 'INVALID_REQUEST']);
     expect(new Set(results.map((r) => r.name))).toEqual(new Set(TOOLS.map((t) => t.name)));
     expect(model.received).toHaveLength(3);
     await expectNoSecretShown(f);
