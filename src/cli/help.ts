@@ -32,6 +32,7 @@ const ENVIRONMENT: [string, string][] = [
   ['NANOPAY_PASSWORD', 'The key store password (also AI_WALLET_PASSWORD).'],
   ['NANOPAY_API_URL', 'The payment service (default http://127.0.0.1:7076, the sandbox).'],
   ['NANOPAY_API_KEY', 'The API key, instead of the stored one.'],
+  ['NANOPAY_FETCH_ALLOW_HOSTS', 'host:port list a paid fetch from serve, mcp or agent may reach though on this machine or a private network.'],
   ['NANOPAY_TIMEOUT', 'Bound of one call to the service or node, retries included (30s, 2m; default 60s); --timeout overrides.'],
   ['NANOPAY_TIMEOUT_MS', 'Timeout of one attempt of a call to the service or node (default 15000).'],
   ['NANOPAY_BACKEND', 'Who answers for the ledger: service (default) or node.'],

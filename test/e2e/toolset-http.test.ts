@@ -58,7 +58,8 @@ beforeAll(async () => {
   ({ user, address } = await userWithWallet(sb.url));
   await fund(sb.url, address, '10');
   [serve, configured] = await Promise.all([
-    startServe(user),
+    // The sandbox is on this machine: a paid fetch reaches it only because it is allowed by name.
+    startServe(user, [], { NANOPAY_FETCH_ALLOW_HOSTS: new URL(sb.url).host }),
     startServe(user, [], { NANOPAY_TOOLSET_TOKEN: token, NANO_WORK_MODE: 'remote', NANO_WORK_SERVER_URL: 'http://127.0.0.1:9', NANO_WORK_TIMEOUT_MS: '500' }),
   ]);
 });
@@ -126,6 +127,10 @@ describe('the seven routes', () => {
     expect(fetched.status).toBe(200);
     expect(fetched.body.data).toMatchObject({ status: expect.any(Number), payment: null, truncated: false });
     expectEnvelopeError(await post('/http/fetch-paid', { url: sb.url }), 400, 'INVALID_REQUEST');
+    // Another server of this machine (the toolset itself) is not allowed: nothing is fetched.
+    const local = await post('/http/fetch-paid', { url: `${serve.url}/wallet/balance`, max_xno: '0.01' });
+    expectEnvelopeError(local, 400, 'INVALID_REQUEST');
+    expect(local.body.error?.message).toMatch(/on this machine or a private network/);
     expectEnvelopeError(await post('/http/fetch-paid', { url: 'file:///etc/passwd', max_xno: '0.01' }), 400, 'INVALID_REQUEST');
   });
 
