@@ -1,0 +1,79 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { payUri } from '../../src/ops/requests/payments.js';
+import type { RunningSandbox } from '../../src/sandbox/index.js';
+import { shutdownWorkers } from '../../src/work/index.js';
+import { backendUser, fundedUser } from '../helpers/backend-users.js';
+import { postgresUnavailable, startPostgres, type PostgresCluster } from '../helpers/postgres.js';
+import { sandbox } from '../helpers/sandbox.js';
+import { startCommand, type RunningCommand } from '../helpers/serve.js';
+import { startWebhookReceiver, until, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+
+/**
+ * Two `checkout serve` processes of one shop on one PostgreSQL database (node backend), both with the
+ * same webhook: a request made through one is served by the other, its payment is claimed once,
+ * recorded once, and notified once.
+ */
+const skip = postgresUnavailable();
+type Printed = { url: string; token_file: string; webhook_secret_file: string };
+
+let sb: RunningSandbox;
+let cluster: PostgresCluster;
+let receiver: WebhookReceiver;
+const servers: RunningCommand<Printed>[] = [];
+
+describe.skipIf(skip !== undefined)('two shop servers on one PostgreSQL', () => {
+  beforeAll(async () => {
+    sb = await sandbox();
+    cluster = await startPostgres();
+  });
+
+  afterAll(async () => {
+    for (const server of servers) await server.stop();
+    await receiver?.close();
+    await cluster?.stop();
+    await sb?.close();
+    await shutdownWorkers();
+  });
+
+  it('a request made through one is paid on the pages of the other, recorded once, notified once', async () => {
+    const url = await cluster.createDatabase(`shop_${randomUUID().replaceAll('-', '')}`);
+    const merchant = await backendUser(sb, 'node');
+    const payer = await fundedUser(sb, 'node', '2');
+    let secret = '';
+    receiver = await startWebhookReceiver(() => secret);
+    const env = { ...merchant.user.env, NANOPAY_DATABASE_URL: url };
+    for (let i = 0; i < 2; i++) {
+      servers.push(await startCommand<Printed>(['checkout', 'serve', '--json', '--webhook', receiver.url, '--poll-interval', '1', '--webhook-backoff-ms', '100'], env));
+    }
+    const [a, b] = servers as [RunningCommand<Printed>, RunningCommand<Printed>];
+    const token = readFileSync(a.printed.token_file, 'utf8').trim();
+    secret = readFileSync(a.printed.webhook_secret_file, 'utf8').trim();
+    const made = (await (
+      await fetch(`${a.printed.url}/api/v1/requests`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ amount: '0.4', order_id: 'PG-1' }),
+      })
+    ).json()) as { data: { id: string; uri: string } };
+    // The other server's page, with live updates.
+    const onB = `${b.printed.url}/checkout/${made.data.id}`;
+    expect((await fetch(onB)).status).toBe(200);
+    let stream = '';
+    const req = httpRequest(`${onB}/events`, (res) => res.on('data', (d: Buffer) => (stream += d.toString())));
+    req.end();
+    await until(() => stream.includes('"state":"waiting"'), 'the stream on the other server');
+    await payUri(payer.session, made.data.uri, {});
+    await until(() => stream.includes('"state":"paid"'), 'paid on the other server');
+    await until(() => receiver.events.length >= 1, 'the webhook');
+    // Give a second notification every chance to come: it must not.
+    await new Promise((r) => setTimeout(r, 2500));
+    req.destroy();
+    expect(receiver.events.map((e) => [e.type, e.data.object.id])).toEqual([['request.paid', made.data.id]]);
+    expect(receiver.refused).toEqual([]);
+  });
+});
+
+if (skip !== undefined) describe('two shop servers on one PostgreSQL', () => it.skip(`skipped: ${skip}`, () => undefined));
