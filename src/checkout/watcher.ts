@@ -134,6 +134,22 @@ export class CheckoutWatcher {
     }
   }
 
+  /**
+   * Forgets the requests nobody has looked at or followed for `idleMs` (the shop server, which
+   * serves every request of its store, would otherwise keep each one for its lifetime). A page
+   * opened later adds it again.
+   */
+  prune(idleMs: number): number {
+    const now = this.now();
+    let forgotten = 0;
+    for (const [id, entry] of this.entries) {
+      if (entry.listeners.size > 0 || entry.reads.busy || now - Math.max(entry.lastViewed, entry.lastLooked) <= idleMs) continue;
+      this.entries.delete(id);
+      forgotten++;
+    }
+    return forgotten;
+  }
+
   /** The addresses of the requests it knows. */
   addresses(): string[] {
     return [...new Set([...this.entries.values()].map((e) => e.request.receive_address))];

@@ -47,6 +47,8 @@ function pageRequest(request: ShopRequest): CheckoutRequest {
   };
 }
 
+const PAGE_IDLE_MS = 10 * 60_000;
+
 /** A transaction id as a path may carry one: anything else is not looked up. */
 const PLAUSIBLE_ID = /^[0-9a-zA-Z-]{8,64}$/;
 
@@ -138,12 +140,16 @@ export async function startShopServer(options: ShopServerOptions): Promise<ShopS
   });
   base.url = server.url;
   watcher.start();
+  // Pages not looked at for ten minutes are forgotten (the store keeps the request; a page opened later brings it back).
+  const pruning = setInterval(() => watcher.prune(PAGE_IDLE_MS), 60_000);
+  pruning.unref();
   monitor.start();
   deliverer?.start();
   await follow();
   return {
     url: server.url,
     close: async () => {
+      clearInterval(pruning);
       feed?.close();
       watcher.stop();
       await server.close();

@@ -114,3 +114,25 @@ describe('CheckoutWatcher.wake', () => {
     watcher.stop();
   });
 });
+
+describe('CheckoutWatcher.prune', () => {
+  it('forgets the requests nobody looked at or followed for the idle time, and keeps the others', () => {
+    const clock = testClock();
+    const watcher = new CheckoutWatcher({ read: async () => ({ paid: false }), intervalMs: 1000, viewGraceMs: 10_000, now: clock.now });
+    watcher.add(requestTo(A, 'idle'), { paid: false });
+    watcher.add(requestTo(A, 'viewed'), { paid: false });
+    watcher.add(requestTo(B, 'followed'), { paid: false });
+    const stop = watcher.subscribe('followed', () => undefined);
+    clock.pass(9 * 60_000);
+    watcher.view('viewed');
+    clock.pass(2 * 60_000);
+    expect(watcher.prune(10 * 60_000)).toBe(1);
+    expect(watcher.request('idle')).toBeUndefined();
+    expect(watcher.request('viewed')).toBeDefined();
+    expect(watcher.request('followed')).toBeDefined();
+    stop();
+    clock.pass(11 * 60_000);
+    expect(watcher.prune(10 * 60_000)).toBe(2);
+    expect(watcher.addresses()).toEqual([]);
+  });
+});
