@@ -67,6 +67,15 @@ export function observationOf(request: ShopRequest): CheckoutObservation {
   };
 }
 
+/**
+ * How long a round lets pass between two reads of a request of this age, where each read costs (a credit
+ * on the service): every round while it is young, then a sixth of its age, at most an hour. A page
+ * being looked at is read every interval whatever its age (the checkout watcher).
+ */
+function roundGap(ageMs: number, pollMs: number): number {
+  return Math.min(3_600_000, Math.max(pollMs, ageMs / 6));
+}
+
 export interface ShopMonitorOptions {
   store: Store;
   source: ShopStatusSource;
@@ -83,13 +92,16 @@ export interface ShopMonitorOptions {
  * with its webhook event in one transaction of the store (so a change is
  * notified once, whichever instance sees it, and never lost to a crash). Every
  * `pollMs` it reads the unsettled requests (on a node, only those whose
- * address saw a payment come or go since their last read, and those expiring):
- * one paid while no server ran is found at the next start.
+ * address saw a payment come or go since their last read, and those expiring;
+ * on the service, older requests less often: roundGap): one paid while no
+ * server ran is found at the next start.
  */
 export class ShopMonitor {
   private readonly reads = new Map<string, Promise<ShopRequest | undefined>>();
   /** Per request, its address's fingerprint when a round last read it. */
   private readonly readAt = new Map<string, string>();
+  /** Per request, when a round last read it (sources without a fingerprint). */
+  private readonly lastRound = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
   private round: Promise<void> | undefined;
   private stopped = false;
@@ -145,15 +157,19 @@ export class ShopMonitor {
       }
       const now = Date.now();
       const due = open.filter((r) => {
-        const print = prints.get(r.receive_address);
         const expiring = r.status === 'waiting' && r.expires_at !== undefined && Date.parse(r.expires_at) <= now;
-        return print === undefined || expiring || this.readAt.get(r.id) !== print;
+        if (expiring) return true;
+        if (fingerprint === undefined) return now - (this.lastRound.get(r.id) ?? -Infinity) >= roundGap(now - Date.parse(r.created_at), this.options.pollMs);
+        const print = prints.get(r.receive_address);
+        return print === undefined || this.readAt.get(r.id) !== print;
       });
+      for (const r of due) this.lastRound.set(r.id, now);
       // A few at a time: the backend is not flooded, and one slow read does not hold the rest.
       const worker = async (): Promise<void> => {
         for (let next = due.shift(); next !== undefined && !this.stopped; next = due.shift()) {
           const print = prints.get(next.receive_address);
           const read = await this.check(next.id).catch(() => undefined);
+          if (read === undefined || FINAL_STATUSES.includes(read.status)) this.lastRound.delete(next.id);
           if (read === undefined || FINAL_STATUSES.includes(read.status) || print === undefined) this.readAt.delete(next.id);
           else this.readAt.set(next.id, print);
         }
