@@ -103,7 +103,7 @@ export class ShopMonitor {
   /** Per request, when a round last read it (sources without a fingerprint). */
   private readonly lastRound = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
-  private round: Promise<void> | undefined;
+  private current: Promise<void> | undefined;
   private stopped = false;
 
   constructor(private readonly options: ShopMonitorOptions) {}
@@ -121,8 +121,8 @@ export class ShopMonitor {
   start(): void {
     this.stopped = false;
     const tick = (): void => {
-      this.round = this.sweep().finally(() => {
-        this.round = undefined;
+      this.current = this.round().finally(() => {
+        this.current = undefined;
         if (!this.stopped) this.timer = setTimeout(tick, this.options.pollMs);
       });
     };
@@ -132,7 +132,7 @@ export class ShopMonitor {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    await this.round;
+    await this.current;
     await Promise.allSettled([...this.reads.values()]);
   }
 
@@ -147,7 +147,8 @@ export class ShopMonitor {
     return [...new Set((await this.options.store.shop.unsettled(10_000)).map((r) => r.receive_address))];
   }
 
-  private async sweep(): Promise<void> {
+  /** One round over the unsettled requests (start runs one every `pollMs`). */
+  async round(): Promise<void> {
     try {
       const open = await this.options.store.shop.unsettled(10_000);
       const fingerprint = this.options.source.fingerprint;

@@ -1,0 +1,86 @@
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ShopMonitor, type ShopReading, type ShopStatusSource } from '../../src/shop/monitor.js';
+import type { ShopRequest } from '../../src/store/shop.js';
+import { SqliteStore } from '../../src/store/sqlite.js';
+import type { Store } from '../../src/store/store.js';
+import { tempDir } from '../helpers/temp.js';
+
+const ADDRESS = 'nano_1111111111111111111111111111111111111111111111111111hifc8npp';
+const stores: Store[] = [];
+
+afterAll(async () => {
+  for (const store of stores) await store.close();
+});
+
+async function freshStore(): Promise<Store> {
+  const dir = await tempDir('nanopay-monitor-');
+  const store = await SqliteStore.open(join(dir, 'shop.sqlite'), join(dir, 'locks'), 'test');
+  stores.push(store);
+  return store;
+}
+
+function shopRequest(fields: Partial<ShopRequest> = {}): ShopRequest {
+  return { id: randomUUID(), status: 'waiting', currency: 'XNO', amount: '1', amount_raw: '1', receive_address: ADDRESS, uri: `nano:${ADDRESS}`, created_at: new Date().toISOString(), events: 0, ...fields };
+}
+
+const round = (monitor: ShopMonitor): Promise<void> => monitor.round();
+
+describe('the shop monitor', () => {
+  it('on a source whose reads cost (the service), reads young requests every round and old ones by a sixth of their age', async () => {
+    const store = await freshStore();
+    const young = shopRequest();
+    const old = shopRequest({ created_at: new Date(Date.now() - 6 * 3_600_000).toISOString() });
+    for (const r of [young, old]) await store.shop.create(r);
+    const reads: string[] = [];
+    const source: ShopStatusSource = { read: async (r) => (reads.push(r.id), { status: 'waiting' }) };
+    const monitor = new ShopMonitor({ store, source, pollMs: 10 });
+    await round(monitor);
+    expect(reads.sort()).toEqual([young.id, old.id].sort());
+    await new Promise((r) => setTimeout(r, 20));
+    await round(monitor);
+    // The six-hour-old one is due again in an hour, the young one at once.
+    expect(reads.filter((id) => id === young.id)).toHaveLength(2);
+    expect(reads.filter((id) => id === old.id)).toHaveLength(1);
+  });
+
+  it('on a node, reads again only the requests whose address saw its blocks change; records a change once, with its event', async () => {
+    const store = await freshStore();
+    const request = shopRequest();
+    await store.shop.create(request);
+    let pending = 'a';
+    let answer: ShopReading = { status: 'waiting' };
+    const reads: string[] = [];
+    const source: ShopStatusSource = { read: async (r) => (reads.push(r.id), answer), fingerprint: async () => pending };
+    const monitor = new ShopMonitor({ store, source, pollMs: 10 });
+    await round(monitor);
+    await round(monitor);
+    expect(reads).toHaveLength(1);
+    pending = 'a,b';
+    answer = { status: 'paid', paid_by: ['B'] };
+    await round(monitor);
+    expect(reads).toHaveLength(2);
+    expect(await store.shop.get(request.id)).toMatchObject({ status: 'paid', paid_by: ['B'], events: 1 });
+    const [event] = await store.shop.events(10);
+    expect(event).toMatchObject({ type: 'request.paid', request_seq: 1, data: { object: { id: request.id, status: 'paid' } } });
+    // Final: never read again.
+    pending = 'c';
+    await round(monitor);
+    expect(reads).toHaveLength(2);
+    expect(await store.shop.events(10)).toHaveLength(1);
+  });
+
+  it('an unpaid request past its expiry turns expired; paid wins over expired', async () => {
+    const store = await freshStore();
+    const past = new Date(Date.now() - 1000).toISOString();
+    const unpaid = shopRequest({ expires_at: past });
+    const paid = shopRequest({ expires_at: past });
+    for (const r of [unpaid, paid]) await store.shop.create(r);
+    const source: ShopStatusSource = { read: async (r) => (r.id === paid.id ? { status: 'paid' } : { status: 'waiting' }) };
+    await round(new ShopMonitor({ store, source, pollMs: 10 }));
+    expect((await store.shop.get(unpaid.id))?.status).toBe('expired');
+    expect((await store.shop.get(paid.id))?.status).toBe('paid');
+    expect((await store.shop.events(10)).map((e) => e.type).sort()).toEqual(['request.expired', 'request.paid']);
+  });
+});
