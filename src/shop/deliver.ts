@@ -79,8 +79,9 @@ const ok = (a: DeliveryAnswer): boolean => a.status !== undefined && a.status >=
 
 /**
  * Delivers the webhook events of the store's outbox, at least once: an event is
- * done when every endpoint answered 2xx; otherwise it is retried after 1 s, 2 s,
- * 4 s… (at most an hour apart) until three days after it happened. An event is
+ * done when every endpoint answered 2xx; otherwise it is retried, to the
+ * endpoints that have not taken it, after 1 s, 2 s, 4 s… (at most an hour
+ * apart) until three days after it happened. An event is
  * held back while an earlier one of its request is not delivered, so a
  * request's events arrive in order. The outbox is the store's: a restart, or
  * kill -9 mid-delivery (its lease runs out), loses nothing; several servers on
@@ -145,14 +146,18 @@ export class WebhookDeliverer {
     }
     const body = webhookBody(event);
     const signature = signWebhook(this.options.secrets, body);
-    const answers = await Promise.all(this.options.endpoints.map((url) => post(url, body, signature, this.options.timeoutMs ?? TIMEOUT_MS)));
+    // A retry goes only to the endpoints that have not taken it yet (a resend goes to all).
+    const already = new Set(resend === true ? [] : (event.delivery.delivered_to ?? []));
+    const endpoints = this.options.endpoints.filter((url) => !already.has(url));
+    const answers = await Promise.all(endpoints.map((url) => post(url, body, signature, this.options.timeoutMs ?? TIMEOUT_MS)));
+    const deliveredTo = [...new Set([...already, ...answers.filter(ok).map((a) => a.url)])];
     const delivered = answers.every(ok);
     const attempts = event.delivery.attempts + 1;
     const now = new Date();
     const lastResult = answers.map((a) => `${a.url} ${a.status ?? a.error}`).join('; ');
     this.options.onAttempt?.(event, answers, delivered);
     if (delivered) {
-      await store.shop.recordDelivery(event.id, { attempts, delivered_at: now.toISOString(), last_attempt_at: now.toISOString(), last_result: lastResult });
+      await store.shop.recordDelivery(event.id, { attempts, delivered_at: now.toISOString(), last_attempt_at: now.toISOString(), last_result: lastResult, delivered_to: deliveredTo });
       return store.outbox.done(item.id);
     }
     // A resent event gets its own retry period, from when it was resent.
@@ -161,6 +166,7 @@ export class WebhookDeliverer {
       attempts,
       last_attempt_at: now.toISOString(),
       last_result: lastResult,
+      delivered_to: deliveredTo,
       ...(giveUp ? { failed: true } : {}),
       ...(event.delivery.delivered_at === undefined ? {} : { delivered_at: event.delivery.delivered_at }),
     });

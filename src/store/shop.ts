@@ -56,6 +56,8 @@ export interface WebhookEvent {
     last_attempt_at?: string;
     /** The endpoint's HTTP status, or why it could not be reached. */
     last_result?: string;
+    /** The endpoints that answered 2xx (a retry goes to the others only). */
+    delivered_to?: string[];
     /** Given up after the retry period. */
     failed?: boolean;
   };

@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { WebhookDeliverer } from '../../src/shop/deliver.js';
 import { ShopMonitor, type ShopReading, type ShopStatusSource } from '../../src/shop/monitor.js';
 import type { ShopRequest } from '../../src/store/shop.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import type { Store } from '../../src/store/store.js';
 import { tempDir } from '../helpers/temp.js';
+import { startWebhookReceiver, until } from '../helpers/webhook-receiver.js';
 
 const ADDRESS = 'nano_1111111111111111111111111111111111111111111111111111hifc8npp';
 const stores: Store[] = [];
@@ -82,5 +84,32 @@ describe('the shop monitor', () => {
     expect((await store.shop.get(unpaid.id))?.status).toBe('expired');
     expect((await store.shop.get(paid.id))?.status).toBe('paid');
     expect((await store.shop.events(10)).map((e) => e.type).sort()).toEqual(['request.expired', 'request.paid']);
+  });
+});
+
+describe('the webhook deliverer', () => {
+  it('retries an event only to the endpoints that have not taken it, until each has', async () => {
+    const store = await freshStore();
+    const request = shopRequest();
+    await store.shop.create(request);
+    const paid = { ...request, status: 'paid' as const, events: 1 };
+    await store.shop.change('waiting', paid, { id: 'evt_1', type: 'request.paid', created: Math.floor(Date.now() / 1000), request_seq: 1, data: { object: paid }, delivery: { attempts: 0 } });
+    const up = await startWebhookReceiver(() => 'secret-one');
+    const down = await startWebhookReceiver(() => 'secret-one');
+    down.down = true;
+    const deliverer = new WebhookDeliverer({ store, endpoints: [up.url, down.url], secrets: ['secret-one'], backoffMs: 20 });
+    deliverer.start();
+    try {
+      await until(async () => ((await store.shop.event('evt_1'))?.delivery.attempts ?? 0) >= 3, 'three attempts');
+      down.down = false;
+      await until(() => down.events.length === 1, 'the endpoint back up');
+      await until(async () => (await store.shop.event('evt_1'))?.delivery.delivered_at !== undefined, 'delivered');
+      expect(up.events).toHaveLength(1);
+      expect((await store.shop.event('evt_1'))?.delivery.delivered_to?.sort()).toEqual([up.url, down.url].sort());
+    } finally {
+      await deliverer.stop();
+      await up.close();
+      await down.close();
+    }
   });
 });
