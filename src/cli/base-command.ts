@@ -3,8 +3,8 @@ import { talkedToSandbox } from '../api/sandbox-mark.js';
 import { ExitCode, NanoPayError, toNanoPayError } from '../errors.js';
 import { observeWaits } from '../api/waits.js';
 import { commandFinished, interruption } from './interrupt.js';
-import { waitReporter } from './wait-report.js';
-import { colourless, endSpinners, stopSpinners } from './spinner.js';
+import { waitReporter } from './output/wait-report.js';
+import { colourless, endSpinners, stopSpinners } from './output/spinner.js';
 
 /** oclif's own failures (bad flags, missing args) are usage errors. */
 function fromOclif(error: unknown): NanoPayError | undefined {

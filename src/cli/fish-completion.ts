@@ -5,7 +5,7 @@
  * file names only where a flag takes a path. bash, zsh and powershell get theirs
  * from @oclif/plugin-autocomplete (`nanopay autocomplete SHELL`).
  */
-import { commandSummary } from './command-summary.js';
+import { commandSummary } from './output/command-summary.js';
 
 /** What the script needs of a flag: oclif's manifest form. */
 export interface FlagInfo {

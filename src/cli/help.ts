@@ -1,6 +1,6 @@
 import { Help, type Command } from '@oclif/core';
 import { ExitCode } from '../errors.js';
-import { commandSummary } from './command-summary.js';
+import { commandSummary } from './output/command-summary.js';
 
 /**
  * oclif's help (package.json `oclif.helpClass`), with a top-level page of our own:

@@ -1,5 +1,5 @@
 import { NanoPayError } from '../errors.js';
-import { endSpinners } from './spinner.js';
+import { endSpinners } from './output/spinner.js';
 
 /** How long a command has, after Ctrl-C, to stop by itself (workers end, the journal is written) before it is ended. */
 const GRACE_MS = 1500;

@@ -2,8 +2,8 @@ import { Flags } from '@oclif/core';
 import { Session, parseCallTimeout, type PasswordSource } from '../ops/session.js';
 import { BaseCommand } from './base-command.js';
 import { NanoPayError } from '../errors.js';
-import { passwordSource, promptingUnlock, type PasswordFlags } from './password.js';
-import { workSpinner } from './work-progress.js';
+import { passwordSource, promptingUnlock, type PasswordFlags } from './input/password.js';
+import { workSpinner } from './output/work-progress.js';
 
 /** Commands that use a profile: the key store, the API, the ledger. */
 export abstract class SessionCommand extends BaseCommand {

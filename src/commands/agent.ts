@@ -4,7 +4,7 @@ import { Confirmations } from '../agent/confirmations.js';
 import { modelFromEnv } from '../agent/model.js';
 import { DEFAULT_AGENT_PORT, requireTokenOffLoopback, startAgent } from '../agent/server.js';
 import { profileHolder, strictHolder, type WalletHolder } from '../agent/wallet-holder.js';
-import { bearerToken } from '../cli/flag-file.js';
+import { bearerToken } from '../cli/input/flag-file.js';
 import { listenAddress } from '../cli/listen-address.js';
 import { serverAccess } from '../cli/server-access.js';
 import { SessionCommand } from '../cli/session-command.js';

@@ -1,7 +1,7 @@
 import { networkInterfaces } from 'node:os';
 import { Args, Flags } from '@oclif/core';
 import { openBrowser } from '../cli/open-browser.js';
-import type { PasswordFlags } from '../cli/password.js';
+import type { PasswordFlags } from '../cli/input/password.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { DEFAULT_REDIRECT_SECONDS, DEFAULT_RELOAD_SECONDS } from '../checkout/page.js';
 import { talkedToSandbox } from '../api/sandbox-mark.js';

@@ -1,6 +1,6 @@
 import { Args, Flags } from '@oclif/core';
-import { paymentConfirmation } from '../cli/confirm-send.js';
-import { sentText } from '../cli/sent.js';
+import { paymentConfirmation } from '../cli/input/confirm-send.js';
+import { sentText } from '../cli/output/sent.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { donate, type DonateResult } from '../ops/spending/donate.js';
 

@@ -1,6 +1,6 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { Args, Flags } from '@oclif/core';
-import { confirmOnTerminal } from '../cli/confirm.js';
+import { confirmOnTerminal } from '../cli/input/confirm.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { NanoPayError } from '../errors.js';
 import type { Confirm } from '../ops/spending/movement.js';

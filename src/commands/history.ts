@@ -1,5 +1,5 @@
 import { Args, Flags } from '@oclif/core';
-import { table } from '../cli/format.js';
+import { table } from '../cli/output/format.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { history, historyStream, type HistoryItem, type HistoryResult } from '../ops/account/history.js';
 

@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { SessionCommand } from '../cli/session-command.js';
-import { progress, type Progress } from '../cli/spinner.js';
+import { progress, type Progress } from '../cli/output/spinner.js';
 import { xnoToRaw } from '../nano/index.js';
 import { receive, watchReceive, type ReceiveResult } from '../ops/account/receive.js';
 import { withSandboxMark } from '../cli/base-command.js';

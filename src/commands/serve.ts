@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { Flags } from '@oclif/core';
-import { bearerToken } from '../cli/flag-file.js';
+import { bearerToken } from '../cli/input/flag-file.js';
 import { listenAddress } from '../cli/listen-address.js';
 import { serverAccess } from '../cli/server-access.js';
 import { SessionCommand } from '../cli/session-command.js';

@@ -1,5 +1,5 @@
 import { Args, Flags } from '@oclif/core';
-import { watch } from '../cli/watch.js';
+import { watch } from '../cli/output/watch.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { paymentStatus, type PaymentStatusResult } from '../ops/requests/payments.js';
 

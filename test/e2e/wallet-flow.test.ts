@@ -1,7 +1,7 @@
 import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { passwordSource } from '../../src/cli/password.js';
+import { passwordSource } from '../../src/cli/input/password.js';
 import { balance } from '../../src/ops/account/balance.js';
 import { getSetting, setSetting, unsetSetting } from '../../src/ops/profile/config.js';
 import { receive } from '../../src/ops/account/receive.js';

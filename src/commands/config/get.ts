@@ -1,6 +1,6 @@
 import { Args, Flags } from '@oclif/core';
 import { SessionCommand } from '../../cli/session-command.js';
-import { describeSource } from '../../cli/format.js';
+import { describeSource } from '../../cli/output/format.js';
 import { SETTING_NAMES, getSetting, revealSetting, type RevealedSetting, type SettingValue } from '../../ops/profile/config.js';
 
 export default class ConfigGet extends SessionCommand {

@@ -1,4 +1,4 @@
-import { describeSource, table } from '../../cli/format.js';
+import { describeSource, table } from '../../cli/output/format.js';
 import { SessionCommand } from '../../cli/session-command.js';
 import { proxySettings } from '../../api/proxy.js';
 import { listSettings } from '../../ops/profile/config.js';

@@ -1,7 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import { SessionCommand } from '../../cli/session-command.js';
-import { describeSource } from '../../cli/format.js';
-import { countRead, stdinRest } from '../../cli/stdin.js';
+import { describeSource } from '../../cli/output/format.js';
+import { countRead, stdinRest } from '../../cli/input/stdin.js';
 import { NanoPayError } from '../../errors.js';
 import { SETTING_NAMES, isSecretSetting, setSetting, unsetSetting, type SettingValue } from '../../ops/profile/config.js';
 

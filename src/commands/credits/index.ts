@@ -1,4 +1,4 @@
-import { table } from '../../cli/format.js';
+import { table } from '../../cli/output/format.js';
 import { SessionCommand } from '../../cli/session-command.js';
 import { credits, type CreditsResult } from '../../ops/spending/credits.js';
 

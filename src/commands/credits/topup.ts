@@ -1,5 +1,5 @@
 import { Args, Flags } from '@oclif/core';
-import { paymentConfirmation } from '../../cli/confirm-send.js';
+import { paymentConfirmation } from '../../cli/input/confirm-send.js';
 import { SessionCommand } from '../../cli/session-command.js';
 import { parseTier, topup, type TopupResult } from '../../ops/spending/credits.js';
 

@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { SessionCommand } from '../../cli/session-command.js';
-import { readFlagFile } from '../../cli/flag-file.js';
-import { countRead, stdinRest, type StdinText } from '../../cli/stdin.js';
+import { readFlagFile } from '../../cli/input/flag-file.js';
+import { countRead, stdinRest, type StdinText } from '../../cli/input/stdin.js';
 import { NanoPayError } from '../../errors.js';
 import { importWallet, type CreatedWallet } from '../../ops/profile/wallet.js';
 

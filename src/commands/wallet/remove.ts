@@ -1,5 +1,5 @@
 import { Args, Flags } from '@oclif/core';
-import { confirmOnTerminal } from '../../cli/confirm.js';
+import { confirmOnTerminal } from '../../cli/input/confirm.js';
 import { SessionCommand } from '../../cli/session-command.js';
 import { NanoPayError } from '../../errors.js';
 import { removeWallet } from '../../ops/profile/wallet.js';

@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { table } from '../../cli/format.js';
+import { table } from '../../cli/output/format.js';
 import { SessionCommand } from '../../cli/session-command.js';
 import type { WebhookEvent } from '../../store/shop.js';
 

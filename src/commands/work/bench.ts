@@ -1,8 +1,8 @@
 import { availableParallelism } from 'node:os';
 import { Errors, Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
-import { table } from '../../cli/format.js';
-import { progress } from '../../cli/spinner.js';
+import { table } from '../../cli/output/format.js';
+import { progress } from '../../cli/output/spinner.js';
 import { bench } from '../../ops/account/work.js';
 
 export default class WorkBench extends BaseCommand {

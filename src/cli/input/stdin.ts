@@ -1,4 +1,4 @@
-import { NanoPayError } from '../errors.js';
+import { NanoPayError } from '../../errors.js';
 
 let lines: Promise<string[]> | undefined;
 let next = 0;

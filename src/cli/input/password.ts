@@ -1,6 +1,6 @@
-import { NanoPayError } from '../errors.js';
-import type { PasswordSource } from '../ops/session.js';
-import { KeyStore, MIN_PASSWORD_LENGTH } from '../wallet/keystore.js';
+import { NanoPayError } from '../../errors.js';
+import type { PasswordSource } from '../../ops/session.js';
+import { KeyStore, MIN_PASSWORD_LENGTH } from '../../wallet/keystore.js';
 import { readFlagFile } from './flag-file.js';
 import { stdinLine } from './stdin.js';
 

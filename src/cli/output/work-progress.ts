@@ -1,5 +1,5 @@
-import type { WorkObserver } from '../work/index.js';
-import { expectedHashes } from '../work/index.js';
+import type { WorkObserver } from '../../work/index.js';
+import { expectedHashes } from '../../work/index.js';
 import { progress, type Progress } from './spinner.js';
 
 function seconds(s: number): string {

@@ -1,5 +1,5 @@
-import { NanoPayError } from '../errors.js';
-import { readPrivateFile } from '../fs/secure-fs.js';
+import { NanoPayError } from '../../errors.js';
+import { readPrivateFile } from '../../fs/secure-fs.js';
 
 /**
  * The text of a file of secrets named by a flag (--token-file, --passphrase-file, --password-file): one

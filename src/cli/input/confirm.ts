@@ -1,4 +1,4 @@
-import { NanoPayError } from '../errors.js';
+import { NanoPayError } from '../../errors.js';
 
 /**
  * Asks yes/no on the terminal. Without a terminal it refuses rather than

@@ -1,4 +1,4 @@
-import type { SendResult } from '../ops/spending/send.js';
+import type { SendResult } from '../../ops/spending/send.js';
 
 /**
  * What a send, a pay or a donation did, for people: a dry run, a repeat under --id

@@ -1,5 +1,5 @@
-import { NanoPayError } from '../errors.js';
-import type { SendPreview } from '../ops/spending/send.js';
+import { NanoPayError } from '../../errors.js';
+import type { SendPreview } from '../../ops/spending/send.js';
 import { confirmOnTerminal } from './confirm.js';
 
 export type PaymentConfirmation = (p: SendPreview) => Promise<boolean>;
