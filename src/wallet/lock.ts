@@ -15,7 +15,8 @@ import { ensurePrivateDir } from '../fs/secure-fs.js';
 
 const queues = new Map<string, Promise<void>>();
 
-function alive(pid: number): boolean {
+/** Whether process `pid` of this host still runs (EPERM: it does, as another user's). */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -2,6 +2,7 @@ import { open, rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { ensurePrivateDir, readIfExists } from '../fs/secure-fs.js';
+import { alive } from '../wallet/lock.js';
 
 /** Where one payer's `previous` stands: a settlement under way (or cut short), or done. */
 export interface SettlementEntry {
@@ -17,15 +18,6 @@ export interface SettlementEntry {
 interface ClaimFile extends SettlementEntry {
   pid?: number;
   host?: string;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /**
