@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { NanoPayError } from '../errors.js';
 import type { RequestRecord } from '../wallet/requests.js';
 import { MIGRATIONS, SCHEMA_VERSION, requestColumns, tooNew } from './schema.js';
-import { redactUrl } from './url.js';
+import { maskDatabaseUrl } from './url.js';
 import { PostgresShop } from './postgres-shop.js';
 import type { ShopTable } from './shop.js';
 import type { LateIf, Outbox, OutboxItem, RequestsTable, Store, StoreChange } from './store.js';
@@ -200,7 +200,7 @@ export class PostgresStore implements Store {
     private readonly pool: pg.Pool,
     private readonly url: string,
   ) {
-    this.location = redactUrl(url);
+    this.location = maskDatabaseUrl(url);
   }
 
   static async open(url: string): Promise<PostgresStore> {
