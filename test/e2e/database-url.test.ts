@@ -13,6 +13,7 @@ import { startCommand } from '../helpers/serve.js';
 /**
  * Issue 31, point 10: a database password, in whatever form it is written in the URL (user:pass@,
  * ?password=, ?sslpassword=, percent-encoded), never reaches config.json, stdout, stderr or a log.
+ * Point 11: a store that cannot be reached or refuses the connection is a coded error, not a bug.
  */
 const SECRET = 'Hunter2Secret';
 /** The secret as written in a URL: plain, or with a letter percent-encoded (%53 is S). */
@@ -85,6 +86,24 @@ describe('a database password in the URL', () => {
   });
 });
 
+describe('a database URL the store cannot be opened with', () => {
+  const user = () => newUser('http://127.0.0.1:9', { NANOPAY_BACKEND: 'node', NANOPAY_NODE_URL: 'http://127.0.0.1:9' });
+
+  it('a port past 65535 is INVALID_REQUEST (exit 3) naming the variable, without the password', async () => {
+    const result = await (await user()).run(['status', UNKNOWN_REQUEST, '--json'], { env: { NANOPAY_DATABASE_URL: `postgres://shop:${SECRET}@127.0.0.1:99999/shop` } });
+    expect(result.code, outputs(result)).toBe(3);
+    expect(JSON.parse(result.stdout).error).toMatchObject({ code: 'INVALID_REQUEST', message: expect.stringContaining('NANOPAY_DATABASE_URL'), hint: expect.any(String) });
+    expectNoSecret(outputs(result));
+  });
+
+  it('a host that does not resolve is STORE_UNAVAILABLE (exit 5)', async () => {
+    const result = await (await user()).run(['status', UNKNOWN_REQUEST, '--json'], { env: { NANOPAY_DATABASE_URL: `postgres://shop@db.nanopay-test.invalid/shop?password=${SECRET}` } });
+    expect(result.code, outputs(result)).toBe(5);
+    expect(JSON.parse(result.stdout).error.code).toBe('STORE_UNAVAILABLE');
+    expectNoSecret(outputs(result));
+  });
+});
+
 const pgSkip = postgresUnavailable();
 
 describe.skipIf(pgSkip !== undefined)('a database password on a real PostgreSQL server', () => {
@@ -117,6 +136,29 @@ describe.skipIf(pgSkip !== undefined)('a database password on a real PostgreSQL 
       await server.stop();
     }
     expectNoSecret(server.stdout(), server.stderr());
+  });
+
+  it('a wrong password, none, or a database that does not exist: STORE_REFUSED (exit 6), with a hint, without the password', async () => {
+    const url = await cluster.createDatabase(`shop_${randomUUID().replaceAll('-', '')}`);
+    const merchant = await backendUser(sb, 'node');
+    const missing = url.replace(/\/shop_\w+$/, '/no_such_db');
+    const cases: [string, RegExp][] = [
+      [`${url}?password=Hunter2Wrong`, /password/],
+      [url, /password/],
+      [`${missing}?password=${SECRET}`, /no_such_db/],
+    ];
+    for (const [databaseUrl, said] of cases) {
+      for (const args of [['status', UNKNOWN_REQUEST], ['request', '0.1']]) {
+        const env = { NANOPAY_DATABASE_URL: databaseUrl, PGPASSFILE: '/nonexistent' };
+        const json = await merchant.user.run([...args, '--json'], { env });
+        expect(json.code, outputs(json)).toBe(6);
+        expect(JSON.parse(json.stdout).error).toMatchObject({ code: 'STORE_REFUSED', message: expect.stringMatching(said), hint: expect.any(String) });
+        const human = await merchant.user.run(args, { env });
+        expect(human.code).toBe(6);
+        expect(human.stderr).toMatch(/Error \[STORE_REFUSED\][\s\S]*Hint:/);
+        expectNoSecret(outputs(json), outputs(human));
+      }
+    }
   });
 });
 
