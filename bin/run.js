@@ -25,8 +25,8 @@ function fastVersion(argv) {
 
 const version = fastVersion(process.argv.slice(2));
 if (version === undefined) {
-  const { execute } = await import('../dist/app/main.js');
-  await execute({ dir: import.meta.url });
+  const { run } = await import('../dist/app/main.js');
+  await run(process.argv.slice(2), import.meta.url);
 } else {
   process.stdout.write(`${version}\n`);
 }

@@ -19,6 +19,7 @@ export const ExitCode = {
   CONFLICT: 10,
   EXPIRED: 11,
   DECLINED: 12,
+  ENVIRONMENT: 13,
   INTERRUPTED: 130,
 } as const;
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
@@ -104,6 +105,8 @@ const CATALOG: Record<string, CodeInfo> = {
   // The requests store (src/store/): its schema is newer than this nanopay; its PostgreSQL server cannot be reached.
   STORE_TOO_NEW: { status: 500, exit: ExitCode.GENERAL },
   STORE_UNAVAILABLE: { status: 503, exit: ExitCode.UPSTREAM },
+  // The PostgreSQL server answered but refused the store's connection: wrong or missing password, no such user or database.
+  STORE_REFUSED: { status: 503, exit: ExitCode.AUTH },
   // An unlocked session's socket or dir that is not the user's own and private: refused, never used.
   UNSAFE_SESSION: { status: 500, exit: ExitCode.GENERAL },
   // A wallet the running unlocked session does not hold (the settings name one it was not unlocked with).
@@ -114,6 +117,10 @@ const CATALOG: Record<string, CodeInfo> = {
   AGENT_BUSY: { status: 503, exit: ExitCode.CONFLICT },
   // Upstream and transport.
   REQUEST_ERROR: upstream,
+  // A proxy that wants credentials (407): none were given, or not the right ones.
+  PROXY_AUTH_REQUIRED: { status: 502, exit: ExitCode.AUTH },
+  // An answer larger than nanopay reads (an x402 server's headers past Node's 16 KB).
+  ANSWER_TOO_LARGE: upstream,
   PARSE_ERROR: upstream,
   INVALID_DATA: upstream,
   WORK_SERVER_ERROR: upstream,
@@ -132,6 +139,10 @@ const CATALOG: Record<string, CodeInfo> = {
   CANCELLED: { status: 499, exit: ExitCode.INTERRUPTED },
   // The user answered no to a confirmation: nothing was done, and it is not an interruption (130).
   DECLINED: { status: 409, exit: ExitCode.DECLINED },
+  // The machine: the disk nanopay writes to is full.
+  DISK_FULL: { status: 507, exit: ExitCode.ENVIRONMENT },
+  // The machine: a file or dir nanopay must write is on a read-only disk, or this user may not write it.
+  NOT_WRITABLE: { status: 500, exit: ExitCode.ENVIRONMENT },
   // Our own bugs.
   INTERNAL_ERROR: { status: 500, exit: ExitCode.GENERAL },
 };
@@ -167,9 +178,41 @@ export class NanoPayError extends Error {
   }
 }
 
-/** Wraps anything thrown into a NanoPayError; unknown throwables are our bugs. */
+/** The disk is full; `where` names the file or dir when it is known. */
+export function diskFull(where: string | undefined, cause: unknown): NanoPayError {
+  return new NanoPayError('DISK_FULL', `The disk is full${where === undefined ? '' : `: nanopay could not write ${where}`}; nothing more was written`, {
+    hint: 'Free some space on that disk, then run the command again.',
+    cause,
+  });
+}
+
+/** A file or dir nanopay must write is read-only (`readOnly`), or this user may not use it. */
+export function notWritable(where: string | undefined, readOnly: boolean, cause: unknown): NanoPayError {
+  const what = where ?? 'a file of its config dir';
+  const said = readOnly ? `cannot write ${what}: the file system is read-only` : `is not allowed to use ${what} (permission denied)`;
+  return new NanoPayError('NOT_WRITABLE', `nanopay ${said}; nothing was changed`, {
+    hint: 'Commands that only read (balance, status, history) still run. To change anything, make the config dir writable, or set NANOPAY_CONFIG_DIR to a writable one.',
+    cause,
+  });
+}
+
+/** What the machine refused, by the codes Node gives it: the user can act on it, so it is not a bug. */
+function machineFailure(value: unknown): NanoPayError | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { code, path } = value as { code?: unknown; path?: unknown };
+  const where = typeof path === 'string' ? path : undefined;
+  if (code === 'ENOSPC' || code === 'EDQUOT') return diskFull(where, value);
+  if (code === 'EROFS') return notWritable(where, true, value);
+  // With a path only: the same codes come from kill() and listen(), which are not files.
+  if ((code === 'EACCES' || code === 'EPERM') && where !== undefined) return notWritable(where, false, value);
+  return undefined;
+}
+
+/** Wraps anything thrown into a NanoPayError; what the machine refused is coded, other unknown throwables are our bugs. */
 export function toNanoPayError(value: unknown): NanoPayError {
   if (value instanceof NanoPayError) return value;
+  const machine = machineFailure(value);
+  if (machine !== undefined) return machine;
   const message = value instanceof Error ? value.message : String(value);
   return new NanoPayError('INTERNAL_ERROR', message, { cause: value });
 }

@@ -97,8 +97,8 @@ function writes(s: Sentence): Intent | undefined {
   if (['request', 'invoice', 'bill', 'charge'].includes(verb)) return request(s, rest);
   const made = /^(?:create|make|new|open)(?: a| an)?(?: new)?(?: payment)? (?:request|invoice)\b/.exec(s.text);
   if (made) return request(s, s.text.slice(made[0].length).split(' ').filter((w) => w !== ''));
-  if (/^get paid\b/.test(s.text)) return request(s, s.words.slice(2));
-  if (['receive', 'pocket', 'collect', 'accept'].includes(verb)) return receive(s, rest);
+  if (/^(?:get|be) paid\b|^ask for\b/.test(s.text)) return request(s, s.words.slice(2));
+  if (['receive', 'pocket', 'collect', 'accept'].includes(verb)) return receive(s, verb, rest);
   return undefined;
 }
 
@@ -187,10 +187,15 @@ function request(s: Sentence, words: string[]): Intent {
   return tool('payment.request', { amount: p.amounts[0] as string, ...(to === undefined ? {} : { receive_address: to }) });
 }
 
-function receive(s: Sentence, words: string[]): Intent {
+/**
+ * "receive" alone (or with "pending", "everything", …) receives what is pending. With an amount it
+ * asks to be paid that much ("I want to receive 2.5 XNO"): a payment request, read as "request" is.
+ */
+function receive(s: Sentence, verb: string, words: string[]): Intent {
+  if (verb !== 'pocket' && pieces(words).amounts.length > 0) return request(s, words);
   if (s.question || s.negated) return unknown();
   const fillers = new Set(['pending', 'incoming', 'payments', 'payment', 'blocks', 'funds', 'money', 'everything', 'all', 'my', 'the', 'what', 'is', "what's", 'waiting']);
-  if (!words.every((w) => fillers.has(w))) return unknown('To receive, say "receive": it receives everything pending for the wallet.');
+  if (!words.every((w) => fillers.has(w))) return unknown('To receive what is pending, say "receive"; to be paid an amount, say "receive 2.5" or "request 2.5".');
   return tool('wallet.balance', { auto_receive_pending_blocks: true });
 }
 
@@ -242,7 +247,7 @@ export const HELP = [
   '  balance / how much do I have            the balance and pending amount',
   '  receive                                 receive everything pending, then the balance',
   '  send 0.1 to nano_… / pay nano_… 0.1     send XNO to an address (or: pay nano:…?amount=…)',
-  '  request 2.5 [to nano_…]                 a payment request for 2.5 XNO',
+  '  request 2.5 [to nano_…]                 a payment request for 2.5 XNO (also: receive 2.5, get paid 2.5, bill 2.5)',
   '  status <id> / is <id> paid?             whether a payment request was paid',
   '  credits                                 the API credit balance and top-up prices',
   '  top up 100 / buy 100 credits            buy 100 credits',

@@ -131,6 +131,9 @@ export function proxySettings(env: Env = process.env): { name: string; value: st
   ];
 }
 
+/** The code of a ProxyRefusal for a 407: the proxy wants credentials (none given, or not the right ones). */
+export const PROXY_AUTH = 'EPROXYAUTH';
+
 /** Why the proxy did not give a tunnel: a message that names the proxy without its credentials. */
 export class ProxyRefusal extends Error {
   constructor(
@@ -168,7 +171,7 @@ function tunnel(proxy: Proxy, host: string, port: number, secure: boolean, serve
       socket.off('error', fail);
       const status = /^HTTP\/1\.[01] (\d{3})([^\r\n]*)/.exec(head);
       if (status?.[1] !== '200') {
-        const code = status?.[1] === '407' ? 'EPROXYAUTH' : 'EPROXY';
+        const code = status?.[1] === '407' ? PROXY_AUTH : 'EPROXY';
         return fail(new ProxyRefusal(code, `the proxy ${proxy.shown} refused to connect to ${authority}: ${status === null ? 'not an HTTP answer' : `${status[1]}${status[2] ?? ''}`}`));
       }
       // Bytes after the proxy's answer already belong to the target.

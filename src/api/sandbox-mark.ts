@@ -15,3 +15,12 @@ export function noteSandboxAnswer(value: string | string[] | undefined): void {
 export function talkedToSandbox(): boolean {
   return seen;
 }
+
+/** What a front end says in words of output that used the sandbox's answers. */
+export const SANDBOX_NOTE = 'sandbox: these amounts are test money on nanopay\'s sandbox, not real XNO';
+
+/** A JSON document (CLI output, a toolset envelope, an NDJSON event) gets `"sandbox": true` when the answers came from the sandbox; real-money output is unchanged. */
+export function withSandboxMark(json: unknown): unknown {
+  if (!seen || typeof json !== 'object' || json === null || Array.isArray(json)) return json;
+  return { ...json, sandbox: true };
+}

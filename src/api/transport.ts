@@ -1,6 +1,6 @@
 import type { ClientRequest, IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { NanoPayError, redactUrl } from '../errors.js';
-import { ProxyRefusal, TunnelAgent, bareHost, proxyFor, type Proxy } from './proxy.js';
+import { PROXY_AUTH, ProxyRefusal, TunnelAgent, bareHost, proxyFor, type Proxy } from './proxy.js';
 import { SANDBOX_HEADER, noteSandboxAnswer } from './sandbox-mark.js';
 import { waitFor } from './waits.js';
 
@@ -76,7 +76,9 @@ function abortFailure(signal: AbortSignal): NoAnswer {
   return reason instanceof Error && reason.name === 'TimeoutError' ? new NoAnswer('ETIMEDOUT', true) : new NoAnswer('ERR_ABORTED');
 }
 
-function failure(error: Error, proxy?: Proxy): NoAnswer {
+function failure(error: Error, proxy?: Proxy): NoAnswer | ProxyRefusal {
+  // A proxy that wants credentials is not a failure to retry: it goes up as it is.
+  if (error instanceof ProxyRefusal && error.code === PROXY_AUTH) return error;
   // The proxy's own refusal already names it (without credentials).
   if (error instanceof ProxyRefusal) return new NoAnswer(error.message);
   const code = (error as { code?: unknown }).code;
@@ -159,7 +161,7 @@ async function hop(h: Hop, timeoutMs: number, signal: AbortSignal | undefined, w
     req.on('error', (error) => fail(failure(error, proxy)));
     req.on('response', (res: IncomingMessage) => {
       if (proxy !== undefined && res.statusCode === 407 && target.protocol === 'http:') {
-        return fail(new ProxyRefusal('EPROXYAUTH', `the proxy ${proxy.shown} refused the request: 407 Proxy Authentication Required`));
+        return fail(new ProxyRefusal(PROXY_AUTH, `the proxy ${proxy.shown} refused the request: 407 Proxy Authentication Required`));
       }
       const tooBig = (): void => fail(new NanoPayError('REQUEST_ERROR', `The ${party} answered ${where} with more than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB`));
       if (Number(res.headers['content-length']) > MAX_ANSWER_BYTES) return tooBig();
@@ -290,6 +292,11 @@ export async function exchange(call: Exchange): Promise<Answer> {
       await pause(delay, signal);
     }
   } catch (error) {
+    if (error instanceof ProxyRefusal && error.code === PROXY_AUTH) {
+      throw new NanoPayError('PROXY_AUTH_REQUIRED', `Could not reach the ${call.party} for ${call.where}: ${error.message}`, {
+        hint: 'The proxy (HTTPS_PROXY, HTTP_PROXY or ALL_PROXY) wants a user and password it accepts: give them in its URL, http://user:password@host:port.',
+      });
+    }
     if (error instanceof NoAnswer) {
       const overall = bound?.aborted === true && call.signal?.aborted !== true;
       const through = error.via === undefined ? '' : ` (through the proxy ${error.via})`;

@@ -1,5 +1,5 @@
 import { Command, Errors } from '@oclif/core';
-import { talkedToSandbox } from '../api/sandbox-mark.js';
+import { SANDBOX_NOTE, talkedToSandbox, withSandboxMark } from '../api/sandbox-mark.js';
 import { ExitCode, NanoPayError, toNanoPayError } from '../errors.js';
 import { observeWaits } from '../api/waits.js';
 import { commandFinished, interruption } from './interrupt.js';
@@ -80,12 +80,5 @@ export abstract class BaseCommand extends Command {
 
 /** The stderr line of a command that talked to the sandbox: so test money is never taken for real money. */
 function sandboxMarker(): string {
-  const text = 'sandbox: these amounts are test money on nanopay\'s sandbox, not real XNO';
-  return colourless() ? `[${text}]` : `\u001B[30;43m ${text} \u001B[39;49m`;
-}
-
-/** A JSON document (or NDJSON event) gets `"sandbox": true` when the answers came from the sandbox; real-money output is unchanged. */
-export function withSandboxMark(json: unknown): unknown {
-  if (!talkedToSandbox() || typeof json !== 'object' || json === null || Array.isArray(json)) return json;
-  return { ...json, sandbox: true };
+  return colourless() ? `[${SANDBOX_NOTE}]` : `\u001B[30;43m ${SANDBOX_NOTE} \u001B[39;49m`;
 }

@@ -15,7 +15,7 @@ const COMMON_FLAGS: [string, string][] = [
   ['-h, --help', 'Show the help of nanopay, of a topic or of a command.'],
   ['--profile NAME', 'Use this profile (default NANOPAY_PROFILE, else "default"); commands that use a wallet.'],
   ['--password-file PATH', 'Read the key store password from this file.'],
-  ['--password-stdin', 'Read the key store password from the first line of stdin.'],
+  ['--password-stdin', 'Read the key store password from the first line of stdin. These four may also come before the command: nanopay --profile live balance.'],
   ['--wallet NAME, --account I', 'Pay from (or read) this wallet and account index instead of the active ones: send, pay, donate, credits topup, balance, receive.'],
   ['-y, --yes', 'Do not ask for confirmation (the spending limits still apply).'],
 ];
@@ -67,14 +67,15 @@ const EXIT_CODES: [number, string][] = [
   [ExitCode.USAGE, 'Usage: an unknown command or flag, a missing argument, a confirmation needed without a terminal.'],
   [ExitCode.INVALID_INPUT, 'Invalid input: an address, amount, hex, mnemonic, URI, block, credits tier or malformed transaction id.'],
   [ExitCode.INSUFFICIENT_FUNDS, 'Insufficient funds or credits.'],
-  [ExitCode.UPSTREAM, 'The service (or node) failed or could not be reached.'],
-  [ExitCode.AUTH, 'Authentication: a missing or invalid API key, a wrong or missing password.'],
+  [ExitCode.UPSTREAM, 'The service (or node, or the PostgreSQL store) failed or could not be reached, or sent an answer too large.'],
+  [ExitCode.AUTH, 'Authentication: a missing or invalid API key, a wrong or missing password, a proxy or PostgreSQL server that refused ours.'],
   [ExitCode.LIMIT, 'A spending limit was exceeded.'],
   [ExitCode.TIMEOUT, 'Timed out (status --watch --timeout: the service answered but nobody paid).'],
   [ExitCode.NOT_FOUND, 'Not found: a transaction id, block, account, wallet or profile.'],
   [ExitCode.CONFLICT, 'Conflict: the ledger refused the block, the account is busy, the name exists.'],
   [ExitCode.EXPIRED, 'The payment request expired unpaid (status --watch, request --watch).'],
   [ExitCode.DECLINED, 'Declined: you answered no to a confirmation; nothing was done.'],
+  [ExitCode.ENVIRONMENT, 'The machine: the disk is full, or the config dir cannot be written; nothing was changed.'],
   [ExitCode.INTERRUPTED, 'Interrupted (Ctrl-C).'],
 ];
 

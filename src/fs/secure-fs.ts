@@ -37,16 +37,19 @@ export async function ensurePrivateDir(dir: string): Promise<void> {
     throw error;
   });
   if (before === undefined) await mkdir(path, { recursive: true, mode: 0o700 });
-  checkOwnDir(path, await lstat(path));
-  await chmod(path, 0o700);
+  const stats = await lstat(path);
+  checkOwnDir(path, stats);
+  // Only when needed: a dir already private may be on a read-only disk, where the commands that only read still run.
+  if ((stats.mode & 0o777) !== 0o700) await chmod(path, 0o700);
 }
 
 /** Synchronous twin of ensurePrivateDir, for the settings store's synchronous start-up. */
 export function ensurePrivateDirSync(dir: string): void {
   const path = resolve(dir);
   if (lstatSync(path, { throwIfNoEntry: false }) === undefined) mkdirSync(path, { recursive: true, mode: 0o700 });
-  checkOwnDir(path, lstatSync(path));
-  chmodSync(path, 0o700);
+  const stats = lstatSync(path);
+  checkOwnDir(path, stats);
+  if ((stats.mode & 0o777) !== 0o700) chmodSync(path, 0o700);
 }
 
 // O_NOFOLLOW makes the open itself refuse a link, so nothing can swap one in after a check.

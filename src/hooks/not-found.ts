@@ -1,4 +1,5 @@
-import type { Hook } from '@oclif/core';
+import type { Hook, Interfaces } from '@oclif/core';
+import { flagsBeforeCommand } from '../cli/global-flags.js';
 import { ExitCode, NanoPayError } from '../errors.js';
 
 /** Edit distance between two words, for "did you mean". */
@@ -19,17 +20,9 @@ function distance(a: string, b: string): number {
  * (oclif's plugin-not-found offers to run its guess and has no JSON form.)
  */
 const hook: Hook<'command_not_found'> = async function (opts) {
+  // A flag where the command should be: one that goes after the command, or global flags with no command after them.
   const typed = opts.id.split(':');
-  const commands = opts.config.commands.filter((c) => !c.hidden).map((c) => c.id.split(':'));
-  // Compare with as many words as each command has: "sned nano_1… 1" is "sned", "walet list" is "walet list".
-  const scored = commands.map((words) => ({ name: words.join(' '), score: distance(typed.slice(0, words.length).join(' '), words.join(' ')) }));
-  const best = Math.min(...scored.map((s) => s.score));
-  const nearest = best <= 2 ? scored.filter((s) => s.score === best).map((s) => s.name).slice(0, 3) : [];
-  const guess = typed.slice(0, Math.max(1, ...commands.filter((w) => nearest.includes(w.join(' '))).map((w) => w.length))).join(' ');
-  const error = new NanoPayError('USAGE', `"${guess}" is not a nanopay command.${nearest.length === 0 ? '' : ` Did you mean ${nearest.join(' or ')}?`}`, {
-    hint: 'Run nanopay help for the list of commands.',
-    exitCode: ExitCode.USAGE,
-  });
+  const error = opts.id.startsWith('-') ? flagsBeforeCommand([opts.id, ...(opts.argv ?? [])]) : unknownCommand(opts.config, typed);
   if (opts.argv?.includes('--json') || typed.includes('--json')) {
     process.stdout.write(`${JSON.stringify({ error: error.toJSON() })}\n`);
   } else {
@@ -37,5 +30,18 @@ const hook: Hook<'command_not_found'> = async function (opts) {
   }
   process.exitCode = ExitCode.USAGE;
 };
+
+function unknownCommand(config: Interfaces.Config, typed: string[]): NanoPayError {
+  const commands = config.commands.filter((c) => !c.hidden).map((c) => c.id.split(':'));
+  // Compare with as many words as each command has: "sned nano_1… 1" is "sned", "walet list" is "walet list".
+  const scored = commands.map((words) => ({ name: words.join(' '), score: distance(typed.slice(0, words.length).join(' '), words.join(' ')) }));
+  const best = Math.min(...scored.map((s) => s.score));
+  const nearest = best <= 2 ? scored.filter((s) => s.score === best).map((s) => s.name).slice(0, 3) : [];
+  const guess = typed.slice(0, Math.max(1, ...commands.filter((w) => nearest.includes(w.join(' '))).map((w) => w.length))).join(' ');
+  return new NanoPayError('USAGE', `"${guess}" is not a nanopay command.${nearest.length === 0 ? '' : ` Did you mean ${nearest.join(' or ')}?`}`, {
+    hint: 'Run nanopay help for the list of commands.',
+    exitCode: ExitCode.USAGE,
+  });
+}
 
 export default hook;

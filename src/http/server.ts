@@ -5,7 +5,7 @@ import { NanoPayError } from '../errors.js';
 import { parseJsonObject, readBody } from './body.js';
 import { checkHost, checkToken, listenHosts, refuseWebPages } from './guards.js';
 import { peerUid } from './peer.js';
-import { errorEnvelope, publicFailure, sendJson, sendRawEnvelope, successEnvelope } from './respond.js';
+import { errorEnvelope, publicFailure, sendJson, sendRawEnvelope, successEnvelope, type Envelope } from './respond.js';
 import { compilePath, decodeParams, loggablePath, matchPath, splitTarget, type PathTemplate } from './routing.js';
 
 /** What a route handler sees of a request. */
@@ -73,6 +73,8 @@ export interface HttpServerOptions {
   log?: (line: string) => void;
   /** Set on every answer of the server (e.g. the sandbox's `Nanopay-Sandbox: 1`). */
   headers?: Readonly<Record<string, string>>;
+  /** Applied to every envelope before it is sent, success or error (the toolset's `"sandbox": true`). */
+  envelope?: (envelope: Envelope) => unknown;
   /** Time allowed to receive the headers, and the whole request. Defaults 10 s and 30 s. */
   headersTimeoutMs?: number;
   requestTimeoutMs?: number;
@@ -122,6 +124,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   const maxBody = options.maxBodyBytes ?? 64 * 1024;
   const requireJsonType = options.requireJsonContentType ?? true;
   const log = options.log ?? ((): void => undefined);
+  const mark = options.envelope ?? ((envelope: Envelope): unknown => envelope);
   let hosts = new Set<string>();
   let closing = false;
   /** Every open connection, with how many of its requests are being answered. */
@@ -176,7 +179,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       const data: unknown = await fallback({ method, path, params: {}, query, headers: req.headers, body: {}, rawBody, signal, request: req, response: res });
       if (data === RESPONDED) return;
       if (res.headersSent) throw new Error(`${method} (fallback) wrote its response but did not return RESPONDED`);
-      return sendJson(res, 200, successEnvelope(data ?? null));
+      return sendJson(res, 200, mark(successEnvelope(data ?? null)));
     }
     if (found === undefined) {
       if (matches.length === 0) throw new NanoPayError('NOT_FOUND', `No route ${method} ${shown.path}`);
@@ -189,7 +192,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     const data: unknown = await found.route.handle({ method, path, params, query, headers: req.headers, body, signal, request: req, response: res });
     if (data === RESPONDED) return;
     if (res.headersSent) throw new Error(`${method} ${found.route.path} wrote its response but did not return RESPONDED`);
-    sendJson(res, 200, successEnvelope(data ?? null));
+    sendJson(res, 200, mark(successEnvelope(data ?? null)));
   };
 
   const fail = (req: IncomingMessage, res: ServerResponse, error: unknown, shownPath: string): void => {
@@ -204,7 +207,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     const shown = failure.code === 'INTERNAL_ERROR' ? new NanoPayError('INTERNAL_ERROR', 'Internal error') : failure;
     // Our 503s mean busy (AGENT_BUSY): a second later is a fair retry.
     if (shown.status === 503) res.setHeader('retry-after', '1');
-    sendJson(res, shown.status, errorEnvelope(shown));
+    sendJson(res, shown.status, mark(errorEnvelope(shown)));
   };
 
   const server = createServer(

@@ -18,6 +18,7 @@ import { configDir, keystorePath, stateDir } from '../wallet/paths.js';
 import type { OpsContext, Signer, WorkProvider } from './context.js';
 import { keySigner, sessionSigner } from './ledger/signers.js';
 import { openStore } from '../store/open.js';
+import { checkDatabaseUrl } from '../store/url.js';
 import type { Store } from '../store/store.js';
 
 /** Asks for the key store password; `purpose` says why (for a prompt). */
@@ -105,9 +106,15 @@ export class Session {
     return this.config.updateProfile(this.profileName, change);
   }
 
-  /** The shared PostgreSQL store's URL (NANOPAY_DATABASE_URL, else database-url), if one is set. */
-  databaseUrl(): string | undefined {
-    return this.env.NANOPAY_DATABASE_URL || this.profile().databaseUrl || undefined;
+  /**
+   * The shared PostgreSQL store's URL (NANOPAY_DATABASE_URL, else database-url), if one is set,
+   * checked: one that is not a URL (a port past 65535) is refused naming where it is set.
+   */
+  private databaseUrl(): string | undefined {
+    const fromEnv = this.env.NANOPAY_DATABASE_URL;
+    if (fromEnv) return checkDatabaseUrl(fromEnv, 'NANOPAY_DATABASE_URL', { password: 'allow' });
+    const stored = this.profile().databaseUrl;
+    return stored ? checkDatabaseUrl(stored, `database-url of profile "${this.profileName}"`, { password: 'allow' }) : undefined;
   }
 
   /**
@@ -116,13 +123,16 @@ export class Session {
    * once, on first need.
    */
   dataStore(): Promise<Store> {
-    this.opened ??= openStore({
-      storeDir: stateDir(this.dir, 'store'),
-      requestsDir: stateDir(this.dir, 'requests'),
-      lockDir: stateDir(this.dir, 'locks'),
-      profile: this.profileName,
-      ...(this.databaseUrl() === undefined ? {} : { databaseUrl: this.databaseUrl() }),
-    });
+    this.opened ??= (async () => {
+      const databaseUrl = this.databaseUrl();
+      return openStore({
+        storeDir: stateDir(this.dir, 'store'),
+        requestsDir: stateDir(this.dir, 'requests'),
+        lockDir: stateDir(this.dir, 'locks'),
+        profile: this.profileName,
+        ...(databaseUrl === undefined ? {} : { databaseUrl }),
+      });
+    })();
     this.opened.catch(() => (this.opened = undefined));
     return this.opened;
   }

@@ -1,8 +1,9 @@
+import { Socket } from 'node:net';
 import type pg from 'pg';
 import { NanoPayError } from '../errors.js';
 import type { RequestRecord } from '../wallet/requests.js';
 import { MIGRATIONS, SCHEMA_VERSION, requestColumns, tooNew } from './schema.js';
-import { redactUrl } from './url.js';
+import { maskDatabaseUrl } from './url.js';
 import { PostgresShop } from './postgres-shop.js';
 import type { ShopTable } from './shop.js';
 import type { LateIf, Outbox, OutboxItem, RequestsTable, Store, StoreChange } from './store.js';
@@ -17,11 +18,20 @@ const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
 function isConnectionError(error: unknown): boolean {
   const code = (error as { code?: string }).code ?? '';
   return (
-    ['ECONNREFUSED', 'ECONNRESET', 'ENOENT', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH'].includes(code) ||
+    ['ECONNREFUSED', 'ECONNRESET', 'ENOENT', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'].includes(code) ||
     code.startsWith('08') ||
     code.startsWith('57P') ||
     /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test((error as Error).message ?? '')
   );
+}
+
+/**
+ * The server answered and refused the connection: the password (wrong, or none given where one is
+ * wanted: node-postgres then throws before asking), the user, the database, or its rules (pg_hba).
+ */
+function isRefusal(error: unknown): boolean {
+  const code = (error as { code?: string }).code ?? '';
+  return code.startsWith('28') || code === '3D000' || code === '42501' || /password must be a string/i.test((error as Error).message ?? '');
 }
 
 const ignore = (): void => undefined;
@@ -200,13 +210,22 @@ export class PostgresStore implements Store {
     private readonly pool: pg.Pool,
     private readonly url: string,
   ) {
-    this.location = redactUrl(url);
+    this.location = maskDatabaseUrl(url);
   }
 
   static async open(url: string): Promise<PostgresStore> {
     const { default: pgModule } = await import('pg');
+    // node-postgres leaves a connection open when it cannot answer the server's password request (none given):
+    // the server holds it for a minute, and the process with it. Every socket is kept here, so a failed open closes them.
+    const sockets = new Set<Socket>();
+    const stream = (): Socket => {
+      const socket = new Socket();
+      sockets.add(socket);
+      socket.once('close', () => sockets.delete(socket));
+      return socket;
+    };
     // Idle connections must not keep a command's process alive.
-    const pool = new pgModule.Pool({ connectionString: url, max: 10, allowExitOnIdle: true, connectionTimeoutMillis: 10_000 });
+    const pool = new pgModule.Pool({ connectionString: url, max: 10, allowExitOnIdle: true, connectionTimeoutMillis: 10_000, stream });
     // An idle connection the server ended (a restart) is dropped by the pool; without a listener the process would end.
     pool.on('error', () => undefined);
     const store = new PostgresStore(pgModule, pool, url);
@@ -214,6 +233,7 @@ export class PostgresStore implements Store {
       await store.migrate();
     } catch (error) {
       await pool.end().catch(() => undefined);
+      for (const socket of sockets) socket.destroy();
       throw error;
     }
     return store;
@@ -223,12 +243,24 @@ export class PostgresStore implements Store {
     return new NanoPayError('STORE_UNAVAILABLE', `The store ${this.location} cannot be reached: ${(error as Error).message}`, { cause: error });
   }
 
+  /** A failure to connect, as the user should see it: unreachable, refused, or (neither) as it is. */
+  private connectFailure(error: unknown): unknown {
+    if (isConnectionError(error)) return this.unavailable(error);
+    if (!isRefusal(error)) return error;
+    const said = /password must be a string/i.test((error as Error).message) ? 'the server wants a password, and none was given' : (error as Error).message;
+    return new NanoPayError('STORE_REFUSED', `The store ${this.location} refused the connection: ${said}`, {
+      hint: 'Check the user and database in the URL (database-url or NANOPAY_DATABASE_URL), and the password in PGPASSWORD, ~/.pgpass or NANOPAY_DATABASE_URL.',
+      cause: error,
+    });
+  }
+
   /** One statement; a lost connection is retried (a read, or `retry` left on) for up to about 5 s, then reported. */
   async query<R extends pg.QueryResultRow = Record<string, unknown>>(text: string, values: unknown[] = [], { retry = true } = {}): Promise<pg.QueryResult<R>> {
     for (let attempt = 0; ; attempt++) {
       try {
         return await this.pool.query<R>(text, values);
       } catch (error) {
+        if (isRefusal(error)) throw this.connectFailure(error);
         if (!isConnectionError(error)) throw error;
         if (!retry || attempt >= 10) throw this.unavailable(error);
         await new Promise((resolve) => setTimeout(resolve, 500));
@@ -242,7 +274,7 @@ export class PostgresStore implements Store {
    */
   private async checkout(): Promise<pg.PoolClient> {
     const client = await this.pool.connect().catch((error: unknown) => {
-      throw isConnectionError(error) ? this.unavailable(error) : error;
+      throw this.connectFailure(error);
     });
     client.on('error', ignore);
     return client;

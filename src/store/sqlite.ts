@@ -1,8 +1,9 @@
 import { EventEmitter } from 'node:events';
-import { closeSync, lstatSync, openSync } from 'node:fs';
+import { accessSync, closeSync, constants, lstatSync, openSync, statSync, statfsSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type BetterSqlite3 from 'better-sqlite3';
-import { NanoPayError } from '../errors.js';
+import { NanoPayError, diskFull, notWritable } from '../errors.js';
 import { ensurePrivateDir } from '../fs/secure-fs.js';
 import { withAccountLock } from '../wallet/lock.js';
 import type { RequestRecord } from '../wallet/requests.js';
@@ -21,6 +22,53 @@ function damaged(path: string, error: unknown): NanoPayError {
     hint: 'Restore it from a backup, or move it away to start an empty store: nanopay never recreates it over your data.',
     cause: error,
   });
+}
+
+/** Below this much room, the disk is full for SQLite, which sizes its -shm and -wal files in steps of 32 KiB and more. */
+const FULL_BELOW_BYTES = 1024 * 1024;
+
+function diskIsFull(path: string): boolean {
+  try {
+    const room = statfsSync(dirname(path));
+    return room.bavail * room.bsize < FULL_BELOW_BYTES;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * What SQLite's error means for the user: a damaged file, a full disk (SQLite
+ * says "disk I/O error" when it cannot size its -shm file on one), or a file
+ * it may not write. Anything else as it is.
+ */
+function storeFailure(path: string, error: unknown): unknown {
+  if (error instanceof NanoPayError) return error;
+  const code = (error as { code?: string }).code ?? '';
+  if (DAMAGED.has(code)) return damaged(path, error);
+  if (code === 'SQLITE_FULL' || (code.startsWith('SQLITE_IOERR') && diskIsFull(path))) return diskFull(path, error);
+  if (code.startsWith('SQLITE_READONLY')) return notWritable(path, true, error);
+  return error;
+}
+
+function writable(dir: string): boolean {
+  try {
+    accessSync(dir, constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * How SQLite opens the store on a disk it cannot write: a WAL database needs its -shm file,
+ * which cannot be made there. With no -wal file (every change is in the database itself, as
+ * after the last writer closed it) it is opened immutable, which needs none; else as it is,
+ * which works if a writer elsewhere left both files.
+ */
+function readOnlyName(path: string): string {
+  const wal = statSync(`${path}-wal`, { throwIfNoEntry: false });
+  if (wal !== undefined && wal.size > 0) return path;
+  return `${pathToFileURL(path).href}?immutable=1`;
 }
 
 /** Changes made in this process, per database file: SQLite has no notifications across processes. */
@@ -233,38 +281,46 @@ export class SqliteStore implements Store {
     private readonly lockPrefix: string,
   ) {}
 
-  /** Opens (or creates) the store at `path`; a damaged file is reported, never replaced. */
+  /**
+   * Opens (or creates) the store at `path`; a damaged file is reported, never replaced.
+   * In a dir this process cannot write (a read-only disk), an existing store is opened
+   * read-only, so that the commands that only read still run.
+   */
   static async open(path: string, lockDir: string, lockPrefix: string): Promise<SqliteStore> {
     await ensurePrivateDir(dirname(path));
     // A link is not followed (its target may be anyone's), as for every file of the config dir.
     if (lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink() === true) {
       throw new NanoPayError('STORE_CORRUPT', `${path} is a symbolic link; nanopay does not follow links for its own files`, { hint: 'Replace the link with the file it points to.' });
     }
+    const readOnly = !writable(dirname(path));
     // Created 0600 before SQLite opens it: SQLite gives its -wal and -shm files the database's mode.
-    closeSync(openSync(path, 'a', 0o600));
+    if (!readOnly) closeSync(openSync(path, 'a', 0o600));
+    // Lets a name that starts with file: be a URI (for immutable=1 below); ours are absolute paths, never read so otherwise.
+    process.env.SQLITE_USE_URI = '1';
     const { default: Database } = await import('better-sqlite3');
     let db: Db | undefined;
     try {
-      db = new Database(path, { timeout: 15_000 });
-      db.pragma('journal_mode = WAL');
+      if (readOnly) {
+        db = new Database(readOnlyName(path), { readonly: true, fileMustExist: true });
+      } else {
+        db = new Database(path, { timeout: 15_000 });
+        db.pragma('journal_mode = WAL');
+      }
       db.pragma('foreign_keys = ON');
       migrate(db, path);
     } catch (error) {
       db?.close();
-      if (error instanceof NanoPayError) throw error;
-      if (DAMAGED.has((error as { code?: string }).code ?? '')) throw damaged(path, error);
-      throw error;
+      throw storeFailure(path, error);
     }
     return new SqliteStore(db, path, lockDir, lockPrefix);
   }
 
-  /** Runs a statement, reporting a damaged file as such. */
+  /** Runs a statement, reporting a damaged file, a full disk or a read-only one as such. */
   run<T>(fn: () => T): Promise<T> {
     try {
       return Promise.resolve(fn());
     } catch (error) {
-      if (DAMAGED.has((error as { code?: string }).code ?? '')) return Promise.reject(damaged(this.location, error));
-      return Promise.reject(error);
+      return Promise.reject(storeFailure(this.location, error));
     }
   }
 

@@ -1,3 +1,4 @@
+import { withSandboxMark } from '../api/sandbox-mark.js';
 import { NanoPayError } from '../errors.js';
 import { isLoopback } from '../http/guards.js';
 import { startHttpServer, type Call, type HttpServerOptions, type Route } from '../http/server.js';
@@ -83,6 +84,8 @@ export async function startToolset(session: Session, options: ToolsetOptions): P
     host: options.host,
     port: options.port,
     routes,
+    // As the CLI's --json: answers that used the sandbox's say so.
+    envelope: withSandboxMark,
     maxBodyBytes: MAX_BODY,
     requireJsonContentType: true,
     checkHost: true,

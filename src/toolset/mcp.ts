@@ -1,6 +1,7 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { SANDBOX_NOTE, talkedToSandbox, withSandboxMark } from '../api/sandbox-mark.js';
 import type { Session } from '../ops/session.js';
 import { TOOLS, functionName, lookupTool, runTool } from './tools.js';
 
@@ -14,6 +15,8 @@ export interface McpOptions {
  * The tools over MCP on stdio. A result carries the spec's envelope as
  * JSON text and as structured content; a failed tool is an error result with
  * the code and message, never a protocol error. stdout is the protocol's alone.
+ * Answers of the sandbox make it `"sandbox": true`, with the note in words
+ * beside it, so an agent can tell its user the money was test money.
  */
 export async function serveMcp(session: Session, options: McpOptions): Promise<{ closed: Promise<void> }> {
   const server = new Server({ name: 'nanopay', version: options.version }, { capabilities: { tools: {} } });
@@ -40,10 +43,11 @@ export async function serveMcp(session: Session, options: McpOptions): Promise<{
     const { envelope } = await runTool(session, tool, request.params.arguments ?? {}, extra.signal);
     options.log?.(`tool ${functionName(tool.name)} ${envelope.success ? 'ok' : envelope.error?.error} ${Date.now() - started}ms`);
     if (tool.writes && envelope.success) options.afterWrite?.();
+    const marked = withSandboxMark(envelope) as Record<string, unknown>;
     return {
       ...(envelope.success ? {} : { isError: true }),
-      content: [{ type: 'text' as const, text: JSON.stringify(envelope) }],
-      structuredContent: envelope as unknown as Record<string, unknown>,
+      content: [{ type: 'text' as const, text: JSON.stringify(marked) }, ...(talkedToSandbox() ? [{ type: 'text' as const, text: `[${SANDBOX_NOTE}]` }] : [])],
+      structuredContent: marked,
     };
   });
 

@@ -116,7 +116,7 @@ export const TOOLS: Tool[] = [
     title: 'Request a payment',
     // Creates a new request each call; moves no money.
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-    description: 'Create a payment request. The returned amount is adjusted: the payer must send exactly it.',
+    description: 'Create a payment request: what to use when the user wants to receive, get paid or bill an amount. The returned amount is adjusted: the payer must send exactly it.',
     inputSchema: schema(
       {
         receive_address: str('address that receives the payment (default: the toolset wallet)'),

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { NanoPayError } from '../errors.js';
 import type { StateBlock, Subtype } from '../nano/block.js';
 import { readIfExists, syncDir, writeFileAtomic } from '../fs/secure-fs.js';
+import type { PaymentKind } from './send-log.js';
 
 /**
  * The journal of signed blocks: one entry per account, written and fsynced
@@ -21,6 +22,8 @@ export interface JournalEntry {
   counterparty?: string;
   /** `send --id KEY`: the result is recorded under this key once the block lands. */
   sendId?: string;
+  /** What `sendId` is the key of (absent in entries of versions before kinds). */
+  sendKind?: PaymentKind;
   /** For sends: the profile whose daily limit it counts toward (in flight until recorded). */
   profile?: string;
   /** A credits top-up paid by this block, to be submitted with its transaction id. */

@@ -3,9 +3,14 @@ import { join } from 'node:path';
 import { NanoPayError } from '../errors.js';
 import { readIfExists, writeFileAtomic } from '../fs/secure-fs.js';
 
+/** What a key (--id) was used for: a send (send, pay), a donation, or an x402 payment (fetch). */
+export type PaymentKind = 'send' | 'donate' | 'x402';
+
 /** What a completed send returns; kept so `send --id KEY` can answer a repeat. */
 export interface SendRecord {
   id?: string;
+  /** Absent in records of versions before kinds: such a key stands for its payment whatever the kind. */
+  kind?: PaymentKind;
   hash: string;
   from: string;
   to: string;

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LedgerBackend } from '../api/backend.js';
+import { fetchFailure } from '../api/fetch-failure.js';
 import { NanoPayError } from '../errors.js';
 import { hashBlock, isValidAddress, linkAsAccount, normalizeAddress, rawToXno, xnoToRaw, type StateBlock } from '../nano/index.js';
 import type { OpsContext, Signer } from '../ops/context.js';
@@ -214,7 +215,7 @@ async function presentAgain(ctx: OpsContext, signer: Signer, c: Challenge, id: s
 export async function fetchWithPayment(session: Session, input: string | URL, init: RequestInit = {}, options: PaidFetchOptions = {}): Promise<PaidFetch> {
   const url = String(input);
   const signal = options.signal;
-  const first = await fetch(url, { ...init, ...(signal === undefined ? {} : { signal }) });
+  const first = await fetch(url, { ...init, ...(signal === undefined ? {} : { signal }) }).catch((error: unknown) => Promise.reject(fetchFailure(error, url)));
   if (first.status !== 402) return { response: first };
   // Kept: when the payment was made before under this id, this 402 is the answer there is.
   const firstBody = await first.arrayBuffer();

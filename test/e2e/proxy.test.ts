@@ -77,14 +77,31 @@ describe('proxies', () => {
     expect(proxy.connects.length).toBeGreaterThan(before + tunnels.length);
   });
 
-  it('says the proxy refused (407) without showing its credentials, and exits 5', async () => {
+  it('says the proxy refused (407) without showing its credentials: PROXY_AUTH_REQUIRED, exit 6', async () => {
     const user = await newUser(`https://sandbox.test:${frontPort}`);
     const refusedBefore = proxy.refused;
     const failed = await user.json<{ error: { code: string; message: string } }>(['wallet', 'create', '--remote'], { env: withProxy(user, { HTTPS_PROXY: proxyUrl('user:wrong-pass') }) });
-    expect(failed._code).toBe(5);
-    expect(failed.error.code).toBe('REQUEST_ERROR');
+    expect(failed._code).toBe(6);
+    expect(failed.error.code).toBe('PROXY_AUTH_REQUIRED');
     expect(failed.error.message).toContain(`the proxy http://***@127.0.0.1:${proxy.port} refused to connect to sandbox.test:${frontPort}: 407`);
     expect(JSON.stringify(failed)).not.toContain('wrong-pass');
+    expect(proxy.refused).toBeGreaterThan(refusedBefore);
+  });
+
+  it('an http service behind a plain-HTTP proxy that wants other credentials (407) is PROXY_AUTH_REQUIRED (exit 6), not a bug', async () => {
+    const user = await newUser(`http://sandbox.test:${sbPort}`);
+    const refusedBefore = proxy.refused;
+    for (const credentials of ['user:wrong-pass', undefined]) {
+      const env = withProxy(user, { HTTP_PROXY: credentials === undefined ? `http://127.0.0.1:${proxy.port}` : proxyUrl(credentials) });
+      const failed = await user.json<{ error: { code: string; message: string; hint: string } }>(['wallet', 'create', '--remote'], { env });
+      expect(failed._code).toBe(6);
+      expect(failed.error).toMatchObject({ code: 'PROXY_AUTH_REQUIRED', hint: expect.stringContaining('HTTP_PROXY') });
+      expect(failed.error.message).toContain(`the proxy ${credentials === undefined ? '' : '***@'}127.0.0.1:${proxy.port}`.replace('the proxy ', 'the proxy http://'));
+      expect(JSON.stringify(failed)).not.toContain('wrong-pass');
+      const human = await user.run(['wallet', 'create', '--remote'], { env });
+      expect(human.code).toBe(6);
+      expect(human.stderr).toMatch(/Error \[PROXY_AUTH_REQUIRED\][\s\S]*Hint:/);
+    }
     expect(proxy.refused).toBeGreaterThan(refusedBefore);
   });
 

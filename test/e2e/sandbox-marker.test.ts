@@ -1,10 +1,13 @@
 import { readFileSync } from 'node:fs';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { startCheckout } from '../helpers/browser.js';
-import { newUser, userWithWallet, type CliUser } from '../helpers/cli.js';
+import { BIN, newUser, userWithWallet, type CliUser } from '../helpers/cli.js';
 import { startFaultyProxy, type FaultyProxy } from '../helpers/faulty-proxy.js';
 import { sandbox } from '../helpers/sandbox.js';
+import { startServe } from '../helpers/serve.js';
 
 // Test money must never pass for real money: the sandbox says what it is on every answer, and every
 // command that used its answers says so. A service that does not say it (here the sandbox behind a
@@ -88,6 +91,74 @@ describe('sandbox or real money', () => {
       expect(livePage).toContain('Pay with Nano');
     } finally {
       await Promise.all([test.stop(), live.stop()]);
+    }
+  });
+});
+
+/** The official MCP client on `nanopay mcp` of `user`, for one test. */
+async function withMcp<T>(user: CliUser, use: (client: Client) => Promise<T>): Promise<T> {
+  const client = new Client({ name: 'nanopay-test', version: '1.0.0' });
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp'], env: user.env as Record<string, string>, stderr: 'ignore' }));
+  try {
+    return await use(client);
+  } finally {
+    await client.close();
+  }
+}
+
+describe('sandbox or real money, to programs (issue 31, point 13)', () => {
+  /** Tool calls that reach the service, a success and an error each. */
+  const calls = [
+    { name: 'wallet_balance', arguments: {} },
+    { name: 'credits_get', arguments: {} },
+    { name: 'payment_request', arguments: { amount: '0.2' } },
+    { name: 'wallet_send', arguments: { recipient_address: other, amount: '1000' } },
+  ];
+
+  it('MCP: on the sandbox each result says "sandbox": true (text and structured) with a note in words; on a real service none does', async () => {
+    for (const [user, test] of [
+      [onSandbox, true],
+      [onReal, false],
+    ] as const) {
+      await withMcp(user, async (client) => {
+        for (const call of calls) {
+          const result = await client.callTool(call);
+          const content = result.content as { type: string; text: string }[];
+          const envelope = JSON.parse(content[0]?.text ?? 'null') as Record<string, unknown>;
+          expect(result.structuredContent).toEqual(envelope);
+          expect(envelope.success, `${call.name}: ${content[0]?.text}`).toBe(call.name !== 'wallet_send');
+          if (test) {
+            expect(envelope, call.name).toMatchObject({ sandbox: true });
+            expect(content[1]).toEqual({ type: 'text', text: MARK });
+          } else {
+            expect(envelope, call.name).not.toHaveProperty('sandbox');
+            expect(content).toHaveLength(1);
+          }
+        }
+      });
+    }
+  });
+
+  it('HTTP toolset: on the sandbox each answer says "sandbox": true; on a real service none does', async () => {
+    for (const [user, test] of [
+      [onSandbox, true],
+      [onReal, false],
+    ] as const) {
+      const serve = await startServe(user);
+      try {
+        const answers = [
+          await fetch(`${serve.url}/wallet/balance`),
+          await fetch(`${serve.url}/credits`),
+          await fetch(`${serve.url}/wallet/send`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ recipient_address: other, amount: '1000' }) }),
+        ];
+        for (const answer of answers) {
+          const body = (await answer.json()) as Record<string, unknown>;
+          if (test) expect(body).toMatchObject({ sandbox: true });
+          else expect(body).not.toHaveProperty('sandbox');
+        }
+      } finally {
+        await serve.stop();
+      }
     }
   });
 });

@@ -15,7 +15,7 @@ const NO_SERVICE = 'http://127.0.0.1:9';
 
 /** oclif's own answer, from the bundled entry bin/run.js loads, without bin/run.js's fast path. */
 function oclifVersion(): Promise<RunResult> {
-  const script = `const { execute } = await import(${JSON.stringify(pathToFileURL(join(ROOT, 'dist/app/main.js')).href)}); await execute({ args: ['--version'], dir: ${JSON.stringify(pathToFileURL(BIN).href)} });`;
+  const script = `const { run } = await import(${JSON.stringify(pathToFileURL(join(ROOT, 'dist/app/main.js')).href)}); await run(['--version'], ${JSON.stringify(pathToFileURL(BIN).href)});`;
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';

@@ -215,9 +215,10 @@ describe('clients of the upstream toolset', () => {
     expect((await httpCall(serve.url, 'GET', `/payment/status/${id}`)).body).toMatchObject({ success: true, data: { transaction_id: id, is_paid: false } });
     expect((await httpCall(serve.url, 'GET', '/credits')).body).toMatchObject({ success: true, data: { credits: expect.any(Number) } });
     const topup = await httpCall(serve.url, 'POST', '/credits/topup/10');
-    expect(topup.body).toEqual({ success: true, data: { topped_up_credits: 10, new_credits_balance: expect.any(Number) }, error: null });
+    // The envelope, and (this toolset answers from the sandbox) its mark: test money.
+    expect(topup.body).toEqual({ success: true, data: { topped_up_credits: 10, new_credits_balance: expect.any(Number) }, error: null, sandbox: true });
     const donated = await httpCall(serve.url, 'POST', '/donate/0.01');
-    expect(donated.body).toEqual({ success: true, data: { success: true, amount: '0.01', message: expect.any(String) }, error: null });
+    expect(donated.body).toEqual({ success: true, data: { success: true, amount: '0.01', message: expect.any(String) }, error: null, sandbox: true });
   });
 
   it('null is an absent optional field; a required one stays required', async () => {

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { chown, mkdtemp, rm } from 'node:fs/promises';
+import { chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,7 +17,7 @@ const run = promisify(execFile);
  */
 export interface PostgresCluster {
   port: number;
-  /** A new, empty database; its URL. */
+  /** A new, empty database; its URL (without the password, when the cluster has one). */
   createDatabase(name: string): Promise<string>;
   /** Stops the server (fast shutdown: connections are ended) and starts it again on the same port and data. */
   restart(pauseMs?: number): Promise<void>;
@@ -73,7 +73,11 @@ function alive(pid: number): boolean {
   }
 }
 
-export async function startPostgres(): Promise<PostgresCluster> {
+/**
+ * `password`: connections over TCP must give it (scram-sha-256), as on a real server; without it
+ * they are trusted. The socket in the temporary dir stays trusted either way.
+ */
+export async function startPostgres(options: { password?: string } = {}): Promise<PostgresCluster> {
   const found = binaries();
   if (typeof found === 'string') throw new Error(found);
   const dir = await mkdtemp(join(tmpdir(), 'nanopay-pg-'));
@@ -81,8 +85,8 @@ export async function startPostgres(): Promise<PostgresCluster> {
   const data = join(dir, 'data');
   const as = (program: string, args: string[]) => run(found.as[0] ?? join(found.bin, program), found.as.length > 0 ? [...found.as.slice(1), join(found.bin, program), ...args] : args);
   const port = await freePort();
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
-  const start = () => as('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '60', '-o', options, 'start']);
+  const serverOptions = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
+  const start = () => as('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '60', '-o', serverOptions, 'start']);
   const stopServer = async () => {
     const pidFile = join(data, 'postmaster.pid');
     if (!existsSync(pidFile)) return;
@@ -92,7 +96,12 @@ export async function startPostgres(): Promise<PostgresCluster> {
     while (alive(pid)) await sleep(20);
   };
   try {
-    await as('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions']);
+    const auth = options.password === undefined ? ['-A', 'trust'] : ['--auth-local=trust', '--auth-host=scram-sha-256', `--pwfile=${join(dir, 'password')}`];
+    if (options.password !== undefined) {
+      await writeFile(join(dir, 'password'), `${options.password}\n`);
+      if (found.owner !== undefined) await chown(join(dir, 'password'), found.owner.uid, found.owner.gid);
+    }
+    await as('initdb', ['-D', data, '-U', 'postgres', ...auth, '-E', 'UTF8', '--no-sync', '--no-instructions']);
     await start();
   } catch (error) {
     await stopServer().catch(() => undefined);
@@ -103,7 +112,8 @@ export async function startPostgres(): Promise<PostgresCluster> {
   return {
     port,
     async createDatabase(name) {
-      const client = new pg.Client({ connectionString: url('postgres') });
+      const admin = options.password === undefined ? url('postgres') : url('postgres').replace('postgres@', `postgres:${encodeURIComponent(options.password)}@`);
+      const client = new pg.Client({ connectionString: admin });
       await client.connect();
       try {
         await client.query(`CREATE DATABASE ${name}`);

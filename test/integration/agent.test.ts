@@ -187,6 +187,8 @@ describe('the agent in strict mode', () => {
     expect(await tool('balance', 'wallet.balance', {})).toMatchObject({ account: agent.address, balance: '10' });
     expect(await tool(`send 0.1 to ${other}`, 'wallet.send', { recipient_address: other, amount: '0.1' })).toMatchObject({ amount: '0.1', recipient: other });
     const requested = await tool('Request 2.5', 'payment.request', { amount: '2.5' });
+    // Asking to receive an amount is asking to be paid it: a request, receiving nothing pending.
+    expect(await tool('I want to receive 2.5 xno', 'payment.request', { amount: '2.5' })).toMatchObject({ receive_address: agent.address });
     expect(await tool(`status ${requested.transaction_id}`, 'payment.status', { transaction_id: requested.transaction_id })).toMatchObject({ is_paid: false });
     expect(await tool('credits', 'credits.get', {})).toHaveProperty('credits');
     expect(await tool('top up 100', 'credits.topup', { credits_amount: '100' })).toMatchObject({ topped_up_credits: 100 });

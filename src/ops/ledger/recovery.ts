@@ -51,6 +51,7 @@ export async function recordLanded(ctx: OpsContext, entry: JournalEntry): Promis
   if (entry.sendId !== undefined) {
     await ctx.sendLog.saveResult(ctx.profile, entry.sendId, {
       id: entry.sendId,
+      ...(entry.sendKind === undefined ? {} : { kind: entry.sendKind }),
       hash: entry.hash,
       from: entry.block.account,
       to: linkAsAccount(entry.block.link),

@@ -1,7 +1,7 @@
-import { NanoPayError } from '../../errors.js';
+import { NanoPayError, redactUrl } from '../../errors.js';
 import { DEFAULT_REPRESENTATIVE, normalizeAddress, rawToXno, xnoToRaw } from '../../nano/index.js';
 import type { ProfileRecord } from '../../wallet/config.js';
-import { redactUrl } from '../../store/url.js';
+import { checkDatabaseUrl, maskDatabaseUrl } from '../../store/url.js';
 import { DEFAULT_API_URL, secretIds, type Session } from '../session.js';
 
 /** Settings a user can change, with how each is checked and stored. Amounts are XNO at the edge, raw inside. */
@@ -10,7 +10,7 @@ function checkUrl(v: string, what: string, protocols: string[]): string {
   try {
     url = new URL(v);
   } catch {
-    throw new NanoPayError('INVALID_REQUEST', `"${v}" is not a URL`);
+    throw new NanoPayError('INVALID_REQUEST', `"${redactUrl(v)}" is not a URL`);
   }
   if (!protocols.includes(url.protocol)) throw new NanoPayError('INVALID_REQUEST', `The ${what} must be ${protocols.map((p) => p.slice(0, -1)).join(' or ')}`);
   return v.replace(/\/+$/, '');
@@ -50,15 +50,9 @@ const SETTINGS = {
     describe: 'a PostgreSQL URL (postgres://user@host/db): the store several servers share, instead of the profile\'s SQLite file; the password goes in PGPASSWORD or ~/.pgpass',
     env: 'NANOPAY_DATABASE_URL',
     get: (p: ProfileRecord) => p.databaseUrl,
-    set: (p: ProfileRecord, v: string): ProfileRecord => {
-      const url = checkUrl(v, 'database URL', ['postgres:', 'postgresql:']);
-      if (new URL(url).password !== '') {
-        throw new NanoPayError('INVALID_REQUEST', 'config.json is not the place for a password: set database-url without it', {
-          hint: 'Give the password in PGPASSWORD or ~/.pgpass (0600), or the whole URL in NANOPAY_DATABASE_URL.',
-        });
-      }
-      return { ...p, databaseUrl: url };
-    },
+    set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, databaseUrl: checkDatabaseUrl(v, 'database-url', { password: 'refuse' }) }),
+    // One in the environment may hold a password, and so may one kept by a version that took it: never shown.
+    show: maskDatabaseUrl,
   },
   'node-auth-scheme': {
     describe: 'how node-auth is sent: bearer, basic (user:password) or key (a "key" field in the body)',
@@ -189,12 +183,12 @@ export async function revealSetting(session: Session, name: string): Promise<Rev
 
 export async function getSetting(session: Session, name: string): Promise<SettingValue> {
   if (isSecretSetting(name)) return secretSetting(session, name);
-  const s: { describe: string; get(p: ProfileRecord): string | undefined; env?: string; fallback?: string } = setting(name);
+  const s: { describe: string; get(p: ProfileRecord): string | undefined; env?: string; fallback?: string; show?: (value: string) => string } = setting(name);
+  const show = s.show ?? ((value: string) => value);
   const fromEnv = s.env === undefined ? undefined : session.env[s.env];
-  // A database URL in the environment may hold a password: shown without it.
-  if (s.env !== undefined && fromEnv) return { name, value: name === 'database-url' ? redactUrl(fromEnv) : fromEnv, source: 'env', variable: s.env, description: s.describe };
+  if (s.env !== undefined && fromEnv) return { name, value: show(fromEnv), source: 'env', variable: s.env, description: s.describe };
   const stored = s.get(session.profile());
-  if (stored !== undefined) return { name, value: stored, source: 'profile', description: s.describe };
+  if (stored !== undefined) return { name, value: show(stored), source: 'profile', description: s.describe };
   return { name, value: s.fallback ?? null, source: 'default', description: s.describe };
 }
 

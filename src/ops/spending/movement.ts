@@ -1,7 +1,7 @@
 import { NanoPayError } from '../../errors.js';
 import { normalizeAddress, rawToXno, type StateBlock } from '../../nano/index.js';
 import type { JournalEntry } from '../../wallet/journal.js';
-import type { SendRecord } from '../../wallet/send-log.js';
+import type { PaymentKind, SendRecord } from '../../wallet/send-log.js';
 import { planSend, publishTo, sendBlockOf, signAndJournal, submitEntry, type SendPlan } from '../ledger/chain.js';
 import type { BlockNote, OpsContext, Signer } from '../context.js';
 import { parseThreshold } from '../../work/index.js';
@@ -31,6 +31,8 @@ export interface Movement<A> {
   amountRaw: bigint;
   /** Idempotency key: a repeat with the same parameters returns the first result and moves nothing. */
   id?: string;
+  /** What kind of payment `id` is the key of: a key of another kind is refused. By default an x402 cheque (`note.chequeFor`) or a send. */
+  kind?: PaymentKind;
   /** The contact `to` is, shown in the preview. */
   contact?: string;
   dryRun?: boolean;
@@ -83,8 +85,22 @@ function harderThreshold(a: string, b: string): string {
   return parseThreshold(b) > parseThreshold(a) ? b : a;
 }
 
-/** The earlier result under `id`, if the parameters are the same; a different payment under the same key is refused. */
-function repeatOf<A>(record: SendRecord, m: { from: string; to: string; amountRaw: bigint; id: string }): Moved<A> {
+const KIND_NAMES: Record<PaymentKind, [article: string, name: string]> = { send: ['a', 'send'], donate: ['a', 'donation'], x402: ['an', 'x402 payment (nanopay fetch)'] };
+const named = (kind: PaymentKind): string => KIND_NAMES[kind].join(' ');
+
+const kindOf = (m: Pick<Movement<unknown>, 'kind' | 'note'>): PaymentKind => m.kind ?? (m.note?.chequeFor === undefined ? 'send' : 'x402');
+
+/**
+ * The earlier result under `id`, if the parameters are the same; a different payment under the same key is refused,
+ * and so is a payment of another kind (a key recorded before kinds stands for its payment whatever the kind).
+ */
+function repeatOf<A>(record: SendRecord, m: { from: string; to: string; amountRaw: bigint; id: string; kind: PaymentKind }): Moved<A> {
+  if (record.kind !== undefined && record.kind !== m.kind) {
+    const first = `${named(record.kind)} of ${rawToXno(BigInt(record.amountRaw))} XNO to ${record.to} (block ${record.hash}, ${record.at})`;
+    throw new NanoPayError('IDEMPOTENCY_MISMATCH', `The key "${m.id}" was first used for ${first}; it cannot be the key of ${named(m.kind)} too. Nothing was sent`, {
+      hint: `Use a new --id for this ${KIND_NAMES[m.kind][1]}; repeat the ${KIND_NAMES[record.kind][1]} itself to get its result.`,
+    });
+  }
   const differs: string[] = [];
   if (record.from !== m.from) differs.push(`account (first ${record.from}, now ${m.from})`);
   if (record.to !== m.to) differs.push(`recipient (first ${record.to}, now ${m.to})`);
@@ -102,7 +118,7 @@ function repeatOf<A>(record: SendRecord, m: { from: string; to: string; amountRa
 async function earlier<A>(ctx: OpsContext, m: Movement<A>, to: string): Promise<Moved<A> | undefined> {
   if (m.id === undefined) return undefined;
   const record = await ctx.sendLog.result(ctx.profile, m.id);
-  return record === undefined ? undefined : repeatOf<A>(record, { from: m.signer.address, to, amountRaw: m.amountRaw, id: m.id });
+  return record === undefined ? undefined : repeatOf<A>(record, { from: m.signer.address, to, amountRaw: m.amountRaw, id: m.id, kind: kindOf(m) });
 }
 
 function planned<A>(plan: SendPlan, from: string, extra: Pick<Moved<A>, 'hash' | 'dryRun' | 'answer'>): Moved<A> {
@@ -149,7 +165,7 @@ export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<M
     // The head may have moved while the user confirmed: plan again on the fresh one.
     const plan = await planSend(ctx, m.signer.address, to, m.amountRaw);
     checkPerDay(ctx.limits, await spentToday(ctx), m.amountRaw);
-    const note: BlockNote = { amountRaw: m.amountRaw.toString(), profile: ctx.profile, ...(m.id === undefined ? {} : { sendId: m.id }), ...m.note };
+    const note: BlockNote = { amountRaw: m.amountRaw.toString(), profile: ctx.profile, ...(m.id === undefined ? {} : { sendId: m.id, sendKind: kindOf(m) }), ...m.note };
     // Checked again and journaled in one hold of the profile's spending lock: the journaled send counts at once.
     const thresholds = m.workThreshold === undefined ? plan.head.thresholds : { ...plan.head.thresholds, send: harderThreshold(plan.head.thresholds.send, m.workThreshold) };
     const entry = await signAndJournal(ctx, m.signer, sendBlockOf(plan), 'send', thresholds, note, (signed) =>

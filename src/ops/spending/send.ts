@@ -3,6 +3,7 @@ import { resolveRecipient } from '../profile/contacts.js';
 import { rawOf, type Amount } from '../money.js';
 import { move, type Confirm, type Moved, type SendPreview } from './movement.js';
 import type { Session } from '../session.js';
+import type { PaymentKind } from '../../wallet/send-log.js';
 
 export type { SendPreview } from './movement.js';
 
@@ -44,8 +45,8 @@ function sendResult(moved: Moved<unknown>): SendResult {
   };
 }
 
-/** A send from the active account (or the one named), through the one guarded money path. */
-export async function send(session: Session, input: SendInput): Promise<SendResult> {
+/** A send from the active account (or the one named), through the one guarded money path; `kind` is what its --id is the key of. */
+export async function send(session: Session, input: SendInput, kind: PaymentKind = 'send'): Promise<SendResult> {
   // A mistyped address or an unknown contact is reported before the key store is unlocked.
   const recipient = await resolveRecipient(session, input.to);
   const ctx = await session.context(input.signal);
@@ -57,6 +58,7 @@ export async function send(session: Session, input: SendInput): Promise<SendResu
       ...(recipient.contact === undefined ? {} : { contact: recipient.contact }),
       amountRaw: rawOf(input.amount),
       ...(input.id === undefined ? {} : { id: input.id }),
+      kind,
       ...(input.dryRun === undefined ? {} : { dryRun: input.dryRun }),
       ...(input.confirm === undefined ? {} : { confirm: input.confirm }),
     }),

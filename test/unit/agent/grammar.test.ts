@@ -80,6 +80,24 @@ const UNDERSTOOD: [string, unknown][] = [
   ['charge 0.75 XNO', requests('0.75')],
   ['I want to get paid 3 XNO', requests('3')],
   [`request 2 XNO to ${addr2}`, requests('2', addr2)],
+  // asking to be paid an amount is a request for it, whatever the verb (issue 31, point 15)
+  ['I want to receive 2.5 xno', requests('2.5')],
+  ['get paid 3 XNO', requests('3')],
+  ['bill 0.5', requests('0.5')],
+  ['receive 2 xno', requests('2')],
+  ['Receive 2.5 XNO please', requests('2.5')],
+  ["I'd like to receive 0.3 nano", requests('0.3')],
+  ['receive a payment of 4 XNO', requests('4')],
+  [`receive 1.5 XNO to ${addr2}`, requests('1.5', addr2)],
+  ['accept 2 xno', requests('2')],
+  ['collect 0.2 XNO', requests('0.2')],
+  ['I want to be paid 2.5 XNO', requests('2.5')],
+  ['ask for 2 xno', requests('2')],
+  ['ask for a payment of 2 XNO', requests('2')],
+  ['bill 0.5 XNO', requests('0.5')],
+  // and without an amount, "receive" is still receiving what is pending
+  ['I want to receive', receive],
+  ['receive now', receive],
   // status
   [`status ${id}`, status(id)],
   ['status AbC-123', status('AbC-123')],
@@ -194,6 +212,14 @@ const NOT_SPENDS: string[] = [
   `what is the balance of ${addr}`,
   'make me rich',
   `request 2 XNO from ${addr}`,
+  // receiving an amount is a request; one from someone, a question, a "don't", or two amounts is none
+  `I want to receive 2 xno from ${addr}`,
+  'can I receive 2 xno?',
+  "don't receive 2 xno",
+  'receive 2 and 3 xno',
+  'receive 2 dollars',
+  'pocket 2 xno',
+  'ask for help',
 ];
 
 const SPENDS = new Set(['wallet.send', 'credits.topup', 'donate.send']);
