@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import type { BackendKind, LedgerBackend } from '../api/backend.js';
 import { ApiClient } from '../api/client.js';
 import { NodeClient } from '../api/node-client.js';
@@ -17,7 +18,7 @@ import { WorkStore } from '../wallet/work-store.js';
 import { configDir, keystorePath, stateDir } from '../wallet/paths.js';
 import type { OpsContext, Signer, WorkProvider } from './context.js';
 import { keySigner, sessionSigner } from './ledger/signers.js';
-import { openStore } from '../store/open.js';
+import { openStore, sqlitePath } from '../store/open.js';
 import type { Store } from '../store/store.js';
 
 /** Asks for the key store password; `purpose` says why (for a prompt). */
@@ -108,6 +109,11 @@ export class Session {
   /** The shared PostgreSQL store's URL (NANOPAY_DATABASE_URL, else database-url), if one is set. */
   databaseUrl(): string | undefined {
     return this.env.NANOPAY_DATABASE_URL || this.profile().databaseUrl || undefined;
+  }
+
+  /** Whether the profile has a store to read (a database-url, or its SQLite file), without making one. */
+  hasDataStore(): boolean {
+    return this.opened !== undefined || this.databaseUrl() !== undefined || existsSync(sqlitePath(stateDir(this.dir, 'store'), this.profileName));
   }
 
   /**
