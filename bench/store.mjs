@@ -185,8 +185,7 @@ async function storeCost(kind, cluster) {
       const started = performance.now();
       const opened = await session().dataStore();
       await opened.requests.get(id);
-      await opened.requests.claimedHashes([randomBytes(32).toString('hex')]);
-      await opened.requests.openAmounts('nano_bench', ['12345', '67890'], new Date().toISOString());
+      await opened.requests.claimedBy([randomBytes(32).toString('hex')]);
       await opened.close();
       samples.push(performance.now() - started);
     }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { CheckoutRequest } from '../ops/requests/checkout.js';
-import { safeRedirect, type CheckoutState, type CheckoutView } from './view.js';
+import { isFinal, safeRedirect, type CheckoutState, type CheckoutView } from './view.js';
 
 /** Seconds between reloads of a page that gets no live updates (no JavaScript, or too many viewers), unless the shop says otherwise. */
 export const DEFAULT_RELOAD_SECONDS = 4;
@@ -20,7 +20,7 @@ main{max-width:28rem;margin:0 auto;padding:1rem}
 h1{font-size:1.3rem;margin:0 0 .75rem}
 .status{margin:0 0 1rem;padding:.6rem .8rem;border-radius:8px;font-weight:600;background:var(--wait-bg)}
 [data-state=paid] .status{background:var(--ok-bg);color:var(--ok)}
-[data-state=expired] .status{background:var(--warn-bg);color:var(--warn)}
+[data-state=expired] .status,[data-state=paid_late] .status,[data-state=underpaid] .status,[data-state=overpaid] .status{background:var(--warn-bg);color:var(--warn)}
 .trouble{margin:0 0 1rem;padding:.6rem .8rem;border-radius:8px;background:var(--warn-bg);color:var(--warn)}
 .layout{display:grid;gap:1.25rem}
 .qr{background:#fff;border-radius:10px;padding:.5rem;max-width:17rem;margin:0 auto}
@@ -35,9 +35,10 @@ button:hover{border-color:var(--accent)}
 :focus-visible{outline:3px solid var(--accent);outline-offset:2px}
 .note{color:var(--muted);font-size:.9rem;margin:1rem 0 0}
 .paid p{margin:.75rem 0 0}a{color:var(--accent)}
+.mismatch{margin:0 0 1.25rem}.mismatch p{margin:0 0 .75rem;font-weight:600}
 .test-mode{margin:0;padding:.55rem 1rem;text-align:center;font-weight:700;color:#1d1600;background:repeating-linear-gradient(-45deg,#ffd23f 0 14px,#f2c200 14px 28px);border-bottom:2px solid #b38f00}
 .sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
-@media (min-width:48rem){main{max-width:52rem;padding:3rem 1.5rem}.card{padding:2rem}.layout{grid-template-columns:17rem 1fr;align-items:start;gap:2rem}[data-state=paid] .layout,[data-state=expired] .layout{grid-template-columns:1fr}}`;
+@media (min-width:48rem){main{max-width:52rem;padding:3rem 1.5rem}.card{padding:2rem}.layout{grid-template-columns:17rem 1fr;align-items:start;gap:2rem}[data-state=paid] .layout,[data-state=paid_late] .layout,[data-state=underpaid] .layout,[data-state=overpaid] .layout,[data-state=expired] .layout{grid-template-columns:1fr}}`;
 
 /** Copy buttons, live updates over Server-Sent Events, the countdown; the page works without it. */
 const SCRIPT = `(() => {
@@ -78,6 +79,7 @@ const SCRIPT = `(() => {
       }
     }, 1000);
   };
+  const final = (state) => state === 'paid' || state === 'paid_late';
   const apply = (view) => {
     body.dataset.state = view.state;
     for (const part of document.querySelectorAll('[data-when]')) part.hidden = !part.dataset.when.split(' ').includes(view.state);
@@ -91,10 +93,18 @@ const SCRIPT = `(() => {
       document.getElementById('block-hash').textContent = view.block_hash;
       document.getElementById('block').hidden = false;
     }
+    const mismatch = document.getElementById('mismatch');
+    const said = mismatch.dataset[view.rest ? 'underpaidRest' : view.state];
+    if (said) mismatch.textContent = said.replace('{received}', view.received || '').replace('{rest}', view.rest || '');
+    document.getElementById('rest').hidden = !view.rest;
+    if (view.rest) {
+      document.getElementById('rest-amount').textContent = view.rest;
+      document.getElementById('rest-wallet').href = view.rest_uri;
+    }
     if (view.state === 'paid') startCountdown();
   };
   if (body.dataset.state === 'paid') startCountdown();
-  if (body.dataset.state !== 'waiting') return;
+  if (final(body.dataset.state)) return;
   // Live updates while someone looks: each (re)connection tells the server so. A hidden tab lets go of them, so the
   // shop's reads of this request slow down and stop; coming back, or touching the page after a while, reconnects.
   let events;
@@ -111,23 +121,23 @@ const SCRIPT = `(() => {
     source.addEventListener('status', (event) => {
       const view = JSON.parse(event.data);
       apply(view);
-      if (view.state !== 'waiting') disconnect();
+      if (final(view.state)) disconnect();
     });
     // Refused (too many viewers) or gone for good: fall back to reloading, like a page without JavaScript.
     source.addEventListener('error', () => {
       if (source === events && source.readyState === EventSource.CLOSED) setTimeout(() => location.replace(body.dataset.reloadUrl), Number(body.dataset.reload) * 1000);
     });
   };
-  const waiting = () => body.dataset.state === 'waiting';
+  const open = () => !final(body.dataset.state);
   connect();
   document.addEventListener('visibilitychange', () => {
-    if (!waiting()) return;
+    if (!open()) return;
     if (document.hidden) disconnect();
     else connect();
   });
   for (const kind of ['pointerdown', 'keydown', 'touchstart', 'wheel']) {
     addEventListener(kind, () => {
-      if (waiting() && !document.hidden && Date.now() - since > 60000) connect();
+      if (open() && !document.hidden && Date.now() - since > 60000) connect();
     }, { passive: true });
   }
 })();`;
@@ -159,8 +169,29 @@ export const PAGE_HEADERS: Record<string, string> = {
 const STATUS_TEXT: Record<CheckoutState, string> = {
   waiting: 'Waiting for your payment…',
   paid: 'Paid. Thank you!',
+  paid_late: 'Paid late: this request had expired',
+  underpaid: 'Part of the payment has arrived',
+  overpaid: 'More than the amount has arrived',
   expired: 'This payment request has expired',
 };
+
+/**
+ * What the customer should do about a payment of another amount, with {received} and {rest} (XNO) filled in here
+ * and by the page's script. The rest is offered only when paying it completes the request (the payments add up, and
+ * it has not expired); otherwise, and for an overpayment, the shop decides.
+ */
+function mismatchTexts(amount: string): Record<'underpaidRest' | 'underpaid' | 'overpaid', string> {
+  return {
+    underpaidRest: `{received} XNO of ${amount} XNO has arrived. Pay the rest: {rest} XNO to the same address.`,
+    underpaid: `{received} XNO of ${amount} XNO has arrived. Contact the shop to complete your order.`,
+    overpaid: `{received} XNO has arrived for ${amount} XNO. Contact the shop for the difference.`,
+  };
+}
+
+function mismatchText(texts: ReturnType<typeof mismatchTexts>, view: CheckoutView): string {
+  const said = view.rest !== undefined ? texts.underpaidRest : view.state === 'underpaid' || view.state === 'overpaid' ? texts[view.state] : '';
+  return said.replace('{received}', view.received ?? '').replace('{rest}', view.rest ?? '');
+}
 
 function htmlDocument(title: string, head: string, bodyAttributes: string, content: string, script: boolean, band = ''): string {
   return `<!doctype html>
@@ -171,8 +202,7 @@ function htmlDocument(title: string, head: string, bodyAttributes: string, conte
 `;
 }
 
-const when = (state: CheckoutState | 'waiting paid', current: CheckoutState): string =>
-  ` data-when="${state}"${state.split(' ').includes(current) ? '' : ' hidden'}`;
+const when = (states: string, current: CheckoutState): string => ` data-when="${states}"${states.split(' ').includes(current) ? '' : ' hidden'}`;
 
 export interface CheckoutPageInput {
   request: CheckoutRequest;
@@ -200,8 +230,9 @@ export const AUTOMATIC_RELOAD = 'reload=auto';
 export function renderCheckoutPage({ request, view, qrSvg, eventsPath, redirectSeconds, reloadSeconds, testMode, shopName }: CheckoutPageInput): string {
   const state = view.state;
   const redirect = safeRedirect(request.redirect_url, request.transaction_id);
+  // Without JavaScript a page reloads while something may still change for the customer (not once expired).
   const refresh =
-    state === 'waiting'
+    !isFinal(state) && state !== 'expired'
       ? `<noscript><meta http-equiv="refresh" content="${reloadSeconds};url=?${AUTOMATIC_RELOAD}"></noscript>`
       : state === 'paid' && redirect !== undefined
         ? `<noscript><meta http-equiv="refresh" content="${redirectSeconds};url=${escapeHtml(redirect)}"></noscript>`
@@ -212,6 +243,9 @@ export function renderCheckoutPage({ request, view, qrSvg, eventsPath, redirectS
   const uri = escapeHtml(request.uri);
   const hash = view.block_hash === undefined ? '' : escapeHtml(view.block_hash);
   const merchant = [shopName, request.order_id === undefined ? undefined : `Order ${request.order_id}`].filter((part) => part !== undefined);
+  const texts = mismatchTexts(request.amount);
+  const textData = (Object.keys(texts) as (keyof typeof texts)[]).map((k) => ` data-${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}="${escapeHtml(texts[k])}"`).join('');
+  const rest = escapeHtml(view.rest ?? '');
   const content = `<h1>Pay with Nano</h1>${merchant.length === 0 ? '' : `\n<p id="merchant" class="note">${escapeHtml(merchant.join(' · '))}</p>`}
 <p id="status" class="status" role="status" aria-live="polite"${statusData}>${escapeHtml(STATUS_TEXT[state])}</p>
 <p id="trouble" class="trouble" role="alert"${view.trouble === undefined ? ' hidden' : ''}>${escapeHtml(view.trouble ?? '')}</p>
@@ -221,6 +255,14 @@ export function renderCheckoutPage({ request, view, qrSvg, eventsPath, redirectS
 <a class="wallet" href="${uri}">Open in wallet</a>
 </section>
 <section aria-label="Payment details">
+<div class="mismatch"${when('underpaid overpaid', state)}>
+<p id="mismatch"${textData}>${escapeHtml(mismatchText(texts, view))}</p>
+<div id="rest"${view.rest === undefined ? ' hidden' : ''}>
+<dl><dt>The rest (XNO)</dt>
+<dd><span id="rest-amount" class="value amount">${rest}</span><button type="button" data-copy="rest-amount" data-done="Rest copied" aria-label="Copy the rest" hidden>Copy</button></dd></dl>
+<a id="rest-wallet" class="wallet" href="${escapeHtml(view.rest_uri ?? '')}">Pay the rest in a wallet</a>
+</div>
+</div>
 <dl>
 <dt>Amount (XNO)</dt>
 <dd><span id="amount" class="value amount">${amount}</span><button type="button" data-copy="amount" data-done="Amount copied" aria-label="Copy the amount" hidden>Copy</button></dd>
@@ -237,6 +279,7 @@ ${
 }
 </div>
 <p class="note"${when('expired', state)}>Do not send a payment for this request any more; ask the shop for a new one.</p>
+<p class="note"${when('paid_late', state)}>Your payment arrived after this request expired, so it was not accepted by itself. Contact the shop: it completes your order or refunds you.</p>
 </section>
 </div>
 <p id="announce" class="sr-only" aria-live="polite"></p>`;

@@ -3,7 +3,7 @@ import QRCode from 'qrcode';
 import { NanoPayError } from '../errors.js';
 import { RESPONDED, type Call, type Route } from '../http/server.js';
 import { AUTOMATIC_RELOAD, DEFAULT_REDIRECT_SECONDS, DEFAULT_RELOAD_SECONDS, PAGE_HEADERS, renderCheckoutPage, renderMessagePage } from './page.js';
-import type { CheckoutView } from './view.js';
+import { isFinal, type CheckoutView } from './view.js';
 import type { CheckoutWatcher } from './watcher.js';
 
 export interface CheckoutRoutesOptions {
@@ -111,11 +111,11 @@ export function checkoutRoutes(watcher: CheckoutWatcher, options: CheckoutRoutes
       const push = (view: CheckoutView): void => {
         res.write(`event: status\ndata: ${JSON.stringify(view)}\n\n`);
         // A final state is the last word: the page closes its stream on it.
-        if (view.state !== 'waiting') finish();
+        if (isFinal(view.state)) finish();
       };
       call.signal.addEventListener('abort', finish);
       push(initial);
-      if (initial.state === 'waiting') unsubscribe = watcher.subscribe(id, push);
+      if (!isFinal(initial.state)) unsubscribe = watcher.subscribe(id, push);
     });
   };
 

@@ -1,23 +1,42 @@
 import type { CheckoutObservation } from '../ops/requests/checkout.js';
+import type { RequestState } from '../ops/requests/matching.js';
+import { FINAL_STATUSES } from '../store/shop.js';
 
-export type CheckoutState = 'waiting' | 'paid' | 'expired';
+/** What a page shows: the state `status` tells, in the customer's words. */
+export type CheckoutState = RequestState;
 
 /** What a page shows of a request's status, and what is pushed to it. */
 export interface CheckoutView {
   state: CheckoutState;
   block_hash?: string;
+  /** Under- or overpaid: what arrived, in XNO. */
+  received?: string;
+  /** Underpaid: what is still to pay (XNO) and its payment link, when paying it completes the request before its expiry. */
+  rest?: string;
+  rest_uri?: string;
   /** Why the status cannot be read now (for the customer), while it cannot. */
   trouble?: string;
 }
 
+/** A page stops following a request once it is paid (or paid late): nothing changes it any more. */
+export const isFinal = (state: CheckoutState): boolean => FINAL_STATUSES.includes(state);
+
 /** Paid wins over expired: a payment that landed is never hidden. */
 export function viewOf(observation: CheckoutObservation, now: number): CheckoutView {
-  if (observation.paid) return { state: 'paid', ...(observation.block_hash === undefined ? {} : { block_hash: observation.block_hash }) };
-  return { state: observation.expires_at !== undefined && observation.expires_at <= now ? 'expired' : 'waiting' };
+  const expired = observation.expires_at !== undefined && observation.expires_at <= now;
+  const state = observation.state === 'waiting' && expired ? 'expired' : observation.state;
+  const { block_hash, received, rest, rest_uri } = observation;
+  return {
+    state,
+    ...(state === 'paid' && block_hash !== undefined ? { block_hash } : {}),
+    ...(received === undefined ? {} : { received }),
+    // Paying the rest after the expiry would be a late payment: the customer is told to contact the shop instead.
+    ...(state !== 'underpaid' || rest === undefined || rest_uri === undefined || expired ? {} : { rest, rest_uri }),
+  };
 }
 
 export function sameView(a: CheckoutView, b: CheckoutView): boolean {
-  return a.state === b.state && a.block_hash === b.block_hash && a.trouble === b.trouble;
+  return a.state === b.state && a.block_hash === b.block_hash && a.received === b.received && a.rest === b.rest && a.trouble === b.trouble;
 }
 
 /** Failures that will not pass by themselves: a page says so at once, not after a few tries. */

@@ -1,7 +1,7 @@
 import { NanoPayError } from '../errors.js';
 import { PacedTask } from '../timing/wakeups.js';
 import type { CheckoutObservation, CheckoutReader, CheckoutRequest } from '../ops/requests/checkout.js';
-import { sameView, troubleOf, viewOf, type CheckoutView } from './view.js';
+import { isFinal, sameView, troubleOf, viewOf, type CheckoutView } from './view.js';
 
 export interface WatcherOptions {
   read: CheckoutReader;
@@ -41,7 +41,8 @@ interface Entry {
  * The shared poller: knows the requests it was given (and no others, so a
  * viewer cannot make it read, and spend credits on, anything else), reads the
  * status of those someone watches at one interval, and tells the watchers of
- * each change. Paid and expired are final: they are not read again. A wake
+ * each change. Paid (or paid late) is final: it is not read again; an expired,
+ * under- or overpaid request is, while watched (a late payment, the rest). A wake
  * (a payment to an address confirmed, from the node's WebSocket) reads at once
  * instead of at the next interval, but only as a reason to look: a flood of
  * wakes costs at most one read per MIN_WAKE_GAP_MS; the interval goes on behind it.
@@ -78,6 +79,14 @@ export class CheckoutWatcher {
       reads: new PacedTask(() => this.read(entry), undefined, this.now),
     };
     this.entries.set(id, entry);
+  }
+
+  /** What was learnt of a request elsewhere (the shop's monitor recorded a change): its pages show it now. */
+  observe(id: string, observation: CheckoutObservation): void {
+    const entry = this.entries.get(id.toLowerCase());
+    if (entry === undefined) return;
+    entry.observation = observation;
+    this.refresh(entry);
   }
 
   request(id: string): CheckoutRequest | undefined {
@@ -183,7 +192,7 @@ export class CheckoutWatcher {
 
   private isOpen(entry: Entry): boolean {
     this.refresh(entry);
-    return entry.view.state === 'waiting';
+    return !isFinal(entry.view.state);
   }
 
   private isWatched(entry: Entry): boolean {
@@ -215,7 +224,7 @@ export class CheckoutWatcher {
   /** Recomputes the view (an expiry can pass between reads) and tells the watchers when it changed. */
   private refresh(entry: Entry): void {
     const seen = viewOf(entry.observation, this.now());
-    const view = seen.state === 'waiting' && entry.trouble !== undefined ? { ...seen, trouble: entry.trouble } : seen;
+    const view = !isFinal(seen.state) && entry.trouble !== undefined ? { ...seen, trouble: entry.trouble } : seen;
     if (sameView(view, entry.view)) return;
     entry.view = view;
     for (const listener of entry.listeners) listener(view);

@@ -1,14 +1,15 @@
 import { Flags } from '@oclif/core';
 import { SessionCommand } from '../cli/session-command.js';
 import { shopStatusSource, webhookSecrets } from '../cli/shop.js';
-import { WebhookDeliverer } from '../shop/deliver.js';
+import { startListener } from '../shop/listener.js';
 import { ShopMonitor } from '../shop/monitor.js';
 
 export default class Listen extends SessionCommand {
   static override summary = "Forward the profile's webhook events to a local endpoint, for development (as stripe listen).";
   static override description = `Follows the shop's requests as checkout serve does (a status change records an event) and delivers every
-event of the store, signed, to --forward-to, printing each with the endpoint's answer. It prints the signing secret
-to verify them with (verifyWebhook). Run it instead of checkout serve's --webhook while developing; runs until Ctrl-C.`;
+event recorded from its start, signed, to --forward-to, printing each with the endpoint's answer. It prints the signing
+secret to verify them with (verifyWebhook). It is one more destination: a checkout serve --webhook beside it still
+delivers every event to its endpoints. Runs until Ctrl-C; a listener killed stops being a destination within a minute.`;
   static override examples = ['<%= config.bin %> listen --forward-to http://localhost:3000/webhooks'];
   static override flags = {
     'forward-to': Flags.string({ description: 'the local endpoint that receives the events', required: true }),
@@ -25,9 +26,9 @@ to verify them with (verifyWebhook). Run it instead of checkout serve's --webhoo
     const { secrets } = await webhookSecrets(flags['webhook-secret-file']);
     const json = this.jsonEnabled();
     const log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
-    const deliverer = new WebhookDeliverer({
+    const listener = await startListener({
       store,
-      endpoints: [flags['forward-to']],
+      url: flags['forward-to'],
       secrets,
       backoffMs: flags['webhook-backoff-ms'],
       timeoutMs: flags['webhook-timeout-ms'],
@@ -39,16 +40,15 @@ to verify them with (verifyWebhook). Run it instead of checkout serve's --webhoo
         else this.log(`${new Date().toISOString()}  --> ${event.type} [${event.id}] request ${event.data.object.id}  <-- [${said}] POST ${flags['forward-to']}`);
       },
     });
-    const monitor = new ShopMonitor({ store, source: await shopStatusSource(session), pollMs: flags['poll-interval'] * 1000, onChange: () => deliverer.poke(), log });
+    const monitor = new ShopMonitor({ store, source: await shopStatusSource(session), pollMs: flags['poll-interval'] * 1000, onChange: () => listener.poke(), log });
     if (json) process.stdout.write(`${JSON.stringify({ forward_to: flags['forward-to'], webhook_secret: secrets[0] })}\n`);
     else this.log(`Ready! Your webhook signing secret is ${secrets[0] as string} (verify with verifyWebhook). Forwarding to ${flags['forward-to']}; Ctrl-C to stop.`);
     monitor.start();
-    deliverer.start();
     await new Promise<void>((resolve) => {
       process.on('SIGINT', () => resolve());
       process.on('SIGTERM', () => resolve());
     });
     await monitor.stop();
-    await deliverer.stop();
+    await listener.stop();
   }
 }

@@ -1,6 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import { watch } from '../cli/output/watch.js';
 import { SessionCommand } from '../cli/session-command.js';
+import { statusLine } from '../ops/requests/matching.js';
 import { paymentStatus, type PaymentStatusResult } from '../ops/requests/payments.js';
 
 export default class Status extends SessionCommand {
@@ -21,9 +22,7 @@ network errors back off and keep trying. A malformed id exits 3, an unknown one 
     const session = this.session(flags);
     if (!flags.watch) {
       const status = await paymentStatus(session, args.transaction_id);
-      // A late payment's message says it all ("Paid late: …").
-      const label = status.is_paid ? 'Paid' : status.paid_late !== undefined ? undefined : status.expired === true ? 'Expired' : 'Not paid yet';
-      this.log(label === undefined ? status.message : `${label}: ${status.message}`);
+      this.log(statusLine(status.status, status.message));
       if (status.expires_at !== undefined && status.expired !== true && !status.is_paid) this.log(`Expires at ${status.expires_at}.`);
       return status;
     }

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import type { BackendKind, LedgerBackend } from '../api/backend.js';
 import { ApiClient } from '../api/client.js';
 import { NodeClient } from '../api/node-client.js';
@@ -17,7 +18,7 @@ import { WorkStore } from '../wallet/work-store.js';
 import { configDir, keystorePath, stateDir } from '../wallet/paths.js';
 import type { OpsContext, Signer, WorkProvider } from './context.js';
 import { keySigner, sessionSigner } from './ledger/signers.js';
-import { openStore } from '../store/open.js';
+import { openStore, sqlitePath } from '../store/open.js';
 import { checkDatabaseUrl } from '../store/url.js';
 import type { Store } from '../store/store.js';
 
@@ -115,6 +116,11 @@ export class Session {
     if (fromEnv) return checkDatabaseUrl(fromEnv, 'NANOPAY_DATABASE_URL', { password: 'allow' });
     const stored = this.profile().databaseUrl;
     return stored ? checkDatabaseUrl(stored, `database-url of profile "${this.profileName}"`, { password: 'allow' }) : undefined;
+  }
+
+  /** Whether the profile has a store to read (a database-url, or its SQLite file), without making one. */
+  hasDataStore(): boolean {
+    return this.opened !== undefined || this.databaseUrl() !== undefined || existsSync(sqlitePath(stateDir(this.dir, 'store'), this.profileName));
   }
 
   /**

@@ -19,7 +19,7 @@ export function sandboxCheckout(service: SandboxService, save: () => Promise<voi
   const watcher = new CheckoutWatcher({
     read: async (id) => {
       const status = service.paymentStatus(id);
-      return { paid: status.is_paid === 'true', ...(status.block_hash === undefined ? {} : { block_hash: status.block_hash }) };
+      return status.is_paid === 'true' ? { state: 'paid', ...(status.block_hash === undefined ? {} : { block_hash: status.block_hash }) } : { state: 'waiting' };
     },
     intervalMs: 250,
     viewGraceMs: 15_000,
@@ -47,7 +47,7 @@ export function sandboxCheckout(service: SandboxService, save: () => Promise<voi
         uri: buildNanoUri({ address: created.receive_address as string, amountRaw }),
         ...(redirectUrl === undefined ? {} : { redirect_url: redirectUrl }),
       };
-      watcher.add(request, { paid: false });
+      watcher.add(request, { state: 'waiting' });
       response.writeHead(303, { location: checkoutPath(request.transaction_id), 'cache-control': 'no-store', 'referrer-policy': 'no-referrer', 'content-length': 0 });
       response.end();
       return RESPONDED;

@@ -4,7 +4,7 @@ import type { Call, Route } from '../http/server.js';
 import type { ShopRequest, ShopStatus } from '../store/shop.js';
 import type { Store } from '../store/store.js';
 
-const STATUSES: readonly ShopStatus[] = ['waiting', 'paid', 'underpaid', 'overpaid', 'expired'];
+const STATUSES: readonly ShopStatus[] = ['waiting', 'paid', 'paid_late', 'underpaid', 'overpaid', 'expired'];
 const MAX_LIMIT = 100;
 
 export interface ShopApiOptions {

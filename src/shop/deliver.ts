@@ -1,7 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { NanoPayError } from '../errors.js';
-import { WEBHOOK_TOPIC, type WebhookEvent } from '../store/shop.js';
+import { destinationTopic, WEBHOOK_TOPIC, type WebhookEvent } from '../store/shop.js';
 import type { OutboxItem, Store } from '../store/store.js';
 import { SIGNATURE_HEADER, signWebhook } from './signature.js';
 
@@ -62,6 +62,11 @@ function post(url: string, body: string, signature: string, timeoutMs: number): 
 export interface DelivererOptions {
   store: Store;
   endpoints: readonly string[];
+  /**
+   * A listener's own destination (listen --forward-to): its events, and its own delivery state of each. Without
+   * it, the live endpoints' (checkout serve --webhook), recorded in the events themselves.
+   */
+  destination?: string;
   /** Signing secrets, the current one first (several while rotating: one v1 each). */
   secrets: readonly string[];
   /** The first retry's wait; each next one doubles, up to an hour. Default 1 s. */
@@ -93,7 +98,11 @@ export class WebhookDeliverer {
   /** Idle workers' wake-ups. */
   private readonly sleepers = new Set<() => void>();
 
-  constructor(private readonly options: DelivererOptions) {}
+  private readonly topic: string;
+
+  constructor(private readonly options: DelivererOptions) {
+    this.topic = options.destination === undefined ? WEBHOOK_TOPIC : destinationTopic(options.destination);
+  }
 
   start(): void {
     this.stopped = false;
@@ -115,7 +124,7 @@ export class WebhookDeliverer {
     while (!this.stopped) {
       let item: OutboxItem | undefined;
       try {
-        item = await this.options.store.outbox.claim(WEBHOOK_TOPIC, (this.options.timeoutMs ?? TIMEOUT_MS) + LEASE_MARGIN_MS);
+        item = await this.options.store.outbox.claim(this.topic, (this.options.timeoutMs ?? TIMEOUT_MS) + LEASE_MARGIN_MS);
         if (item !== undefined) await this.deliver(item);
       } catch (error) {
         this.options.log?.(`webhook delivery: ${error instanceof Error ? error.message : String(error)}`);
@@ -135,41 +144,47 @@ export class WebhookDeliverer {
   }
 
   private async deliver(item: OutboxItem): Promise<void> {
-    const { store } = this.options;
+    const { store, destination } = this.options;
     const { event_id: eventId, resend, resent_at: resentAt } = item.payload as { event_id: string; resend?: boolean; resent_at?: number };
     const event = await store.shop.event(eventId);
-    if (event === undefined || (resend !== true && (event.delivery.delivered_at !== undefined || event.delivery.failed === true))) return store.outbox.done(item.id);
+    // A listener's state is its own: gone with it when it expired.
+    const state = event === undefined ? undefined : destination === undefined ? event.delivery : await store.shop.delivery(event.id, destination);
+    if (event === undefined || state === undefined || (resend !== true && (state.delivered_at !== undefined || state.failed === true))) return store.outbox.done(item.id);
     const requestId = event.data.object.id;
-    if (resend !== true && (await store.shop.earlierPending(requestId, event.request_seq))) {
+    if (resend !== true && (await store.shop.earlierPending(requestId, event.request_seq, destination))) {
       // Its request's earlier event goes first.
       return store.outbox.retry(item.id, 500);
     }
     const body = webhookBody(event);
     const signature = signWebhook(this.options.secrets, body);
     // A retry goes only to the endpoints that have not taken it yet (a resend goes to all).
-    const already = new Set(resend === true ? [] : (event.delivery.delivered_to ?? []));
+    const already = new Set(resend === true ? [] : (state.delivered_to ?? []));
     const endpoints = this.options.endpoints.filter((url) => !already.has(url));
     const answers = await Promise.all(endpoints.map((url) => post(url, body, signature, this.options.timeoutMs ?? TIMEOUT_MS)));
     const deliveredTo = [...new Set([...already, ...answers.filter(ok).map((a) => a.url)])];
     const delivered = answers.every(ok);
-    const attempts = event.delivery.attempts + 1;
+    const attempts = state.attempts + 1;
     const now = new Date();
     const lastResult = answers.map((a) => `${a.url} ${a.status ?? a.error}`).join('; ');
     this.options.onAttempt?.(event, answers, delivered);
     if (delivered) {
-      await store.shop.recordDelivery(event.id, { attempts, delivered_at: now.toISOString(), last_attempt_at: now.toISOString(), last_result: lastResult, delivered_to: deliveredTo });
+      await store.shop.recordDelivery(event.id, { attempts, delivered_at: now.toISOString(), last_attempt_at: now.toISOString(), last_result: lastResult, delivered_to: deliveredTo }, destination);
       return store.outbox.done(item.id);
     }
     // A resent event gets its own retry period, from when it was resent.
     const giveUp = now.getTime() - Math.max(event.created * 1000, resentAt ?? 0) > WEBHOOK_RETRY_PERIOD_MS;
-    await store.shop.recordDelivery(event.id, {
-      attempts,
-      last_attempt_at: now.toISOString(),
-      last_result: lastResult,
-      delivered_to: deliveredTo,
-      ...(giveUp ? { failed: true } : {}),
-      ...(event.delivery.delivered_at === undefined ? {} : { delivered_at: event.delivery.delivered_at }),
-    });
+    await store.shop.recordDelivery(
+      event.id,
+      {
+        attempts,
+        last_attempt_at: now.toISOString(),
+        last_result: lastResult,
+        delivered_to: deliveredTo,
+        ...(giveUp ? { failed: true } : {}),
+        ...(state.delivered_at === undefined ? {} : { delivered_at: state.delivered_at }),
+      },
+      destination,
+    );
     if (giveUp) {
       this.options.log?.(`webhook ${event.id} given up after ${attempts} attempts (${lastResult}); nanopay webhooks resend ${event.id} tries again`);
       return store.outbox.done(item.id);

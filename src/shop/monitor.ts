@@ -2,18 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { NanoPayError } from '../errors.js';
 import type { NodeClient } from '../api/node-client.js';
 import type { ApiClient } from '../api/client.js';
-import type { CheckoutObservation } from '../ops/requests/checkout.js';
+import { observationOf as readingObservation, type CheckoutObservation } from '../ops/requests/checkout.js';
+import { readingOf, type RequestReading } from '../ops/requests/matching.js';
 import { nodePaymentStatus, type RequestsHolder } from '../ops/requests/node-requests.js';
+import { serviceVerdict } from '../ops/requests/service-status.js';
 import { FINAL_STATUSES, type ShopRequest, type ShopStatus, type WebhookEvent, type WebhookType } from '../store/shop.js';
 import type { Store } from '../store/store.js';
 
-/** Where a request stands, read from the backend. */
-export interface ShopReading {
-  status: Exclude<ShopStatus, 'expired'>;
-  paid_by?: string[];
-  /** What arrived, when it is not the amount. */
-  received_raw?: string;
-}
+/** Where a request stands, read from the backend: what `status` tells (the monitor adds the expiry of a waiting one). */
+export type ShopReading = RequestReading;
 
 export interface ShopStatusSource {
   read(request: ShopRequest): Promise<ShopReading>;
@@ -26,46 +23,36 @@ export interface ShopStatusSource {
 }
 
 /**
- * Node backend: nanopay's own verified view (blocks fetched, hashed, signature
- * checked, exact amount matched; nodePaymentStatus). Under- and overpaid are
- * reported for requests with a fresh address only: there every payment to the
- * account is the request's, while on a shared address the payment of another
- * amount nearest to a request may be anyone's (it would be guessed for every
- * open request near its amount), so it is no ground for an event.
+ * Node backend: nanopay's own verified view, as `status` tells it
+ * (nodePaymentStatus: blocks fetched, hashed, signature checked, the exact
+ * amount matched; under- and overpaid on a fresh address only, where every
+ * payment to the account is the request's; paid late after the expiry).
  */
 export function nodeStatusSource(holder: RequestsHolder, node: NodeClient): ShopStatusSource {
   return {
-    read: async (request) => {
-      const { record, isPaid, mismatch } = await nodePaymentStatus(holder, node, request.id);
-      if (isPaid) return { status: 'paid', ...(record.paidBy === undefined ? {} : { paid_by: record.paidBy }) };
-      if (mismatch !== undefined && record.fresh !== undefined) return { status: mismatch.kind, received_raw: mismatch.amount_raw };
-      return { status: 'waiting' };
-    },
+    read: async (request) => readingOf(await nodePaymentStatus(holder, node, request.id)),
     // A payment arriving, or one received, changes the account's list of receivable blocks.
     fingerprint: async (address) => (await node.pending(address)).sort().join(','),
   };
 }
 
-/** Service backend: the service's word (it keeps the request). */
+/** Service backend: the service's word (it keeps the request), as `status` tells it, with the shop's expiry when it gave one. */
 export function serviceStatusSource(api: ApiClient): ShopStatusSource {
   return {
     read: async (request) => {
       const status = await api.paymentStatus(request.id);
-      if (!status.isPaid) return { status: 'waiting' };
-      return { status: 'paid', ...(status.blockHash === undefined ? {} : { paid_by: [status.blockHash] }) };
+      return readingOf(await serviceVerdict(api, status, request.expires_at === undefined ? status.expiresAt : Date.parse(request.expires_at)));
     },
   };
 }
 
 /** What a checkout page shows of a shop request. */
 export function observationOf(request: ShopRequest): CheckoutObservation {
-  const block = request.paid_by?.length === 1 ? request.paid_by[0] : undefined;
-  return {
-    paid: request.status === 'paid',
-    ...(request.status === 'paid' && block !== undefined ? { block_hash: block } : {}),
-    ...(request.expires_at === undefined ? {} : { expires_at: Date.parse(request.expires_at) }),
-  };
+  return readingObservation(request, request.receive_address, request.expires_at);
 }
+
+/** How long after its expiry a request is still read for a late payment (on the service each read costs a credit). */
+const LATE_PAYMENT_WATCH_MS = 24 * 3_600_000;
 
 /**
  * How long a round lets pass between two reads of a request of this age, where each read costs (a credit
@@ -81,9 +68,11 @@ export interface ShopMonitorOptions {
   source: ShopStatusSource;
   /** Between rounds over every unsettled request (pages watched are read more often, by the checkout watcher). */
   pollMs: number;
-  /** A change was recorded (its event is queued). */
-  onChange?: () => void;
+  /** A change was recorded (its event, if any, is queued): the request as it is now. */
+  onChange?: (request: ShopRequest) => void;
   log?: (line: string) => void;
+  /** The clock rounds and expiries are reckoned by (tests move their own). */
+  now?: () => number;
 }
 
 /**
@@ -106,7 +95,11 @@ export class ShopMonitor {
   private current: Promise<void> | undefined;
   private stopped = false;
 
-  constructor(private readonly options: ShopMonitorOptions) {}
+  private readonly now: () => number;
+
+  constructor(private readonly options: ShopMonitorOptions) {
+    this.now = options.now ?? Date.now;
+  }
 
   /** Reads request `id` now (or joins a read under way); its record after any change. */
   check(id: string): Promise<ShopRequest | undefined> {
@@ -136,27 +129,31 @@ export class ShopMonitor {
     await Promise.allSettled([...this.reads.values()]);
   }
 
+  private unsettled(): Promise<ShopRequest[]> {
+    return this.options.store.shop.unsettled(10_000, new Date(this.now() - LATE_PAYMENT_WATCH_MS).toISOString());
+  }
+
   /** A payment to `address` may have landed (any address when undefined): reads its unsettled requests now. */
   async wake(address?: string): Promise<void> {
-    const open = await this.options.store.shop.unsettled(10_000);
+    const open = await this.unsettled();
     await Promise.allSettled(open.filter((r) => address === undefined || r.receive_address === address).map((r) => this.check(r.id)));
   }
 
   /** The addresses of the unsettled requests (for a node's WebSocket). */
   async addresses(): Promise<string[]> {
-    return [...new Set((await this.options.store.shop.unsettled(10_000)).map((r) => r.receive_address))];
+    return [...new Set((await this.unsettled()).map((r) => r.receive_address))];
   }
 
   /** One round over the unsettled requests (start runs one every `pollMs`). */
   async round(): Promise<void> {
     try {
-      const open = await this.options.store.shop.unsettled(10_000);
+      const open = await this.unsettled();
       const fingerprint = this.options.source.fingerprint;
       const prints = new Map<string, string | undefined>();
       if (fingerprint !== undefined) {
         for (const address of new Set(open.map((r) => r.receive_address))) prints.set(address, await fingerprint(address).catch(() => undefined));
       }
-      const now = Date.now();
+      const now = this.now();
       const due = open.filter((r) => {
         const expiring = r.status === 'waiting' && r.expires_at !== undefined && Date.parse(r.expires_at) <= now;
         if (expiring) return true;
@@ -194,25 +191,30 @@ export class ShopMonitor {
       throw error;
     }
     // Paid wins over expired: a payment that landed is never hidden.
-    const expired = reading.status === 'waiting' && request.expires_at !== undefined && Date.parse(request.expires_at) <= Date.now();
+    const expired = reading.status === 'waiting' && request.expires_at !== undefined && Date.parse(request.expires_at) <= this.now();
     const status: ShopStatus = expired ? 'expired' : reading.status;
-    if (status === request.status) return request;
+    // A second part of an underpayment changes what arrived and what is left: the shop (and the page) must know.
+    if (status === request.status && reading.received_raw === request.received_raw && reading.rest_raw === request.rest_raw) return request;
     const seq = request.events + 1;
+    // What the reading found replaces what an earlier one did (an underpaid request paid in full names no rest).
+    const { paid_by: _paidBy, received_raw: _received, rest_raw: _rest, ...kept } = request;
     const next: ShopRequest = {
-      ...request,
+      ...kept,
       status,
       events: seq,
       ...(reading.paid_by === undefined ? {} : { paid_by: reading.paid_by }),
       ...(reading.received_raw === undefined ? {} : { received_raw: reading.received_raw }),
+      ...(reading.rest_raw === undefined ? {} : { rest_raw: reading.rest_raw }),
     };
     const event: WebhookEvent | undefined =
       status === 'waiting'
         ? undefined
         : { id: `evt_${randomUUID().replaceAll('-', '')}`, type: `request.${status}` as WebhookType, created: Math.floor(Date.now() / 1000), request_seq: seq, data: { object: next }, delivery: { attempts: 0 } };
-    if (await shop.change(request.status, event === undefined ? { ...next, events: request.events } : next, event)) {
-      this.options.onChange?.();
+    const recorded = event === undefined ? { ...next, events: request.events } : next;
+    if (await shop.change(request.status, recorded, event)) {
+      this.options.onChange?.(recorded);
       this.options.log?.(`request ${id}${request.order_id === undefined ? '' : ` (order ${request.order_id})`}: ${request.status} -> ${status}`);
-      return event === undefined ? { ...next, events: request.events } : next;
+      return recorded;
     }
     // Another instance recorded a change first: its record is the truth.
     return shop.get(id);

@@ -69,8 +69,11 @@ export async function startShopServer(options: ShopServerOptions): Promise<ShopS
     store,
     source: options.source,
     pollMs: options.pollMs,
-    // Its event is delivered at once, not at the deliverer's next look.
-    onChange: () => deliverer?.poke(),
+    // Its event is delivered at once, not at the deliverer's next look; its page shows it at once, whoever read it.
+    onChange: (request) => {
+      deliverer?.poke();
+      watcher.observe(request.id, observationOf(request));
+    },
     ...(options.log === undefined ? {} : { log: options.log }),
   });
   // The page's reads go through the monitor: one read per request per interval however many look, and each change recorded once.

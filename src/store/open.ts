@@ -12,6 +12,11 @@ export interface StorePlace {
   databaseUrl?: string;
 }
 
+/** The profile's SQLite file. */
+export function sqlitePath(storeDir: string, profile: string): string {
+  return join(storeDir, `${profile}.sqlite`);
+}
+
 /**
  * The profile's store, opened (and migrated: its schema, then the old JSON
  * requests file if there is one). Each driver is loaded only here, so a command
@@ -21,7 +26,7 @@ export async function openStore(place: StorePlace): Promise<Store> {
   let store: Store;
   if (place.databaseUrl === undefined) {
     const { SqliteStore } = await import('./sqlite.js');
-    store = await SqliteStore.open(join(place.storeDir, `${place.profile}.sqlite`), place.lockDir, `store-${place.profile}`);
+    store = await SqliteStore.open(sqlitePath(place.storeDir, place.profile), place.lockDir, `store-${place.profile}`);
   } else {
     const { PostgresStore } = await import('./postgres.js');
     store = await PostgresStore.open(place.databaseUrl);

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { NanoPayError } from '../errors.js';
-import { idempotencyMismatch, WEBHOOK_TOPIC, type ShopListQuery, type ShopRequest, type ShopStatus, type ShopTable, type WebhookEvent } from './shop.js';
+import { destinationTopic, idempotencyMismatch, WEBHOOK_TOPIC, type ShopListQuery, type ShopRequest, type ShopStatus, type ShopTable, type WebhookEvent } from './shop.js';
 
 /** What the shop table needs of the PostgreSQL store. */
 export interface PostgresHost {
@@ -24,8 +24,8 @@ export class PostgresShop implements ShopTable {
       }
       try {
         await this.host.query(
-          'INSERT INTO shop_requests (id, status, order_id, idempotency_key, fingerprint, doc) VALUES ($1, $2, $3, $4, $5, $6::jsonb)',
-          [request.id, request.status, request.order_id ?? null, idempotency?.key ?? null, idempotency?.fingerprint ?? null, JSON.stringify(request)],
+          'INSERT INTO shop_requests (id, status, order_id, idempotency_key, fingerprint, expires_at, doc) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb)',
+          [request.id, request.status, request.order_id ?? null, idempotency?.key ?? null, idempotency?.fingerprint ?? null, request.expires_at ?? null, JSON.stringify(request)],
           { retry: false },
         );
         return { request, created: true };
@@ -71,8 +71,12 @@ export class PostgresShop implements ShopTable {
     return { data: rows.slice(0, query.limit).map((r) => r.doc), hasMore: rows.length > query.limit };
   }
 
-  async unsettled(limit: number): Promise<ShopRequest[]> {
-    return (await this.host.query<{ doc: ShopRequest }>(`SELECT doc FROM shop_requests WHERE status IN ('waiting', 'underpaid', 'overpaid') ORDER BY seq LIMIT $1`, [limit])).rows.map((r) => r.doc);
+  async unsettled(limit: number, expiredSince: string): Promise<ShopRequest[]> {
+    const result = await this.host.query<{ doc: ShopRequest }>(
+      `SELECT doc FROM shop_requests WHERE status IN ('waiting', 'underpaid', 'overpaid') OR (status = 'expired' AND expires_at > $1) ORDER BY seq LIMIT $2`,
+      [expiredSince, limit],
+    );
+    return result.rows.map((r) => r.doc);
   }
 
   change(from: ShopStatus, next: ShopRequest, event?: WebhookEvent): Promise<boolean> {
@@ -86,7 +90,18 @@ export class PostgresShop implements ShopTable {
           event.request_seq,
           JSON.stringify(event),
         ]);
-        await client.query(`INSERT INTO outbox (topic, payload, due_ms) VALUES ($1, $2::jsonb, ${NOW_MS})`, [WEBHOOK_TOPIC, JSON.stringify({ event_id: event.id })]);
+        const payload = JSON.stringify({ event_id: event.id });
+        await client.query(`INSERT INTO outbox (topic, payload, due_ms) VALUES ($1, $2::jsonb, ${NOW_MS})`, [WEBHOOK_TOPIC, payload]);
+        const listeners = await client.query<{ id: string }>(`SELECT id FROM webhook_destinations WHERE expires_ms > ${NOW_MS}`);
+        for (const { id } of listeners.rows) {
+          await client.query(`INSERT INTO webhook_deliveries (destination, event_id, request_id, request_seq, pending, doc) VALUES ($1, $2, $3, $4, true, '{"attempts":0}'::jsonb)`, [
+            id,
+            event.id,
+            next.id,
+            event.request_seq,
+          ]);
+          await client.query(`INSERT INTO outbox (topic, payload, due_ms) VALUES ($1, $2::jsonb, ${NOW_MS})`, [destinationTopic(id), payload]);
+        }
       }
       return true;
     });
@@ -100,13 +115,48 @@ export class PostgresShop implements ShopTable {
     return (await this.host.query<{ doc: WebhookEvent }>('SELECT doc FROM webhook_events ORDER BY seq DESC LIMIT $1', [limit])).rows.map((r) => r.doc);
   }
 
-  async earlierPending(requestId: string, requestSeq: number): Promise<boolean> {
-    const result = await this.host.query('SELECT 1 FROM webhook_events WHERE request_id = $1 AND request_seq < $2 AND pending LIMIT 1', [requestId, requestSeq]);
+  async earlierPending(requestId: string, requestSeq: number, destination?: string): Promise<boolean> {
+    const result =
+      destination === undefined
+        ? await this.host.query('SELECT 1 FROM webhook_events WHERE request_id = $1 AND request_seq < $2 AND pending LIMIT 1', [requestId, requestSeq])
+        : await this.host.query('SELECT 1 FROM webhook_deliveries WHERE destination = $3 AND request_id = $1 AND request_seq < $2 AND pending LIMIT 1', [requestId, requestSeq, destination]);
     return result.rows.length > 0;
   }
 
-  async recordDelivery(id: string, delivery: WebhookEvent['delivery']): Promise<void> {
+  async recordDelivery(id: string, delivery: WebhookEvent['delivery'], destination?: string): Promise<void> {
     const pending = delivery.delivered_at === undefined && delivery.failed !== true;
-    await this.host.query(`UPDATE webhook_events SET pending = $2, doc = jsonb_set(doc, '{delivery}', $3::jsonb) WHERE id = $1`, [id, pending, JSON.stringify(delivery)]);
+    if (destination === undefined) {
+      await this.host.query(`UPDATE webhook_events SET pending = $2, doc = jsonb_set(doc, '{delivery}', $3::jsonb) WHERE id = $1`, [id, pending, JSON.stringify(delivery)]);
+    } else {
+      await this.host.query('UPDATE webhook_deliveries SET pending = $3, doc = $4::jsonb WHERE destination = $1 AND event_id = $2', [destination, id, pending, JSON.stringify(delivery)]);
+    }
   }
+
+  async delivery(id: string, destination: string): Promise<WebhookEvent['delivery'] | undefined> {
+    return (await this.host.query<{ doc: WebhookEvent['delivery'] }>('SELECT doc FROM webhook_deliveries WHERE destination = $1 AND event_id = $2', [destination, id])).rows[0]?.doc;
+  }
+
+  addDestination(destination: string, url: string, leaseMs: number): Promise<void> {
+    return this.host.transaction(async (client) => {
+      const expired = await client.query<{ id: string }>(`DELETE FROM webhook_destinations WHERE expires_ms <= ${NOW_MS} RETURNING id`);
+      for (const { id } of expired.rows) await removeWaiting(client, id);
+      await client.query(
+        `INSERT INTO webhook_destinations (id, url, expires_ms) VALUES ($1, $2, ${NOW_MS} + $3) ON CONFLICT (id) DO UPDATE SET url = excluded.url, expires_ms = excluded.expires_ms`,
+        [destination, url, leaseMs],
+      );
+    });
+  }
+
+  removeDestination(destination: string): Promise<void> {
+    return this.host.transaction(async (client) => {
+      await client.query('DELETE FROM webhook_destinations WHERE id = $1', [destination]);
+      await removeWaiting(client, destination);
+    });
+  }
+}
+
+/** What waits for a listener (its deliveries, its outbox items), in the caller's transaction. */
+async function removeWaiting(client: pg.PoolClient, destination: string): Promise<void> {
+  await client.query('DELETE FROM webhook_deliveries WHERE destination = $1', [destination]);
+  await client.query('UPDATE outbox SET done = true WHERE topic = $1 AND NOT done', [destinationTopic(destination)]);
 }

@@ -73,15 +73,6 @@ class PostgresRequests implements RequestsTable {
     return result.rows.length > 0;
   }
 
-  async openAmounts(address: string, amounts: string[], now: string): Promise<Set<string>> {
-    if (amounts.length === 0) return new Set();
-    const result = await this.store.query<{ amount_raw: string }>(
-      `SELECT DISTINCT amount_raw FROM requests WHERE address = $1 AND status = 'open' AND (expires_at IS NULL OR expires_at > $2) AND amount_raw = ANY($3::text[])`,
-      [address, now, amounts],
-    );
-    return new Set(result.rows.map((r) => r.amount_raw));
-  }
-
   async claimedBy(hashes: string[]): Promise<Map<string, string>> {
     if (hashes.length === 0) return new Map();
     const result = await this.store.query<{ hash: string; request_id: string }>('SELECT hash, request_id FROM request_payments WHERE hash = ANY($1::text[])', [hashes]);

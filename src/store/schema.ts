@@ -135,6 +135,51 @@ export const MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 3,
+    // Expired shop requests are still read for a late payment (by their expiry); listeners (listen --forward-to) are
+    // webhook destinations of their own, with a lease, and their own delivery state per event.
+    sqlite: `
+      ALTER TABLE shop_requests ADD COLUMN expires_at TEXT;
+      UPDATE shop_requests SET expires_at = json_extract(doc, '$.expires_at');
+      CREATE INDEX shop_requests_expired ON shop_requests (expires_at) WHERE status = 'expired';
+      CREATE TABLE webhook_destinations (
+        id TEXT PRIMARY KEY,
+        url TEXT NOT NULL,
+        expires_ms INTEGER NOT NULL
+      );
+      CREATE TABLE webhook_deliveries (
+        destination TEXT NOT NULL,
+        event_id TEXT NOT NULL,
+        request_id TEXT NOT NULL,
+        request_seq INTEGER NOT NULL,
+        pending INTEGER NOT NULL,
+        doc TEXT NOT NULL,
+        PRIMARY KEY (destination, event_id)
+      );
+      CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (destination, request_id, request_seq) WHERE pending = 1;
+    `,
+    postgres: `
+      ALTER TABLE shop_requests ADD COLUMN expires_at TEXT;
+      UPDATE shop_requests SET expires_at = doc->>'expires_at';
+      CREATE INDEX shop_requests_expired ON shop_requests (expires_at) WHERE status = 'expired';
+      CREATE TABLE webhook_destinations (
+        id TEXT PRIMARY KEY,
+        url TEXT NOT NULL,
+        expires_ms BIGINT NOT NULL
+      );
+      CREATE TABLE webhook_deliveries (
+        destination TEXT NOT NULL,
+        event_id TEXT NOT NULL,
+        request_id TEXT NOT NULL,
+        request_seq INTEGER NOT NULL,
+        pending BOOLEAN NOT NULL,
+        doc JSONB NOT NULL,
+        PRIMARY KEY (destination, event_id)
+      );
+      CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (destination, request_id, request_seq) WHERE pending;
+    `,
+  },
 ];
 
 /** The columns a request's record is queried by, taken from its document (which keeps every field). */

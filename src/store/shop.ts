@@ -8,14 +8,15 @@ import { NanoPayError } from '../errors.js';
  * loses one, nor sends one for a change that did not happen.
  */
 
-export type ShopStatus = 'waiting' | 'paid' | 'underpaid' | 'overpaid' | 'expired';
+/** Where a shop's request stands: the states `status` tells (ops/requests/matching.ts), in the same words. */
+export type ShopStatus = 'waiting' | 'paid' | 'paid_late' | 'underpaid' | 'overpaid' | 'expired';
 
 /**
- * A status no read changes any more. Under- and overpaid are not final: an
- * underpaid request may be paid in full, and on a shared address the payment
- * of another amount nearest to it may turn out to be someone else's.
+ * A status no read changes any more. Under- and overpaid are not final (an
+ * underpaid request may be paid in full), nor is expired: the exact amount may
+ * still arrive, and is then paid late.
  */
-export const FINAL_STATUSES: readonly ShopStatus[] = ['paid', 'expired'];
+export const FINAL_STATUSES: readonly ShopStatus[] = ['paid', 'paid_late'];
 
 /** A request of the shop, as its API shows it (snake_case, amounts as decimal strings). */
 export interface ShopRequest {
@@ -33,13 +34,15 @@ export interface ShopRequest {
   redirect_url?: string;
   /** The paying blocks, once paid (node backend), or the block the service names. */
   paid_by?: string[];
-  /** Raw received so far, when known (node backend). */
+  /** Under- or overpaid: raw received so far (node backend, fresh addresses). */
   received_raw?: string;
+  /** Underpaid: raw still to pay, when paying it to the same address completes the request. */
+  rest_raw?: string;
   /** Events emitted for it so far (the next event's number within the request is this + 1). */
   events: number;
 }
 
-export type WebhookType = 'request.paid' | 'request.underpaid' | 'request.overpaid' | 'request.expired';
+export type WebhookType = `request.${Exclude<ShopStatus, 'waiting'>}`;
 
 /** A webhook event: what is signed and sent (id, type, created, data) and how its delivery goes. */
 export interface WebhookEvent {
@@ -82,24 +85,43 @@ export interface ShopTable {
   get(id: string): Promise<ShopRequest | undefined>;
   /** Newest first; `hasMore` when the next page has some. */
   list(query: ShopListQuery): Promise<{ data: ShopRequest[]; hasMore: boolean }>;
-  /** Requests whose status may still change (waiting, underpaid, overpaid), oldest first. */
-  unsettled(limit: number): Promise<ShopRequest[]>;
   /**
-   * In one transaction, when the request's status is still `from`: stores `next` and adds `event`
-   * (queued in the outbox under WEBHOOK_TOPIC). False when another instance changed it first.
+   * Requests whose status may still change, oldest first: waiting, underpaid, overpaid, and those
+   * expired after `expiredSince` (ISO; a late payment may still come for them).
+   */
+  unsettled(limit: number, expiredSince: string): Promise<ShopRequest[]>;
+  /**
+   * In one transaction, when the request's status is still `from`: stores `next` and adds `event`,
+   * queued in the outbox under WEBHOOK_TOPIC for the live endpoints and under its destination's topic
+   * for each listener registered and not expired. False when another instance changed it first.
    */
   change(from: ShopStatus, next: ShopRequest, event?: WebhookEvent): Promise<boolean>;
   event(id: string): Promise<WebhookEvent | undefined>;
   /** Newest first. */
   events(limit: number): Promise<WebhookEvent[]>;
-  /** Whether an earlier event of the request is not delivered yet (nor given up). */
-  earlierPending(requestId: string, requestSeq: number): Promise<boolean>;
-  /** Records a delivery attempt's outcome. */
-  recordDelivery(id: string, delivery: WebhookEvent['delivery']): Promise<void>;
+  /**
+   * Whether an earlier event of the request is not delivered yet (nor given up): to the live endpoints,
+   * or to listener `destination`.
+   */
+  earlierPending(requestId: string, requestSeq: number, destination?: string): Promise<boolean>;
+  /** Records a delivery attempt's outcome: to the live endpoints (in the event), or to listener `destination`. */
+  recordDelivery(id: string, delivery: WebhookEvent['delivery'], destination?: string): Promise<void>;
+  /** How event `id`'s delivery to listener `destination` goes; undefined when it is not one of its events (or it expired). */
+  delivery(id: string, destination: string): Promise<WebhookEvent['delivery'] | undefined>;
+  /**
+   * Registers listener `destination` (or renews it) until `leaseMs` from now: every event recorded meanwhile
+   * is queued for it too. Listeners whose lease ran out are removed, with what waited for them.
+   */
+  addDestination(destination: string, url: string, leaseMs: number): Promise<void>;
+  /** Removes listener `destination` and what waits for it. */
+  removeDestination(destination: string): Promise<void>;
 }
 
-/** The outbox topic of webhook events: each item's payload is `{event_id}`. */
+/** The outbox topic of webhook events for the live endpoints (checkout serve --webhook): each item's payload is `{event_id}`. */
 export const WEBHOOK_TOPIC = 'webhook';
+
+/** The outbox topic of a listener's events (listen --forward-to): its own, so it never takes the live endpoints' deliveries. */
+export const destinationTopic = (destination: string): string => `${WEBHOOK_TOPIC}:${destination}`;
 
 /** A reused idempotency key with another body: refused, as Stripe does. */
 export function idempotencyMismatch(key: string): NanoPayError {

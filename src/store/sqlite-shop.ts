@@ -1,6 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { NanoPayError } from '../errors.js';
-import { idempotencyMismatch, WEBHOOK_TOPIC, type ShopListQuery, type ShopRequest, type ShopStatus, type ShopTable, type WebhookEvent } from './shop.js';
+import { destinationTopic, idempotencyMismatch, WEBHOOK_TOPIC, type ShopListQuery, type ShopRequest, type ShopStatus, type ShopTable, type WebhookEvent } from './shop.js';
 
 /** What the shop table needs of the SQLite store: its database, and statements run with damage reported. */
 export interface SqliteHost {
@@ -32,8 +32,8 @@ export class SqliteShop implements ShopTable {
           }
           try {
             this.db
-              .prepare('INSERT INTO shop_requests (id, status, order_id, idempotency_key, fingerprint, doc) VALUES (?, ?, ?, ?, ?, ?)')
-              .run(request.id, request.status, request.order_id ?? null, idempotency?.key ?? null, idempotency?.fingerprint ?? null, JSON.stringify(request));
+              .prepare('INSERT INTO shop_requests (id, status, order_id, idempotency_key, fingerprint, expires_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?)')
+              .run(request.id, request.status, request.order_id ?? null, idempotency?.key ?? null, idempotency?.fingerprint ?? null, request.expires_at ?? null, JSON.stringify(request));
           } catch (error) {
             if ((error as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT')) throw new NanoPayError('CONFLICT', `Request ${request.id} is already in the store`);
             throw error;
@@ -74,11 +74,13 @@ export class SqliteShop implements ShopTable {
     });
   }
 
-  unsettled(limit: number): Promise<ShopRequest[]> {
+  unsettled(limit: number, expiredSince: string): Promise<ShopRequest[]> {
     return this.host.run(() =>
-      (this.db.prepare(`SELECT doc FROM shop_requests WHERE status IN ('waiting', 'underpaid', 'overpaid') ORDER BY seq LIMIT ?`).all(limit) as { doc: string }[]).map(
-        (r) => JSON.parse(r.doc) as ShopRequest,
-      ),
+      (
+        this.db
+          .prepare(`SELECT doc FROM shop_requests WHERE status IN ('waiting', 'underpaid', 'overpaid') OR (status = 'expired' AND expires_at > ?) ORDER BY seq LIMIT ?`)
+          .all(expiredSince, limit) as { doc: string }[]
+      ).map((r) => JSON.parse(r.doc) as ShopRequest),
     );
   }
 
@@ -89,10 +91,19 @@ export class SqliteShop implements ShopTable {
           const updated = this.db.prepare('UPDATE shop_requests SET status = ?, doc = ? WHERE id = ? AND status = ?').run(next.status, JSON.stringify(next), next.id, from);
           if (updated.changes === 0) return false;
           if (event !== undefined) {
+            const now = Date.now();
             this.db
               .prepare('INSERT INTO webhook_events (id, request_id, request_seq, pending, doc) VALUES (?, ?, ?, 1, ?)')
               .run(event.id, next.id, event.request_seq, JSON.stringify(event));
-            this.db.prepare('INSERT INTO outbox (topic, payload, due_ms) VALUES (?, ?, ?)').run(WEBHOOK_TOPIC, JSON.stringify({ event_id: event.id }), Date.now());
+            const queue = this.db.prepare('INSERT INTO outbox (topic, payload, due_ms) VALUES (?, ?, ?)');
+            const payload = JSON.stringify({ event_id: event.id });
+            queue.run(WEBHOOK_TOPIC, payload, now);
+            const listeners = this.db.prepare('SELECT id FROM webhook_destinations WHERE expires_ms > ?').all(now) as { id: string }[];
+            const deliver = this.db.prepare('INSERT INTO webhook_deliveries (destination, event_id, request_id, request_seq, pending, doc) VALUES (?, ?, ?, ?, 1, ?)');
+            for (const { id } of listeners) {
+              deliver.run(id, event.id, next.id, event.request_seq, JSON.stringify({ attempts: 0 }));
+              queue.run(destinationTopic(id), payload, now);
+            }
           }
           return true;
         })
@@ -110,20 +121,59 @@ export class SqliteShop implements ShopTable {
     );
   }
 
-  earlierPending(requestId: string, requestSeq: number): Promise<boolean> {
-    return this.host.run(() => this.db.prepare('SELECT 1 FROM webhook_events WHERE request_id = ? AND request_seq < ? AND pending = 1 LIMIT 1').get(requestId, requestSeq) !== undefined);
+  earlierPending(requestId: string, requestSeq: number, destination?: string): Promise<boolean> {
+    return this.host.run(() => {
+      const row =
+        destination === undefined
+          ? this.db.prepare('SELECT 1 FROM webhook_events WHERE request_id = ? AND request_seq < ? AND pending = 1 LIMIT 1').get(requestId, requestSeq)
+          : this.db.prepare('SELECT 1 FROM webhook_deliveries WHERE destination = ? AND request_id = ? AND request_seq < ? AND pending = 1 LIMIT 1').get(destination, requestId, requestSeq);
+      return row !== undefined;
+    });
   }
 
-  recordDelivery(id: string, delivery: WebhookEvent['delivery']): Promise<void> {
-    return this.host.run(() =>
+  recordDelivery(id: string, delivery: WebhookEvent['delivery'], destination?: string): Promise<void> {
+    const pending = delivery.delivered_at === undefined && delivery.failed !== true ? 1 : 0;
+    return this.host.run(() => {
+      if (destination !== undefined) {
+        this.db.prepare('UPDATE webhook_deliveries SET pending = ?, doc = ? WHERE destination = ? AND event_id = ?').run(pending, JSON.stringify(delivery), destination, id);
+        return;
+      }
       this.db
         .transaction(() => {
           const event = parse<WebhookEvent>(this.db.prepare('SELECT doc FROM webhook_events WHERE id = ?').get(id) as { doc: string } | undefined);
           if (event === undefined) return;
-          const pending = delivery.delivered_at === undefined && delivery.failed !== true ? 1 : 0;
           this.db.prepare('UPDATE webhook_events SET pending = ?, doc = ? WHERE id = ?').run(pending, JSON.stringify({ ...event, delivery }), id);
+        })
+        .immediate();
+    });
+  }
+
+  delivery(id: string, destination: string): Promise<WebhookEvent['delivery'] | undefined> {
+    return this.host.run(() => parse<WebhookEvent['delivery']>(this.db.prepare('SELECT doc FROM webhook_deliveries WHERE destination = ? AND event_id = ?').get(destination, id) as { doc: string } | undefined));
+  }
+
+  addDestination(destination: string, url: string, leaseMs: number): Promise<void> {
+    return this.host.run(() =>
+      this.db
+        .transaction(() => {
+          const now = Date.now();
+          for (const { id } of this.db.prepare('SELECT id FROM webhook_destinations WHERE expires_ms <= ?').all(now) as { id: string }[]) this.remove(id);
+          this.db
+            .prepare('INSERT INTO webhook_destinations (id, url, expires_ms) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET url = excluded.url, expires_ms = excluded.expires_ms')
+            .run(destination, url, now + leaseMs);
         })
         .immediate(),
     );
+  }
+
+  removeDestination(destination: string): Promise<void> {
+    return this.host.run(() => this.db.transaction(() => this.remove(destination)).immediate());
+  }
+
+  /** A listener and what waits for it (its deliveries, its outbox items), in the caller's transaction. */
+  private remove(destination: string): void {
+    this.db.prepare('DELETE FROM webhook_destinations WHERE id = ?').run(destination);
+    this.db.prepare('DELETE FROM webhook_deliveries WHERE destination = ?').run(destination);
+    this.db.prepare('UPDATE outbox SET done = 1 WHERE topic = ? AND done = 0').run(destinationTopic(destination));
   }
 }

@@ -134,21 +134,6 @@ class SqliteRequests implements RequestsTable {
     );
   }
 
-  openAmounts(address: string, amounts: string[], now: string): Promise<Set<string>> {
-    return this.store.run(() => {
-      const found = new Set<string>();
-      for (const part of chunks(amounts)) {
-        const rows = this.db
-          .prepare(
-            `SELECT DISTINCT amount_raw FROM requests WHERE address = ? AND status = 'open' AND (expires_at IS NULL OR expires_at > ?) AND amount_raw IN (${part.map(() => '?').join(',')})`,
-          )
-          .all(address, now, ...part) as { amount_raw: string }[];
-        for (const row of rows) found.add(row.amount_raw);
-      }
-      return found;
-    });
-  }
-
   claimedBy(hashes: string[]): Promise<Map<string, string>> {
     return this.store.run(() => {
       const found = new Map<string, string>();

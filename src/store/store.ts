@@ -54,8 +54,6 @@ export interface RequestsTable {
   insert(record: RequestRecord): Promise<void>;
   /** Whether an open request (unpaid, unexpired at `now`) to `address` wants exactly `amountRaw`. */
   amountInUse(address: string, amountRaw: string, now: string): Promise<boolean>;
-  /** Which of `amounts` open requests to `address` want. */
-  openAmounts(address: string, amounts: string[], now: string): Promise<Set<string>>;
   /** Which of these block hashes already paid a request, and which request each paid. */
   claimedBy(hashes: string[]): Promise<Map<string, string>>;
   /** The account indexes of `wallet` that requests got as fresh addresses. */

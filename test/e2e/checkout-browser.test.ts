@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +13,7 @@ import { backendUser, userSession } from '../helpers/backend-users.js';
 import { requestPayment } from '../../src/ops/requests/payments.js';
 import { userWithWallet, type CliUser } from '../helpers/cli.js';
 import { sandbox } from '../helpers/sandbox.js';
+import { startCommand } from '../helpers/serve.js';
 
 const ARTIFACTS = fileURLToPath(new URL('../artifacts', import.meta.url));
 const browser = browserAvailability();
@@ -238,7 +240,8 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
 
   it('shows a node request expired, live, once its --expires-in has passed', async () => {
     const nodeMerchant = await backendUser(sb, 'node');
-    const request = await requestPayment(nodeMerchant.session, { amount: { xno: '0.3' }, expiresInS: 2 });
+    // Long enough for the server to start and the page to load on a busy machine: the page must first show it waiting.
+    const request = await requestPayment(nodeMerchant.session, { amount: { xno: '0.3' }, expiresInS: 8 });
     const served = await startCheckout(nodeMerchant.user, [request.transaction_id]);
     try {
       const { page, errors, close } = await open(served.url);
@@ -250,6 +253,47 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
       expect(errors).toEqual([]);
     } finally {
       await served.stop();
+    }
+  });
+
+  it('a shop page says what an under- or overpayment did and what to do: the exact rest to the same address (which pays it), or contact the shop', async () => {
+    const nodeMerchant = await backendUser(sb, 'node');
+    // Fresh addresses: every payment to a request's account is its own, so the payments add up.
+    const server = await startCommand<{ url: string; token_file: string }>(['checkout', 'serve', '--json', '--fresh-addresses', '--poll-interval', '1'], nodeMerchant.user.env);
+    try {
+      const token = readFileSync(server.printed.token_file, 'utf8').trim();
+      const create = async (amount: string): Promise<{ checkout_url: string; receive_address: string }> => {
+        const answer = await fetch(`${server.printed.url}/api/v1/requests`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ amount }) });
+        return ((await answer.json()) as { data: { checkout_url: string; receive_address: string } }).data;
+      };
+      const [under, over] = [await create('0.4'), await create('0.2')];
+
+      const { page, errors, close } = await open(under.checkout_url, { viewport: { width: 360, height: 640 } });
+      await page.evaluate('window.sameDocument = true');
+      await wallet.send(customer, under.receive_address, xnoToRaw('0.25'));
+      await page.waitForSelector('body[data-state="underpaid"]', { timeout: 15_000 });
+      expect(await page.textContent('#status')).toBe('Part of the payment has arrived');
+      expect(await page.textContent('#mismatch')).toBe('0.25 XNO of 0.4 XNO has arrived. Pay the rest: 0.15 XNO to the same address.');
+      expect(await page.getAttribute('#rest-wallet', 'href')).toBe(`nano:${under.receive_address}?amount=${xnoToRaw('0.15')}`);
+      expect(await page.locator('.qr').isVisible()).toBe(false);
+      await page.screenshot({ path: join(ARTIFACTS, 'checkout-underpaid-360.png') });
+      await wallet.send(customer, under.receive_address, xnoToRaw('0.15'));
+      await page.waitForSelector('body[data-state="paid"]', { timeout: 15_000 });
+      expect(await page.evaluate<boolean | undefined>('window.sameDocument')).toBe(true);
+      expect(await page.textContent('#status')).toBe('Paid. Thank you!');
+      await close();
+      expect(errors).toEqual([]);
+
+      const overPage = await open(over.checkout_url);
+      await wallet.send(customer, over.receive_address, xnoToRaw('0.3'));
+      await overPage.page.waitForSelector('body[data-state="overpaid"]', { timeout: 15_000 });
+      expect(await overPage.page.textContent('#status')).toBe('More than the amount has arrived');
+      expect(await overPage.page.textContent('#mismatch')).toBe('0.3 XNO has arrived for 0.2 XNO. Contact the shop for the difference.');
+      expect(await overPage.page.locator('#rest-wallet').isVisible()).toBe(false);
+      await overPage.close();
+      expect(overPage.errors).toEqual([]);
+    } finally {
+      await server.stop();
     }
   });
 

@@ -76,6 +76,31 @@ describe('status --watch over the node WebSocket', () => {
     const events = watch.out().trim().split('\n').map((line) => JSON.parse(line) as { event: string; is_paid?: boolean });
     expect(events.at(-1)).toMatchObject({ event: 'status', is_paid: true });
   });
+  it('after the WebSocket is lost, polling finds the exact payment among wrong ones to the shared address, and reports none of them', async () => {
+    const { merchant, customer } = await shop();
+    const merchantSession = userSession(merchant);
+    const a = await requestPayment(merchantSession, { amount: { xno: '0.7' } });
+    // A's customer pays a few raw short, and someone else another amount: neither is B's.
+    await send(userSession(customer), { to: a.receive_address, amount: { raw: (BigInt(a.amount_raw) - 3n).toString() } });
+    await send(userSession(customer), { to: a.receive_address, amount: { xno: '0.8' } });
+    const b = await requestPayment(merchantSession, { amount: { xno: '0.7' } });
+    const watch = start(['status', b.transaction_id, '--watch', '--interval', '1', '--timeout', '60', '--json'], merchant.env);
+    await until(() => watch.out().includes('"is_paid":false') && sb.nodeSockets.subscribers() === 1, 'the watcher to subscribe');
+
+    // Broken, and not coming back: only polling can see the payment.
+    sb.nodeSockets.refuse(true);
+    sb.nodeSockets.drop();
+    try {
+      await until(() => sb.nodeSockets.subscribers() === 0, 'the socket to go');
+      const paid = await payUri(userSession(customer), b.uri, {});
+      expect(await watch.exited).toBe(0);
+      const events = watch.out().trim().split('\n').map((line) => JSON.parse(line) as { event: string; status?: string; is_paid?: boolean; mismatch?: unknown; paid_by?: string[] });
+      expect(events.filter((e) => e.mismatch !== undefined)).toEqual([]);
+      expect(events.at(-1)).toMatchObject({ event: 'status', status: 'paid', is_paid: true, paid_by: [paid.hash] });
+    } finally {
+      sb.nodeSockets.refuse(false);
+    }
+  });
 });
 
 describe('receive --watch', () => {

@@ -1,4 +1,5 @@
 import { readFileSync, statSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { payUri } from '../../src/ops/requests/payments.js';
 import { createShopRequest } from '../../src/shop/create.js';
@@ -50,6 +51,44 @@ describe.each(BACKENDS)('nanopay listen on the %s backend', (backend) => {
     } finally {
       await listen.stop();
       await receiver.close();
+    }
+  });
+});
+
+describe.each(BACKENDS)('listen beside checkout serve --webhook on the %s backend', (backend) => {
+  it('is one more destination: the live endpoint still gets every event, and keeps getting them after the listener is killed', async () => {
+    const shop = await backendUser(sb, backend);
+    const payer = await fundedUser(sb, backend, '2');
+    let secret = '';
+    const live = await startWebhookReceiver(() => secret);
+    const dev = await startWebhookReceiver(() => secret);
+    const server = await startCommand<Printed>(['checkout', 'serve', '--json', '--webhook', live.url, '--poll-interval', '1', '--webhook-backoff-ms', '50'], shop.user.env);
+    const listen = await startCommand<{ webhook_secret: string }>(['listen', '--json', '--forward-to', dev.url, '--poll-interval', '1', '--webhook-backoff-ms', '50'], shop.user.env);
+    try {
+      secret = listen.printed.webhook_secret;
+      const store = await shop.session.dataStore();
+      const made: string[] = [];
+      for (const amount of ['0.11', '0.12', '0.13']) {
+        const { request } = await createShopRequest(shop.session, store, { amount }, undefined);
+        made.push(request.id);
+        await payUri(payer.session, request.uri, {});
+      }
+      const paidAt = (r: WebhookReceiver): string[] => r.events.filter((e) => e.type === 'request.paid').map((e) => e.data.object.id).sort();
+      await until(() => paidAt(live).length === 3 && paidAt(dev).length === 3, 'each event at both endpoints');
+      expect(paidAt(live)).toEqual([...made].sort());
+      expect(paidAt(dev)).toEqual([...made].sort());
+
+      // Gone without a word: the live endpoint is not held back by what the listener never takes.
+      listen.child.kill('SIGKILL');
+      const { request } = await createShopRequest(shop.session, store, { amount: '0.14' }, undefined);
+      await payUri(payer.session, request.uri, {});
+      await until(() => paidAt(live).includes(request.id), 'the next event at the live endpoint');
+      expect(live.refused).toEqual([]);
+    } finally {
+      await listen.stop();
+      await server.stop();
+      await live.close();
+      await dev.close();
     }
   });
 });
@@ -160,5 +199,34 @@ describe.each(BACKENDS)('checkout serve on the %s backend', (backend) => {
     const made = (await api('/api/v1/requests', { method: 'POST', body: JSON.stringify({ amount: '0.7', expires_in: 1 }) })).body.data;
     await until(() => receiver.events.some((e) => e.data.object.id === made.id && e.type === 'request.expired'), 'request.expired');
     expect((await api(`/api/v1/requests/${made.id as string}`)).body.data.status).toBe('expired');
+  });
+
+  it('the exact amount after the expiry is paid late on every surface: API, webhook, page, status (text and --json); never paid', async () => {
+    const made = (await api('/api/v1/requests', { method: 'POST', body: JSON.stringify({ amount: '0.6', order_id: 'L-2', expires_in: 1 }) })).body.data;
+    const id = made.id as string;
+    await until(() => receiver.events.some((e) => e.data.object.id === id && e.type === 'request.expired'), 'request.expired');
+    // The ledger dates blocks in whole seconds: the payment comes more than a second after the expiry.
+    await sleep(Math.max(0, Date.parse(made.expires_at as string) + 1100 - Date.now()));
+    const paid = await payUri(payer.session, made.uri as string, {});
+    await until(async () => (await api(`/api/v1/requests/${id}`)).body.data.status === 'paid_late', 'paid_late in the API');
+    expect((await api(`/api/v1/requests/${id}`)).body.data).toMatchObject({ status: 'paid_late', paid_by: [paid.hash] });
+    await until(() => receiver.events.some((e) => e.data.object.id === id && e.type === 'request.paid_late'), 'request.paid_late');
+    expect(receiver.events.filter((e) => e.data.object.id === id).map((e) => [e.type, e.data.object.status])).toEqual([
+      ['request.expired', 'expired'],
+      ['request.paid_late', 'paid_late'],
+    ]);
+    const html = await (await fetch(made.checkout_url as string)).text();
+    expect(html).toContain('data-state="paid_late"');
+    expect(html).toContain('Paid late');
+    const text = await merchant.user.run(['status', id]);
+    expect(text.stdout).toMatch(/^Paid late: /);
+    expect(text.stdout).toContain(paid.hash as string);
+    expect(await merchant.user.json(['status', id])).toMatchObject({
+      _code: 0,
+      status: 'paid_late',
+      is_paid: false,
+      expired: true,
+      paid_late: { amount_raw: made.amount_raw, blocks: [paid.hash] },
+    });
   });
 });

@@ -38,7 +38,8 @@ export async function startCommand<T = Record<string, unknown>>(args: string[], 
     stdout: () => out,
     stop: () =>
       new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
+        // Ended already, by itself or by a signal (then exitCode stays null).
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
         child.once('close', () => resolve());
         child.kill('SIGTERM');
       }),

@@ -2,6 +2,7 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCheckoutServer, type CheckoutServer } from '../../src/checkout/server.js';
 import type { CheckoutRequest } from '../../src/ops/requests/checkout.js';
+import type { RequestState } from '../../src/ops/requests/matching.js';
 
 const address = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
 const request: CheckoutRequest = {
@@ -14,20 +15,20 @@ const request: CheckoutRequest = {
 
 let server: CheckoutServer;
 let pageUrl: string;
-const answer = { paid: false };
+const answer: { state: RequestState } = { state: 'waiting' };
 const log: string[] = [];
 
 beforeAll(async () => {
   server = await startCheckoutServer({
     host: '127.0.0.1',
     port: 0,
-    read: async () => ({ ...answer, ...(answer.paid ? { block_hash: 'B'.repeat(64) } : {}) }),
+    read: async () => ({ ...answer, ...(answer.state === 'paid' ? { block_hash: 'B'.repeat(64) } : {}) }),
     intervalMs: 50,
     maxStreams: 3,
     maxStreamsPerClient: 2,
     log: (line) => log.push(line),
   });
-  pageUrl = server.add(request, { paid: false });
+  pageUrl = server.add(request, { state: 'waiting' });
 });
 
 afterAll(async () => {
@@ -75,7 +76,7 @@ describe('the checkout server', () => {
     third.response.resume();
     await expect.poll(() => first.text()).toContain('event: status\ndata: {"state":"waiting"}');
 
-    answer.paid = true;
+    answer.state = 'paid';
     await Promise.all([first.ended, second.ended]);
     for (const s of [first, second]) expect(s.text()).toContain(`event: status\ndata: {"state":"paid","block_hash":"${'B'.repeat(64)}"}`);
     // The slots are free again.

@@ -120,16 +120,22 @@ describe('what the service says about expiry is shown the same way', () => {
     expect(error).toMatchObject({ code: 'REQUEST_EXPIRED', exitCode: 11 });
   });
 
-  it('a look for other amounts that fails leaves the status as the service gave it, and says so', async () => {
-    const proxy = await startFaultyProxy(sb.url, (_method, path) => (path === '/wallet/pending' ? '500' : 'pass'));
-    proxies.push(proxy);
-    const session = userSession(await newUser(proxy.url));
-    await createRemoteWallet(session);
-    const request = await requestPayment(session, { amount: { xno: '1' } });
-    const status = await paymentStatus(session, request.transaction_id);
-    expect(status).toMatchObject({ is_paid: false });
-    expect(status).not.toHaveProperty('mismatch');
-    expect(status.message).toMatch(/Payments of another amount could not be looked for/);
+  it('a payment the service matched after the expiry it gives is paid late, not paid (dated by its block); one before it is paid', async () => {
+    let expiry: string | undefined;
+    const session = await serviceUserBehind(() => expiry);
+    const customer = await fundedUser(sb, 'service', '5');
+    const onTime = await requestPayment(session, { amount: { xno: '1' } });
+    const late = await requestPayment(session, { amount: { xno: '1' } });
+    await send(customer.session, { to: onTime.receive_address, amount: { raw: onTime.amount_raw } });
+    expiry = new Date(Date.now() + 1000).toISOString();
+    await past(expiry, 1100);
+    const lateSend = await send(customer.session, { to: late.receive_address, amount: { raw: late.amount_raw } });
+
+    expect(await paymentStatus(session, onTime.transaction_id)).toMatchObject({ status: 'paid', is_paid: true, expired: true });
+    const lateStatus = await paymentStatus(session, late.transaction_id);
+    expect(lateStatus).toMatchObject({ status: 'paid_late', is_paid: false, expired: true, paid_late: { amount_raw: late.amount_raw, blocks: [lateSend.hash] } });
+    expect(lateStatus.message).toMatch(/^Paid late: /);
+    expect(await failure(watchPayment(session, late.transaction_id, { intervalMs: 1000 }))).toMatchObject({ code: 'REQUEST_EXPIRED', message: expect.stringContaining(lateSend.hash as string) });
   });
 
   it('--expires-in is for requests nanopay keeps: on the service it is a usage error', async () => {
@@ -138,38 +144,75 @@ describe('what the service says about expiry is shown the same way', () => {
   });
 });
 
-describe.each(['service', 'node'] as const)('a payment that does not match, on the %s backend', (backend) => {
-  it('underpaid and overpaid: the kind, the amount and the block, proved; never paid', async () => {
-    const merchant = await backendUser(sb, backend);
-    const customer = await fundedUser(sb, backend, '5');
-    const under = await requestPayment(merchant.session, { amount: { xno: '1' } });
+describe('a payment of another amount is reported only where it belongs to the request', () => {
+  it("node, fresh address (every payment to it is the request's): underpaid with the exact rest, which then pays it; overpaid", async () => {
+    const merchant = await backendUser(sb, 'node');
+    const customer = await fundedUser(sb, 'node', '5');
+    const under = await requestPayment(merchant.session, { amount: { xno: '1' }, freshAddress: true });
     const short = await send(customer.session, { to: under.receive_address, amount: { xno: '0.9' } });
     const underStatus = await paymentStatus(merchant.session, under.transaction_id);
-    expect(underStatus).toMatchObject({ is_paid: false, mismatch: { kind: 'underpaid', amount: '0.9', amount_raw: xnoToRaw('0.9').toString(), blocks: [short.hash] } });
-    expect(underStatus.message).toMatch(/Underpaid/);
-    if (backend === 'service') expect(underStatus.message).toContain('It may pay another request to the same address');
-    expect(underStatus.message).toContain(short.hash as string);
-
-    const otherMerchant = await backendUser(sb, backend);
-    const over = await requestPayment(otherMerchant.session, { amount: { xno: '1' } });
-    const much = await send(customer.session, { to: over.receive_address, amount: { xno: '1.5' } });
-    expect(await paymentStatus(otherMerchant.session, over.transaction_id)).toMatchObject({
+    expect(underStatus).toMatchObject({
+      status: 'underpaid',
       is_paid: false,
-      mismatch: { kind: 'overpaid', amount_raw: xnoToRaw('1.5').toString(), blocks: [much.hash] },
+      mismatch: { kind: 'underpaid', amount: '0.9', amount_raw: xnoToRaw('0.9').toString(), blocks: [short.hash], rest: '0.1', rest_raw: xnoToRaw('0.1').toString() },
     });
-    // The exact amount then pays it, and the mismatch is no longer reported.
-    await send(customer.session, { to: over.receive_address, amount: { raw: over.amount_raw } });
-    const paid = await paymentStatus(otherMerchant.session, over.transaction_id);
-    expect(paid.is_paid).toBe(true);
-    expect(paid).not.toHaveProperty('mismatch');
+    expect(underStatus.message).toMatch(/^Underpaid: /);
+    expect(underStatus.message).toContain(short.hash as string);
+    expect(underStatus.message).toContain('pay the rest, 0.1 XNO');
+    const rest = await send(customer.session, { to: under.receive_address, amount: { raw: underStatus.mismatch?.rest_raw as string } });
+    const paid = await paymentStatus(merchant.session, under.transaction_id);
+    expect(paid).toMatchObject({ status: 'paid', is_paid: true });
+    expect([...(paid.paid_by ?? [])].sort()).toEqual([short.hash, rest.hash].sort());
+
+    const over = await requestPayment(merchant.session, { amount: { xno: '1' }, freshAddress: true });
+    const much = await send(customer.session, { to: over.receive_address, amount: { xno: '1.5' } });
+    const overStatus = await paymentStatus(merchant.session, over.transaction_id);
+    expect(overStatus).toMatchObject({ status: 'overpaid', is_paid: false, mismatch: { kind: 'overpaid', amount_raw: xnoToRaw('1.5').toString(), blocks: [much.hash] } });
+    expect(overStatus.mismatch).not.toHaveProperty('rest_raw');
   });
 
-  it('far amounts (under half, over twice) are not taken for the request', async () => {
-    const merchant = await backendUser(sb, backend);
-    const customer = await fundedUser(sb, backend, '5');
-    const request = await requestPayment(merchant.session, { amount: { xno: '1' } });
-    await send(customer.session, { to: request.receive_address, amount: { xno: '0.4' } });
-    await send(customer.session, { to: request.receive_address, amount: { xno: '2.1' } });
-    expect(await paymentStatus(merchant.session, request.transaction_id)).not.toHaveProperty('mismatch');
+  it("node, shared address: a payment a few raw short of another request is not this one's; the exact amount pays it", async () => {
+    const merchant = await backendUser(sb, 'node');
+    const customer = await fundedUser(sb, 'node', '5');
+    const a = await requestPayment(merchant.session, { amount: { xno: '1' } });
+    await send(customer.session, { to: a.receive_address, amount: { raw: (BigInt(a.amount_raw) - 3n).toString() } });
+    await send(customer.session, { to: a.receive_address, amount: { xno: '0.9' } });
+    const b = await requestPayment(merchant.session, { amount: { xno: '1' } });
+    const waiting = await paymentStatus(merchant.session, b.transaction_id);
+    expect(waiting).toMatchObject({ status: 'waiting', is_paid: false });
+    expect(waiting).not.toHaveProperty('mismatch');
+    // Nor is it A's: nothing but its exact amount says a payment to a shared address belongs to a request.
+    expect(await paymentStatus(merchant.session, a.transaction_id)).not.toHaveProperty('mismatch');
+    const paid = await send(customer.session, { to: b.receive_address, amount: { raw: b.amount_raw } });
+    expect(await paymentStatus(merchant.session, b.transaction_id)).toMatchObject({ status: 'paid', is_paid: true, paid_by: [paid.hash] });
+  });
+
+  it('service: payments of other orders to the shared address are not reported for a fresh request, and no pending blocks are read for it', async () => {
+    const proxy = await startFaultyProxy(sb.url, () => 'pass');
+    proxies.push(proxy);
+    const session = userSession(await newUser(proxy.url));
+    await createRemoteWallet(session);
+    const customer = await fundedUser(sb, 'service', '5');
+    const other = await requestPayment(session, { amount: { xno: '1' } });
+    await send(customer.session, { to: other.receive_address, amount: { xno: '0.9' } });
+    await send(customer.session, { to: other.receive_address, amount: { xno: '1.2' } });
+    const fresh = await requestPayment(session, { amount: { xno: '1' } });
+    const seen = proxy.seen.length;
+    const status = await paymentStatus(session, fresh.transaction_id);
+    expect(status).toMatchObject({ status: 'waiting', is_paid: false });
+    expect(status).not.toHaveProperty('mismatch');
+    expect(status.message).not.toMatch(/Underpaid|Overpaid/);
+    expect(proxy.seen.slice(seen)).toEqual([`GET /payment/status/${fresh.transaction_id}`]);
+  });
+
+  it('far amounts (under half, over twice) are not taken for the request on a shared address', async () => {
+    for (const backend of ['service', 'node'] as const) {
+      const merchant = await backendUser(sb, backend);
+      const customer = await fundedUser(sb, backend, '5');
+      const request = await requestPayment(merchant.session, { amount: { xno: '1' } });
+      await send(customer.session, { to: request.receive_address, amount: { xno: '0.4' } });
+      await send(customer.session, { to: request.receive_address, amount: { xno: '2.1' } });
+      expect(await paymentStatus(merchant.session, request.transaction_id)).not.toHaveProperty('mismatch');
+    }
   });
 });

@@ -32,15 +32,16 @@ const round = (monitor: ShopMonitor): Promise<void> => monitor.round();
 describe('the shop monitor', () => {
   it('on a source whose reads cost (the service), reads young requests every round and old ones by a sixth of their age', async () => {
     const store = await freshStore();
-    const young = shopRequest();
-    const old = shopRequest({ created_at: new Date(Date.now() - 6 * 3_600_000).toISOString() });
+    const clock = { now: Date.now() };
+    const young = shopRequest({ created_at: new Date(clock.now).toISOString() });
+    const old = shopRequest({ created_at: new Date(clock.now - 6 * 3_600_000).toISOString() });
     for (const r of [young, old]) await store.shop.create(r);
     const reads: string[] = [];
     const source: ShopStatusSource = { read: async (r) => (reads.push(r.id), { status: 'waiting' }) };
-    const monitor = new ShopMonitor({ store, source, pollMs: 10 });
+    const monitor = new ShopMonitor({ store, source, pollMs: 10, now: () => clock.now });
     await round(monitor);
     expect(reads.sort()).toEqual([young.id, old.id].sort());
-    await new Promise((r) => setTimeout(r, 20));
+    clock.now += 20;
     await round(monitor);
     // The six-hour-old one is due again in an hour, the young one at once.
     expect(reads.filter((id) => id === young.id)).toHaveLength(2);
@@ -84,6 +85,31 @@ describe('the shop monitor', () => {
     expect((await store.shop.get(unpaid.id))?.status).toBe('expired');
     expect((await store.shop.get(paid.id))?.status).toBe('paid');
     expect((await store.shop.events(10)).map((e) => e.type).sort()).toEqual(['request.expired', 'request.paid']);
+  });
+});
+
+describe('late payments in the shop monitor', () => {
+  it('an expired request is still read: the exact amount after it is paid_late, one event, then final; past the watch, not read', async () => {
+    const store = await freshStore();
+    const clock = { now: Date.now() };
+    const expired = shopRequest({ status: 'expired', events: 1, created_at: new Date(clock.now - 120_000).toISOString(), expires_at: new Date(clock.now - 60_000).toISOString() });
+    const forgotten = shopRequest({ status: 'expired', events: 1, expires_at: new Date(clock.now - 2 * 86_400_000).toISOString() });
+    for (const r of [expired, forgotten]) await store.shop.create(r);
+    let answer: ShopReading = { status: 'expired' };
+    const reads: string[] = [];
+    const monitor = new ShopMonitor({ store, source: { read: async (r) => (reads.push(r.id), answer) }, pollMs: 10, now: () => clock.now });
+    await round(monitor);
+    expect(reads).toEqual([expired.id]);
+    expect(await store.shop.events(10)).toEqual([]);
+    answer = { status: 'paid_late', paid_by: ['L'] };
+    // Two minutes old: read again after a sixth of its age.
+    clock.now += 30_000;
+    await round(monitor);
+    expect(await store.shop.get(expired.id)).toMatchObject({ status: 'paid_late', paid_by: ['L'], events: 2 });
+    expect((await store.shop.events(10)).map((e) => [e.type, e.request_seq])).toEqual([['request.paid_late', 2]]);
+    clock.now += 60_000;
+    await round(monitor);
+    expect(reads).toEqual([expired.id, expired.id]);
   });
 });
 

@@ -13,7 +13,7 @@ export default class CheckoutServe extends SessionCommand {
   static override description = `One long-running server for all of the profile's requests, on either backend.
 The shop's backend creates requests with POST /api/v1/requests (bearer token from --token-file, made when absent) and
 sends the customer to the checkout_url it gets back. The pages (/checkout/ID and their live updates) are public and
-read-only. Every change of a request's status (paid, underpaid, overpaid, expired), as nanopay's verified view (node)
+read-only. Every change of a request's status (paid, paid late, underpaid, overpaid, expired), as nanopay's verified view (node)
 or the service reports it, is recorded with an event in the store and delivered to each --webhook URL, signed
 (Nanopay-Signature) with the secret in --webhook-secret-file, retried for 3 days. Runs until Ctrl-C; logs to stderr.`;
   static override examples = [

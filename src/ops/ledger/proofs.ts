@@ -56,6 +56,21 @@ async function proveSend(api: LedgerBackend, hash: string): Promise<ProvedSend> 
   return proved;
 }
 
+/**
+ * The send block `hash`, proved (proveSend), which must pay what is expected
+ * of it (the address, the amount, where known): a payment a backend names.
+ */
+export async function provedPayment(api: LedgerBackend, hash: string, expected: { address?: string; amountRaw?: bigint }): Promise<ProvedSend> {
+  const proved = await proveSend(api, hash);
+  if ((expected.address !== undefined && proved.to !== expected.address) || (expected.amountRaw !== undefined && proved.amountRaw !== expected.amountRaw)) {
+    throw inconsistent(`it names block ${proved.hash} as the payment of a request, but that block sends ${proved.amountRaw} raw to ${proved.to}`, {
+      party: api.kind,
+      outcome: 'It was not counted as a payment, and nothing was signed.',
+    });
+  }
+  return proved;
+}
+
 /** How many blocks are proved at once: each costs the backend two reads. */
 const PROVING_AT_ONCE = 8;
 

@@ -1,10 +1,11 @@
-import type { RemotePaymentStatus } from '../../api/client.js';
 import type { Confirmation } from '../../api/node-ws.js';
 import { NanoPayError, redactUrl } from '../../errors.js';
 import { buildNanoUri, normalizeAddress, rawToXno, xnoToRaw } from '../../nano/index.js';
-import type { RequestRecord } from '../../wallet/requests.js';
 import { confirmations, type LiveFeed } from '../ledger/confirmations.js';
-import { nodePaymentStatus } from './node-requests.js';
+import type { ApiClient, RemotePaymentStatus } from '../../api/client.js';
+import { readingOf, type RequestReading, type RequestState } from './matching.js';
+import { nodePaymentStatus, type NodeStatus } from './node-requests.js';
+import { serviceVerdict } from './service-status.js';
 import { checkRedirectUrl, checkTransactionId, requestPayment, type PaymentRequestResult } from './payments.js';
 import type { Session } from '../session.js';
 
@@ -13,32 +14,42 @@ export type CheckoutRequest = PaymentRequestResult & { order_id?: string };
 
 /** One status read, as a checkout page needs it. */
 export interface CheckoutObservation {
-  paid: boolean;
-  /** The paying block, when the service names it. */
+  state: RequestState;
+  /** The paying block, when one block paid it and it is known. */
   block_hash?: string;
-  /** Milliseconds since the epoch, when the service gives the request an expiry. */
+  /** Milliseconds since the epoch, when the request has an expiry. */
   expires_at?: number;
+  /** Under- or overpaid: what arrived, in XNO. */
+  received?: string;
+  /** Underpaid: what is still to pay (XNO) and its payment link, when paying it to the same address completes the request. */
+  rest?: string;
+  rest_uri?: string;
 }
 
 export type CheckoutReader = (transactionId: string) => Promise<CheckoutObservation>;
 
-function observation(status: RemotePaymentStatus): CheckoutObservation {
+/**
+ * What a page shows of a look at a request (`status`'s own reading: nanopay's matching on a node, the service's word
+ * otherwise); the rest to pay comes with its payment link to `address`.
+ */
+export function observationOf(reading: RequestReading, address: string | undefined, expiresAt: string | undefined): CheckoutObservation {
+  // A fresh address may be paid by several blocks: the page names a block only when one paid it.
+  const block = reading.status === 'paid' && reading.paid_by?.length === 1 ? reading.paid_by[0] : undefined;
+  const rest = reading.rest_raw === undefined ? undefined : BigInt(reading.rest_raw);
   return {
-    paid: status.isPaid,
-    ...(status.blockHash === undefined ? {} : { block_hash: status.blockHash }),
-    ...(status.expiresAt === undefined ? {} : { expires_at: status.expiresAt }),
+    state: reading.status,
+    ...(block === undefined ? {} : { block_hash: block }),
+    ...(expiresAt === undefined ? {} : { expires_at: Date.parse(expiresAt) }),
+    ...(reading.received_raw === undefined ? {} : { received: rawToXno(BigInt(reading.received_raw)) }),
+    ...(rest === undefined || address === undefined ? {} : { rest: rawToXno(rest), rest_uri: buildNanoUri({ address, amountRaw: rest }) }),
   };
 }
 
-/** A request nanopay keeps (node backend), as a page sees it: paid only by nanopay's own matching of the exact amount. */
-function nodeObservation(record: RequestRecord, isPaid: boolean): CheckoutObservation {
-  // A fresh address may be paid by several blocks: the page names a block only when one paid it.
-  const block = record.paidBy?.length === 1 ? record.paidBy[0] : undefined;
-  return {
-    paid: isPaid,
-    ...(isPaid && block !== undefined ? { block_hash: block } : {}),
-    ...(record.expiresAt === undefined ? {} : { expires_at: Date.parse(record.expiresAt) }),
-  };
+const nodeObservation = (status: NodeStatus): CheckoutObservation => observationOf(readingOf(status), status.record.address, status.record.expiresAt);
+
+async function serviceObservation(api: ApiClient, status: RemotePaymentStatus): Promise<CheckoutObservation> {
+  const expiresAt = status.expiresAt === undefined ? undefined : new Date(status.expiresAt).toISOString();
+  return observationOf(readingOf(await serviceVerdict(api, status, status.expiresAt)), status.receiveAddress, expiresAt);
 }
 
 /** The address a page shows must be the request's: a different --to is refused, never silently used. */
@@ -68,12 +79,13 @@ export async function openCheckout(
     const to = input.to ?? (await session.address());
     const created = await requestPayment(session, { amount: { xno: input.amount }, to, ...(input.redirectUrl === undefined ? {} : { redirectUrl: input.redirectUrl }) });
     const { transaction_id, receive_address, amount, amount_raw, uri } = created;
-    return { request: { transaction_id, receive_address, amount, amount_raw, uri, ...redirect }, observation: { paid: false } };
+    return { request: { transaction_id, receive_address, amount, amount_raw, uri, ...redirect }, observation: { state: 'waiting' } };
   }
   const id = checkTransactionId(input.transactionId as string);
   if (session.backendKind() === 'node') {
     // The requests store has the exact amount and the address: nothing to guess.
-    const { record, isPaid } = await nodePaymentStatus(session, await session.nodeClient(), id);
+    const status = await nodePaymentStatus(session, await session.nodeClient(), id);
+    const { record } = status;
     checkSameAddress(record.address, input.to);
     const amountRaw = BigInt(record.amountRaw);
     const redirectUrl = input.redirectUrl ?? record.redirectUrl;
@@ -86,10 +98,11 @@ export async function openCheckout(
         uri: buildNanoUri({ address: record.address, amountRaw }),
         ...(redirectUrl === undefined ? {} : { redirect_url: redirectUrl }),
       },
-      observation: nodeObservation(record, isPaid),
+      observation: nodeObservation(status),
     };
   }
-  const status = await (await session.serviceApi()).paymentStatus(id);
+  const api = await session.serviceApi();
+  const status = await api.paymentStatus(id);
   if (status.amount === undefined) throw new NanoPayError('INVALID_DATA', 'The service did not report the amount of this request');
   const reported = status.receiveAddress === undefined ? undefined : normalizeAddress(status.receiveAddress);
   checkSameAddress(reported, input.to);
@@ -108,28 +121,26 @@ export async function openCheckout(
       uri: buildNanoUri({ address, amountRaw }),
       ...redirect,
     },
-    observation: observation(status),
+    observation: await serviceObservation(api, status),
   };
 }
 
 /**
  * A status reader for a checkout server that must not be able to sign: it
  * holds the service's API client, or on a node the node client and the
- * requests store (plain data), and never the session or its key store. On a
- * node a request is paid only by a payment of its exact amount (nanopay's own
- * matching, as `status` does): an under- or overpayment leaves it waiting.
+ * requests store (plain data), and never the session or its key store. It
+ * tells what `status` tells: on a node nanopay's own matching (paid by the
+ * exact amount; under- or overpaid on a fresh address), the service's word
+ * otherwise; paid late when the payment came after the expiry.
  */
 export async function checkoutReader(session: Session): Promise<CheckoutReader> {
   if (session.backendKind() === 'node') {
     const node = await session.nodeClient();
     const requests = { dataStore: () => session.dataStore() };
-    return async (transactionId) => {
-      const { record, isPaid } = await nodePaymentStatus(requests, node, transactionId);
-      return nodeObservation(record, isPaid);
-    };
+    return async (transactionId) => nodeObservation(await nodePaymentStatus(requests, node, transactionId));
   }
   const api = await session.serviceApi();
-  return async (transactionId) => observation(await api.paymentStatus(transactionId));
+  return async (transactionId) => serviceObservation(api, await api.paymentStatus(transactionId));
 }
 
 /** Follows payments to a checkout server's addresses. */

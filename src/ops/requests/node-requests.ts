@@ -6,7 +6,7 @@ import type { RequestRecord } from '../../wallet/requests.js';
 import { readAccountHead } from '../ledger/chain.js';
 import { provedReceivable } from '../ledger/proofs.js';
 import { xnoAndRaw } from '../money.js';
-import { arrival, arrivedLate, mismatchMessage, mismatchOf, nearestPayment, paidLateMessage, type PaymentArrival, type PaymentMismatch } from './matching.js';
+import { arrival, arrivedLate, mismatchMessage, mismatchOf, paidLateMessage, type PaymentMismatch, type Verdict } from './matching.js';
 import type { Session } from '../session.js';
 import type { Store } from '../../store/store.js';
 
@@ -97,13 +97,9 @@ export async function createNodeRequest(session: Session, node: NodeClient, inpu
   });
 }
 
-export interface NodeStatus {
+/** Where a request nanopay keeps stands, with its record. */
+export interface NodeStatus extends Verdict {
   record: RequestRecord;
-  isPaid: boolean;
-  message: string;
-  mismatch?: PaymentMismatch;
-  /** The exact amount arrived after the request expired: reported, not paid. */
-  paidLate?: PaymentArrival;
 }
 
 function paidMessage(hashes: string[]): string {
@@ -114,19 +110,19 @@ function paidMessage(hashes: string[]): string {
 /** A request whose blocks are recorded: paid, or paid late (after its expiry). */
 function settled(record: RequestRecord): NodeStatus {
   const blocks = record.paidBy ?? [];
-  if (record.paidLate !== true) return { record, isPaid: true, message: paidMessage(blocks) };
+  if (record.paidLate !== true) return { record, state: 'paid', message: paidMessage(blocks), paid_by: blocks };
   const late = arrival(BigInt(record.amountRaw), blocks);
-  return { record, isPaid: false, message: paidLateMessage(late, record.expiresAt ?? ''), paidLate: late };
+  return { record, state: 'paid_late', message: paidLateMessage(late, record.expiresAt ?? ''), paid_late: late };
 }
 
 function unmatched(record: RequestRecord, mismatch: PaymentMismatch | undefined, now: number): NodeStatus {
   const wanted = BigInt(record.amountRaw);
-  if (mismatch !== undefined) return { record, isPaid: false, message: mismatchMessage(mismatch, wanted), mismatch };
-  const expired = record.expiresAt !== undefined && Date.parse(record.expiresAt) <= now;
-  const message = expired
-    ? `Not paid by ${record.expiresAt}, when it expired; it waited for exactly ${xnoAndRaw(wanted)} to ${record.address}. A payment arriving now is reported as late, not as paid.`
-    : `Waiting for exactly ${xnoAndRaw(wanted)} to ${record.address}.`;
-  return { record, isPaid: false, message };
+  if (mismatch !== undefined) return { record, state: mismatch.kind, message: mismatchMessage(mismatch, wanted), mismatch };
+  if (record.expiresAt !== undefined && Date.parse(record.expiresAt) <= now) {
+    const message = `Not paid by ${record.expiresAt}, when it expired; it waited for exactly ${xnoAndRaw(wanted)} to ${record.address}. A payment arriving now is reported as late, not as paid.`;
+    return { record, state: 'expired', message };
+  }
+  return { record, state: 'waiting', message: `Waiting for exactly ${xnoAndRaw(wanted)} to ${record.address}.` };
 }
 
 /** What status reads need of a session: the store (plain data), never the key store. */
@@ -135,13 +131,16 @@ export type RequestsHolder = Pick<Session, 'dataStore'>;
 /**
  * Where a request stands, from blocks nanopay proved itself (provedReceivable:
  * fetched, hashed, signature verified, amount from the balances, confirmed);
- * the node's list only says where to look. Shared address: a block of exactly the
- * amount that paid no other request pays it; else the nearest unclaimed
- * payment of another amount (from half to twice the amount) is reported as
- * under- or over-paid. Fresh address: everything the account holds and has
- * waiting counts, summed. The exact amount arriving after the expiry is
- * recorded as a late payment (reported, not paid). Reads the node and the
- * requests store only: no key is unlocked.
+ * the node's list only says where to look. Only what the blocks say belongs to
+ * the request is attributed to it. Shared address: a block of exactly its
+ * amount (its own offset) that paid no other request pays it; a payment of
+ * another amount there may be anyone's (another order's, a few raw short of
+ * its own), so it is never reported as this request's, however many there are.
+ * Fresh address: everything the account holds and has waiting is the
+ * request's, summed: the exact sum pays it, another is under- or overpaid. The
+ * exact amount arriving after the expiry is recorded as a late payment
+ * (reported, not paid). Reads the node and the requests store only: no key is
+ * unlocked.
  */
 export async function nodePaymentStatus(session: RequestsHolder, node: NodeClient, id: string): Promise<NodeStatus> {
   const requests = (await session.dataStore()).requests;
@@ -166,17 +165,13 @@ export async function nodePaymentStatus(session: RequestsHolder, node: NodeClien
     return unmatched(record, arrived === 0n ? undefined : mismatchOf(arrived, wanted, hashes), now);
   }
 
-  const claimed = await requests.claimedBy(receivable.map((r) => r.hash));
-  const unclaimed = receivable.filter((r) => !claimed.has(r.hash));
-  const exact = unclaimed.find((r) => r.amountRaw === wanted);
-  if (exact !== undefined) {
-    const paid = await requests.claim(record.id, [exact.hash], (r) => arrivedLate(r.expiresAt, [exact.seenAt], now));
+  const exact = receivable.filter((r) => r.amountRaw === wanted);
+  const claimed = await requests.claimedBy(exact.map((r) => r.hash));
+  for (const block of exact.filter((r) => !claimed.has(r.hash))) {
+    const paid = await requests.claim(record.id, [block.hash], (r) => arrivedLate(r.expiresAt, [block.seenAt], now));
     if (paid !== undefined) return settled(paid);
   }
-  const candidates = unclaimed.filter((r) => r.amountRaw * 2n >= wanted && r.amountRaw <= wanted * 2n);
-  const otherAmounts = await requests.openAmounts(record.address, candidates.map((r) => r.amountRaw.toString()), new Date(now).toISOString());
-  const near = nearestPayment(candidates.filter((r) => !otherAmounts.has(r.amountRaw.toString())), wanted);
-  return unmatched(record, near === undefined ? undefined : mismatchOf(near.amountRaw, wanted, [near.hash]), now);
+  return unmatched(record, undefined, now);
 }
 
 /**

@@ -5,10 +5,9 @@ import { buildNanoUri, normalizeAddress, parseNanoUri, rawToXno, xnoToRaw } from
 import { inconsistent } from '../ledger/chain.js';
 import { rawOf, xnoAndRaw, type Amount } from '../money.js';
 import { MAX_REQUEST_EXPIRY_S, createNodeRequest, nodePaymentStatus } from './node-requests.js';
-import { mismatchMessage, mismatchOf, nearestPayment, type PaymentArrival, type PaymentMismatch } from './matching.js';
-import { provedReceivable } from '../ledger/proofs.js';
+import type { PaymentArrival, PaymentMismatch, RequestState, Verdict } from './matching.js';
+import { serviceVerdict } from './service-status.js';
 import { formatDuration } from '../duration.js';
-import type { ApiClient, RemotePaymentStatus } from '../../api/client.js';
 import { Wakeup } from '../../timing/wakeups.js';
 import { SAFETY_POLL_MS, confirmations } from '../ledger/confirmations.js';
 import { send, type SendInput, type SendResult } from '../spending/send.js';
@@ -109,20 +108,40 @@ function checkCreated(created: { receiveAddress: string; amount: string }, to: s
 
 export interface PaymentStatusResult {
   transaction_id: string;
+  /** Where it stands, in the words every surface uses (the shop's API and webhooks, the checkout page). */
+  status: RequestState;
+  /** Paid, and only then: a late payment is not. */
   is_paid: boolean;
   message: string;
   amount?: string;
-  /** When the request expires (ISO 8601) and whether it has: present when nanopay (node backend) or the service gives an expiry. */
+  /** When the request expires (ISO 8601) and whether it has: present when nanopay (node backend), the shop or the service gives an expiry. */
   expires_at?: string;
   expired?: boolean;
-  /** A payment to the address of another amount than asked (proved from its block): never counted as paid. */
+  /** The blocks that paid it, when known. */
+  paid_by?: string[];
+  /** What arrived at a fresh address that is not the amount (proved from its blocks): never counted as paid. */
   mismatch?: PaymentMismatch;
-  /** The exact amount, arrived after the expiry: reported, not counted as paid (node backend). */
+  /** The exact amount, arrived after the expiry: reported, not counted as paid. */
   paid_late?: PaymentArrival;
 }
 
 function expiry(expiresAtMs: number | undefined, now = Date.now()): Pick<PaymentStatusResult, 'expires_at' | 'expired'> {
   return expiresAtMs === undefined || !Number.isFinite(expiresAtMs) ? {} : { expires_at: new Date(expiresAtMs).toISOString(), expired: expiresAtMs <= now };
+}
+
+function resultOf(id: string, verdict: Verdict, amount: string | undefined, expiresAtMs: number | undefined): PaymentStatusResult {
+  const { state, message, paid_by, mismatch, paid_late } = verdict;
+  return {
+    transaction_id: id,
+    status: state,
+    is_paid: state === 'paid',
+    message,
+    ...(amount === undefined ? {} : { amount }),
+    ...expiry(expiresAtMs),
+    ...(paid_by === undefined ? {} : { paid_by }),
+    ...(mismatch === undefined ? {} : { mismatch }),
+    ...(paid_late === undefined ? {} : { paid_late }),
+  };
 }
 
 export function checkTransactionId(id: string): string {
@@ -149,64 +168,29 @@ async function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined
   }
 }
 
+/**
+ * The expiry the shop gave a request it made through checkout serve on the
+ * service (which takes none), from the profile's store when there is one:
+ * `status` and the shop then tell the same.
+ */
+async function shopExpiry(session: Session, id: string): Promise<number | undefined> {
+  if (!session.hasDataStore()) return undefined;
+  const expiresAt = (await (await session.dataStore()).shop.get(id.toLowerCase()))?.expires_at;
+  return expiresAt === undefined ? undefined : Date.parse(expiresAt);
+}
+
 /** One look at a request: the service's answer, or on a node nanopay's own matching. */
 async function checkOnce(session: Session, id: string, options: Pick<CallOptions, 'signal' | 'once'> = {}): Promise<PaymentStatusResult> {
   if (session.backendKind() === 'node') {
-    const { record, isPaid, message, mismatch, paidLate } = await untilAborted(nodePaymentStatus(session, await session.nodeClient(), id), options.signal);
-    return {
-      transaction_id: record.id,
-      is_paid: isPaid,
-      message,
-      amount: rawToXno(BigInt(record.amountRaw)),
-      ...expiry(record.expiresAt === undefined ? undefined : Date.parse(record.expiresAt)),
-      ...(mismatch === undefined ? {} : { mismatch }),
-      ...(paidLate === undefined ? {} : { paid_late: paidLate }),
-    };
+    const status = await untilAborted(nodePaymentStatus(session, await session.nodeClient(), id), options.signal);
+    const { record } = status;
+    return resultOf(record.id, status, rawToXno(BigInt(record.amountRaw)), record.expiresAt === undefined ? undefined : Date.parse(record.expiresAt));
   }
   const api = await session.serviceApi();
+  const expiresAt = await shopExpiry(session, id);
   const s = await api.paymentStatus(id, options);
-  const result: PaymentStatusResult = {
-    transaction_id: s.transactionId,
-    is_paid: s.isPaid,
-    message: s.message,
-    ...(s.amount === undefined ? {} : { amount: s.amount }),
-    ...expiry(s.expiresAt),
-  };
-  if (s.isPaid) return result;
-  let mismatch: PaymentMismatch | undefined;
-  try {
-    mismatch = await untilAborted(serviceMismatch(api, s), options.signal);
-  } catch (error) {
-    if (options.signal?.aborted) throw error;
-    // The service answered the status itself: a failed look beside it is said, not turned into a failed status.
-    const why = error instanceof Error ? error.message : String(error);
-    return { ...result, message: `${result.message} (Payments of another amount could not be looked for: ${why})`.trim() };
-  }
-  if (mismatch === undefined) return result;
-  const said = `${mismatchMessage(mismatch, xnoToRaw(s.amount as string))} It may pay another request to the same address: the service does not say.`;
-  return { ...result, mismatch, message: `${result.message} ${said}`.trim() };
-}
-
-/**
- * On the service, what waits at an unpaid request's address: the nearest
- * payment of another amount, proved from its block (provedReceivable), as the
- * node backend reports it. The service names the address and amount only as
- * extras; without them there is nothing to look at. nanopay can not tell a
- * block that pays another request of the same address, so the message says so.
- * Costs one pending read (a credit), and two block reads for each new block.
- */
-async function serviceMismatch(api: ApiClient, status: RemotePaymentStatus): Promise<PaymentMismatch | undefined> {
-  if (status.receiveAddress === undefined || status.amount === undefined) return undefined;
-  let address: string;
-  let wanted: bigint;
-  try {
-    address = normalizeAddress(status.receiveAddress);
-    wanted = xnoToRaw(status.amount);
-  } catch {
-    return undefined;
-  }
-  const near = nearestPayment(await provedReceivable(api, address, await api.pending(address)), wanted);
-  return near === undefined ? undefined : mismatchOf(near.amountRaw, wanted, [near.hash]);
+  const shown = expiresAt ?? s.expiresAt;
+  return resultOf(s.transactionId, await untilAborted(serviceVerdict(api, s, shown), options.signal), s.amount, shown);
 }
 
 export async function paymentStatus(session: Session, transactionId: string): Promise<PaymentStatusResult> {
@@ -257,7 +241,7 @@ export async function watchPayment(session: Session, transactionId: string, opti
         // Once per check: this loop retries, and reports each failure.
         const result = await checkOnce(session, id, { once: true, ...(signals.length === 0 ? {} : { signal: AbortSignal.any(signals) }) });
         answered = true;
-        const key = `${result.is_paid}|${result.message}`;
+        const key = `${result.status}|${result.message}`;
         if (key !== last) options.onEvent?.({ event: 'status', elapsed_ms: Date.now() - started, ...result });
         last = key;
         backoff = options.intervalMs;

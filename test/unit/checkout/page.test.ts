@@ -12,6 +12,7 @@ import { safeRedirect, viewOf } from '../../../src/checkout/view.js';
 import { NanoPayError } from '../../../src/errors.js';
 import { CheckoutWatcher } from '../../../src/checkout/watcher.js';
 import type { CheckoutObservation, CheckoutRequest } from '../../../src/ops/requests/checkout.js';
+import type { RequestState } from '../../../src/ops/requests/matching.js';
 
 const address = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
 const request: CheckoutRequest = {
@@ -30,10 +31,10 @@ const visible = (html: string, when: string): boolean => new RegExp(`data-when="
 describe('checkout page rendering', () => {
   it("shows a test-mode band on a sandbox request's page, and none on a real one", () => {
     const band = /<p id="test-mode" class="test-mode" role="note">TEST MODE · nanopay sandbox: this is test money, not real XNO\. Do not send real Nano here\.<\/p>/;
-    expect(render({}, { paid: false }, 0, undefined, true)).toMatch(band);
-    expect(render({}, { paid: true }, 0, undefined, true)).toMatch(band);
-    expect(render({}, { paid: false })).not.toContain('id="test-mode"');
-    expect(render({}, { paid: false })).not.toContain('TEST MODE');
+    expect(render({}, { state: 'waiting' }, 0, undefined, true)).toMatch(band);
+    expect(render({}, { state: 'paid' }, 0, undefined, true)).toMatch(band);
+    expect(render({}, { state: 'waiting' })).not.toContain('id="test-mode"');
+    expect(render({}, { state: 'waiting' })).not.toContain('TEST MODE');
   });
 
   it('shows why the status cannot be read, escaped, and nothing when it can', () => {
@@ -44,7 +45,7 @@ describe('checkout page rendering', () => {
   });
 
   it('waiting: amount, address, wallet link, a reload for pages without JavaScript, no redirect yet', () => {
-    const html = render({}, { paid: false });
+    const html = render({}, { state: 'waiting' });
     expect(html).toContain('data-state="waiting"');
     expect(html).toContain(`>${request.amount}<`);
     expect(html).toContain(`>${address}<`);
@@ -57,7 +58,7 @@ describe('checkout page rendering', () => {
 
   it('paid: the block hash, the QR code hidden, a redirect after a countdown (also without JavaScript)', () => {
     const hash = 'A'.repeat(64);
-    const html = render({}, { paid: true, block_hash: hash });
+    const html = render({}, { state: 'paid', block_hash: hash });
     expect(html).toContain('data-state="paid"');
     expect(html).toContain(`>${hash}<`);
     expect(visible(html, 'waiting')).toBe(false);
@@ -77,29 +78,29 @@ describe('checkout page rendering', () => {
   });
 
   it('by default reloads every four seconds and redirects after five; the shop can set both, and the script (allowed by its hash) stays the same', () => {
-    expect(render({}, { paid: false })).toContain('<noscript><meta http-equiv="refresh" content="4;url=?reload=auto"></noscript>');
-    expect(render({}, { paid: false })).toContain('data-reload="4"');
+    expect(render({}, { state: 'waiting' })).toContain('<noscript><meta http-equiv="refresh" content="4;url=?reload=auto"></noscript>');
+    expect(render({}, { state: 'waiting' })).toContain('data-reload="4"');
     const timing = { redirectSeconds: 2, reloadSeconds: 3 };
-    const waiting = render({}, { paid: false }, 0, timing);
+    const waiting = render({}, { state: 'waiting' }, 0, timing);
     expect(waiting).toContain('<noscript><meta http-equiv="refresh" content="3;url=?reload=auto"></noscript>');
     // The script reads it there when live updates are refused.
     expect(waiting).toContain('data-reload="3"');
-    const paid = render({}, { paid: true }, 0, timing);
+    const paid = render({}, { state: 'paid' }, 0, timing);
     expect(paid).toContain('<noscript><meta http-equiv="refresh" content="2;url=https://shop.example/thanks?order=7&#38;x=1&#38;transaction_id=0b8f2a8e-1c1d-4c4e-9a55-1f0f7f3a9b10"></noscript>');
     expect(paid).toContain('data-seconds="2">Returning to the shop in <span data-countdown>2</span> s.');
-    expect(scriptOf(waiting)).toBe(scriptOf(render({}, { paid: false })));
-    expect(scriptOf(paid)).toBe(scriptOf(render({}, { paid: true })));
+    expect(scriptOf(waiting)).toBe(scriptOf(render({}, { state: 'waiting' })));
+    expect(scriptOf(paid)).toBe(scriptOf(render({}, { state: 'paid' })));
   });
 
   it("the checkout server renders its pages with the shop's redirect delay and reload interval", async () => {
-    const read = async (): Promise<CheckoutObservation> => ({ paid: false });
+    const read = async (): Promise<CheckoutObservation> => ({ state: 'waiting' });
     const server = await startCheckoutServer({ host: '127.0.0.1', port: 0, read, redirectSeconds: 2, reloadSeconds: 3 });
     const plain = await startCheckoutServer({ host: '127.0.0.1', port: 0, read });
     try {
-      const html = await (await fetch(server.add(request, { paid: true }))).text();
+      const html = await (await fetch(server.add(request, { state: 'paid' }))).text();
       expect(html).toContain('<noscript><meta http-equiv="refresh" content="2;url=https://shop.example/thanks?order=7&#38;x=1&#38;transaction_id=0b8f2a8e-1c1d-4c4e-9a55-1f0f7f3a9b10"></noscript>');
       expect(html).toContain('data-reload="3"');
-      const defaults = await (await fetch(plain.add(request, { paid: true }))).text();
+      const defaults = await (await fetch(plain.add(request, { state: 'paid' }))).text();
       expect(defaults).toContain('<noscript><meta http-equiv="refresh" content="5;url=https://shop.example/thanks?order=7&#38;x=1&#38;transaction_id=0b8f2a8e-1c1d-4c4e-9a55-1f0f7f3a9b10"></noscript>');
       expect(defaults).toContain('data-reload="4"');
     } finally {
@@ -107,11 +108,36 @@ describe('checkout page rendering', () => {
     }
   });
 
+  it('paid late: said as such, the customer sent to the shop; no redirect, nothing more to follow', () => {
+    const html = render({}, { state: 'paid_late', expires_at: 1 }, 2);
+    expect(html).toContain('data-state="paid_late"');
+    expect(html).toContain('<title>Paid late: this request had expired</title>');
+    expect(visible(html, 'paid_late')).toBe(true);
+    expect(visible(html, 'paid')).toBe(false);
+    expect(html).not.toContain('http-equiv="refresh"');
+  });
+
+  it('under- and overpaid: what arrived and what to do; the rest is offered only before the expiry', () => {
+    const rest = { state: 'underpaid' as const, received: '0.25', rest: '1.25', rest_uri: `nano:${address}?amount=1250000000000000000000000203744` };
+    const open = render({}, { ...rest, expires_at: 10 }, 2);
+    expect(open).toContain(`<p id="mismatch"`);
+    expect(open).toContain(`>0.25 XNO of ${request.amount} XNO has arrived. Pay the rest: 1.25 XNO to the same address.</p>`);
+    expect(open).toContain(`<a id="rest-wallet" class="wallet" href="${rest.rest_uri}">`);
+    expect(open).toMatch(/<noscript><meta http-equiv="refresh"/);
+    const late = render({}, { ...rest, expires_at: 1 }, 2);
+    expect(late).toContain(`>0.25 XNO of ${request.amount} XNO has arrived. Contact the shop to complete your order.</p>`);
+    expect(late).toContain('<div id="rest" hidden>');
+    const over = render({}, { state: 'overpaid', received: '2' });
+    expect(over).toContain(`>2 XNO has arrived for ${request.amount} XNO. Contact the shop for the difference.</p>`);
+    expect(visible(over, 'underpaid overpaid')).toBe(true);
+    expect(visible(over, 'waiting')).toBe(false);
+  });
+
   it('expired only when the service gives an expiry that has passed, and never once paid', () => {
-    expect(viewOf({ paid: false, expires_at: 1_000 }, 2_000)).toEqual({ state: 'expired' });
-    expect(viewOf({ paid: false, expires_at: 3_000 }, 2_000)).toEqual({ state: 'waiting' });
-    expect(viewOf({ paid: true, expires_at: 1_000 }, 2_000)).toEqual({ state: 'paid' });
-    const html = render({}, { paid: false, expires_at: 1 }, 2);
+    expect(viewOf({ state: 'waiting', expires_at: 1_000 }, 2_000)).toEqual({ state: 'expired' });
+    expect(viewOf({ state: 'waiting', expires_at: 3_000 }, 2_000)).toEqual({ state: 'waiting' });
+    expect(viewOf({ state: 'paid', expires_at: 1_000 }, 2_000)).toEqual({ state: 'paid' });
+    const html = render({}, { state: 'waiting', expires_at: 1 }, 2);
     expect(html).toContain('data-state="expired"');
     expect(visible(html, 'expired')).toBe(true);
     expect(visible(html, 'waiting')).toBe(false);
@@ -120,19 +146,19 @@ describe('checkout page rendering', () => {
 
   it('redirects only to http(s) URLs, and escapes everything that comes from outside', () => {
     for (const url of ['javascript:alert(1)', 'data:text/html,<script>alert(1)</script>', 'nano:x', 'not a url']) {
-      const html = render({ redirect_url: url }, { paid: true });
+      const html = render({ redirect_url: url }, { state: 'paid' });
       expect(html).not.toContain('id="redirect"');
       expect(html).not.toContain(';url=');
       expect(html).not.toContain('alert(1)</script>');
     }
-    const hostile = render({ redirect_url: 'https://x.example/"><script>alert(1)</script>', amount: '<b>1</b>' }, { paid: true, block_hash: '"><i>' });
+    const hostile = render({ redirect_url: 'https://x.example/"><script>alert(1)</script>', amount: '<b>1</b>' }, { state: 'paid', block_hash: '"><i>' });
     expect(hostile).not.toMatch(/<script>alert|<b>1|<i>/);
     expect(hostile).toContain('&#60;b&#62;1&#60;/b&#62;');
     expect(renderMessagePage('<x>', '"y"')).toContain('<h1>&#60;x&#62;</h1><p>&#34;y&#34;</p>');
   });
 
   it('the Content-Security-Policy allows exactly the inline style and script it serves, and nothing from elsewhere', () => {
-    const html = render({}, { paid: false });
+    const html = render({}, { state: 'waiting' });
     const hash = (s: string): string => `'sha256-${createHash('sha256').update(s).digest('base64')}'`;
     const style = /<style>([\s\S]*?)<\/style>/.exec(html)?.[1] as string;
     const script = scriptOf(html);
@@ -146,10 +172,10 @@ describe('checkout page rendering', () => {
 });
 
 describe('the shared poller', () => {
-  const setup = (): { watcher: CheckoutWatcher; reads: string[]; clock: { now: number }; answer: { paid: boolean } } => {
+  const setup = (): { watcher: CheckoutWatcher; reads: string[]; clock: { now: number }; answer: { state: RequestState } } => {
     const reads: string[] = [];
     const clock = { now: 0 };
-    const answer = { paid: false };
+    const answer: { state: RequestState } = { state: 'waiting' };
     const watcher = new CheckoutWatcher({
       read: async (id) => {
         reads.push(id);
@@ -159,7 +185,7 @@ describe('the shared poller', () => {
       viewGraceMs: 10_000,
       now: () => clock.now,
     });
-    watcher.add(request, { paid: false });
+    watcher.add(request, { state: 'waiting' });
     return { watcher, reads, clock, answer };
   };
 
@@ -180,7 +206,7 @@ describe('the shared poller', () => {
     await watcher.tick();
     await watcher.tick();
     expect(reads).toHaveLength(2);
-    answer.paid = true;
+    answer.state = 'paid';
     await watcher.tick();
     expect(reads).toHaveLength(3);
     expect(seen.every((log) => log.join() === 'paid')).toBe(true);
@@ -215,13 +241,13 @@ describe('a page nobody looks at does not drain the credits it lives on', () => 
         reads += 1;
         const error = fail?.();
         if (error !== undefined) throw error;
-        return { paid: false };
+        return { state: 'waiting' };
       },
       intervalMs: 1000,
       viewGraceMs: 10_000,
       now: () => clock.now,
     });
-    watcher.add(request, { paid: false });
+    watcher.add(request, { state: 'waiting' });
     const views: (string | undefined)[] = [];
     watcher.subscribe(request.transaction_id, (v) => views.push(v.trouble));
     /** Runs `rounds` rounds, one a second; the reads they made. */
@@ -296,7 +322,7 @@ describe('the checkout server cannot move money', () => {
   });
 
   it('serves GETs only', () => {
-    const watcher = new CheckoutWatcher({ read: async () => ({ paid: false }), intervalMs: 1000, viewGraceMs: 1000 });
+    const watcher = new CheckoutWatcher({ read: async () => ({ state: 'waiting' }), intervalMs: 1000, viewGraceMs: 1000 });
     expect(checkoutRoutes(watcher).map((r) => r.method)).toEqual(['GET', 'GET']);
   });
 });

@@ -41,10 +41,10 @@ describe('CheckoutWatcher.wake', () => {
     const clock = testClock();
     const watcher = new CheckoutWatcher({ read: reader.read, intervalMs: 3_600_000, viewGraceMs: 10_000, now: clock.now });
     watcher.start();
-    watcher.add(requestTo(A, 'a-watched'), { paid: false });
-    watcher.add(requestTo(A, 'a-unwatched'), { paid: false });
-    watcher.add(requestTo(B, 'b-watched'), { paid: false });
-    watcher.add(requestTo(A, 'a-paid'), { paid: true });
+    watcher.add(requestTo(A, 'a-watched'), { state: 'waiting' });
+    watcher.add(requestTo(A, 'a-unwatched'), { state: 'waiting' });
+    watcher.add(requestTo(B, 'b-watched'), { state: 'waiting' });
+    watcher.add(requestTo(A, 'a-paid'), { state: 'paid' });
     watcher.view('a-watched');
     watcher.view('b-watched');
     watcher.view('a-paid');
@@ -52,7 +52,7 @@ describe('CheckoutWatcher.wake', () => {
 
     watcher.wake(A);
     expect(reader.calls).toEqual(['a-watched']);
-    reader.answer({ paid: false });
+    reader.answer({ state: 'waiting' });
     await settle();
     clock.pass(MIN_WAKE_GAP_MS);
     // Without an address (a reconnect): every watched, open request.
@@ -66,7 +66,7 @@ describe('CheckoutWatcher.wake', () => {
     const clock = testClock();
     const watcher = new CheckoutWatcher({ read: reader.read, intervalMs: 3_600_000, viewGraceMs: 10_000, now: clock.now });
     watcher.start();
-    watcher.add(requestTo(A, 'r'), { paid: false });
+    watcher.add(requestTo(A, 'r'), { state: 'waiting' });
     const views: string[] = [];
     watcher.subscribe('r', (view) => views.push(view.state));
 
@@ -75,18 +75,18 @@ describe('CheckoutWatcher.wake', () => {
     watcher.wake(A);
     expect(reader.calls).toHaveLength(1);
     clock.pass(MIN_WAKE_GAP_MS);
-    reader.answer({ paid: false });
+    reader.answer({ state: 'waiting' });
     await settle();
     // The three wakes during the first read make one more read, not three.
     expect(reader.calls).toHaveLength(2);
-    reader.answer({ paid: true, block_hash: 'B'.repeat(64) });
+    reader.answer({ state: 'paid', block_hash: 'B'.repeat(64) });
     await settle();
     expect(views).toEqual(['paid']);
     // Paid is final: not read again.
     watcher.wake(A);
     expect(reader.calls).toHaveLength(2);
 
-    watcher.add(requestTo(B, 's'), { paid: false });
+    watcher.add(requestTo(B, 's'), { state: 'waiting' });
     watcher.view('s');
     watcher.stop();
     watcher.wake(B);
@@ -97,18 +97,18 @@ describe('CheckoutWatcher.wake', () => {
     const reader = gatedReader();
     const watcher = new CheckoutWatcher({ read: reader.read, intervalMs: 3_600_000, viewGraceMs: 10_000 });
     watcher.start();
-    watcher.add(requestTo(A, 'r'), { paid: false });
+    watcher.add(requestTo(A, 'r'), { state: 'waiting' });
     watcher.view('r');
     for (let i = 0; i < 1000; i++) watcher.wake(A);
     expect(reader.calls).toHaveLength(1);
-    reader.answer({ paid: false });
+    reader.answer({ state: 'waiting' });
     await settle();
     for (let i = 0; i < 1000; i++) watcher.wake(A);
     // The read that follows waits for the gap since the first read started.
     expect(reader.calls).toHaveLength(1);
     await sleep(MIN_WAKE_GAP_MS + 50);
     expect(reader.calls).toHaveLength(2);
-    reader.answer({ paid: false });
+    reader.answer({ state: 'waiting' });
     await settle();
     expect(reader.calls).toHaveLength(2);
     watcher.stop();
@@ -118,10 +118,10 @@ describe('CheckoutWatcher.wake', () => {
 describe('CheckoutWatcher.prune', () => {
   it('forgets the requests nobody looked at or followed for the idle time, and keeps the others', () => {
     const clock = testClock();
-    const watcher = new CheckoutWatcher({ read: async () => ({ paid: false }), intervalMs: 1000, viewGraceMs: 10_000, now: clock.now });
-    watcher.add(requestTo(A, 'idle'), { paid: false });
-    watcher.add(requestTo(A, 'viewed'), { paid: false });
-    watcher.add(requestTo(B, 'followed'), { paid: false });
+    const watcher = new CheckoutWatcher({ read: async () => ({ state: 'waiting' }), intervalMs: 1000, viewGraceMs: 10_000, now: clock.now });
+    watcher.add(requestTo(A, 'idle'), { state: 'waiting' });
+    watcher.add(requestTo(A, 'viewed'), { state: 'waiting' });
+    watcher.add(requestTo(B, 'followed'), { state: 'waiting' });
     const stop = watcher.subscribe('followed', () => undefined);
     clock.pass(9 * 60_000);
     watcher.view('viewed');
