@@ -11,7 +11,7 @@ import { Session, type SessionOptions } from '../ops/session.js';
 import { fetchWithPayment, type PaidFetch, type PaidFetchOptions } from '../x402/client.js';
 import { profileSettler } from '../x402/profile-settler.js';
 import { x402Middleware, type RequestPrice, type X402Middleware } from '../x402/middleware.js';
-import { Paywall } from '../x402/paywall.js';
+import { Paywall, type SettleOrder } from '../x402/paywall.js';
 import { createWallet, importWallet, listWallets, type CreatedWallet, type ImportInput, type WalletSummary } from '../ops/profile/wallet.js';
 
 /** Which wallet and account pay (or receive), like the CLI's --wallet and --account; the active ones by default. */
@@ -131,13 +131,14 @@ export class NanoPay {
    * A node:http / Express-style middleware that charges `price` XNO per request
    * (x402 v2, Nano exact), as `nanopay paywall` does: paid to `payTo` (default:
    * the active account), settled on the profile's backend after the handler
-   * answered below 400. It signs nothing.
+   * answered below 400 for GET and HEAD, before the handler runs for any other
+   * method (`settle` names the order for every method). It signs nothing.
    */
-  async x402Middleware(options: { price: RequestPrice; payTo?: string; description?: string }): Promise<X402Middleware> {
+  async x402Middleware(options: { price: RequestPrice; payTo?: string; description?: string; settle?: SettleOrder }): Promise<X402Middleware> {
     const settler = await profileSettler(this.session);
     const workThreshold = String((await settler.supported()).kinds[0]?.extra?.workThreshold);
     const payTo = options.payTo ?? (await this.session.address());
-    return x402Middleware(new Paywall({ payTo, settler, workThreshold, ...(options.description === undefined ? {} : { description: options.description }) }), options.price);
+    return x402Middleware(new Paywall({ payTo, settler, workThreshold, ...(options.description === undefined ? {} : { description: options.description }) }), options.price, options.settle === undefined ? {} : { settle: options.settle });
   }
 
   /** The newest `limit` (default 20) blocks of the account's history, like `history --json`. */

@@ -3,19 +3,44 @@ import { NanoPayError } from '../errors.js';
 import { normalizeAddress, xnoToRaw } from '../nano/index.js';
 import type { NanoSettler, Verified } from './facilitator.js';
 import { X402Refusal, nanoRequirement } from './nano-exact.js';
+import { canonicalPath } from './request-path.js';
 import { HEADERS, X402_VERSION, decodeHeader, encodeHeader, parsePaymentPayload, sameRequirement, type PaymentRequired, type PaymentRequirements, type SettleResponse } from './protocol.js';
 
-/** A priced route: `METHOD /path/*=XNO` (METHOD may be `*`; `*` at the end of the path matches any rest). */
+/**
+ * When a paid request is settled: `before` the upstream (or handler) runs, so
+ * nothing happens unpaid, or `after` it answered below 400, so a failed
+ * request costs nothing and a safe one waits less.
+ */
+export type SettleOrder = 'before' | 'after';
+
+/** A priced route: `METHOD /path/*=XNO [settle=before|after]` (METHOD may be `*`; `*` at the end of the path matches any rest). */
 export interface PricedRoute {
   method: string;
   path: string;
   priceRaw: bigint;
+  settle?: SettleOrder;
 }
 
 export function parseRoute(spec: string): PricedRoute {
-  const match = /^\s*(\*|[A-Za-z]+)\s+(\/\S*)\s*=\s*(\S+)\s*$/.exec(spec);
-  if (match === null) throw new NanoPayError('USAGE', `A route is 'METHOD /path/*=XNO' (e.g. 'GET /api/*=0.001'), not "${spec}"`);
-  return { method: (match[1] as string).toUpperCase(), path: match[2] as string, priceRaw: xnoToRaw(match[3] as string) };
+  const match = /^\s*(\*|[A-Za-z]+)\s+(\/\S*)\s*=\s*(\S+)(?:\s+settle=(\S+))?\s*$/.exec(spec);
+  if (match === null) throw new NanoPayError('USAGE', `A route is 'METHOD /path/*=XNO', optionally followed by settle=before or settle=after (e.g. 'GET /api/*=0.001'), not "${spec}"`);
+  const settle = match[4];
+  if (settle !== undefined && settle !== 'before' && settle !== 'after') throw new NanoPayError('USAGE', `A route's order is settle=before or settle=after, not "settle=${settle}"`);
+  const written = match[2] as string;
+  const star = written.endsWith('*');
+  let path: string;
+  try {
+    // Compared with requests' canonical paths, so written the same way.
+    path = `${canonicalPath(star ? written.slice(0, -1) : written)}${star ? '*' : ''}`;
+  } catch (error) {
+    throw new NanoPayError('USAGE', `The route "${spec}": ${(error as Error).message}`);
+  }
+  return {
+    method: (match[1] as string).toUpperCase(),
+    path,
+    priceRaw: xnoToRaw(match[3] as string),
+    ...(settle === undefined ? {} : { settle }),
+  };
 }
 
 function routeMatches(route: PricedRoute, method: string, path: string): boolean {
@@ -23,9 +48,16 @@ function routeMatches(route: PricedRoute, method: string, path: string): boolean
   return route.path.endsWith('*') ? path.startsWith(route.path.slice(0, -1)) : path === route.path;
 }
 
-/** What a request must pay: the first route that matches, else the default price (0 = free). */
-export function priceOf(routes: readonly PricedRoute[], defaultRaw: bigint, method: string, path: string): bigint {
-  return routes.find((r) => routeMatches(r, method, path))?.priceRaw ?? defaultRaw;
+/** The first route that matches a request's method and canonical path (see canonicalPath). */
+export function routeFor(routes: readonly PricedRoute[], method: string, path: string): PricedRoute | undefined {
+  return routes.find((r) => routeMatches(r, method, path));
+}
+
+/** Methods that change nothing (RFC 9110 safe): settled after the upstream unless a route says otherwise; any other is settled before. */
+const SAFE = new Set(['GET', 'HEAD']);
+
+export function settleOrder(method: string, stated: SettleOrder | undefined): SettleOrder {
+  return stated ?? (SAFE.has(method) ? 'after' : 'before');
 }
 
 export type Admission = { paid: false; status: 402; headers: Record<string, string>; body: Record<string, never> } | { paid: true; verified: Verified };

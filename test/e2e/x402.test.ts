@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer, request as httpRequest, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -100,6 +100,22 @@ describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
     expect(await unpaid.json()).toEqual({});
     const free = await fetch(`${paywall.printed.url}/free`);
     expect([free.status, await free.text()]).toEqual([200, 'report for GET /free']);
+  });
+
+  it('a path through a free route to a priced one (/free/../report, sent as it is) is refused, not served free', async () => {
+    const calls = up.calls.length;
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const url = new URL(paywall.printed.url);
+      const req = httpRequest({ host: url.hostname, port: url.port, path: '/free/%2e%2e/report' }, (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.on('error', reject).end();
+    });
+    expect(answer.status).toBe(400);
+    expect(JSON.parse(answer.body).error).toMatchObject({ error: 'INVALID_REQUEST', message: expect.stringMatching(/dot segment/) });
+    expect(up.calls.length).toBe(calls);
   });
 
   it('paywall refuses a bad --upstream or --route at start', async () => {
