@@ -1,6 +1,3 @@
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { buildSendBlock, linkAsAccount, type Account, type StateBlock } from '../../src/nano/index.js';
 import { NodeClient } from '../../src/api/node-client.js';
 import { NanoSettler } from '../../src/x402/facilitator.js';
@@ -8,6 +5,7 @@ import { nanoRequirement } from '../../src/x402/nano-exact.js';
 import { FileSettlementRecord } from '../../src/x402/settlements.js';
 import type { PaymentPayload, PaymentRequirements } from '../../src/x402/protocol.js';
 import { newAccount, type SandboxClient } from './chain.js';
+import { tempDir } from './temp.js';
 
 /** A payer opened on the sandbox with `xno` XNO, and a fresh payee. */
 export async function payerAndPayee(client: SandboxClient, xno = '1'): Promise<{ payer: Account; payee: Account }> {
@@ -29,9 +27,9 @@ export async function paymentFor(client: SandboxClient, payer: Account, requirem
   return { x402Version: 2, accepted: requirements, payload: { block: { ...block, link_as_account: linkAsAccount(block.link) } } };
 }
 
-/** A settler on the sandbox's node side with a record in a new temporary directory. */
+/** A settler on the sandbox's node side with a record in a new temporary directory (removed after the test file). */
 export async function sandboxSettler(url: string): Promise<{ settler: NanoSettler; dir: string; node: NodeClient }> {
-  const dir = await mkdtemp(join(tmpdir(), 'nanopay-x402-'));
+  const dir = await tempDir('nanopay-x402-');
   const node = new NodeClient({ url });
   return { settler: new NanoSettler(node, new FileSettlementRecord(dir), { pollMs: 10 }), dir, node };
 }
