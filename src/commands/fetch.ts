@@ -28,7 +28,8 @@ function askToPay(url: string): Confirm {
 
 export default class Fetch extends SessionCommand {
   static override summary = 'Fetch a URL like curl, paying an HTTP 402 (x402) in Nano within a maximum.';
-  static override description = `On a 402 with an x402 v2 PAYMENT-REQUIRED header it picks the cheapest Nano requirement within --max (or the profile's
+  static override description = `On a 402 with an x402 v2 PAYMENT-REQUIRED header it picks the cheapest Nano requirement on the network of the
+profile's backend (nano:mainnet on the live network, nano:dev on the sandbox; another network is refused) within --max (or the profile's
 x402-max; with neither it pays nothing), pays it through the usual guards (per-send and daily limits, account lock,
 journal), retries with the payment and writes the body to stdout (or -o FILE). The payment (block hash, amount, payee) is
 reported on stderr, or in --json. A payment counts only when our own backend shows the block confirmed; otherwise the

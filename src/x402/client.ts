@@ -8,11 +8,11 @@ import type { Session } from '../ops/session.js';
 import { move, type Confirm } from '../ops/spending/movement.js';
 import { xnoAndRaw } from '../ops/money.js';
 import { parseThreshold } from '../work/index.js';
+import { backendNetwork } from './network.js';
 import type { JournalEntry } from '../wallet/journal.js';
 import {
   HEADERS,
   X402_ASSET,
-  X402_NETWORK,
   X402_SCHEME,
   decodeHeader,
   encodeHeader,
@@ -77,12 +77,23 @@ function maximum(session: Session, maxXno: string | undefined): bigint {
  */
 const WORK_BOUND = 'ffffffffe0000000';
 
-/** The first Nano exact requirement within the maximum, kept verbatim to be echoed. */
-function choose(required: PaymentRequired, maxRaw: bigint): PaymentRequirements {
-  const offers = required.accepts.filter((a) => a.scheme === X402_SCHEME && a.network === X402_NETWORK && a.asset === X402_ASSET && isValidAddress(a.payTo) && BigInt(a.amount) > 0n);
-  if (offers.length === 0) {
+/**
+ * The cheapest Nano exact requirement on the payer's own network (`network`,
+ * its backend's) within the maximum, kept verbatim to be echoed. A requirement
+ * on another network is never paid: test money is not real money, nor the reverse.
+ */
+function choose(required: PaymentRequired, maxRaw: bigint, network: string): PaymentRequirements {
+  const nanoOffers = required.accepts.filter((a) => a.scheme === X402_SCHEME && a.asset === X402_ASSET && isValidAddress(a.payTo) && BigInt(a.amount) > 0n);
+  if (nanoOffers.length === 0) {
     const offered = required.accepts.map((a) => `${a.scheme} ${a.network} ${a.asset}`).join('; ');
     throw new NanoPayError('X402_UNPAYABLE', `The server accepts no Nano payment (it offers: ${offered}); nothing was paid`);
+  }
+  const offers = nanoOffers.filter((a) => a.network === network);
+  if (offers.length === 0) {
+    const asked = [...new Set(nanoOffers.map((a) => a.network))].join(', ');
+    throw new NanoPayError('X402_UNPAYABLE', `The server asks to be paid on ${asked}; this wallet's backend is on ${network}; nothing was paid`, {
+      hint: `Pay it from a profile whose backend is on ${asked} (nanopay --profile NAME), or ask the server for ${network}.`,
+    });
   }
   const nano = offers.filter((a) => parseThreshold(statedThreshold(a) ?? '0000000000000000') <= parseThreshold(WORK_BOUND));
   if (nano.length === 0) {
@@ -174,6 +185,11 @@ async function reach(url: string, init: RequestInit, signal: AbortSignal | undef
     const { body: _body, ...rest } = at.init;
     at = { url: next, init: toGet ? { ...rest, method: 'GET' } : at.init };
   }
+}
+
+/** The network the payer's backend is on (the x402-network setting names it for a node that does not say). */
+function payerNetwork(session: Session, ctx: OpsContext): Promise<string> {
+  return backendNetwork(ctx.api, session.profile().x402Network);
 }
 
 /**
@@ -309,11 +325,12 @@ export async function fetchWithPayment(session: Session, input: string | URL, in
   // Kept: when the payment was made before under this id, this 402 is the answer there is.
   const firstBody = await first.arrayBuffer();
   const required = readRequired(first);
-  const chosen = choose(required, maximum(session, options.maxXno));
+  const maxRaw = maximum(session, options.maxXno);
+  const ctx = boundedWork(await session.context(signal), session.workBoundMs());
+  const chosen = choose(required, maxRaw, await payerNetwork(session, ctx));
   const amountRaw = BigInt(chosen.amount);
   const c: Challenge = { url, init: reached.init, required, chosen };
   const waitMs = options.settleWaitMs ?? 15_000;
-  const ctx = boundedWork(await session.context(signal), session.workBoundMs());
   const signer = await session.account(options.wallet, options.index);
   if (options.id !== undefined) {
     const again = await presentAgain(ctx, signer, c, options.id, waitMs);
@@ -353,9 +370,10 @@ export async function fetchWithPayment(session: Session, input: string | URL, in
  * account's next block finds it cashed (recorded paid) or cancels it.
  */
 export async function signCheque(session: Session, requirements: PaymentRequirements, options: Omit<PaidFetchOptions, 'settleWaitMs'> & { chequeFor?: string } = {}): Promise<StateBlock> {
-  const chosen = choose({ x402Version: 2, resource: { url: '' }, accepts: [requirements] }, maximum(session, options.maxXno));
-  const amountRaw = BigInt(chosen.amount);
+  const maxRaw = maximum(session, options.maxXno);
   const ctx = boundedWork(await session.context(options.signal), session.workBoundMs());
+  const chosen = choose({ x402Version: 2, resource: { url: '' }, accepts: [requirements] }, maxRaw, await payerNetwork(session, ctx));
+  const amountRaw = BigInt(chosen.amount);
   const signer = await session.account(options.wallet, options.index);
   const autoPay = BigInt(session.profile().x402AutoPay ?? '0');
   const confirm = amountRaw <= autoPay ? undefined : options.confirm;

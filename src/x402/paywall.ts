@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { NanoPayError } from '../errors.js';
-import { normalizeAddress, xnoToRaw } from '../nano/index.js';
+import { normalizeAddress, verifyBlock, xnoToRaw } from '../nano/index.js';
 import type { NanoSettler, Verified } from './facilitator.js';
-import { X402Refusal, nanoRequirement } from './nano-exact.js';
+import { X402Refusal, chequeOf, nanoRequirement, type NanoCheque } from './nano-exact.js';
 import { canonicalPath } from './request-path.js';
 import { HEADERS, X402_VERSION, decodeHeader, encodeHeader, parsePaymentPayload, sameRequirement, type PaymentRequired, type PaymentRequirements, type SettleResponse } from './protocol.js';
 
@@ -86,37 +86,48 @@ export class Paywall {
     this.payTo = normalizeAddress(options.payTo);
   }
 
-  requirement(priceRaw: bigint): PaymentRequirements {
-    return nanoRequirement(this.payTo, priceRaw, this.options.workThreshold, this.options.maxTimeoutSeconds ?? 300);
+  /** The requirement for this price, on the network the settler settles on. */
+  private requirement(priceRaw: bigint, network: string): PaymentRequirements {
+    return nanoRequirement(this.payTo, priceRaw, network, this.options.workThreshold, this.options.maxTimeoutSeconds ?? 300);
   }
 
-  challenge(resourceUrl: string, priceRaw: bigint, error: string): Admission {
+  private challenge(resourceUrl: string, requirement: PaymentRequirements, error: string): Admission {
     const required: PaymentRequired = {
       x402Version: X402_VERSION,
       error,
       resource: { url: resourceUrl, ...(this.options.description === undefined ? {} : { description: this.options.description }) },
-      accepts: [this.requirement(priceRaw)],
+      accepts: [requirement],
     };
     return { paid: false, status: 402, headers: { [HEADERS.required]: encodeHeader(required), 'cache-control': 'no-store' }, body: {} };
   }
 
-  /** Checks the request's payment (PAYMENT-SIGNATURE, else X-PAYMENT) for this price. */
+  /**
+   * Checks the request's payment (PAYMENT-SIGNATURE, else X-PAYMENT) for this
+   * price. Once the block is well formed and signed, its previous is held
+   * before the ledger is read (the scheme's fork protection): a second
+   * payment on the same previous, while the first is verified or settled, is
+   * refused at once.
+   */
   async admit(headers: IncomingHttpHeaders, resourceUrl: string, priceRaw: bigint): Promise<Admission> {
+    const requirement = this.requirement(priceRaw, await this.options.settler.network());
     const header = headers[HEADERS.signature] ?? headers[HEADERS.legacyPayment];
-    if (header === undefined) return this.challenge(resourceUrl, priceRaw, 'Payment required');
-    const requirement = this.requirement(priceRaw);
-    let verified: Verified;
+    if (header === undefined) return this.challenge(resourceUrl, requirement, 'Payment required');
+    const { settler } = this.options;
+    let held: { cheque: NanoCheque } | undefined;
     try {
       const payment = parsePaymentPayload(decodeHeader(Array.isArray(header) ? (header[0] as string) : header, 'PAYMENT-SIGNATURE'));
-      if (!sameRequirement(requirement, payment.accepted)) return this.challenge(resourceUrl, priceRaw, 'No matching payment requirements');
-      verified = await this.options.settler.check(payment, requirement);
+      if (!sameRequirement(requirement, payment.accepted)) return this.challenge(resourceUrl, requirement, 'No matching payment requirements');
+      const cheque = chequeOf(payment.payload);
+      if (!verifyBlock(cheque.block)) return this.challenge(resourceUrl, requirement, 'invalid_signature');
+      if (!settler.reserve({ cheque })) return this.challenge(resourceUrl, requirement, 'transaction_in_flight');
+      held = { cheque };
+      return { paid: true, verified: await settler.check(payment, requirement, cheque) };
     } catch (error) {
-      if (error instanceof X402Refusal) return this.challenge(resourceUrl, priceRaw, error.reason);
-      if (error instanceof NanoPayError && (error.code === 'INVALID_REQUEST' || error.code === 'INVALID_JSON')) return this.challenge(resourceUrl, priceRaw, 'invalid_payload');
+      if (held !== undefined) settler.release(held);
+      if (error instanceof X402Refusal) return this.challenge(resourceUrl, requirement, error.reason);
+      if (error instanceof NanoPayError && (error.code === 'INVALID_REQUEST' || error.code === 'INVALID_JSON')) return this.challenge(resourceUrl, requirement, 'invalid_payload');
       throw error;
     }
-    if (!this.options.settler.reserve(verified)) return this.challenge(resourceUrl, priceRaw, 'transaction_in_flight');
-    return { paid: true, verified };
   }
 
   /** Settles an admitted payment after the request succeeded; the hold on its previous ends either way. */

@@ -62,7 +62,7 @@ function journalEmpty(user: CliUser): boolean {
 
 /** A 402 whose requirement states `workThreshold` (a real payee and price). */
 async function demanding(workThreshold: string): Promise<string> {
-  const requirement = nanoRequirement(merchantAddress, xnoToRaw('0.001'), workThreshold);
+  const requirement = nanoRequirement(merchantAddress, xnoToRaw('0.001'), 'nano:dev', workThreshold);
   return listen((req, res) => {
     if (req.headers['payment-signature'] !== undefined) return void res.writeHead(500).end('paid?');
     res.writeHead(402, { 'payment-required': encodeHeader({ x402Version: 2, error: 'Payment required', resource: { url: `http://x${req.url}` }, accepts: [requirement] }) });
@@ -96,7 +96,7 @@ describe('work a server states (issue 31, point 3)', () => {
     const tool = await runTool(allowed, findTool('http_fetch_paid'), { url: `${url}/report`, max_xno: '0.01' }, AbortSignal.timeout(20_000));
     expect(tool.envelope.error).toMatchObject({ error: 'X402_UNPAYABLE' });
 
-    const requirement = nanoRequirement(merchantAddress, xnoToRaw('0.001'), 'ffffffffffffffff');
+    const requirement = nanoRequirement(merchantAddress, xnoToRaw('0.001'), 'nano:dev', 'ffffffffffffffff');
     await expect(signCheque(userSession(customer), requirement, { maxXno: '0.01', signal: AbortSignal.timeout(20_000) })).rejects.toMatchObject({ code: 'X402_UNPAYABLE' });
     expect(journalEmpty(customer)).toBe(true);
   });

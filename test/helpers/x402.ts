@@ -15,9 +15,9 @@ export async function payerAndPayee(client: SandboxClient, xno = '1'): Promise<{
   return { payer, payee: newAccount() };
 }
 
-/** The requirement a server on this sandbox states: its send threshold in extra. */
+/** The requirement a server on this sandbox states: its network (nano:dev), its send threshold in extra. */
 export async function requirementOn(client: SandboxClient, payTo: string, amountRaw: bigint): Promise<PaymentRequirements> {
-  return nanoRequirement(payTo, amountRaw, (await client.advertisedThresholds()).send);
+  return nanoRequirement(payTo, amountRaw, 'nano:dev', (await client.advertisedThresholds()).send);
 }
 
 /** The payment a client would make: a signed, worked, unpublished send with `link_as_account`; `tweak` edits the block before signing. */

@@ -171,6 +171,7 @@ function doubleSpent(rivals: StateBlock[]): SettlingLedger {
     accountInfo: (a) => node.accountInfo(a),
     blockInfo: (h) => node.blockInfo(h),
     activeDifficulty: () => node.activeDifficulty(),
+    network: () => node.network(),
     publish: async (block, subtype, hash) => {
       const rival = rivals.shift();
       if (rival !== undefined) await node.publish(rival, 'send', hashBlock(rival));
