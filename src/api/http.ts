@@ -90,5 +90,5 @@ export async function markedCall(options: HttpOptions, request: CallOptions): Pr
     where,
     hint: 'Check the API URL (NANOPAY_API_URL) and your network.',
   });
-  return { data: unwrap(answer.status, answer.text, where), sandbox: answer.sandbox };
+  return { data: unwrap(answer.status, answer.text, where), sandbox: answer.sandbox === true };
 }

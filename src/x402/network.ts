@@ -5,7 +5,7 @@ import { NanoPayError } from '../errors.js';
 const MAINNET = 'nano:mainnet';
 
 /** The x402 name of a Nano network as a node's `version` names it: "live" is nano:mainnet, any other nano:<name>. */
-export function x402Network(node: string): string {
+function x402Network(node: string): string {
   return node === 'live' ? MAINNET : `nano:${node}`;
 }
 
