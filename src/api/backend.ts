@@ -31,6 +31,11 @@ export interface LedgerBackend {
   publish(signed: StateBlock, subtype: Subtype, hash: string): Promise<void>;
   /** The thresholds to build with, or null when the backend does not say. */
   activeDifficulty(): Promise<RemoteDifficulty | null>;
+  /**
+   * The Nano network the backend settles on, as a node's `version` names it
+   * ("live", "beta", "test", "dev"), or null when it does not say.
+   */
+  network(): Promise<string | null>;
   // The service's own business: a node backend answers SERVICE_ONLY.
   paymentRequest(input: { receiveAddress: string; amount: string; redirectUrl?: string }): Promise<RemotePaymentRequest>;
   paymentStatus(transactionId: string): Promise<RemotePaymentStatus>;

@@ -1,8 +1,9 @@
 import { NanoPayError } from '../errors.js';
 import type { StateBlock, Subtype } from '../nano/block.js';
 import { CREDIT_TIERS, type CreditTier } from './contract.js';
-import { call, type CallOptions, type HttpOptions } from './http.js';
+import { call, markedCall, type CallOptions, type HttpOptions } from './http.js';
 import type { LedgerBackend } from './backend.js';
+import { DEV_THRESHOLDS } from '../work/index.js';
 import { asObject, bigIntField, bool, hexField, optStr, stateBlock, str, type Json } from './shape.js';
 
 export interface RemoteWallet {
@@ -198,11 +199,26 @@ export class ApiClient implements LedgerBackend {
 
   /** The thresholds the network currently asks for, or null when the service does not say. */
   async activeDifficulty(): Promise<RemoteDifficulty | null> {
+    return (await this.difficulty()).thresholds;
+  }
+
+  private async difficulty(): Promise<{ thresholds: RemoteDifficulty | null; sandbox: boolean }> {
     const what = 'GET /network/active-difficulty';
-    const d = await call(this.options, { method: 'GET', path: '/network/active-difficulty', safe: true });
+    const { data: d, sandbox } = await markedCall(this.options, { method: 'GET', path: '/network/active-difficulty', safe: true });
     const send = optStr(d, 'network_current', what) ?? optStr(d, 'network_minimum', what);
     const receive = optStr(d, 'network_receive_current', what) ?? optStr(d, 'network_receive_minimum', what);
-    return send === undefined || receive === undefined ? null : { send, receive };
+    return { thresholds: send === undefined || receive === undefined ? null : { send, receive }, sandbox };
+  }
+
+  /**
+   * The service settles on the live network. The sandbox (its answers marked
+   * Nanopay-Sandbox: 1) never does: it is "dev" at the dev thresholds, "test"
+   * at the live ones, as its node's `version` says.
+   */
+  async network(): Promise<string> {
+    const { thresholds, sandbox } = await this.difficulty();
+    if (!sandbox) return 'live';
+    return thresholds?.send === DEV_THRESHOLDS.send ? 'dev' : 'test';
   }
 
   async paymentRequest(input: { receiveAddress: string; amount: string; redirectUrl?: string }): Promise<RemotePaymentRequest> {

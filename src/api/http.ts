@@ -65,6 +65,11 @@ function unwrap(status: number, text: string, where: string): Json {
 }
 
 export async function call(options: HttpOptions, request: CallOptions): Promise<Json> {
+  return (await markedCall(options, request)).data;
+}
+
+/** call, also telling whether the answer was marked as the sandbox's. */
+export async function markedCall(options: HttpOptions, request: CallOptions): Promise<{ data: Json; sandbox: boolean }> {
   const where = describe(options, request);
   const headers: Record<string, string> = {};
   if (request.auth !== false && options.apiKey !== undefined) {
@@ -85,5 +90,5 @@ export async function call(options: HttpOptions, request: CallOptions): Promise<
     where,
     hint: 'Check the API URL (NANOPAY_API_URL) and your network.',
   });
-  return unwrap(answer.status, answer.text, where);
+  return { data: unwrap(answer.status, answer.text, where), sandbox: answer.sandbox === true };
 }

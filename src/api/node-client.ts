@@ -54,7 +54,8 @@ function shortText(text: string): string {
  */
 export class NodeClient implements LedgerBackend {
   readonly kind = 'node' as const;
-  private network: Promise<RemoteDifficulty> | undefined;
+  /** The node's `version` answer (null when it gave none), asked once. */
+  private version: Promise<Json | null> | undefined;
 
   constructor(private readonly options: NodeOptions) {}
 
@@ -187,12 +188,15 @@ export class NodeClient implements LedgerBackend {
    * The network's fixed thresholds (active_difficulty is deprecated): the dev
    * network's when the node says it runs one (`version`), else the live ones.
    */
-  activeDifficulty(): Promise<RemoteDifficulty> {
-    this.network ??= this.rpc('version', {}).then(
-      (d) => (d.network === 'dev' ? { ...DEV_THRESHOLDS } : { ...LIVE_THRESHOLDS }),
-      () => ({ ...LIVE_THRESHOLDS }),
-    );
-    return this.network;
+  async activeDifficulty(): Promise<RemoteDifficulty> {
+    return (await this.network()) === 'dev' ? { ...DEV_THRESHOLDS } : { ...LIVE_THRESHOLDS };
+  }
+
+  /** The `network` field of the node's `version` ("live", "beta", "test", "dev"); null when it does not say. */
+  async network(): Promise<string | null> {
+    this.version ??= this.rpc('version', {}).catch(() => null);
+    const name = (await this.version)?.network;
+    return typeof name === 'string' && /^[a-z0-9-]{1,32}$/.test(name) ? name : null;
   }
 
   /**

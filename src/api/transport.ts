@@ -35,6 +35,8 @@ export interface Exchange {
 export interface Answer {
   status: number;
   text: string;
+  /** Present when the answer was marked as the sandbox's (Nanopay-Sandbox: 1). */
+  sandbox?: true;
 }
 
 /** More than any answer of the service or a node; a server sending more is refused, not buffered. */
@@ -59,7 +61,9 @@ class NoAnswer extends Error {
   }
 }
 
-interface Reply extends Answer {
+interface Reply {
+  status: number;
+  text: string;
   headers: IncomingHttpHeaders;
 }
 
@@ -280,7 +284,7 @@ export async function exchange(call: Exchange): Promise<Answer> {
         const reply = await attempt(first, { ...call, signal, timeoutMs: Math.max(1, Math.min(call.timeoutMs, deadline - Date.now())) });
         noteSandboxAnswer(reply.headers[SANDBOX_HEADER]);
         delay = tried < call.retries ? delayAfter(reply, backoff) : undefined;
-        if (delay === undefined) return { status: reply.status, text: reply.text };
+        if (delay === undefined) return { status: reply.status, text: reply.text, ...(reply.headers[SANDBOX_HEADER] === '1' ? { sandbox: true as const } : {}) };
         reason = `HTTP ${reply.status}`;
       } catch (error) {
         const retry = error instanceof NoAnswer && RETRY_CODES.has(error.code) && tried < call.retries && signal?.aborted !== true;

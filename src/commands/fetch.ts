@@ -28,13 +28,16 @@ function askToPay(url: string): Confirm {
 
 export default class Fetch extends SessionCommand {
   static override summary = 'Fetch a URL like curl, paying an HTTP 402 (x402) in Nano within a maximum.';
-  static override description = `On a 402 with an x402 v2 PAYMENT-REQUIRED header it picks the cheapest Nano requirement within --max (or the profile's
+  static override description = `On a 402 with an x402 v2 PAYMENT-REQUIRED header it picks the cheapest Nano requirement on the network of the
+profile's backend (nano:mainnet on the live network, nano:dev on the sandbox; another network is refused) within --max (or the profile's
 x402-max; with neither it pays nothing), pays it through the usual guards (per-send and daily limits, account lock,
 journal), retries with the payment and writes the body to stdout (or -o FILE). The payment (block hash, amount, payee) is
 reported on stderr, or in --json. A payment counts only when our own backend shows the block confirmed; otherwise the
 block stays outstanding: a rerun with the same --id presents the same block again, and the account's next send or
 receive cancels it (a block of ours on the same previous), so it is never paid twice. On a terminal it asks before paying
-more than x402-auto-pay, unless --yes.`;
+more than x402-auto-pay, unless --yes. Redirects are followed within the URL's origin only; one to another origin (another
+host, port or scheme) is returned as it is (--json: "redirect"), and the payment goes only to the URL that asked for it.
+A server that asks for work harder than 64 times the live send threshold's is refused, and the work is bounded by --timeout.`;
   static override examples = [
     '<%= config.bin %> fetch http://127.0.0.1:4021/report --max 0.01',
     "<%= config.bin %> fetch https://api.example/v1/q -X POST -H 'Content-Type: application/json' -d '{\"q\":1}' --max 0.001 --yes --id q-1 --json",
@@ -63,7 +66,7 @@ more than x402-auto-pay, unless --yes.`;
       ...(body === undefined ? {} : { body }),
     };
     const session = this.session(flags);
-    const { response, payment } = await fetchWithPayment(session, args.url, init, {
+    const { response, payment, redirect } = await fetchWithPayment(session, args.url, init, {
       signal: this.signal,
       ...(flags.max === undefined ? {} : { maxXno: flags.max }),
       ...(flags.id === undefined ? {} : { id: flags.id }),
@@ -75,11 +78,17 @@ more than x402-auto-pay, unless --yes.`;
     if (flags.output !== undefined) await writeFile(flags.output, bytes);
     if (flags.precache && payment !== undefined && !payment.repeated) await precacheAfter(session, payment.hash, this.signal);
     if (payment !== undefined && !this.jsonEnabled()) process.stderr.write(`${paidText(payment)}\n`);
+    if (redirect !== undefined && !this.jsonEnabled()) process.stderr.write(`Not followed: HTTP ${response.status} to ${redirect}, another origin (nothing is paid or sent there; fetch that URL to go on)\n`);
     if (this.jsonEnabled()) {
-      return { status: response.status, ...(flags.output === undefined ? { body: bytes.toString('utf8') } : { output: flags.output }), payment: payment ?? null };
+      return {
+        status: response.status,
+        ...(flags.output === undefined ? { body: bytes.toString('utf8') } : { output: flags.output }),
+        payment: payment ?? null,
+        ...(redirect === undefined ? {} : { redirect: { location: redirect, followed: false } }),
+      };
     }
     if (flags.output === undefined) process.stdout.write(bytes);
-    if (!response.ok) process.exitCode = response.status >= 500 ? 5 : 1;
+    if (response.status >= 400) process.exitCode = response.status >= 500 ? 5 : 1;
     return undefined;
   }
 }

@@ -2,6 +2,7 @@ import { Flags } from '@oclif/core';
 import { SessionCommand } from '../cli/session-command.js';
 import { NanoPayError } from '../errors.js';
 import { normalizeAddress, rawToXno, xnoToRaw } from '../nano/index.js';
+import { parseNetwork } from '../x402/network.js';
 import { profileSettler } from '../x402/profile-settler.js';
 import { Paywall, parseRoute } from '../x402/paywall.js';
 import { startPaywallServer } from '../x402/paywall-server.js';
@@ -9,11 +10,16 @@ import { startPaywallServer } from '../x402/paywall-server.js';
 export default class PaywallCommand extends SessionCommand {
   static override summary = 'Charge for an HTTP API in Nano (x402): a reverse proxy that answers 402 until paid.';
   static override description = `Requests to the paywall are forwarded to --upstream once paid. An unpaid request gets 402 with a PAYMENT-REQUIRED
-header (x402 v2, scheme exact, network nano:mainnet, the price in raw). A payment (the buyer's signed send block, not
-published) is verified against the ledger, the request is forwarded, and the block is published and its confirmation
-awaited only when the upstream answered below 400: a failed request costs the buyer nothing. Each payer's previous block is
-claimed in a record under the config dir before publishing, so a block settles at most once. --route sets a price per
-method and path ('GET /api/*=0.001', METHOD may be *; a price of 0 is free); other requests cost --price. Holds no key:
+header (x402 v2, scheme exact, the price in raw, on the backend's network: nano:mainnet on the live network, the
+sandbox's or a test node's own otherwise, e.g. nano:dev). A payment (the buyer's signed send block, not
+published) is verified against the ledger. On GET and HEAD the request is forwarded, and the block is published and its
+confirmation awaited only when the upstream answered below 400: a failed request costs the buyer nothing. On any other
+method (POST, PUT, PATCH, DELETE…) the block is settled first and the request forwarded only once paid, so nothing changes
+unpaid. Each payer's previous block is claimed in a record under the config dir before publishing, so a block settles at
+most once. --route sets a price per method and path ('GET /api/*=0.001', METHOD may be *; a price of 0 is free; add
+settle=before or settle=after to choose the order); other requests cost --price. The path priced is the path forwarded,
+under --upstream's path: a path with dot segments (also encoded), an encoded / \ or %, a backslash or a ';' is refused
+with 400. Holds no key:
 payments go to --to (default: the active account's address) and it needs only the profile's backend (a node, or the
 sandbox). Logs one line per request to stderr; runs until Ctrl-C.`;
   static override examples = [
@@ -23,8 +29,9 @@ sandbox). Logs one line per request to stderr; runs until Ctrl-C.`;
   static override flags = {
     upstream: Flags.string({ description: 'the API to forward to (http://host:port[/prefix])', required: true }),
     price: Flags.string({ description: 'price of a request in XNO (0: free unless a --route prices it)', required: true }),
-    route: Flags.string({ description: "price for a method and path: 'METHOD /path/*=XNO' (repeatable; the first match wins)", multiple: true, default: [] }),
+    route: Flags.string({ description: "price for a method and path: 'METHOD /path/*=XNO [settle=before|after]' (repeatable; the first match wins)", multiple: true, default: [] }),
     to: Flags.string({ description: 'address paid (default: the active account)' }),
+    network: Flags.string({ description: 'the x402 network (nano:mainnet…) when the node does not say; one that says must agree (default: x402-network)' }),
     host: Flags.string({ description: 'address to listen on', default: '127.0.0.1' }),
     port: Flags.integer({ description: 'port (default: a free one)', default: 0, min: 0, max: 65535 }),
   };
@@ -38,15 +45,16 @@ sandbox). Logs one line per request to stderr; runs until Ctrl-C.`;
     const defaultRaw = xnoToRaw(flags.price);
     const session = this.session(flags);
     const payTo = normalizeAddress(flags.to ?? (await session.address()));
-    const settler = await profileSettler(session);
+    const settler = await profileSettler(session, flags.network === undefined ? {} : { network: parseNetwork(flags.network, '--network') });
+    const network = await settler.network();
     const workThreshold = String((await settler.supported()).kinds[0]?.extra?.workThreshold);
     const paywall = new Paywall({ payTo, settler, workThreshold });
     const log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
     const server = await startPaywallServer({ host: flags.host, port: flags.port, upstream: flags.upstream, paywall, routes, defaultRaw, log });
     if (this.jsonEnabled()) {
-      process.stdout.write(`${JSON.stringify({ url: server.url, upstream: flags.upstream, pay_to: payTo, price: rawToXno(defaultRaw), price_raw: defaultRaw.toString() })}\n`);
+      process.stdout.write(`${JSON.stringify({ url: server.url, upstream: flags.upstream, network, pay_to: payTo, price: rawToXno(defaultRaw), price_raw: defaultRaw.toString() })}\n`);
     } else {
-      this.log(`x402 paywall: ${server.url} -> ${flags.upstream}\nPrice: ${rawToXno(defaultRaw)} XNO per request${routes.length > 0 ? ` (and ${routes.length} priced route(s))` : ''}, paid to ${payTo}\nStop it: Ctrl-C`);
+      this.log(`x402 paywall (${network}): ${server.url} -> ${flags.upstream}\nPrice: ${rawToXno(defaultRaw)} XNO per request${routes.length > 0 ? ` (and ${routes.length} priced route(s))` : ''}, paid to ${payTo}\nStop it: Ctrl-C`);
     }
     await new Promise<void>((resolve) => {
       process.on('SIGINT', () => resolve());

@@ -267,6 +267,17 @@ export class Session {
     return given === undefined || given.trim() === '' ? DEFAULT_CALL_TIMEOUT_S * 1000 : parseCallTimeout(given, 'NANOPAY_TIMEOUT') * 1000;
   }
 
+  /**
+   * How long a payment's proof of work may take: --timeout or NANOPAY_TIMEOUT
+   * when given, else 10 minutes (at the live send threshold a CPU needs tens of
+   * seconds on average, often more than one call's default bound).
+   */
+  workBoundMs(): number {
+    const given = this.env.NANOPAY_TIMEOUT;
+    if (this.options.deadlineMs === undefined && (given === undefined || given.trim() === '')) return 10 * 60_000;
+    return this.deadlineMs();
+  }
+
   /** The ledger's backend for operations: the service with its API key, or the node. */
   async api(): Promise<LedgerBackend> {
     return this.backendKind() === 'node' ? this.nodeClient() : this.serviceApi();

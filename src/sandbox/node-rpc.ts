@@ -193,8 +193,9 @@ const ACTIONS: Record<string, (service: SandboxService, body: Body) => Record<st
   block_info: blockInfo,
   process: processBlock,
   work_generate: workGenerate,
-  // The network decides the work thresholds a client uses: the dev network's unless the sandbox runs at live ones.
-  version: (s) => ({ node_vendor: 'nanopay sandbox', network: s.network, rpc_version: '1' }),
+  // The network decides the work thresholds a client uses, and the x402 network named: "dev", or at live thresholds
+  // "test" (Nano's test network works at live levels). Never "live": the sandbox's money is never real.
+  version: (s) => ({ node_vendor: 'nanopay sandbox', network: s.network === 'live' ? 'test' : 'dev', rpc_version: '1' }),
 };
 
 /**

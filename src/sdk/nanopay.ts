@@ -9,9 +9,10 @@ import { addContact, listContacts, removeContact, type Contact, type ContactAdde
 import { send, type SendResult } from '../ops/spending/send.js';
 import { Session, type SessionOptions } from '../ops/session.js';
 import { fetchWithPayment, type PaidFetch, type PaidFetchOptions } from '../x402/client.js';
+import { parseNetwork } from '../x402/network.js';
 import { profileSettler } from '../x402/profile-settler.js';
 import { x402Middleware, type RequestPrice, type X402Middleware } from '../x402/middleware.js';
-import { Paywall } from '../x402/paywall.js';
+import { Paywall, type SettleOrder } from '../x402/paywall.js';
 import { createWallet, importWallet, listWallets, type CreatedWallet, type ImportInput, type WalletSummary } from '../ops/profile/wallet.js';
 
 /** Which wallet and account pay (or receive), like the CLI's --wallet and --account; the active ones by default. */
@@ -131,13 +132,15 @@ export class NanoPay {
    * A node:http / Express-style middleware that charges `price` XNO per request
    * (x402 v2, Nano exact), as `nanopay paywall` does: paid to `payTo` (default:
    * the active account), settled on the profile's backend after the handler
-   * answered below 400. It signs nothing.
+   * answered below 400 for GET and HEAD, before the handler runs for any other
+   * method (`settle` names the order for every method), on the backend's
+   * network (`network` names it for a node that does not say). It signs nothing.
    */
-  async x402Middleware(options: { price: RequestPrice; payTo?: string; description?: string }): Promise<X402Middleware> {
-    const settler = await profileSettler(this.session);
+  async x402Middleware(options: { price: RequestPrice; payTo?: string; description?: string; settle?: SettleOrder; network?: string }): Promise<X402Middleware> {
+    const settler = await profileSettler(this.session, options.network === undefined ? {} : { network: parseNetwork(options.network, 'network') });
     const workThreshold = String((await settler.supported()).kinds[0]?.extra?.workThreshold);
     const payTo = options.payTo ?? (await this.session.address());
-    return x402Middleware(new Paywall({ payTo, settler, workThreshold, ...(options.description === undefined ? {} : { description: options.description }) }), options.price);
+    return x402Middleware(new Paywall({ payTo, settler, workThreshold, ...(options.description === undefined ? {} : { description: options.description }) }), options.price, options.settle === undefined ? {} : { settle: options.settle });
   }
 
   /** The newest `limit` (default 20) blocks of the account's history, like `history --json`. */

@@ -31,6 +31,8 @@ export interface ProfileRecord {
   x402Max?: string;
   /** x402 payments up to this (raw) are made without asking on a terminal. */
   x402AutoPay?: string;
+  /** The x402 network of a node backend that does not say (nano:mainnet…). */
+  x402Network?: string;
   workMode?: 'auto' | 'cpu' | 'remote';
   workServers?: string;
   /** Who answers for the ledger: the payment service (default) or a Nano node's RPC. */

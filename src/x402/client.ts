@@ -8,11 +8,12 @@ import { recordLanded, settleJournal } from '../ops/ledger/recovery.js';
 import type { Session } from '../ops/session.js';
 import { move, type Confirm } from '../ops/spending/movement.js';
 import { xnoAndRaw } from '../ops/money.js';
+import { parseThreshold } from '../work/index.js';
+import { backendNetwork } from './network.js';
 import type { JournalEntry } from '../wallet/journal.js';
 import {
   HEADERS,
   X402_ASSET,
-  X402_NETWORK,
   X402_SCHEME,
   decodeHeader,
   encodeHeader,
@@ -56,6 +57,8 @@ export interface X402Payment {
 export interface PaidFetch {
   response: Response;
   payment?: X402Payment;
+  /** A redirect to another origin, returned as it is (not followed): where it pointed. Nothing was paid or sent there. */
+  redirect?: string;
 }
 
 /** The most one payment may cost: the caller's maximum, else the profile's; none is a refusal, never unbounded. */
@@ -68,12 +71,36 @@ function maximum(session: Session, maxXno: string | undefined): bigint {
   });
 }
 
-/** The first Nano exact requirement within the maximum, kept verbatim to be echoed. */
-function choose(required: PaymentRequired, maxRaw: bigint): PaymentRequirements {
-  const nano = required.accepts.filter((a) => a.scheme === X402_SCHEME && a.network === X402_NETWORK && a.asset === X402_ASSET && isValidAddress(a.payTo) && BigInt(a.amount) > 0n);
-  if (nano.length === 0) {
+/**
+ * The hardest work a server may ask for: 64 times the expected work at the
+ * live send threshold (fffffff800000000, 2^29 hashes on average; this is 2^35).
+ * A server stating more would keep the CPU searching for hours, or for ever.
+ */
+const WORK_BOUND = 'ffffffffe0000000';
+
+/**
+ * The cheapest Nano exact requirement on the payer's own network (`network`,
+ * its backend's) within the maximum, kept verbatim to be echoed. A requirement
+ * on another network is never paid: test money is not real money, nor the reverse.
+ */
+function choose(required: PaymentRequired, maxRaw: bigint, network: string): PaymentRequirements {
+  const nanoOffers = required.accepts.filter((a) => a.scheme === X402_SCHEME && a.asset === X402_ASSET && isValidAddress(a.payTo) && BigInt(a.amount) > 0n);
+  if (nanoOffers.length === 0) {
     const offered = required.accepts.map((a) => `${a.scheme} ${a.network} ${a.asset}`).join('; ');
     throw new NanoPayError('X402_UNPAYABLE', `The server accepts no Nano payment (it offers: ${offered}); nothing was paid`);
+  }
+  const offers = nanoOffers.filter((a) => a.network === network);
+  if (offers.length === 0) {
+    const asked = [...new Set(nanoOffers.map((a) => a.network))].join(', ');
+    throw new NanoPayError('X402_UNPAYABLE', `The server asks to be paid on ${asked}; this wallet's backend is on ${network}; nothing was paid`, {
+      hint: `Pay it from a profile whose backend is on ${asked} (nanopay --profile NAME), or ask the server for ${network}.`,
+    });
+  }
+  const nano = offers.filter((a) => parseThreshold(statedThreshold(a) ?? '0000000000000000') <= parseThreshold(WORK_BOUND));
+  if (nano.length === 0) {
+    throw new NanoPayError('X402_UNPAYABLE', `The server asks for work at ${statedThreshold(offers[0] as PaymentRequirements) ?? '?'}, more than ${WORK_BOUND} (64 times the work of the live send threshold); nothing was paid`, {
+      hint: 'A server that states such a threshold would keep this machine searching for hours; pay it only if it asks for less.',
+    });
   }
   const within = nano.filter((a) => BigInt(a.amount) <= maxRaw).sort((a, b) => (BigInt(a.amount) < BigInt(b.amount) ? -1 : 1));
   const cheapest = within[0];
@@ -120,28 +147,104 @@ interface Challenge {
   chosen: PaymentRequirements;
 }
 
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+/** Where a request ended: its answer, the URL and request that got it, and a redirect to another origin left unfollowed. */
+interface Reached {
+  response: Response;
+  url: string;
+  init: RequestInit;
+  redirect?: string;
+}
+
+/** The Location of a redirect answer, absolute; undefined when the answer is no redirect. */
+function redirectOf(response: Response, from: string): string | undefined {
+  const location = response.headers.get('location');
+  return REDIRECTS.has(response.status) && location !== null && URL.canParse(location, from) ? new URL(location, from).href : undefined;
+}
+
+/**
+ * fetch that follows redirects only within the URL's origin (scheme, host and
+ * port), as fetch would (303, and 301/302 after a POST, become a GET without
+ * a body); a redirect to another origin comes back as it is, so nothing is
+ * paid to, or sent to, a host the user did not name. With `redirect:
+ * "manual"` (the toolset) no redirect is followed.
+ */
+async function reach(url: string, init: RequestInit, signal: AbortSignal | undefined): Promise<Reached> {
+  let current: Reached | undefined;
+  let at = { url, init };
+  for (let hops = 0; ; hops++) {
+    const response = await fetch(at.url, { ...at.init, redirect: 'manual', ...(signal === undefined ? {} : { signal }) }).catch((error: unknown) => Promise.reject(fetchFailure(error, at.url)));
+    const next = redirectOf(response, at.url);
+    current = { response, ...at };
+    if (next === undefined || init.redirect === 'manual') return current;
+    if (new URL(next).origin !== new URL(at.url).origin) return { ...current, redirect: next };
+    if (init.redirect === 'error' || hops >= 20) throw new NanoPayError('REQUEST_ERROR', `${url} redirects ${init.redirect === 'error' ? 'and redirects were refused' : 'too many times'}; nothing was paid`);
+    await response.body?.cancel().catch(() => undefined);
+    const method = (at.init.method ?? 'GET').toUpperCase();
+    const toGet = response.status === 303 ? method !== 'HEAD' : (response.status === 301 || response.status === 302) && method === 'POST';
+    const { body: _body, ...rest } = at.init;
+    at = { url: next, init: toGet ? { ...rest, method: 'GET' } : at.init };
+  }
+}
+
+/** The network the payer's backend is on (the x402-network setting names it for a node that does not say). */
+function payerNetwork(session: Session, ctx: OpsContext): Promise<string> {
+  return backendNetwork(ctx.api, session.profile().x402Network);
+}
+
+/**
+ * The payment's proof of work bounded by `ms` (--timeout): a search past it
+ * ends in TIMEOUT before anything is signed.
+ */
+function boundedWork(ctx: OpsContext, ms: number): OpsContext {
+  return {
+    ...ctx,
+    work: async (root, threshold, signal) => {
+      const bound = AbortSignal.timeout(ms);
+      try {
+        return await ctx.work(root, threshold, signal === undefined ? bound : AbortSignal.any([signal, bound]));
+      } catch (error) {
+        if (!bound.aborted || signal?.aborted === true) throw error;
+        throw new NanoPayError('TIMEOUT', `The proof of work for this payment (threshold ${threshold}) took longer than ${ms / 1000} s (--timeout); nothing was signed or paid`, {
+          hint: 'Allow more with --timeout (or NANOPAY_TIMEOUT), or make the work ahead: nanopay work precache.',
+        });
+      }
+    },
+  };
+}
+
+interface Presented {
+  response: Response;
+  settlement: SettleResponse | null;
+  /** The paid answer was a redirect (not followed): where it pointed. */
+  redirect?: string;
+}
+
 /**
  * Hands the signed block to the server (PAYMENT-SIGNATURE, and X-PAYMENT for
  * v1-style sellers) and decides from our own ledger whether it was paid: a
  * 2xx, a settlement naming some hash, or a 402 are the server's word only.
  * Not seen confirmed: X402_UNSETTLED, and the block stays an outstanding cheque.
  */
-async function present(ctx: OpsContext, c: Challenge, block: StateBlock, waitMs: number): Promise<{ response: Response; settlement: SettleResponse | null }> {
+async function present(ctx: OpsContext, c: Challenge, block: StateBlock, waitMs: number): Promise<Presented> {
   const hash = hashBlock(block);
   const payment: PaymentPayload = { x402Version: 2, resource: c.required.resource, accepted: c.chosen, payload: { block: { ...block, link_as_account: linkAsAccount(block.link) } } };
   const header = encodeHeader(payment);
   const headers = new Headers(c.init.headers);
   headers.set(HEADERS.signature, header);
   headers.set(HEADERS.legacyPayment, header);
-  const response = await fetch(c.url, { ...c.init, headers, ...(ctx.signal === undefined ? {} : { signal: ctx.signal }) }).catch((error: unknown) => {
+  // Never followed: the payment header goes to this URL only.
+  const response = await fetch(c.url, { ...c.init, headers, redirect: 'manual', ...(ctx.signal === undefined ? {} : { signal: ctx.signal }) }).catch((error: unknown) => {
     throw new NanoPayError('X402_UNSETTLED', `Presenting the payment ${hash} to ${c.url} failed (${error instanceof Error ? error.message : String(error)}); it is outstanding`, {
       hint: 'Run again with the same --id to present the same block, or any send or receive of this account cancels it.',
     });
   });
   const settlement = readSettlement(response);
   // A server that says it settled gets time to be seen; one that says nothing or no gets one look.
-  const claimed = response.ok && settlement?.success === true;
-  if (await seenConfirmed(ctx.api, hash, claimed ? waitMs : 0, ctx.signal)) return { response, settlement };
+  const claimed = response.status < 400 && settlement?.success === true;
+  const redirect = redirectOf(response, c.url);
+  if (await seenConfirmed(ctx.api, hash, claimed ? waitMs : 0, ctx.signal)) return { response, settlement, ...(redirect === undefined ? {} : { redirect }) };
   await response.body?.cancel().catch(() => undefined);
   const said =
     response.status === 402 ? `answered 402 again${settlement?.errorReason === undefined ? '' : ` (${settlement.errorReason})`}` : claimed ? `said it settled ${settlement?.transaction ?? ''}` : `answered HTTP ${response.status} without a settlement`;
@@ -196,10 +299,10 @@ async function presentAgain(ctx: OpsContext, signer: Signer, c: Challenge, id: s
         hint: 'Use a new --id for a new payment.',
       });
     }
-    const { response, settlement } = await present(ctx, c, entry.block, waitMs);
+    const { response, settlement, redirect } = await present(ctx, c, entry.block, waitMs);
     await recordLanded(ctx, entry);
     await ctx.journal.clear(signer.address);
-    return { response, payment: paymentOf(entry, BigInt(c.chosen.amount), settlement, false) };
+    return { response, payment: paymentOf(entry, BigInt(c.chosen.amount), settlement, false), ...(redirect === undefined ? {} : { redirect }) };
   });
 }
 
@@ -211,20 +314,24 @@ async function presentAgain(ctx: OpsContext, signer: Signer, c: Challenge, id: s
  * counted paid only once our own backend shows it confirmed, and otherwise
  * left outstanding, to be presented again under the same id or cancelled by
  * the account's next block. Never a second block for one challenge.
+ * Redirects are followed within the URL's origin only (see reach), and the
+ * payment goes to the URL that asked for it, never on to another.
  */
 export async function fetchWithPayment(session: Session, input: string | URL, init: RequestInit = {}, options: PaidFetchOptions = {}): Promise<PaidFetch> {
-  const url = String(input);
   const signal = options.signal;
-  const first = await fetch(url, { ...init, ...(signal === undefined ? {} : { signal }) }).catch((error: unknown) => Promise.reject(fetchFailure(error, url)));
-  if (first.status !== 402) return { response: first };
+  const reached = await reach(String(input), init, signal);
+  const first = reached.response;
+  if (first.status !== 402) return { response: first, ...(reached.redirect === undefined ? {} : { redirect: reached.redirect }) };
+  const url = reached.url;
   // Kept: when the payment was made before under this id, this 402 is the answer there is.
   const firstBody = await first.arrayBuffer();
   const required = readRequired(first);
-  const chosen = choose(required, maximum(session, options.maxXno));
+  const maxRaw = maximum(session, options.maxXno);
+  const ctx = boundedWork(await session.context(signal), session.workBoundMs());
+  const chosen = choose(required, maxRaw, await payerNetwork(session, ctx));
   const amountRaw = BigInt(chosen.amount);
-  const c: Challenge = { url, init, required, chosen };
+  const c: Challenge = { url, init: reached.init, required, chosen };
   const waitMs = options.settleWaitMs ?? 15_000;
-  const ctx = await session.context(signal);
   const signer = await session.account(options.wallet, options.index);
   if (options.id !== undefined) {
     const again = await presentAgain(ctx, signer, c, options.id, waitMs);
@@ -234,7 +341,7 @@ export async function fetchWithPayment(session: Session, input: string | URL, in
   const autoPay = BigInt(session.profile().x402AutoPay ?? '0');
   const confirm = amountRaw <= autoPay ? undefined : options.confirm;
   const threshold = statedThreshold(chosen);
-  let presented: { response: Response; settlement: SettleResponse | null } | undefined;
+  let presented: Presented | undefined;
   const moved = await move(ctx, {
     signer,
     to: chosen.payTo,
@@ -253,7 +360,7 @@ export async function fetchWithPayment(session: Session, input: string | URL, in
     // Paid before under this id (recorded): nothing moved, and there is no block left to present.
     return { response: new Response(firstBody, { status: first.status, headers: first.headers }), payment: paymentOf(made, moved.amountRaw, null, true) };
   }
-  return { response: presented.response, payment: paymentOf(made, moved.amountRaw, presented.settlement, false) };
+  return { response: presented.response, payment: paymentOf(made, moved.amountRaw, presented.settlement, false), ...(presented.redirect === undefined ? {} : { redirect: presented.redirect }) };
 }
 
 /**
@@ -264,9 +371,10 @@ export async function fetchWithPayment(session: Session, input: string | URL, in
  * account's next block finds it cashed (recorded paid) or cancels it.
  */
 export async function signCheque(session: Session, requirements: PaymentRequirements, options: Omit<PaidFetchOptions, 'settleWaitMs'> & { chequeFor?: string } = {}): Promise<StateBlock> {
-  const chosen = choose({ x402Version: 2, resource: { url: '' }, accepts: [requirements] }, maximum(session, options.maxXno));
+  const maxRaw = maximum(session, options.maxXno);
+  const ctx = boundedWork(await session.context(options.signal), session.workBoundMs());
+  const chosen = choose({ x402Version: 2, resource: { url: '' }, accepts: [requirements] }, maxRaw, await payerNetwork(session, ctx));
   const amountRaw = BigInt(chosen.amount);
-  const ctx = await session.context(options.signal);
   const signer = await session.account(options.wallet, options.index);
   const autoPay = BigInt(session.profile().x402AutoPay ?? '0');
   const confirm = amountRaw <= autoPay ? undefined : options.confirm;

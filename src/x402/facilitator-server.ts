@@ -1,6 +1,5 @@
 import { RESPONDED, startHttpServer, type Call, type HttpServer, type Route } from '../http/server.js';
 import { sendJson } from '../http/respond.js';
-import { X402_NETWORK } from './protocol.js';
 import { X402Refusal } from './nano-exact.js';
 import { facilitatorRequest, type NanoSettler } from './facilitator.js';
 
@@ -50,7 +49,7 @@ export function startFacilitatorServer(options: FacilitatorServerOptions): Promi
           const { payment, requirements } = facilitatorRequest(call.body);
           return await settler.settle(payment, requirements);
         } catch (error) {
-          if (error instanceof X402Refusal) return { success: false, errorReason: error.reason, errorMessage: error.message, transaction: '', network: X402_NETWORK };
+          if (error instanceof X402Refusal) return { success: false, errorReason: error.reason, errorMessage: error.message, transaction: '', network: await settler.network() };
           throw error;
         }
       }),

@@ -3,9 +3,9 @@ import type { LedgerBackend } from '../api/backend.js';
 import { NanoPayError } from '../errors.js';
 import { isDefinitiveRejection } from '../ops/ledger/chain.js';
 import { X402Refusal, chequeOf, sendThreshold, verifyNanoPayment, type NanoCheque, type X402Ledger } from './nano-exact.js';
+import { backendNetwork } from './network.js';
 import {
   X402_ASSET,
-  X402_NETWORK,
   X402_SCHEME,
   X402_VERSION,
   parsePaymentPayload,
@@ -22,11 +22,23 @@ import type { SettlementRecord } from './settlements.js';
 export type SettlingLedger = X402Ledger & Pick<LedgerBackend, 'publish'>;
 
 export interface FacilitatorOptions {
-  /** How long a settlement waits for the block's confirmation. Default 30 s: clients should allow more. */
+  /** The network named (--network, x402-network) for a node that does not say; one that says must agree. */
+  network?: string;
+  /** The most a settlement waits for the block's confirmation, below the requirement's maxTimeoutSeconds. Default 30 s: clients should allow more. */
   confirmTimeoutMs?: number;
-  /** Between confirmation reads. Default 100 ms. */
+  /** The first confirmation read after the one at once (the scheme's "about half a second"). Default 500 ms. */
+  firstPollMs?: number;
+  /** Between the later confirmation reads (the scheme's "every second"). Default 1000 ms. */
   pollMs?: number;
+  /**
+   * Resolves when the node's WebSocket says `hash` (on `account`'s chain) is
+   * confirmed, or never: a wait between reads ends early on it. `done` stops
+   * following the account.
+   */
+  confirmation?: (hash: string, account: string) => { seen: Promise<void>; done(): void };
   now?: () => number;
+  /** Waits between reads (tests give a clock of their own). */
+  wait?: (ms: number) => Promise<void>;
 }
 
 /** A verified payment, ready to settle. */
@@ -44,35 +56,48 @@ export interface Verified {
  * confirms the block.
  */
 export class NanoSettler {
-  /** Previous hashes being settled by this process right now. */
+  /** Previous hashes being verified (by a paywall) or settled by this process right now. */
   private readonly settling = new Set<string>();
   private readonly confirmTimeoutMs: number;
+  private readonly firstPollMs: number;
   private readonly pollMs: number;
   private readonly now: () => number;
+  private readonly wait: (ms: number) => Promise<void>;
+  private named: Promise<string> | undefined;
 
   constructor(
     private readonly ledger: SettlingLedger,
     private readonly record: SettlementRecord,
-    options: FacilitatorOptions = {},
+    private readonly options: FacilitatorOptions = {},
   ) {
     this.confirmTimeoutMs = options.confirmTimeoutMs ?? 30_000;
-    this.pollMs = options.pollMs ?? 100;
+    this.firstPollMs = options.firstPollMs ?? 500;
+    this.pollMs = options.pollMs ?? 1000;
     this.now = options.now ?? Date.now;
+    this.wait = options.wait ?? ((ms) => sleep(ms));
+  }
+
+  /** The network this settler settles on (nano:mainnet only on the live network), asked of the backend once. */
+  network(): Promise<string> {
+    this.named ??= backendNetwork(this.ledger, this.options.network);
+    return this.named;
   }
 
   async supported(): Promise<SupportedResponse> {
-    return {
-      kinds: [{ x402Version: X402_VERSION, scheme: X402_SCHEME, network: X402_NETWORK, extra: { asset: X402_ASSET, work: 'required', workThreshold: await sendThreshold(this.ledger) } }],
-      extensions: [],
-      signers: {},
-    };
+    const [network, workThreshold] = await Promise.all([this.network(), sendThreshold(this.ledger)]);
+    return { kinds: [{ x402Version: X402_VERSION, scheme: X402_SCHEME, network, extra: { asset: X402_ASSET, work: 'required', workThreshold } }], extensions: [], signers: {} };
   }
 
-  /** Verifies, also refusing a block whose previous is being settled or was settled. */
-  async check(payment: PaymentPayload, requirements: PaymentRequirements): Promise<Verified> {
-    const cheque = await verifyNanoPayment(this.ledger, payment, requirements);
+  /**
+   * Verifies, also refusing a block whose previous is being settled or was
+   * settled. `held`: the payload's cheque, found signed, whose previous the
+   * caller holds already (a paywall holds it from before verification, see
+   * Paywall.admit).
+   */
+  async check(payment: PaymentPayload, requirements: PaymentRequirements, held?: NanoCheque): Promise<Verified> {
+    const cheque = await verifyNanoPayment(this.ledger, payment, requirements, await this.network(), held);
     const previous = cheque.block.previous;
-    if (this.settling.has(previous)) throw new X402Refusal('transaction_in_flight', `A block on ${previous} is being settled`);
+    if (held === undefined && this.settling.has(previous)) throw new X402Refusal('transaction_in_flight', `A block on ${previous} is being settled`);
     const entry = await this.record.read(previous);
     if (entry?.state === 'settled') throw new X402Refusal('transaction_already_settled', `A block on ${previous} was already settled (${entry.hash})`);
     // A settlement of this very block cut short by a crash may be taken over (see SettlementRecord.claim).
@@ -92,14 +117,7 @@ export class NanoSettler {
   }
 
   async settle(payment: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
-    const failed = (reason: string, message: string, transaction = ''): SettleResponse => ({
-      success: false,
-      errorReason: reason,
-      errorMessage: message,
-      ...payerOf(payment),
-      transaction,
-      network: X402_NETWORK,
-    });
+    const failed = failure(payerOf(payment).payer, await this.network());
     let verified: Verified;
     try {
       verified = await this.check(payment, requirements);
@@ -134,22 +152,22 @@ export class NanoSettler {
     const verified: Verified = { cheque, requirements };
     if (!this.reserve(verified)) return undefined;
     try {
-      if (!(await this.confirmed(cheque.hash)) || !(await this.record.settle(cheque.block.previous, cheque.hash, new Date(this.now())))) return undefined;
-      return { success: true, payer: cheque.payer, transaction: cheque.hash, network: X402_NETWORK, amount: requirements.amount };
+      if (!(await this.confirmed(verified)) || !(await this.record.settle(cheque.block.previous, cheque.hash, new Date(this.now())))) return undefined;
+      return { success: true, payer: cheque.payer, transaction: cheque.hash, network: await this.network(), amount: requirements.amount };
     } finally {
       this.release(verified);
     }
   }
 
   /** Holds the payer's previous for this process (from verify to settle); false when another request holds it. */
-  reserve(verified: Verified): boolean {
+  reserve(verified: Pick<Verified, 'cheque'>): boolean {
     const previous = verified.cheque.block.previous;
     if (this.settling.has(previous)) return false;
     this.settling.add(previous);
     return true;
   }
 
-  release(verified: Verified): void {
+  release(verified: Pick<Verified, 'cheque'>): void {
     this.settling.delete(verified.cheque.block.previous);
   }
 
@@ -161,13 +179,27 @@ export class NanoSettler {
   async settleReserved(verified: Verified): Promise<SettleResponse> {
     const { block, hash, payer } = verified.cheque;
     const previous = block.previous;
-    const failed = (reason: string, message: string, transaction = ''): SettleResponse => ({ success: false, errorReason: reason, errorMessage: message, payer, transaction, network: X402_NETWORK });
+    const failed = failure(payer, await this.network());
     const claim = await this.record.claim(previous, hash, new Date(this.now()));
     if (claim !== true) {
       return claim.state === 'settled'
         ? failed('transaction_already_settled', `A block on ${previous} was already settled (${claim.hash})`)
         : failed('transaction_in_flight', `A block on ${previous} is being settled`);
     }
+    // Followed before publishing, so a confirmation that comes at once is not missed.
+    const heard = this.options.confirmation?.(hash, payer);
+    try {
+      return await this.publishAndConfirm(verified, heard?.seen);
+    } finally {
+      heard?.done();
+    }
+  }
+
+  private async publishAndConfirm(verified: Verified, heard: Promise<void> | undefined): Promise<SettleResponse> {
+    const { block, hash, payer } = verified.cheque;
+    const previous = block.previous;
+    const network = await this.network();
+    const failed = failure(payer, network);
     try {
       await this.ledger.publish(block, 'send', hash);
     } catch (error) {
@@ -180,20 +212,42 @@ export class NanoSettler {
         return failed('settlement_pending', `Publishing ${hash} had no clear outcome: ${error instanceof Error ? error.message : String(error)}`, hash);
       }
     }
-    if (!(await this.confirmed(hash))) return failed('settlement_pending', `The block ${hash} was published but not confirmed within ${this.confirmTimeoutMs} ms`, hash);
+    if (!(await this.confirmed(verified, heard))) return failed('settlement_pending', `The block ${hash} was published but not confirmed within ${this.timeoutMs(verified)} ms`, hash);
     if (!(await this.record.settle(previous, hash, new Date(this.now())))) return failed('transaction_already_settled', `A block on ${previous} was already settled`);
-    return { success: true, payer, transaction: hash, network: X402_NETWORK, amount: verified.requirements.amount };
+    return { success: true, payer, transaction: hash, network, amount: verified.requirements.amount };
   }
 
-  private async confirmed(hash: string): Promise<boolean> {
-    const until = this.now() + this.confirmTimeoutMs;
-    for (;;) {
-      const info = await this.ledger.blockInfo(hash).catch(() => undefined);
+  /** The requirement's maxTimeoutSeconds, within confirmTimeoutMs. */
+  private timeoutMs(verified: Verified): number {
+    return Math.min(verified.requirements.maxTimeoutSeconds * 1000, this.confirmTimeoutMs);
+  }
+
+  /**
+   * Whether the ledger confirms the block in time, read as the scheme advises:
+   * at once (a ledger that confirms at once, like the sandbox, answers
+   * without a wait), then about half a second after publishing, then every
+   * second, up to the requirement's maxTimeoutSeconds; a WebSocket
+   * confirmation of the block ends a wait early (it is a reason to read, not
+   * a verdict).
+   */
+  private async confirmed(verified: Verified, heard?: Promise<void>): Promise<boolean> {
+    const until = this.now() + this.timeoutMs(verified);
+    for (let reads = 0; ; reads++) {
+      const info = await this.ledger.blockInfo(verified.cheque.hash).catch(() => undefined);
       if (info?.confirmed === true) return true;
-      if (this.now() >= until) return false;
-      await sleep(this.pollMs);
+      const left = until - this.now();
+      if (left <= 0) return false;
+      const wait = this.wait(Math.min(reads === 0 ? this.firstPollMs : this.pollMs, left));
+      await (heard === undefined ? wait : Promise.race([wait, heard]));
+      // Heard once: later reads wait their turn again.
+      heard = undefined;
     }
   }
+}
+
+/** A failed settlement's answer, for `payer` on `network`. */
+function failure(payer: string | undefined, network: string): (reason: string, message: string, transaction?: string) => SettleResponse {
+  return (reason, message, transaction = '') => ({ success: false, errorReason: reason, errorMessage: message, ...(payer === undefined ? {} : { payer }), transaction, network });
 }
 
 function payerOf(payment: PaymentPayload): { payer?: string } {

@@ -1,7 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { sendJson } from '../http/respond.js';
+import type { NanoPayError } from '../errors.js';
+import { errorEnvelope, sendJson } from '../http/respond.js';
 import { xnoToRaw } from '../nano/index.js';
-import { settlementHeader, type Paywall } from './paywall.js';
+import { settleOrder, settlementHeader, type Paywall, type SettleOrder } from './paywall.js';
+import { canonicalPath } from './request-path.js';
 
 /** The price of a request in XNO ("0.001"); undefined or "0" lets it through free. */
 export type RequestPrice = string | ((req: IncomingMessage) => string | undefined);
@@ -40,14 +42,25 @@ function holdResponse(res: ServerResponse, done: (body: Buffer) => void): void {
 }
 
 /**
- * What `nanopay paywall` does, for a node:http (or Express-style) handler: a
- * priced request without a valid payment gets 402 with PAYMENT-REQUIRED; a
- * valid one runs the handler (`next`) with its answer held; an answer below
- * 400 settles the payment and goes out with PAYMENT-RESPONSE, anything else
- * goes out as it is and the block is never published.
+ * What `nanopay paywall` does, for a node:http (or Express-style) handler. The
+ * request's path is made canonical first (or refused with 400, see
+ * canonicalPath) and `req.url` rewritten to it, so the price function and the
+ * handler see the same path. A priced request without a valid payment gets
+ * 402 with PAYMENT-REQUIRED. A valid one on a safe method (GET, HEAD) runs the
+ * handler (`next`) with its answer held: an answer below 400 settles the
+ * payment and goes out with PAYMENT-RESPONSE, anything else goes out as it is
+ * and the block is never published. On any other method (or with `settle:
+ * 'before'`) the payment is settled first and the handler runs only once paid.
  */
-export function x402Middleware(paywall: Paywall, price: RequestPrice): X402Middleware {
+export function x402Middleware(paywall: Paywall, price: RequestPrice, options: { settle?: SettleOrder } = {}): X402Middleware {
   return async (req, res, next) => {
+    const target = req.url ?? '/';
+    const mark = target.indexOf('?');
+    try {
+      req.url = `${canonicalPath(mark === -1 ? target : target.slice(0, mark))}${mark === -1 ? '' : target.slice(mark)}`;
+    } catch (error) {
+      return sendJson(res, 400, errorEnvelope(error as NanoPayError));
+    }
     const xno = typeof price === 'function' ? price(req) : price;
     const priceRaw = xno === undefined ? 0n : xnoToRaw(xno);
     if (priceRaw === 0n) return next();
@@ -58,6 +71,14 @@ export function x402Middleware(paywall: Paywall, price: RequestPrice): X402Middl
       return sendJson(res, 402, {});
     }
     const { verified } = admission;
+    if (settleOrder(req.method ?? 'GET', options.settle) === 'before') {
+      const settlement = await paywall.settle(verified).catch(() => undefined);
+      if (settlement === undefined) return sendJson(res, 502, { error: 'settlement failed' });
+      for (const [name, value] of Object.entries(settlementHeader(settlement))) res.setHeader(name, value);
+      if (!settlement.success) return sendJson(res, 402, {});
+      res.setHeader('access-control-expose-headers', 'PAYMENT-RESPONSE');
+      return next();
+    }
     const original = { writeHead: res.writeHead, write: res.write, end: res.end };
     holdResponse(res, (body) => {
       Object.assign(res, original);

@@ -3,10 +3,10 @@ import { NanoPayError } from '../errors.js';
 import { addressToPublicKey, hashBlock, isValidAddress, linkAsAccount, publicKeyToAddress, verifyBlock, workRoot, type StateBlock } from '../nano/index.js';
 import { readAccountHead } from '../ops/ledger/chain.js';
 import { parseThreshold, validateWork } from '../work/index.js';
-import { X402_ASSET, X402_NETWORK, X402_SCHEME, X402_VERSION, isObject, sameRequirement, type PaymentPayload, type PaymentRequirements } from './protocol.js';
+import { X402_ASSET, X402_SCHEME, X402_VERSION, isObject, sameRequirement, type PaymentPayload, type PaymentRequirements } from './protocol.js';
 
 /** What verification reads of the ledger (a node's RPC, or the service). */
-export type X402Ledger = Pick<LedgerBackend, 'kind' | 'accountInfo' | 'blockInfo' | 'activeDifficulty'>;
+export type X402Ledger = Pick<LedgerBackend, 'kind' | 'accountInfo' | 'blockInfo' | 'activeDifficulty' | 'network'>;
 
 /** A payload block checked for shape: the signed send, its hash, and who pays. */
 export interface NanoCheque {
@@ -69,11 +69,11 @@ export function chequeOf(payload: Record<string, unknown>): NanoCheque {
   return { block, hash: hashBlock(block), payer: publicKeyToAddress(addressToPublicKey(block.account)) };
 }
 
-/** The Nano exact requirement this server offers; extra states what work it takes. */
-export function nanoRequirement(payTo: string, amountRaw: bigint, workThreshold: string, maxTimeoutSeconds = 300): PaymentRequirements {
+/** The Nano exact requirement this server offers on `network`; extra states what work it takes. */
+export function nanoRequirement(payTo: string, amountRaw: bigint, network: string, workThreshold: string, maxTimeoutSeconds = 300): PaymentRequirements {
   return {
     scheme: X402_SCHEME,
-    network: X402_NETWORK,
+    network,
     amount: amountRaw.toString(),
     asset: X402_ASSET,
     payTo,
@@ -93,26 +93,29 @@ function harder(a: string, b: string): string {
 
 /**
  * Checks a payment against the requirement it claims and against the ledger,
- * in order: version, scheme and network, the echo of the requirement, the
+ * in order: version, scheme and network (the one this server settles on), the echo of the requirement, the
  * block's shape, payee, signature, previous = the payer's confirmed frontier
  * (checked, see readAccountHead), the representative kept, the balance drop
  * equal to the amount, the work over previous, and the block not already in
  * the ledger. Throws an X402Refusal; anything else is the ledger failing.
+ * `signed`: the payload's cheque, already found well formed and signed by the caller (checked once, not twice).
  */
-export async function verifyNanoPayment(ledger: X402Ledger, payment: PaymentPayload, requirements: PaymentRequirements): Promise<NanoCheque> {
+export async function verifyNanoPayment(ledger: X402Ledger, payment: PaymentPayload, requirements: PaymentRequirements, network: string, signed?: NanoCheque): Promise<NanoCheque> {
   if (payment.x402Version !== X402_VERSION) throw new X402Refusal('invalid_x402_version', 'Only x402 version 2 is supported');
   if (requirements.scheme !== X402_SCHEME || payment.accepted.scheme !== X402_SCHEME) throw new X402Refusal('unsupported_scheme', `Only the "${X402_SCHEME}" scheme is supported`);
-  if (requirements.network !== X402_NETWORK || payment.accepted.network !== X402_NETWORK) throw new X402Refusal('invalid_network', `Only ${X402_NETWORK} is supported`);
+  if (requirements.network !== network || payment.accepted.network !== network) {
+    throw new X402Refusal('invalid_network', `This server settles on ${network}, not ${payment.accepted.network === network ? requirements.network : payment.accepted.network}`);
+  }
   if (requirements.asset !== X402_ASSET) throw new X402Refusal('invalid_payment_requirements', `The asset must be ${X402_ASSET}`);
   if (!sameRequirement(requirements, payment.accepted)) throw new X402Refusal('invalid_payment_requirements', 'The payment does not accept the requirement it is checked against');
   if (!isValidAddress(requirements.payTo)) throw new X402Refusal('invalid_payment_requirements', 'payTo is not a Nano address');
   const amount = BigInt(requirements.amount);
   if (amount <= 0n) throw new X402Refusal('invalid_payment_requirements', 'The amount must be above 0 raw');
 
-  const cheque = chequeOf(payment.payload);
+  const cheque = signed ?? chequeOf(payment.payload);
   const { block, hash, payer } = cheque;
   if (block.link !== addressToPublicKey(requirements.payTo)) throw new X402Refusal('invalid_recipient', `The block pays ${linkAsAccount(block.link)}, not ${requirements.payTo}`);
-  if (!verifyBlock(block)) throw new X402Refusal('invalid_signature', 'The block is not signed by the key of its account');
+  if (signed === undefined && !verifyBlock(block)) throw new X402Refusal('invalid_signature', 'The block is not signed by the key of its account');
 
   // The reads are independent: made at once (the paid request waits on them).
   const [head, seen] = await Promise.all([

@@ -2,8 +2,9 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { NanoPayError } from '../errors.js';
 import { RESPONDED, startHttpServer, type Call, type HttpServer } from '../http/server.js';
 import { sendJson } from '../http/respond.js';
-import { HEADERS } from './protocol.js';
-import { priceOf, settlementHeader, type Paywall, type PricedRoute } from './paywall.js';
+import { HEADERS, type SettleResponse } from './protocol.js';
+import { routeFor, settleOrder, settlementHeader, type Paywall, type PricedRoute } from './paywall.js';
+import { canonicalPath, upstreamTarget } from './request-path.js';
 
 export interface PaywallServerOptions {
   host: string;
@@ -39,8 +40,7 @@ function forwardHeaders(headers: IncomingHttpHeaders): Headers {
   return out;
 }
 
-async function forward(upstream: URL, call: Call): Promise<Upstream> {
-  const target = new URL(`${upstream.pathname.replace(/\/$/, '')}${call.request.url ?? '/'}`, upstream.origin);
+async function forward(target: URL, call: Call): Promise<Upstream> {
   const hasBody = call.method !== 'GET' && call.method !== 'HEAD' && (call.rawBody?.length ?? 0) > 0;
   let response: Response;
   try {
@@ -67,18 +67,28 @@ function challenge(res: ServerResponse, headers: Record<string, string>, status 
   return RESPONDED;
 }
 
+/** The query of a request target as sent ("" or "?…"). */
+function queryOf(target: string | undefined): string {
+  const mark = (target ?? '').indexOf('?');
+  return mark === -1 ? '' : (target as string).slice(mark);
+}
+
 /**
  * `nanopay paywall`: a reverse proxy on the one HTTP server module that
- * charges per request in Nano (x402 v2, Nano exact). Unpaid priced requests
- * get 402 with PAYMENT-REQUIRED; a valid payment is forwarded, and settled
- * only once the upstream answered below 400 (then PAYMENT-RESPONSE rides on
- * the upstream's answer); a failed upstream answer passes through and the
- * block is never published.
+ * charges per request in Nano (x402 v2, Nano exact). The request's path is
+ * made canonical once (or refused, see canonicalPath): that path is priced and
+ * that path is forwarded, under the upstream's prefix. Unpaid priced requests
+ * get 402 with PAYMENT-REQUIRED. A valid payment on a safe method (GET, HEAD)
+ * is forwarded and settled only once the upstream answered below 400 (a
+ * failed upstream answer passes through and the block is never published);
+ * on any other method it is settled first, so an upstream's side effect is
+ * never had unpaid. A route may name its order (settle=before|after).
  */
 export function startPaywallServer(options: PaywallServerOptions): Promise<HttpServer> {
   const upstream = new URL(options.upstream);
   const { paywall } = options;
   const log = options.log ?? ((): void => undefined);
+  const paidHeaders = (settlement: SettleResponse): Record<string, string> => ({ ...settlementHeader(settlement), 'access-control-expose-headers': 'PAYMENT-RESPONSE' });
   return startHttpServer({
     host: options.host,
     port: options.port,
@@ -86,14 +96,34 @@ export function startPaywallServer(options: PaywallServerOptions): Promise<HttpS
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
     log,
     fallback: async (call) => {
-      const price = priceOf(options.routes, options.defaultRaw, call.method, call.path);
-      if (price === 0n) return reply(call.response, await forward(upstream, call));
-      const resource = `http://${call.headers.host ?? `${options.host}:${options.port}`}${call.path}`;
+      const path = canonicalPath(call.path);
+      const target = upstreamTarget(upstream, path, queryOf(call.request.url));
+      const route = routeFor(options.routes, call.method, path);
+      const price = route?.priceRaw ?? options.defaultRaw;
+      if (price === 0n) return reply(call.response, await forward(target, call));
+      const resource = `http://${call.headers.host ?? `${options.host}:${options.port}`}${path}`;
       const admission = await paywall.admit(call.headers, resource, price);
       if (!admission.paid) return challenge(call.response, admission.headers);
+      const settle = async (): Promise<SettleResponse | undefined> => {
+        const settlement = await paywall.settle(admission.verified);
+        if (settlement.success) {
+          log(`settled ${settlement.transaction} (${settlement.amount ?? '?'} raw from ${settlement.payer ?? '?'})`);
+          return settlement;
+        }
+        log(`settlement failed for ${admission.verified.cheque.hash}: ${settlement.errorReason ?? 'unknown'}`);
+        challenge(call.response, settlementHeader(settlement));
+        return undefined;
+      };
+      if (settleOrder(call.method, route?.settle) === 'before') {
+        const settlement = await settle();
+        if (settlement === undefined) return RESPONDED;
+        // Paid: whatever the upstream does now, the answer (an error envelope too) says so.
+        for (const [name, value] of Object.entries(paidHeaders(settlement))) call.response.setHeader(name, value);
+        return reply(call.response, await forward(target, call));
+      }
       let answer: Upstream;
       try {
-        answer = await forward(upstream, call);
+        answer = await forward(target, call);
       } catch (error) {
         paywall.release(admission.verified);
         throw error;
@@ -102,13 +132,8 @@ export function startPaywallServer(options: PaywallServerOptions): Promise<HttpS
         paywall.release(admission.verified);
         return reply(call.response, answer);
       }
-      const settlement = await paywall.settle(admission.verified);
-      if (!settlement.success) {
-        log(`settlement failed for ${admission.verified.cheque.hash}: ${settlement.errorReason ?? 'unknown'}`);
-        return challenge(call.response, settlementHeader(settlement));
-      }
-      log(`settled ${settlement.transaction} (${settlement.amount ?? '?'} raw from ${settlement.payer ?? '?'})`);
-      return reply(call.response, answer, { ...settlementHeader(settlement), 'access-control-expose-headers': 'PAYMENT-RESPONSE' });
+      const settlement = await settle();
+      return settlement === undefined ? RESPONDED : reply(call.response, answer, paidHeaders(settlement));
     },
   });
 }

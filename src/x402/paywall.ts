@@ -1,21 +1,46 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { NanoPayError } from '../errors.js';
-import { normalizeAddress, xnoToRaw } from '../nano/index.js';
+import { normalizeAddress, verifyBlock, xnoToRaw } from '../nano/index.js';
 import type { NanoSettler, Verified } from './facilitator.js';
-import { X402Refusal, nanoRequirement } from './nano-exact.js';
+import { X402Refusal, chequeOf, nanoRequirement, type NanoCheque } from './nano-exact.js';
+import { canonicalPath } from './request-path.js';
 import { HEADERS, X402_VERSION, decodeHeader, encodeHeader, parsePaymentPayload, sameRequirement, type PaymentRequired, type PaymentRequirements, type SettleResponse } from './protocol.js';
 
-/** A priced route: `METHOD /path/*=XNO` (METHOD may be `*`; `*` at the end of the path matches any rest). */
+/**
+ * When a paid request is settled: `before` the upstream (or handler) runs, so
+ * nothing happens unpaid, or `after` it answered below 400, so a failed
+ * request costs nothing and a safe one waits less.
+ */
+export type SettleOrder = 'before' | 'after';
+
+/** A priced route: `METHOD /path/*=XNO [settle=before|after]` (METHOD may be `*`; `*` at the end of the path matches any rest). */
 export interface PricedRoute {
   method: string;
   path: string;
   priceRaw: bigint;
+  settle?: SettleOrder;
 }
 
 export function parseRoute(spec: string): PricedRoute {
-  const match = /^\s*(\*|[A-Za-z]+)\s+(\/\S*)\s*=\s*(\S+)\s*$/.exec(spec);
-  if (match === null) throw new NanoPayError('USAGE', `A route is 'METHOD /path/*=XNO' (e.g. 'GET /api/*=0.001'), not "${spec}"`);
-  return { method: (match[1] as string).toUpperCase(), path: match[2] as string, priceRaw: xnoToRaw(match[3] as string) };
+  const match = /^\s*(\*|[A-Za-z]+)\s+(\/\S*)\s*=\s*(\S+)(?:\s+settle=(\S+))?\s*$/.exec(spec);
+  if (match === null) throw new NanoPayError('USAGE', `A route is 'METHOD /path/*=XNO', optionally followed by settle=before or settle=after (e.g. 'GET /api/*=0.001'), not "${spec}"`);
+  const settle = match[4];
+  if (settle !== undefined && settle !== 'before' && settle !== 'after') throw new NanoPayError('USAGE', `A route's order is settle=before or settle=after, not "settle=${settle}"`);
+  const written = match[2] as string;
+  const star = written.endsWith('*');
+  let path: string;
+  try {
+    // Compared with requests' canonical paths, so written the same way.
+    path = `${canonicalPath(star ? written.slice(0, -1) : written)}${star ? '*' : ''}`;
+  } catch (error) {
+    throw new NanoPayError('USAGE', `The route "${spec}": ${(error as Error).message}`);
+  }
+  return {
+    method: (match[1] as string).toUpperCase(),
+    path,
+    priceRaw: xnoToRaw(match[3] as string),
+    ...(settle === undefined ? {} : { settle }),
+  };
 }
 
 function routeMatches(route: PricedRoute, method: string, path: string): boolean {
@@ -23,9 +48,16 @@ function routeMatches(route: PricedRoute, method: string, path: string): boolean
   return route.path.endsWith('*') ? path.startsWith(route.path.slice(0, -1)) : path === route.path;
 }
 
-/** What a request must pay: the first route that matches, else the default price (0 = free). */
-export function priceOf(routes: readonly PricedRoute[], defaultRaw: bigint, method: string, path: string): bigint {
-  return routes.find((r) => routeMatches(r, method, path))?.priceRaw ?? defaultRaw;
+/** The first route that matches a request's method and canonical path (see canonicalPath). */
+export function routeFor(routes: readonly PricedRoute[], method: string, path: string): PricedRoute | undefined {
+  return routes.find((r) => routeMatches(r, method, path));
+}
+
+/** Methods that change nothing (RFC 9110 safe): settled after the upstream unless a route says otherwise; any other is settled before. */
+const SAFE = new Set(['GET', 'HEAD']);
+
+export function settleOrder(method: string, stated: SettleOrder | undefined): SettleOrder {
+  return stated ?? (SAFE.has(method) ? 'after' : 'before');
 }
 
 export type Admission = { paid: false; status: 402; headers: Record<string, string>; body: Record<string, never> } | { paid: true; verified: Verified };
@@ -54,37 +86,48 @@ export class Paywall {
     this.payTo = normalizeAddress(options.payTo);
   }
 
-  requirement(priceRaw: bigint): PaymentRequirements {
-    return nanoRequirement(this.payTo, priceRaw, this.options.workThreshold, this.options.maxTimeoutSeconds ?? 300);
+  /** The requirement for this price, on the network the settler settles on. */
+  private requirement(priceRaw: bigint, network: string): PaymentRequirements {
+    return nanoRequirement(this.payTo, priceRaw, network, this.options.workThreshold, this.options.maxTimeoutSeconds ?? 300);
   }
 
-  challenge(resourceUrl: string, priceRaw: bigint, error: string): Admission {
+  private challenge(resourceUrl: string, requirement: PaymentRequirements, error: string): Admission {
     const required: PaymentRequired = {
       x402Version: X402_VERSION,
       error,
       resource: { url: resourceUrl, ...(this.options.description === undefined ? {} : { description: this.options.description }) },
-      accepts: [this.requirement(priceRaw)],
+      accepts: [requirement],
     };
     return { paid: false, status: 402, headers: { [HEADERS.required]: encodeHeader(required), 'cache-control': 'no-store' }, body: {} };
   }
 
-  /** Checks the request's payment (PAYMENT-SIGNATURE, else X-PAYMENT) for this price. */
+  /**
+   * Checks the request's payment (PAYMENT-SIGNATURE, else X-PAYMENT) for this
+   * price. Once the block is well formed and signed, its previous is held
+   * before the ledger is read (the scheme's fork protection): a second
+   * payment on the same previous, while the first is verified or settled, is
+   * refused at once.
+   */
   async admit(headers: IncomingHttpHeaders, resourceUrl: string, priceRaw: bigint): Promise<Admission> {
+    const requirement = this.requirement(priceRaw, await this.options.settler.network());
     const header = headers[HEADERS.signature] ?? headers[HEADERS.legacyPayment];
-    if (header === undefined) return this.challenge(resourceUrl, priceRaw, 'Payment required');
-    const requirement = this.requirement(priceRaw);
-    let verified: Verified;
+    if (header === undefined) return this.challenge(resourceUrl, requirement, 'Payment required');
+    const { settler } = this.options;
+    let held: { cheque: NanoCheque } | undefined;
     try {
       const payment = parsePaymentPayload(decodeHeader(Array.isArray(header) ? (header[0] as string) : header, 'PAYMENT-SIGNATURE'));
-      if (!sameRequirement(requirement, payment.accepted)) return this.challenge(resourceUrl, priceRaw, 'No matching payment requirements');
-      verified = await this.options.settler.check(payment, requirement);
+      if (!sameRequirement(requirement, payment.accepted)) return this.challenge(resourceUrl, requirement, 'No matching payment requirements');
+      const cheque = chequeOf(payment.payload);
+      if (!verifyBlock(cheque.block)) return this.challenge(resourceUrl, requirement, 'invalid_signature');
+      if (!settler.reserve({ cheque })) return this.challenge(resourceUrl, requirement, 'transaction_in_flight');
+      held = { cheque };
+      return { paid: true, verified: await settler.check(payment, requirement, cheque) };
     } catch (error) {
-      if (error instanceof X402Refusal) return this.challenge(resourceUrl, priceRaw, error.reason);
-      if (error instanceof NanoPayError && (error.code === 'INVALID_REQUEST' || error.code === 'INVALID_JSON')) return this.challenge(resourceUrl, priceRaw, 'invalid_payload');
+      if (held !== undefined) settler.release(held);
+      if (error instanceof X402Refusal) return this.challenge(resourceUrl, requirement, error.reason);
+      if (error instanceof NanoPayError && (error.code === 'INVALID_REQUEST' || error.code === 'INVALID_JSON')) return this.challenge(resourceUrl, requirement, 'invalid_payload');
       throw error;
     }
-    if (!this.options.settler.reserve(verified)) return this.challenge(resourceUrl, priceRaw, 'transaction_in_flight');
-    return { paid: true, verified };
   }
 
   /** Settles an admitted payment after the request succeeded; the hold on its previous ends either way. */

@@ -8,7 +8,6 @@ import { NanoPayError } from '../errors.js';
  */
 
 export const X402_VERSION = 2;
-export const X402_NETWORK = 'nano:mainnet';
 export const X402_ASSET = 'XNO';
 export const X402_SCHEME = 'exact';
 
@@ -137,7 +136,7 @@ export function parseRequirements(value: unknown, what = 'payment requirements')
   const amount = text(value, 'amount', what);
   if (!/^\d+$/.test(amount)) throw invalid(`${what}: "amount" must be a decimal integer string (atomic units)`);
   const network = text(value, 'network', what);
-  if (!network.includes(':')) throw invalid(`${what}: "network" must be a CAIP-2 id such as ${X402_NETWORK}`);
+  if (!network.includes(':')) throw invalid(`${what}: "network" must be a CAIP-2 id such as nano:mainnet`);
   return {
     scheme: text(value, 'scheme', what),
     network,

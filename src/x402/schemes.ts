@@ -8,7 +8,7 @@ import { X402_ASSET, X402_SCHEME, parseRequirements, type PaymentRequirements, t
  * The Nano exact scheme for the reference x402 packages, shaped as their
  * interfaces (SchemeNetworkServer for @x402/express or x402ResourceServer,
  * SchemeNetworkClient for @x402/fetch's x402Client), without importing them:
- * register each for `nano:mainnet`.
+ * register each for the network of the backend (nano:mainnet on the live network).
  */
 
 /** A price as the packages pass it: XNO as a string or number ("0.001"), or an asset amount in raw. */

@@ -49,18 +49,18 @@ describe('HTTPFacilitatorClient (@x402/core) against nanopay facilitator', () =>
   it('getSupported passes the package schema; verify then settle; a replay fails', async () => {
     const client = new HTTPFacilitatorClient({ url: facilitator.printed.url });
     const supported = await client.getSupported();
-    expect(supported.kinds).toContainEqual(expect.objectContaining({ x402Version: 2, scheme: 'exact', network: 'nano:mainnet' }));
+    expect(supported.kinds).toContainEqual(expect.objectContaining({ x402Version: 2, scheme: 'exact', network: 'nano:dev' }));
     expect(supported).toMatchObject({ extensions: [], signers: {} });
 
     const threshold = String(supported.kinds[0]?.extra?.workThreshold);
-    const requirements = nanoRequirement(merchantAddress, xnoToRaw('0.002'), threshold);
+    const requirements = nanoRequirement(merchantAddress, xnoToRaw('0.002'), 'nano:dev', threshold);
     const block = await signCheque(userSession(customer), requirements, { maxXno: '0.01' });
     const payload = { x402Version: 2, resource: { url: 'http://example/r' }, accepted: requirements, payload: { block } };
     const verified = await client.verify(payload as never, requirements as never);
     expect(verified).toMatchObject({ isValid: true, payer: (block as StateBlock).account });
     const settled = await client.settle(payload as never, requirements as never);
     const hash = hashBlock(block);
-    expect(settled).toMatchObject({ success: true, transaction: hash, network: 'nano:mainnet' });
+    expect(settled).toMatchObject({ success: true, transaction: hash, network: 'nano:dev' });
     expect((await node.blockInfo(hash)).confirmed).toBe(true);
     const replay = await client.settle(payload as never, requirements as never);
     expect(replay.success).toBe(false);
@@ -75,9 +75,9 @@ describe('HTTPFacilitatorClient (@x402/core) against nanopay facilitator', () =>
 
 describe('an @x402/express resource server using nanopay facilitator', () => {
   it('is paid by nanopay fetch', async () => {
-    const server = new x402ResourceServer(new HTTPFacilitatorClient({ url: facilitator.printed.url })).register('nano:mainnet', nanoExactServerScheme as never);
+    const server = new x402ResourceServer(new HTTPFacilitatorClient({ url: facilitator.printed.url })).register('nano:dev', nanoExactServerScheme as never);
     const app = express();
-    app.use(paymentMiddleware({ 'GET /weather': { accepts: { scheme: 'exact', price: '0.003', network: 'nano:mainnet', payTo: merchantAddress }, description: 'Weather' } }, server));
+    app.use(paymentMiddleware({ 'GET /weather': { accepts: { scheme: 'exact', price: '0.003', network: 'nano:dev', payTo: merchantAddress }, description: 'Weather' } }, server));
     app.get('/weather', (_req, res) => void res.json({ weather: 'sunny' }));
     const shop = await listen(app);
     try {
@@ -105,15 +105,15 @@ describe('wrapFetchWithPayment (@x402/fetch) with nanopay scheme paying nanopay 
     try {
       const nanopay = new NanoPay({ password: PASSWORD, env: customer.env });
       const client = x402Client.fromConfig({
-        schemes: [{ network: 'nano:mainnet', client: nanoExactClientScheme(nanopay, { maxXno: '0.01' }) as never }],
-        spendControls: { allowedAssets: [{ network: 'nano:mainnet', asset: 'XNO', maxAmountPerPayment: xnoToRaw('0.01').toString() }] },
+        schemes: [{ network: 'nano:dev', client: nanoExactClientScheme(nanopay, { maxXno: '0.01' }) as never }],
+        spendControls: { allowedAssets: [{ network: 'nano:dev', asset: 'XNO', maxAmountPerPayment: xnoToRaw('0.01').toString() }] },
       });
       const payingFetch = wrapFetchWithPayment(fetch, client);
       const response = await payingFetch(`${paywall.printed.url}/data`);
       expect(response.status).toBe(200);
       expect(await response.json()).toEqual({ data: 42 });
       const settlement = decodePaymentResponseHeader(response.headers.get('payment-response') as string);
-      expect(settlement).toMatchObject({ success: true, network: 'nano:mainnet' });
+      expect(settlement).toMatchObject({ success: true, network: 'nano:dev' });
       const info = await node.blockInfo(settlement.transaction);
       expect([info.confirmed, info.amountRaw]).toEqual([true, xnoToRaw('0.004')]);
       // The cheque is resolved by the account's next operation: found cashed, recorded paid once.

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer, request as httpRequest, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -96,10 +96,26 @@ describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
     const unpaid = await fetch(`${paywall.printed.url}/report`);
     expect(unpaid.status).toBe(402);
     const required = JSON.parse(Buffer.from(unpaid.headers.get('payment-required') as string, 'base64').toString('utf8'));
-    expect(required).toMatchObject({ x402Version: 2, error: 'Payment required', accepts: [{ scheme: 'exact', network: 'nano:mainnet', asset: 'XNO', amount: xnoToRaw(PRICE).toString(), payTo: merchantAddress }] });
+    expect(required).toMatchObject({ x402Version: 2, error: 'Payment required', accepts: [{ scheme: 'exact', network: 'nano:dev', asset: 'XNO', amount: xnoToRaw(PRICE).toString(), payTo: merchantAddress }] });
     expect(await unpaid.json()).toEqual({});
     const free = await fetch(`${paywall.printed.url}/free`);
     expect([free.status, await free.text()]).toEqual([200, 'report for GET /free']);
+  });
+
+  it('a path through a free route to a priced one (/free/../report, sent as it is) is refused, not served free', async () => {
+    const calls = up.calls.length;
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const url = new URL(paywall.printed.url);
+      const req = httpRequest({ host: url.hostname, port: url.port, path: '/free/%2e%2e/report' }, (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.on('error', reject).end();
+    });
+    expect(answer.status).toBe(400);
+    expect(JSON.parse(answer.body).error).toMatchObject({ error: 'INVALID_REQUEST', message: expect.stringMatching(/dot segment/) });
+    expect(up.calls.length).toBe(calls);
   });
 
   it('paywall refuses a bad --upstream or --route at start', async () => {
@@ -169,7 +185,7 @@ describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
     const paid = await customer.json<{ status: number; body: string; payment: Record<string, any> }>(['fetch', `${paywall.printed.url}/report?x=1`, '--max', '0.01', '--yes', '--precache']);
     expect(paid.status).toBe(200);
     expect(paid.body).toBe('report for GET /report?x=1');
-    expect(paid.payment).toMatchObject({ pay_to: merchantAddress, amount: PRICE, repeated: false, settlement: { success: true, network: 'nano:mainnet' } });
+    expect(paid.payment).toMatchObject({ pay_to: merchantAddress, amount: PRICE, repeated: false, settlement: { success: true, network: 'nano:dev' } });
     expect(paid.payment.settlement.transaction).toBe(paid.payment.hash);
     const info = await node.blockInfo(paid.payment.hash);
     expect([info.confirmed, info.amountRaw]).toEqual([true, xnoToRaw(PRICE)]);
@@ -287,7 +303,7 @@ describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
   });
 
   it('a cheque handed to a client library (signCheque) is the same block again under the same id, and cancelled if never cashed', async () => {
-    const requirement = nanoRequirement(merchantAddress, xnoToRaw(PRICE), 'ffc0000000000000');
+    const requirement = nanoRequirement(merchantAddress, xnoToRaw(PRICE), 'nano:dev', 'ffc0000000000000');
     const first = await signCheque(userSession(customer), requirement, { maxXno: '0.01', id: 'lib-1' });
     const again = await signCheque(userSession(customer), requirement, { maxXno: '0.01', id: 'lib-1' });
     expect(hashBlock(again)).toBe(hashBlock(first));
@@ -299,7 +315,7 @@ describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
   });
 
   it('servers that lie, cut or hang: a 200 without publishing is not a payment, a wrong settlement is noted, a cut cheque is presented again, a kill -9 after settlement is found paid once', async () => {
-    const requirement = nanoRequirement(merchantAddress, xnoToRaw(PRICE), 'ffc0000000000000');
+    const requirement = nanoRequirement(merchantAddress, xnoToRaw(PRICE), 'nano:dev', 'ffc0000000000000');
     // Takes the block; on /publish it publishes it itself and names another block, on /keep it keeps it and says 200;
     // on /drop it cuts the connection before reading the payment, until `dropping` is false, then settles honestly.
     let dropping = true;
@@ -312,7 +328,7 @@ describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
         const paid = (decodeHeader(header as string, 'PAYMENT-SIGNATURE').payload as { block: StateBlock & { link_as_account?: string } }).block;
         const { link_as_account: _la, ...sent } = paid;
         if (hanging) return void node.publish(sent, 'send', hashBlock(sent)).catch(() => undefined);
-        res.writeHead(402, { 'payment-response': encodeHeader({ success: false, errorReason: 'transaction_already_settled', transaction: '', network: 'nano:mainnet' }) });
+        res.writeHead(402, { 'payment-response': encodeHeader({ success: false, errorReason: 'transaction_already_settled', transaction: '', network: 'nano:dev' }) });
         return void res.end('{}');
       }
       if (header === undefined) {
@@ -322,12 +338,12 @@ describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
       const block = (decodeHeader(header as string, 'PAYMENT-SIGNATURE').payload as { block: StateBlock }).block;
       const { link_as_account: _, ...plain } = block as StateBlock & { link_as_account?: string };
       const answer = (): void => {
-        res.writeHead(200, { 'payment-response': encodeHeader({ success: true, transaction: 'AB'.repeat(32), network: 'nano:mainnet' }) });
+        res.writeHead(200, { 'payment-response': encodeHeader({ success: true, transaction: 'AB'.repeat(32), network: 'nano:dev' }) });
         res.end('the goods');
       };
       if (req.url === '/drop') {
         void node.publish(plain, 'send', hashBlock(plain)).then(() => {
-          res.writeHead(200, { 'payment-response': encodeHeader({ success: true, transaction: hashBlock(plain), network: 'nano:mainnet' }) });
+          res.writeHead(200, { 'payment-response': encodeHeader({ success: true, transaction: hashBlock(plain), network: 'nano:dev' }) });
           res.end('the goods');
         });
       } else if (req.url === '/publish') void node.publish(plain, 'send', hashBlock(plain)).then(answer);

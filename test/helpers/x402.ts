@@ -1,6 +1,3 @@
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { buildSendBlock, linkAsAccount, type Account, type StateBlock } from '../../src/nano/index.js';
 import { NodeClient } from '../../src/api/node-client.js';
 import { NanoSettler } from '../../src/x402/facilitator.js';
@@ -8,6 +5,7 @@ import { nanoRequirement } from '../../src/x402/nano-exact.js';
 import { FileSettlementRecord } from '../../src/x402/settlements.js';
 import type { PaymentPayload, PaymentRequirements } from '../../src/x402/protocol.js';
 import { newAccount, type SandboxClient } from './chain.js';
+import { tempDir } from './temp.js';
 
 /** A payer opened on the sandbox with `xno` XNO, and a fresh payee. */
 export async function payerAndPayee(client: SandboxClient, xno = '1'): Promise<{ payer: Account; payee: Account }> {
@@ -17,9 +15,9 @@ export async function payerAndPayee(client: SandboxClient, xno = '1'): Promise<{
   return { payer, payee: newAccount() };
 }
 
-/** The requirement a server on this sandbox states: its send threshold in extra. */
+/** The requirement a server on this sandbox states: its network (nano:dev), its send threshold in extra. */
 export async function requirementOn(client: SandboxClient, payTo: string, amountRaw: bigint): Promise<PaymentRequirements> {
-  return nanoRequirement(payTo, amountRaw, (await client.advertisedThresholds()).send);
+  return nanoRequirement(payTo, amountRaw, 'nano:dev', (await client.advertisedThresholds()).send);
 }
 
 /** The payment a client would make: a signed, worked, unpublished send with `link_as_account`; `tweak` edits the block before signing. */
@@ -29,9 +27,9 @@ export async function paymentFor(client: SandboxClient, payer: Account, requirem
   return { x402Version: 2, accepted: requirements, payload: { block: { ...block, link_as_account: linkAsAccount(block.link) } } };
 }
 
-/** A settler on the sandbox's node side with a record in a new temporary directory. */
+/** A settler on the sandbox's node side with a record in a new temporary directory (removed after the test file). */
 export async function sandboxSettler(url: string): Promise<{ settler: NanoSettler; dir: string; node: NodeClient }> {
-  const dir = await mkdtemp(join(tmpdir(), 'nanopay-x402-'));
+  const dir = await tempDir('nanopay-x402-');
   const node = new NodeClient({ url });
   return { settler: new NanoSettler(node, new FileSettlementRecord(dir), { pollMs: 10 }), dir, node };
 }

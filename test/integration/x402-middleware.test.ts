@@ -51,7 +51,7 @@ async function pay(path: string, payer: Parameters<typeof paymentFor>[1], header
   expect(challenge.status).toBe(402);
   const required = parsePaymentRequired(decodeHeader(challenge.headers.get('payment-required') as string, 'PAYMENT-REQUIRED'));
   const payment = await paymentFor(client, payer, required.accepts[0] as never);
-  const header = encodeHeader({ ...payment, resource: required.resource, scheme: 'exact', network: 'nano:mainnet' });
+  const header = encodeHeader({ ...payment, resource: required.resource, scheme: 'exact', network: 'nano:dev' });
   // Peers' extra top-level keys (scheme, network) are accepted on input.
   const response = await fetch(`${url}${path}`, { headers: { [headerName]: header } });
   return { response, hash: hashBlock(payment.payload.block as never), header };

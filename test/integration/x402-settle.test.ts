@@ -31,7 +31,7 @@ afterAll(async () => {
 
 async function refusal(payment: PaymentPayload, requirements = payment.accepted, ledger = node): Promise<string> {
   try {
-    await verifyNanoPayment(ledger, payment, requirements);
+    await verifyNanoPayment(ledger, payment, requirements, 'nano:dev');
   } catch (error) {
     if (error instanceof X402Refusal) return error.reason;
     throw error;
@@ -90,7 +90,7 @@ describe('settling', () => {
     const payment = await paymentFor(client, payer, req);
     expect(await settler.verify(payment, req)).toEqual({ isValid: true, payer: payer.address });
     const settled = await settler.settle(payment, req);
-    expect(settled).toMatchObject({ success: true, network: 'nano:mainnet', payer: payer.address, amount: '12345' });
+    expect(settled).toMatchObject({ success: true, network: 'nano:dev', payer: payer.address, amount: '12345' });
     const info = await node.blockInfo(settled.transaction);
     expect(info.confirmed).toBe(true);
     expect(info.amountRaw).toBe(12345n);

@@ -3,6 +3,7 @@ import { DEFAULT_REPRESENTATIVE, normalizeAddress, rawToXno, xnoToRaw } from '..
 import type { ProfileRecord } from '../../wallet/config.js';
 import { checkDatabaseUrl, maskDatabaseUrl } from '../../store/url.js';
 import { DEFAULT_API_URL, secretIds, type Session } from '../session.js';
+import { parseNetwork } from '../../x402/network.js';
 
 /** Settings a user can change, with how each is checked and stored. Amounts are XNO at the edge, raw inside. */
 function checkUrl(v: string, what: string, protocols: string[]): string {
@@ -87,6 +88,11 @@ const SETTINGS = {
     describe: 'x402 payments up to this many XNO are made without asking on a terminal',
     get: (p: ProfileRecord) => (p.x402AutoPay === undefined ? undefined : rawToXno(BigInt(p.x402AutoPay))),
     set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, x402AutoPay: xnoToRaw(v).toString() }),
+  },
+  'x402-network': {
+    describe: 'the x402 network (nano:mainnet, nano:beta…) of a node that does not say which it is on; one that says must agree',
+    get: (p: ProfileRecord) => p.x402Network,
+    set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, x402Network: parseNetwork(v, 'x402-network') }),
   },
   representative: {
     describe: 'the representative new accounts open with (nanopay representative set changes an existing account\'s)',
@@ -226,6 +232,7 @@ export async function unsetSetting(session: Session, name: string): Promise<Sett
     'receive-minimum': ({ receiveMinimum: _, ...p }) => p,
     'x402-max': ({ x402Max: _, ...p }) => p,
     'x402-auto-pay': ({ x402AutoPay: _, ...p }) => p,
+    'x402-network': ({ x402Network: _, ...p }) => p,
     representative: ({ representative: _, ...p }) => p,
     'work-mode': ({ workMode: _, ...p }) => p,
     'work-servers': ({ workServers: _, ...p }) => p,

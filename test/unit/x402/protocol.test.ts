@@ -25,7 +25,7 @@ describe('x402 headers', () => {
 });
 
 describe('x402 shapes', () => {
-  const requirement = nanoRequirement(payTo, 1000n, 'ffc0000000000000');
+  const requirement = nanoRequirement(payTo, 1000n, 'nano:mainnet', 'ffc0000000000000');
 
   it('emits the Nano exact requirement with exactly the reference keys', () => {
     expect(Object.keys(requirement).sort()).toEqual(['amount', 'asset', 'extra', 'maxTimeoutSeconds', 'network', 'payTo', 'scheme']);
