@@ -22,7 +22,12 @@ if (buildFailures.length > 0) {
 const suiteTmp = mkdtempSync(join(tmpdir(), 'nanopay-npm-test-'));
 // Traversable by other users (not listable), as /tmp is: the PostgreSQL tests' cluster runs as the postgres user in a dir of its own inside.
 chmodSync(suiteTmp, 0o711);
-const vitest = spawn(process.execPath, ['node_modules/vitest/vitest.mjs', 'run', ...process.argv.slice(2)], { stdio: 'inherit', env: { ...process.env, TMPDIR: suiteTmp } });
+// A test that forgets its own config dir would use (and change) the user's real one: it gets an empty one inside
+// the suite's TMPDIR instead, which the leftover check below then reports.
+const vitest = spawn(process.execPath, ['node_modules/vitest/vitest.mjs', 'run', ...process.argv.slice(2)], {
+  stdio: 'inherit',
+  env: { ...process.env, TMPDIR: suiteTmp, XDG_CONFIG_HOME: join(suiteTmp, 'user-config-dir-used-by-a-test') },
+});
 const suite = new Promise((done) => {
   vitest.once('error', (error) => done(`vitest did not start: ${error.message}`));
   vitest.once('exit', (code, signal) => done(code === 0 ? undefined : `the test suite failed (${signal ?? `exit ${code}`})`));
