@@ -118,9 +118,13 @@ export class NodeClient implements LedgerBackend {
     return new NanoPayError('REQUEST_ERROR', `The node refused ${this.where(action)}: ${message}`);
   }
 
-  /** `receivable`, or `pending` on nodes and proxies that do not know it. */
-  async receivable(address: string): Promise<Receivable[]> {
-    const params = { account: address, count: '1000', threshold: '1', source: 'true' };
+  /**
+   * `receivable`, or `pending` on nodes and proxies that do not know it: at
+   * most 1000 blocks of at least `minimumRaw` each (so that smaller ones, dust
+   * anyone can send cheaply, cannot push a payment out of the answer).
+   */
+  async receivable(address: string, minimumRaw = 1n): Promise<Receivable[]> {
+    const params = { account: address, count: '1000', threshold: minimumRaw.toString(), source: 'true' };
     let d: Json;
     try {
       d = await this.rpc('receivable', params);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { xnoToRaw } from '../../src/nano/index.js';
+import { buildSendBlock, signBlock, xnoToRaw } from '../../src/nano/index.js';
 import { paymentStatus, requestPayment, watchPayment } from '../../src/ops/requests/payments.js';
 import { receive } from '../../src/ops/account/receive.js';
 import { send } from '../../src/ops/spending/send.js';
@@ -9,6 +9,7 @@ import { shutdownWorkers } from '../../src/work/index.js';
 import { backendUser, fundedUser, userSession } from '../helpers/backend-users.js';
 import { newUser } from '../helpers/cli.js';
 import { failure } from '../helpers/failure.js';
+import { SandboxClient, newAccount } from '../helpers/chain.js';
 import { startFaultyProxy, type FaultyProxy } from '../helpers/faulty-proxy.js';
 import { sandbox } from '../helpers/sandbox.js';
 
@@ -185,6 +186,24 @@ describe('a payment of another amount is reported only where it belongs to the r
     expect(await paymentStatus(merchant.session, a.transaction_id)).not.toHaveProperty('mismatch');
     const paid = await send(customer.session, { to: b.receive_address, amount: { raw: b.amount_raw } });
     expect(await paymentStatus(merchant.session, b.transaction_id)).toMatchObject({ status: 'paid', is_paid: true, paid_by: [paid.hash] });
+  });
+
+  it('node, shared address: the exact payment is found behind a thousand smaller ones (dust cannot push it out of the node\'s answer)', async () => {
+    const merchant = await backendUser(sb, 'node');
+    const request = await requestPayment(merchant.session, { amount: { xno: '0.5' } });
+    const client = await SandboxClient.withNewKey(sb.url);
+    const payer = newAccount();
+    await client.fund(payer.address, '1');
+    await client.receiveAll(payer);
+    // A thousand and one sends of 1 raw, straight into the sandbox's ledger (the node lists at most 1000 blocks).
+    let head = await client.head(payer);
+    for (let i = 0; i < 1001; i++) {
+      const block = buildSendBlock(head, { to: request.receive_address, amount: 1n });
+      const stored = sb.service.ledger.process({ ...block, signature: signBlock(block, payer.privateKey), work: '0000000000000000' }, { skipWork: true });
+      head = { ...head, frontier: stored.hash, balance: head.balance - 1n };
+    }
+    const paid = await client.send(payer, request.receive_address, BigInt(request.amount_raw));
+    expect(await paymentStatus(merchant.session, request.transaction_id)).toMatchObject({ status: 'paid', is_paid: true, paid_by: [paid] });
   });
 
   it('service: payments of other orders to the shared address are not reported for a fresh request, and no pending blocks are read for it', async () => {

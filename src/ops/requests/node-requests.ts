@@ -148,10 +148,10 @@ export async function nodePaymentStatus(session: RequestsHolder, node: NodeClien
   if (record === undefined) throw new NanoPayError('INVALID_TRANSACTION_ID', `Unknown transaction id "${id.slice(0, 80)}"`);
   if (record.paidBy !== undefined) return settled(record);
   const wanted = BigInt(record.amountRaw);
-  const receivable = await provedReceivable(node, record.address, await node.pending(record.address));
   const now = Date.now();
 
   if (record.fresh !== undefined) {
+    const receivable = await provedReceivable(node, record.address, await node.pending(record.address));
     // What the account holds is what its own (verified) head block says, not the node's summary.
     const held = (await readAccountHead({ api: node }, record.address)).state.balance;
     const arrived = held + receivable.reduce((sum, r) => sum + r.amountRaw, 0n);
@@ -165,7 +165,10 @@ export async function nodePaymentStatus(session: RequestsHolder, node: NodeClien
     return unmatched(record, arrived === 0n ? undefined : mismatchOf(arrived, wanted, hashes), now);
   }
 
-  const exact = receivable.filter((r) => r.amountRaw === wanted);
+  // On a shared address only the exact amount pays: the node lists what is at least that much, so no flood of
+  // smaller sends can push it out of the answer; each listed block is proved, whatever amount the node gives.
+  const listed = await node.receivable(record.address, wanted);
+  const exact = (await provedReceivable(node, record.address, listed.map((r) => r.hash))).filter((r) => r.amountRaw === wanted);
   const claimed = await requests.claimedBy(exact.map((r) => r.hash));
   for (const block of exact.filter((r) => !claimed.has(r.hash))) {
     const paid = await requests.claim(record.id, [block.hash], (r) => arrivedLate(r.expiresAt, [block.seenAt], now));
