@@ -1,6 +1,5 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Confirmations } from '../../src/agent/confirmations.js';
 import { startAgent } from '../../src/agent/server.js';
 import { profileHolder } from '../../src/agent/wallet-holder.js';
 import { xnoToRaw } from '../../src/nano/index.js';
@@ -247,9 +246,9 @@ describe('the agent in strict mode', () => {
     await setSetting(settings, 'limit-per-send', '0.5');
     const events = await (await chat(agent.url, { message: `send 0.6 to ${other}` })).all();
     expect(types(events)).toEqual(['tool_call', 'tool_result', 'done']);
-    expect(events[1]).toMatchObject({ ok: false, error: { error: 'LIMIT_EXCEEDED' } });
+    expect(events[1]).toMatchObject({ ok: false, error: { error: 'POLICY_DENIED' } });
     const client = new AgentClient(agent.url);
-    await expect(client.pay(other, '0.6')).rejects.toMatchObject({ error_code: 'LIMIT_EXCEEDED' });
+    await expect(client.pay(other, '0.6')).rejects.toMatchObject({ error_code: 'POLICY_DENIED' });
     await unsetSetting(settings, 'limit-per-send');
     await expect(client.pay(other, '0.6')).resolves.toHaveProperty('hash');
   });
@@ -386,7 +385,7 @@ describe('the agent without strict mode', () => {
     await fund(sb.url, address, '1');
     const log: string[] = [];
     const holder = await profileHolder({ configDir: user.configDir, env: user.env, password: async () => PASSWORD }, (line) => log.push(line));
-    const agent = await startAgent({ host: '127.0.0.1', port: 0, holder, confirmations: new Confirmations(), log: (line) => log.push(line) });
+    const agent = await startAgent({ host: '127.0.0.1', port: 0, holder, log: (line) => log.push(line) });
     running.push(agent);
     expect(await status(agent.url)).toMatchObject({ address, strict: false, unlocked_sessions: 1 });
     expect(await new AgentClient(agent.url).check_balance(true)).toEqual({ balance: '1', address });
