@@ -59,7 +59,7 @@ export class PostgresApprovals implements ApprovalsTable {
 
   async pendingFor(profile: string, binding: string, nowMs: number): Promise<ApprovalRecord | undefined> {
     const result = await this.host.query<{ doc: ApprovalRecord }>(
-      `SELECT doc FROM approvals WHERE profile = $1 AND binding = $2 AND state = 'pending' AND expires_ms > $3 ORDER BY created_ms LIMIT 1`,
+      `SELECT doc FROM approvals WHERE profile = $1 AND binding = $2 AND state = 'pending' AND expires_ms > $3 AND chat_token IS NULL ORDER BY created_ms LIMIT 1`,
       [profile, binding, nowMs],
     );
     return result.rows[0]?.doc;

@@ -94,7 +94,7 @@ export interface ApprovalsTable {
   /** Adds an approval; `binding` is the digest of the spend it is bound to. */
   create(record: ApprovalRecord, binding: string): Promise<void>;
   get(profile: string, id: string): Promise<ApprovalRecord | undefined>;
-  /** A pending, unexpired approval of the profile bound to the same spend: asking again reuses it. */
+  /** A pending, unexpired approval of the profile bound to the same spend, not held by a chat for one call: asking again reuses it. */
   pendingFor(profile: string, binding: string, nowMs: number): Promise<ApprovalRecord | undefined>;
   /** The profile's approvals waiting (pending, or approved and not used) and unexpired at `nowMs`, oldest first; `all` adds the answered and expired ones (newest 1000). */
   list(profile: string, nowMs: number, all?: boolean): Promise<ApprovalRecord[]>;

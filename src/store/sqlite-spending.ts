@@ -60,7 +60,7 @@ export class SqliteApprovals implements ApprovalsTable {
 
   pendingFor(profile: string, binding: string, nowMs: number): Promise<ApprovalRecord | undefined> {
     return this.host.run(() =>
-      parse(this.host.db.prepare(`${APPROVAL} WHERE profile = ? AND binding = ? AND state = 'pending' AND expires_ms > ? ORDER BY created_ms LIMIT 1`).get(profile, binding, nowMs) as { doc: string } | undefined),
+      parse(this.host.db.prepare(`${APPROVAL} WHERE profile = ? AND binding = ? AND state = 'pending' AND expires_ms > ? AND chat_token IS NULL ORDER BY created_ms LIMIT 1`).get(profile, binding, nowMs) as { doc: string } | undefined),
     );
   }
 

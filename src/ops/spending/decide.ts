@@ -184,12 +184,13 @@ async function hold(ctx: OpsContext, spend: SpendRequest, verdict: Verdict): Pro
  * Judges a spend before anything is asked or signed: refused (recorded,
  * POLICY_DENIED), or above an "ask above" rule with no yes: asked at the
  * terminal when there is one (a no is DECLINED), else held for approval
- * (APPROVAL_REQUIRED). Returns whether a person said yes.
+ * (APPROVAL_REQUIRED). Returns whether the person at the terminal said yes
+ * (an approval is checked again, and used, when the block is admitted).
  */
 export async function screenSpend(ctx: OpsContext, spend: SpendRequest): Promise<{ attended: boolean }> {
   const { verdict, approval } = await decideSpend(ctx, spend);
   if (verdict.outcome === 'deny') return deny(ctx, spend, verdict);
-  if (verdict.outcome === 'allow' || approval !== undefined) return { attended: approval !== undefined };
+  if (verdict.outcome === 'allow' || approval !== undefined) return { attended: false };
   if (ctx.askPerson !== undefined) {
     if (await ctx.askPerson(`${verdict.message} (rule: ${verdict.rule}). Pay it?`)) return { attended: true };
     await (await ctx.store()).audit.add(auditOf(ctx, spend, 'declined', verdict));
@@ -204,6 +205,7 @@ export async function screenSpend(ctx: OpsContext, spend: SpendRequest): Promise
  * recorded as in flight (so it counts at once), and its approval used (once:
  * another spend racing with the same approval finds it used). A refusal or a
  * hold here throws before the block is journaled, so it never leaves.
+ * `attended`: the person at the terminal said yes to this spend.
  */
 export async function admitSpend(ctx: OpsContext, spend: SpendRequest, hash: string, attended: boolean): Promise<void> {
   const { verdict, approval } = await decideSpend(ctx, spend, { attended });
