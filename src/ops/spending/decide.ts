@@ -188,7 +188,13 @@ async function hold(ctx: OpsContext, spend: SpendRequest, verdict: Verdict): Pro
  * (an approval is checked again, and used, when the block is admitted).
  */
 export async function screenSpend(ctx: OpsContext, spend: SpendRequest): Promise<{ attended: boolean }> {
-  const { verdict, approval } = await decideSpend(ctx, spend);
+  const { verdict, approval } = await decideSpend(ctx, spend).catch(async (error: unknown) => {
+    // An approval that cannot pay this spend is a refusal too: recorded as one.
+    if (error instanceof NanoPayError && error.code === 'APPROVAL_INVALID') {
+      await (await ctx.store()).audit.add(auditOf(ctx, spend, 'denied', { outcome: 'deny', rule: 'approval', message: error.message }, { approval_id: spend.approvalId as string }));
+    }
+    throw error;
+  });
   if (verdict.outcome === 'deny') return deny(ctx, spend, verdict);
   if (verdict.outcome === 'allow' || approval !== undefined) return { attended: false };
   if (ctx.askPerson !== undefined) {
