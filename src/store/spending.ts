@@ -12,12 +12,8 @@ export type Decision = 'allowed' | 'approved' | 'denied' | 'approval_required' |
 /** Where an allowed spend's block stands: signed and not known landed (a cheque until resolved), paid, dropped by the ledger, or cancelled (a cheque superseded). */
 export type SpendStatus = 'in_flight' | 'paid' | 'dropped' | 'cancelled';
 
-export interface AuditRecord {
-  id: string;
-  /** The record's place in the trail (set by the store): pages follow it. */
-  seq?: number;
-  at: string;
-  profile: string;
+/** A spend as the records keep it: who asked, for what, from which account, to whom, how much. */
+export interface SpendFields {
   front_end: string;
   kind: string;
   /** The account that pays. */
@@ -26,6 +22,14 @@ export interface AuditRecord {
   contact?: string;
   host?: string;
   amount_raw: string;
+}
+
+export interface AuditRecord extends SpendFields {
+  id: string;
+  /** The record's place in the trail (set by the store): pages follow it. */
+  seq?: number;
+  at: string;
+  profile: string;
   decision: Decision;
   /** The rule that decided (as `policy set` takes it); null when the spend was within every rule. */
   rule: string | null;
@@ -62,20 +66,13 @@ export interface AuditTable {
 export type ApprovalState = 'pending' | 'approved' | 'denied' | 'used';
 
 /** A spend held until a person says yes: bound to exactly that spend, used once, expiring. */
-export interface ApprovalRecord {
+export interface ApprovalRecord extends SpendFields {
   /** Random (128 bits), so it cannot be guessed; knowing it lets one use an approved spend, never approve one. */
   id: string;
   profile: string;
   state: ApprovalState;
   created_at: string;
   expires_at: string;
-  front_end: string;
-  kind: string;
-  account: string;
-  recipient: string;
-  contact?: string;
-  host?: string;
-  amount_raw: string;
   /** For an x402 payment: the requirement it pays (scheme, network, asset, payTo, amount…). */
   requirement?: unknown;
   /** The "ask above" rule that held it, and why. */

@@ -1,22 +1,15 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { NanoPayError } from '../../errors.js';
 import { rawToXno } from '../../nano/index.js';
-import type { ApprovalRecord } from '../../store/spending.js';
+import type { ApprovalRecord, SpendFields } from '../../store/spending.js';
 import type { Session } from '../session.js';
 import { describeApproval } from './decide.js';
 
 /** An approval as `approvals list` shows it. */
-export interface ApprovalShown {
+export interface ApprovalShown extends SpendFields {
   id: string;
   state: ApprovalRecord['state'] | 'expired';
-  front_end: string;
-  kind: string;
-  account: string;
-  recipient: string;
-  contact?: string;
-  host?: string;
   amount: string;
-  amount_raw: string;
   rule: string;
   message: string;
   created_at: string;

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { NanoPayError } from '../../errors.js';
 import { rawToXno } from '../../nano/index.js';
-import type { ApprovalRecord, AuditRecord, Decision } from '../../store/spending.js';
+import type { ApprovalRecord, AuditRecord, Decision, SpendFields } from '../../store/spending.js';
 import type { OpsContext } from '../context.js';
 import { evaluate, lookback, type SpendKind, type Verdict } from './policy.js';
 import { countedSpends, recordId } from './spend-log.js';
@@ -97,12 +97,9 @@ export async function decideSpend(ctx: OpsContext, spend: SpendRequest, options:
   return approval === 'pending' ? { verdict } : { verdict, approval };
 }
 
-/** The audit record of a decision. */
-function auditOf(ctx: OpsContext, spend: SpendRequest, decision: Decision, verdict: Verdict | undefined, extra: Partial<AuditRecord> = {}): AuditRecord {
+/** The spend as its records keep it. */
+function spendFields(ctx: OpsContext, spend: SpendRequest): SpendFields {
   return {
-    id: recordId(),
-    at: new Date(ctx.now()).toISOString(),
-    profile: ctx.profile,
     front_end: ctx.frontEnd,
     kind: spend.kind,
     account: spend.account,
@@ -110,6 +107,16 @@ function auditOf(ctx: OpsContext, spend: SpendRequest, decision: Decision, verdi
     ...(spend.contact === undefined ? {} : { contact: spend.contact }),
     ...(spend.host === undefined ? {} : { host: spend.host }),
     amount_raw: spend.amountRaw.toString(),
+  };
+}
+
+/** The audit record of a decision. */
+function auditOf(ctx: OpsContext, spend: SpendRequest, decision: Decision, verdict: Verdict | undefined, extra: Partial<AuditRecord> = {}): AuditRecord {
+  return {
+    id: recordId(),
+    at: new Date(ctx.now()).toISOString(),
+    profile: ctx.profile,
+    ...spendFields(ctx, spend),
     decision,
     rule: verdict?.rule ?? null,
     ...(verdict?.message === undefined ? {} : { message: verdict.message }),
@@ -163,13 +170,7 @@ async function hold(ctx: OpsContext, spend: SpendRequest, verdict: Verdict): Pro
       state: 'pending',
       created_at: new Date(now).toISOString(),
       expires_at: new Date(now + (ctx.policy.approvalTtlS ?? DEFAULT_APPROVAL_TTL_S) * 1000).toISOString(),
-      front_end: ctx.frontEnd,
-      kind: spend.kind,
-      account: spend.account,
-      recipient: spend.to,
-      ...(spend.contact === undefined ? {} : { contact: spend.contact }),
-      ...(spend.host === undefined ? {} : { host: spend.host }),
-      amount_raw: spend.amountRaw.toString(),
+      ...spendFields(ctx, spend),
       ...(spend.requirement === undefined ? {} : { requirement: spend.requirement }),
       rule: verdict.rule as string,
       message: verdict.message as string,
