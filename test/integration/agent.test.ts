@@ -1,4 +1,5 @@
 import { createServer, request as httpRequest } from 'node:http';
+import { rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent } from '../../src/agent/server.js';
@@ -82,7 +83,8 @@ interface ModelAgent {
 /** A strict agent of its own, with its own API key, reasoning with its own stand-in model; with `funds`, that much XNO received. */
 /** An API that charges `price` XNO per request (x402) on the sandbox, in this process; `served` lists what it answered after payment. */
 async function startSeller(price: string): Promise<{ url: string; served: string[] }> {
-  const { settler } = await sandboxSettler(sb.url);
+  const { settler, dir } = await sandboxSettler(sb.url);
+  running.push({ close: () => rm(dir, { recursive: true, force: true }) });
   const charge = x402Middleware(new Paywall({ payTo: other, settler, workThreshold: DEV_THRESHOLDS.send }), () => price);
   const served: string[] = [];
   const server = createServer((req, res) => void charge(req, res, () => (served.push(req.url ?? ''), res.writeHead(200, { 'content-type': 'text/plain' }).end('the report'))));
@@ -343,6 +345,15 @@ describe('--confirm-above holds every spend of the chat, counting its recent one
     // The token carries out its call, whatever the window holds.
     const confirmed = await (await chat(agent.url, { confirm: held[0]?.token })).all();
     expect(confirmed[1]).toMatchObject({ type: 'tool_result', ok: true, data: { amount: '0.09', recipient: other } });
+    expect(await balanceOf(agent)).toBe(xnoToRaw('4.82'));
+    // Each held call has its own approval, listed for the chat's user; one denied never runs.
+    const waiting = (await (await chat(agent.url, { approvals: true })).all())[0] as StreamEvent;
+    expect(waiting.type).toBe('approvals');
+    expect(waiting.approvals).toHaveLength(18);
+    expect(new Set(waiting.approvals.map((a: { id: string }) => a.id)).size).toBe(18);
+    expect(waiting.approvals.every((a: { front_end: string }) => a.front_end === 'agent')).toBe(true);
+    expect((await (await chat(agent.url, { deny: held[1]?.token })).all())[0]).toMatchObject({ type: 'text', text: expect.stringMatching(/^Denied a send of 0\.09 XNO/) });
+    expect(types(await (await chat(agent.url, { confirm: held[1]?.token })).all())).toEqual(['error', 'done']);
     expect(await balanceOf(agent)).toBe(xnoToRaw('4.82'));
   });
 

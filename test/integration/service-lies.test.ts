@@ -5,7 +5,6 @@ import { readAccountHead } from '../../src/ops/ledger/chain.js';
 import { balance } from '../../src/ops/account/balance.js';
 import { setSetting, unsetSetting } from '../../src/ops/profile/config.js';
 import { countedSpends } from '../../src/ops/spending/spend-log.js';
-import { WINDOWS } from '../../src/ops/spending/policy.js';
 import type { OpsContext } from '../../src/ops/context.js';
 import { move } from '../../src/ops/spending/movement.js';
 import { parseTier } from '../../src/api/contract.js';
@@ -250,7 +249,7 @@ describe('top-up', () => {
 });
 
 /** What the profile spent in the last 24 hours, every account, landed or in flight: what the day budget counts. */
-const spentToday = async (ctx: OpsContext): Promise<bigint> => (await countedSpends(ctx, ctx.now() - WINDOWS.day)).reduce((sum, s) => sum + s.amountRaw, 0n);
+const spentToday = async (ctx: OpsContext): Promise<bigint> => (await countedSpends(ctx, ctx.now() - 24 * 60 * 60_000)).reduce((sum, s) => sum + s.amountRaw, 0n);
 
 /** The context with a store whose recording of a landed spend fails: the process dying right after the block landed. */
 function crashingRecords(ctx: OpsContext): OpsContext {

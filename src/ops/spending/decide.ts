@@ -33,10 +33,10 @@ export interface SpendDecision {
 }
 
 /** How long an approval waits to be answered and used, unless the policy says (approval-ttl). */
-export const DEFAULT_APPROVAL_TTL_S = 60 * 60;
+const DEFAULT_APPROVAL_TTL_S = 60 * 60;
 
 /** The digest of exactly what an approval lets run: front end, kind, account, recipient, host, amount, requirement. */
-export function bindingOf(frontEnd: string, spend: Pick<SpendRequest, 'kind' | 'account' | 'to' | 'host' | 'amountRaw' | 'requirement'>): string {
+function bindingOf(frontEnd: string, spend: Pick<SpendRequest, 'kind' | 'account' | 'to' | 'host' | 'amountRaw' | 'requirement'>): string {
   const canonical = (value: unknown): unknown =>
     Array.isArray(value)
       ? value.map(canonical)
@@ -140,7 +140,7 @@ export function denial(verdict: Verdict): NanoPayError {
 }
 
 /** The error that tells the caller its spend waits for a person, and under which id. */
-export function approvalRequired(approval: ApprovalRecord): NanoPayError {
+function approvalRequired(approval: ApprovalRecord): NanoPayError {
   return new NanoPayError(
     'APPROVAL_REQUIRED',
     `${approval.message} (rule: ${approval.rule}): it waits for a person's approval as ${approval.id}, until ${approval.expires_at}; nothing was signed`,

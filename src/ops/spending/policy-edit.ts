@@ -101,7 +101,7 @@ function listsFrom(doc: unknown, where: string): { recipients?: string[]; hosts?
 }
 
 /** The policy a JSON document states (its whole form: what it leaves out is not a rule). */
-export function policyFromDocument(doc: unknown): SpendingPolicy {
+function policyFromDocument(doc: unknown): SpendingPolicy {
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new NanoPayError('INVALID_REQUEST', 'The policy must be a JSON object');
   const { recipients, hosts, 'front-ends': frontEnds, allow, deny, 'approval-ttl': ttl, ...limits } = doc as Record<string, unknown>;
   return {
@@ -209,7 +209,7 @@ export function replacePolicy(session: Session, doc: unknown): { profile: string
 }
 
 /** The settings of versions before the policy, read and written as its rules. */
-export const LEGACY_RULES = {
+const LEGACY_RULES = {
   'limit-per-send': { rule: 'per-send', scope: {} },
   'limit-per-day': { rule: 'day', scope: {} },
   'x402-max': { rule: 'per-send', scope: { frontEnd: 'x402' } },

@@ -2,7 +2,7 @@ import { normalizeAddress, rawToXno } from '../../nano/index.js';
 import type { ProfileRecord, RuleLimits, SpendingPolicy } from '../../wallet/config.js';
 
 /** Who asked for a spend: set by the process that serves the caller, never by what the caller sends. */
-export const FRONT_ENDS = ['cli', 'toolset', 'mcp', 'agent', 'sdk'] as const;
+const FRONT_ENDS = ['cli', 'toolset', 'mcp', 'agent', 'sdk'] as const;
 export type FrontEnd = (typeof FRONT_ENDS)[number];
 /** Front ends a rule can name: each of them, and x402 for every x402 payment, whoever fetched. */
 export const RULE_FRONT_ENDS = [...FRONT_ENDS, 'x402'] as const;
@@ -10,7 +10,7 @@ export const RULE_FRONT_ENDS = [...FRONT_ENDS, 'x402'] as const;
 /** What a spend pays for; a representative change is no spend. */
 export type SpendKind = 'send' | 'donate' | 'topup' | 'x402';
 
-export const WINDOWS = { hour: 60 * 60_000, day: 24 * 60 * 60_000, month: 30 * 24 * 60 * 60_000 } as const;
+const WINDOWS = { hour: 60 * 60_000, day: 24 * 60 * 60_000, month: 30 * 24 * 60 * 60_000 } as const;
 type Window = keyof typeof WINDOWS;
 const WINDOW_NAMES: Record<Window, [rule: string, said: string]> = { hour: ['hour', 'the last hour'], day: ['day', 'the last 24 hours'], month: ['30d', 'the last 30 days'] };
 
@@ -111,7 +111,7 @@ export function stricter(a: SpendingPolicy, b: SpendingPolicy): SpendingPolicy {
  * Whether a host rule names `host`: example.com names it on any port,
  * example.com:8080 on that port only, *.example.com every host under it.
  */
-export function hostMatches(rule: string, host: string): boolean {
+function hostMatches(rule: string, host: string): boolean {
   const r = rule.toLowerCase();
   const h = host.toLowerCase();
   const name = h.replace(/:\d+$/, '');

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { xnoToRaw } from '../../../src/nano/index.js';
-import { evaluate, hostMatches, profilePolicy, stricter, type CountedSpend, type SpendFacts } from '../../../src/ops/spending/policy.js';
-import { policyDocument, policyFromDocument } from '../../../src/ops/spending/policy-edit.js';
+import { evaluate, profilePolicy, stricter, type CountedSpend, type SpendFacts } from '../../../src/ops/spending/policy.js';
+import { replacePolicy } from '../../../src/ops/spending/policy-edit.js';
+import { Session } from '../../../src/ops/session.js';
+import { tempDir } from '../../helpers/temp.js';
 import type { SpendingPolicy } from '../../../src/wallet/config.js';
 
 const alice = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
@@ -81,20 +83,22 @@ describe('the spending policy', () => {
     expect(both).toMatchObject({ perSend: raw('1'), day: raw('2'), frontEnds: { x402: { perSend: raw('0.01') }, agent: { askAboveHour: raw('0.1') } } });
   });
 
-  it('has a JSON form that reads back as itself; a wrong one is refused whole', () => {
+  it('has a JSON form that reads back as itself; a wrong one is refused whole, changing nothing', async () => {
+    const session = new Session({ password: async () => 'unused', configDir: await tempDir('nanopay-policy-'), env: {} });
     const doc = { 'per-send': '1', day: '10', '30d': '100', 'ask-above': '0.5', recipients: { '@bob': { day: '1' } }, hosts: { 'api.example.com': { 'per-send': '0.01' } }, 'front-ends': { mcp: { hour: '2' } }, deny: { hosts: ['evil.example'] }, 'approval-ttl': '30m' };
-    expect(policyDocument(policyFromDocument(doc))).toEqual(doc);
-    expect(() => policyFromDocument({ weekly: '1' })).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
-    expect(() => policyFromDocument({ day: 10 })).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
-    expect(() => policyFromDocument({ 'front-ends': { cli2: { day: '1' } } })).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
-    expect(() => policyFromDocument({ hosts: { 'https://x/': { day: '1' } } })).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
+    expect(replacePolicy(session, doc).policy).toEqual(doc);
+    for (const wrong of [{ weekly: '1' }, { day: 10 }, { 'front-ends': { cli2: { day: '1' } } }, { hosts: { 'https://x/': { day: '1' } } }]) {
+      expect(() => replacePolicy(session, wrong)).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
+    }
+    expect(replacePolicy(session, doc).policy).toEqual(doc);
   });
 
   it('matches hosts by name on any port, by name and port, or a whole domain', () => {
-    expect(hostMatches('api.example.com', 'api.example.com:8443')).toBe(true);
-    expect(hostMatches('api.example.com:8443', 'api.example.com')).toBe(false);
-    expect(hostMatches('*.example.com', 'a.b.example.com')).toBe(true);
-    expect(hostMatches('*.example.com', 'example.com')).toBe(false);
-    expect(hostMatches('example.com', 'badexample.com')).toBe(false);
+    const host = (rule: string, h: string): string => evaluate({ hosts: { [rule]: { perSend: '0' } } }, spend('1', { kind: 'x402', host: h })).outcome;
+    expect(host('api.example.com', 'api.example.com:8443')).toBe('deny');
+    expect(host('api.example.com:8443', 'api.example.com')).toBe('allow');
+    expect(host('*.example.com', 'a.b.example.com')).toBe('deny');
+    expect(host('*.example.com', 'example.com')).toBe('allow');
+    expect(host('example.com', 'badexample.com')).toBe('allow');
   });
 });
