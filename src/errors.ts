@@ -20,6 +20,7 @@ export const ExitCode = {
   EXPIRED: 11,
   DECLINED: 12,
   ENVIRONMENT: 13,
+  APPROVAL: 14,
   INTERRUPTED: 130,
 } as const;
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
@@ -64,6 +65,12 @@ const CATALOG: Record<string, CodeInfo> = {
   INSUFFICIENT_FUNDS: { status: 402, exit: ExitCode.INSUFFICIENT_FUNDS },
   INSUFFICIENT_CREDITS: { status: 402, exit: ExitCode.INSUFFICIENT_FUNDS },
   LIMIT_EXCEEDED: { status: 403, exit: ExitCode.LIMIT },
+  // The spending policy refused a spend: the message names the rule and what room it leaves.
+  POLICY_DENIED: { status: 403, exit: ExitCode.LIMIT },
+  // A spend above an "ask above" rule, held as a pending approval (its id in the error's details) until a person says yes.
+  APPROVAL_REQUIRED: { status: 428, exit: ExitCode.APPROVAL },
+  // An approval id that cannot pay this spend: unknown, denied, expired, used, or bound to another spend.
+  APPROVAL_INVALID: conflict,
   // Ledger rejections (sandbox and node): the block conflicts with the ledger.
   BLOCK_FORK: conflict,
   BLOCK_EXISTS: conflict,
@@ -149,6 +156,8 @@ const CATALOG: Record<string, CodeInfo> = {
 
 export interface NanoPayErrorOptions {
   hint?: string;
+  /** Facts a program acts on (a policy refusal's rule and room, an approval's id), shown beside code and message. */
+  details?: Record<string, unknown>;
   status?: number;
   exitCode?: ExitCodeValue;
   cause?: unknown;
@@ -159,6 +168,7 @@ export class NanoPayError extends Error {
   readonly hint: string | undefined;
   readonly status: number;
   readonly exitCode: ExitCodeValue;
+  readonly details: Record<string, unknown> | undefined;
 
   constructor(code: string, message: string, options: NanoPayErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -169,12 +179,11 @@ export class NanoPayError extends Error {
     const info = CATALOG[code] ?? upstream;
     this.status = options.status ?? info.status;
     this.exitCode = options.exitCode ?? info.exit;
+    this.details = options.details;
   }
 
-  toJSON(): { code: string; message: string; hint?: string } {
-    return this.hint === undefined
-      ? { code: this.code, message: this.message }
-      : { code: this.code, message: this.message, hint: this.hint };
+  toJSON(): { code: string; message: string; hint?: string } & Record<string, unknown> {
+    return { code: this.code, message: this.message, ...(this.hint === undefined ? {} : { hint: this.hint }), ...this.details };
   }
 }
 

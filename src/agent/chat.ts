@@ -1,24 +1,15 @@
 import { NanoPayError } from '../errors.js';
 import { publicFailure } from '../http/respond.js';
-import { rawToXno, xnoToRaw } from '../nano/index.js';
-import { credits, parseTier } from '../ops/spending/credits.js';
-import type { Session } from '../ops/session.js';
-import { failedBeforeSigning } from '../ops/spending/spend-outcome.js';
-import { TOOLS, checkInput, lookupTool, type ToolInput } from '../toolset/tools.js';
-import type { Confirmations } from './confirmations.js';
+import { answerInChat, holdInChat, listApprovals } from '../ops/spending/approvals.js';
+import { TOOLS, checkInput, lookupTool } from '../toolset/tools.js';
 import type { ChatEvent, ErrorBody } from './events.js';
 import { HELP, parseSentence } from './grammar.js';
 import { complete, functionsOf, type ModelConfig, type ModelMessage } from './model.js';
-import { SPEND_WINDOW_MS, type Reservation } from './spend-window.js';
 import type { WalletHolder } from './wallet-holder.js';
 
 export interface ChatDeps {
   holder: WalletHolder;
-  confirmations: Confirmations;
-  /**
-   * A spend (send, donation, top-up) is held for confirmation when it, plus the
-   * chat's spends made without one in the last hour, would exceed this many raw.
-   */
+  /** What --confirm-above added to the spending policy (shown in /status; the policy applies it). */
   confirmAboveRaw?: bigint;
   model?: ModelConfig;
   log: (line: string) => void;
@@ -26,8 +17,12 @@ export interface ChatDeps {
 
 export interface ChatTurn {
   message?: string;
-  /** A confirmation token from an earlier turn. */
+  /** A confirmation token from an earlier turn: approves the held call and carries it out. */
   confirm?: string;
+  /** A confirmation token from an earlier turn: denies the held call. */
+  deny?: string;
+  /** Lists the profile's approvals waiting for an answer. */
+  approvals?: true;
   /** Earlier text of the conversation, for the model. */
   history?: { role: 'user' | 'assistant'; content: string }[];
 }
@@ -41,7 +36,7 @@ const MAX_MODEL_ROUNDS = 8;
 
 const SYSTEM_PROMPT = `You are nanopay's payment agent. You manage one Nano (XNO) wallet through the tools you are given and nothing else.
 Amounts are decimal strings in XNO, such as "0.5". Addresses start with nano_ or xrb_.
-Only move money when the user asked for it, with the exact address and amount they gave. Spending limits apply.
+Only move money when the user asked for it, with the exact address and amount they gave. A spending policy applies.
 A user who wants to receive, get paid or bill an amount wants a payment request for it; "receive" with no amount means receiving what is pending.
 When a tool answers that confirmation is required, tell the user that the payment waits for their confirmation; do not retry it.
 Answer briefly.`;
@@ -52,6 +47,8 @@ export async function chatTurn(deps: ChatDeps, turn: ChatTurn, emit: Emit, signa
   const nextId = (): string => `call_${++calls}`;
   try {
     if (turn.confirm !== undefined) await confirmed(deps, turn.confirm, emit, nextId(), signal);
+    else if (turn.deny !== undefined) await denied(deps, turn.deny, emit);
+    else if (turn.approvals === true) emit({ type: 'approvals', approvals: await deps.holder.use((session) => listApprovals(session)) });
     else if (deps.model !== undefined) await withModel(deps, deps.model, turn, emit, nextId, signal);
     else await withGrammar(deps, turn.message ?? '', emit, nextId(), signal);
   } catch (error) {
@@ -73,18 +70,28 @@ async function withGrammar(deps: ChatDeps, message: string, emit: Emit, id: stri
       await confirmed(deps, intent.token, emit, id, signal);
       return;
     case 'tool': {
-      const outcome = await callTool(deps, intent.name, intent.arguments, emit, id, signal, false);
+      const outcome = await callTool(deps, intent.name, intent.arguments, emit, id, signal);
       if (outcome.ok) emit({ type: 'text', text: describe(intent.name, outcome.data) });
       return;
     }
   }
 }
 
+/**
+ * The chat's user confirms a held call (a request of theirs, never a model's
+ * tool call): its approval is approved, and the call carried out once, as it
+ * was issued, with that approval.
+ */
 async function confirmed(deps: ChatDeps, token: string, emit: Emit, id: string, signal: AbortSignal): Promise<void> {
-  const call = deps.confirmations.take(token);
-  if (call === undefined) throw new NanoPayError('INVALID_REQUEST', 'That confirmation token is unknown, already used or expired; nothing was sent');
-  const outcome = await callTool(deps, call.name, call.arguments, emit, id, signal, true);
+  const { approval, call } = await deps.holder.use((session) => answerInChat(session, token, 'approve'));
+  if (call === undefined) throw new NanoPayError('INVALID_REQUEST', 'That confirmation token holds no call; nothing was sent');
+  const outcome = await callTool(deps, call.name, { ...call.arguments, approval_id: approval.id }, emit, id, signal);
   if (outcome.ok) emit({ type: 'text', text: describe(call.name, outcome.data) });
+}
+
+async function denied(deps: ChatDeps, token: string, emit: Emit): Promise<void> {
+  const { approval } = await deps.holder.use((session) => answerInChat(session, token, 'deny'));
+  emit({ type: 'text', text: `Denied ${approval.description}; nothing was sent.` });
 }
 
 async function withModel(deps: ChatDeps, model: ModelConfig, turn: ChatTurn, emit: Emit, nextId: () => string, signal: AbortSignal): Promise<void> {
@@ -101,7 +108,7 @@ async function withModel(deps: ChatDeps, model: ModelConfig, turn: ChatTurn, emi
     });
     for (const call of reply.toolCalls) {
       const name = lookupTool(call.name)?.name ?? call.name;
-      const outcome = await callTool(deps, name, parseArguments(call.arguments), emit, nextId(), signal, false);
+      const outcome = await callTool(deps, name, parseArguments(call.arguments), emit, nextId(), signal);
       messages.push({ role: 'tool', tool_call_id: call.id, content: JSON.stringify(outcome) });
     }
   }
@@ -117,16 +124,17 @@ function parseArguments(text: string): unknown {
   }
 }
 
-/** What a call came to inside the holder's session: held for confirmation (nothing ran), or the tool's data. */
-type Ran = { held: true; costRaw: bigint; recentRaw: bigint } | { held: false; data: Record<string, unknown> };
+/** What a call came to inside the holder's session: held for an approval (nothing was signed), or the tool's data. */
+type Ran = { held: true; token: string; approval: { id: string; expires_at: string }; message: string } | { held: false; data: Record<string, unknown> };
 
 /**
- * Every tool call of the chat: checked against the tool's schema, held for
- * confirmation when it would take the chat's recent spending above
- * --confirm-above, then run with the holder's session (the operations apply
- * the spending limits). A confirmed call is carried out as it was issued.
+ * Every tool call of the chat: checked against the tool's schema and run with
+ * the holder's session, so the spending policy decides it like any spend. A
+ * spend the policy holds for approval (APPROVAL_REQUIRED) is kept under a
+ * token shown to the chat's user only (the `confirm` event), never to the
+ * model, which is told that confirmation is required.
  */
-async function callTool(deps: ChatDeps, name: string, args: unknown, emit: Emit, id: string, signal: AbortSignal, confirmedCall: boolean): Promise<Outcome> {
+async function callTool(deps: ChatDeps, name: string, args: unknown, emit: Emit, id: string, signal: AbortSignal): Promise<Outcome> {
   emit({ type: 'tool_call', id, name, arguments: args instanceof Error ? null : args });
   try {
     if (args instanceof Error) throw args;
@@ -134,21 +142,20 @@ async function callTool(deps: ChatDeps, name: string, args: unknown, emit: Emit,
     if (tool === undefined) throw new NanoPayError('NOT_FOUND', `There is no tool named "${name}"`);
     const input = checkInput(tool, args);
     const ran = await deps.holder.use(async (session): Promise<Ran> => {
-      const admitted = confirmedCall ? {} : await admit(deps, session, name, input);
-      if ('held' in admitted) return { held: true, ...admitted.held };
       try {
-        const data = await tool.handler(session, input, signal);
-        admitted.reservation?.end(true);
-        return { held: false, data };
+        return { held: false, data: await tool.handler(session, input, signal) };
       } catch (error) {
-        admitted.reservation?.end(!(await failedBeforeSigning(session, error)));
-        throw error;
+        if (!(error instanceof NanoPayError) || error.code !== 'APPROVAL_REQUIRED') throw error;
+        const approval = error.details?.approval as { id: string; expires_at: string; reason: string };
+        const { approval_id: _used, ...asked } = input;
+        const token = await holdInChat(session, approval.id, { name, arguments: asked });
+        return { held: true, token, approval, message: approval.reason };
       }
     });
     if (ran.held) {
-      const { token, expiresInS } = deps.confirmations.issue({ name, arguments: input });
-      const text = `${heldReason(name, input, ran.costRaw, ran.recentRaw, deps.confirmAboveRaw as bigint)}: nothing was sent. Send {"confirm": "${token}"} (or "confirm ${token}") within ${expiresInS} s to carry it out.`;
-      emit({ type: 'confirm', id, name, arguments: input, token, expires_in_s: expiresInS, text });
+      const expiresInS = Math.max(0, Math.round((Date.parse(ran.approval.expires_at) - Date.now()) / 1000));
+      const text = `${ran.message}: nothing was sent. Send {"confirm": "${ran.token}"} (or "confirm ${ran.token}") within ${expiresInS} s to carry it out, or {"deny": "${ran.token}"}.`;
+      emit({ type: 'confirm', id, name, arguments: input, token: ran.token, approval_id: ran.approval.id, expires_in_s: expiresInS, text });
       return { ok: false, confirmation_required: 'Nothing was sent: the user must confirm this payment in a separate request.' };
     }
     if (tool.writes) deps.holder.afterWrite();
@@ -159,64 +166,6 @@ async function callTool(deps: ChatDeps, name: string, args: unknown, emit: Emit,
     emit({ type: 'tool_result', id, name, ok: false, error: failure });
     return { ok: false, error: failure };
   }
-}
-
-/**
- * Whether a call may run without a confirmation: a spend is admitted (and its
- * cost reserved) only while it keeps the chat's recent spending within the
- * threshold. Calls that spend nothing, and amounts the tool will refuse anyway, pass.
- */
-async function admit(deps: ChatDeps, session: Session, name: string, input: ToolInput): Promise<{ reservation?: Reservation } | { held: { costRaw: bigint; recentRaw: bigint } }> {
-  if (deps.confirmAboveRaw === undefined) return {};
-  const costRaw = await costOf(session, name, input);
-  if (costRaw === undefined) return {};
-  // No await from here on: the check and the reservation are one step, so concurrent turns see each other.
-  const recentRaw = deps.confirmations.spends.totalRaw();
-  const reservation = deps.confirmations.spends.admit(costRaw, deps.confirmAboveRaw);
-  return reservation === undefined ? { held: { costRaw, recentRaw } } : { reservation };
-}
-
-/** What a call would spend, in raw: a send's or donation's amount, a top-up's listed price (read now); undefined for anything else. */
-async function costOf(session: Session, name: string, input: ToolInput): Promise<bigint | undefined> {
-  if (name === 'wallet.send' || name === 'donate.send') return amountRaw(input.amount);
-  // A paid fetch may cost up to its maximum: that is what is held against the threshold.
-  if (name === 'http_fetch_paid') return amountRaw(input.max_xno);
-  if (name !== 'credits.topup') return undefined;
-  let tier: number;
-  try {
-    tier = parseTier(String(input.credits_amount));
-  } catch {
-    // Not a tier: the tool refuses it with the proper error.
-    return undefined;
-  }
-  // The top-up pays exactly the listed price (the operation refuses any other offer): that is what it costs.
-  const price = (await credits(session)).tiers.find((t) => t.credits === tier)?.price;
-  if (price === undefined) throw new NanoPayError('INVALID_DATA', `The service lists no price for ${tier} credits; nothing was bought`);
-  return xnoToRaw(price);
-}
-
-function amountRaw(amount: ToolInput[string]): bigint | undefined {
-  try {
-    return typeof amount === 'string' ? xnoToRaw(amount) : undefined;
-  } catch {
-    // Not an amount: the tool refuses it with the proper error.
-    return undefined;
-  }
-}
-
-/** Why a call was held, for the confirm event. */
-function heldReason(name: string, input: ToolInput, costRaw: bigint, recentRaw: bigint, thresholdRaw: bigint): string {
-  const cost = rawToXno(costRaw);
-  const what =
-    name === 'credits.topup'
-      ? `Buying ${String(input.credits_amount)} credits for ${cost} XNO`
-      : name === 'http_fetch_paid'
-        ? `Paying up to ${cost} XNO for ${String(input.url)}`
-        : `${name === 'donate.send' ? 'Donating' : 'Sending'} ${cost} XNO`;
-  const threshold = `the confirmation threshold of ${rawToXno(thresholdRaw)} XNO`;
-  if (recentRaw === 0n) return `${what} is above ${threshold}`;
-  const minutes = SPEND_WINDOW_MS / 60_000;
-  return `${what} would bring this chat's spending without confirmation in the last ${minutes} minutes to ${rawToXno(recentRaw + costRaw)} XNO, above ${threshold}`;
 }
 
 /** What a client may see of a failure: our bugs only as "Internal error" (the log has them). */

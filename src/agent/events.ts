@@ -1,4 +1,5 @@
 import type { Call } from '../http/server.js';
+import type { ApprovalShown } from '../ops/spending/approvals.js';
 
 export interface ErrorBody {
   error: string;
@@ -11,7 +12,8 @@ export type ChatEvent =
   | { type: 'tool_call'; id: string; name: string; arguments: unknown }
   | { type: 'tool_result'; id: string; name: string; ok: true; data: Record<string, unknown> }
   | { type: 'tool_result'; id: string; name: string; ok: false; error: ErrorBody }
-  | { type: 'confirm'; id: string; name: string; arguments: Record<string, unknown>; token: string; expires_in_s: number; text: string }
+  | { type: 'confirm'; id: string; name: string; arguments: Record<string, unknown>; token: string; approval_id: string; expires_in_s: number; text: string }
+  | { type: 'approvals'; approvals: ApprovalShown[] }
   | { type: 'error'; error: ErrorBody }
   | { type: 'done' };
 

@@ -35,12 +35,15 @@ const SDK_ROUTES = TOOL_ROUTES.filter((route) => ['wallet.balance', 'wallet.send
 
 function chatInput(body: Record<string, unknown>): ChatTurn {
   for (const key of Object.keys(body)) {
-    if (!['message', 'confirm', 'history'].includes(key)) throw new NanoPayError('INVALID_REQUEST', `/chat has no field "${key}"`);
+    if (!['message', 'confirm', 'deny', 'approvals', 'history'].includes(key)) throw new NanoPayError('INVALID_REQUEST', `/chat has no field "${key}"`);
   }
-  const { message, confirm, history } = body;
-  if ((message === undefined) === (confirm === undefined)) throw new NanoPayError('INVALID_REQUEST', '/chat takes either "message" or "confirm"');
+  const { message, confirm, deny, approvals, history } = body;
+  if ([message, confirm, deny, approvals].filter((v) => v !== undefined).length !== 1) throw new NanoPayError('INVALID_REQUEST', '/chat takes one of "message", "confirm", "deny" or "approvals"');
   if (message !== undefined && (typeof message !== 'string' || message.trim() === '')) throw new NanoPayError('INVALID_REQUEST', '"message" must be a non-empty string');
-  if (confirm !== undefined && (typeof confirm !== 'string' || confirm === '')) throw new NanoPayError('INVALID_REQUEST', '"confirm" must be a token string');
+  for (const [name, token] of [['confirm', confirm], ['deny', deny]] as const) {
+    if (token !== undefined && (typeof token !== 'string' || token === '')) throw new NanoPayError('INVALID_REQUEST', `"${name}" must be a token string`);
+  }
+  if (approvals !== undefined && approvals !== true) throw new NanoPayError('INVALID_REQUEST', '"approvals" must be true');
   const turns = history ?? [];
   const valid = (t: unknown): t is { role: 'user' | 'assistant'; content: string } =>
     typeof t === 'object' && t !== null && ['user', 'assistant'].includes((t as { role?: unknown }).role as string) && typeof (t as { content?: unknown }).content === 'string';
@@ -50,6 +53,8 @@ function chatInput(body: Record<string, unknown>): ChatTurn {
   return {
     ...(typeof message === 'string' ? { message } : {}),
     ...(typeof confirm === 'string' ? { confirm } : {}),
+    ...(typeof deny === 'string' ? { deny } : {}),
+    ...(approvals === true ? { approvals: true as const } : {}),
     history: turns.map((t) => ({ role: t.role, content: t.content })),
   };
 }

@@ -8,6 +8,7 @@ import { createRemoteWallet, createWallet } from '../ops/profile/wallet.js';
 import { openToolsetSession } from '../toolset/session.js';
 import { KeyStore } from '../wallet/keystore.js';
 import { UnlockGate } from './unlock-gate.js';
+import type { SpendingPolicy } from '../wallet/config.js';
 
 /** Where the agent's wallet comes from and how long its unlocked keys live. */
 export interface WalletHolder {
@@ -22,9 +23,18 @@ export interface WalletHolder {
   afterWrite(): void;
 }
 
+/**
+ * What `agent --confirm-above` adds to the spending policy for its process: the
+ * agent's spends made without a person's yes in the last hour stay within it
+ * (ask-above-hour --front-end agent); one that would pass it waits for an approval.
+ */
+export function confirmAbovePolicy(raw: bigint): SpendingPolicy {
+  return { frontEnds: { agent: { askAboveHour: raw.toString() } } };
+}
+
 /** Non-strict: the profile's wallet, unlocked once at start, like `serve`. */
 export async function profileHolder(options: SessionOptions, log: (line: string) => void): Promise<WalletHolder> {
-  const { session, refreshWork } = await openToolsetSession(options, log);
+  const { session, refreshWork } = await openToolsetSession({ ...options, frontEnd: 'agent' }, log);
   return {
     strict: false,
     use: (fn) => fn(session),
@@ -37,6 +47,8 @@ export async function profileHolder(options: SessionOptions, log: (line: string)
 export interface StrictOptions {
   /** The agent's own config dir: its key store, settings, journal and password file. */
   dir: string;
+  /** Rules the agent adds to its profile's spending policy (--confirm-above). */
+  policy?: SpendingPolicy;
   env: NodeJS.ProcessEnv;
   log: (line: string) => void;
 }
@@ -50,7 +62,7 @@ const PASSWORD_FILE = 'agent-password';
  * key store, acts and is let go, so no unlocked key outlives a request.
  */
 export async function strictHolder(options: StrictOptions): Promise<WalletHolder> {
-  const { dir, env, log } = options;
+  const { dir, env, log, policy } = options;
   await ensurePrivateDir(dir);
   const passwordPath = join(dir, PASSWORD_FILE);
   const readPassword = async (): Promise<string> => {
@@ -71,6 +83,8 @@ export async function strictHolder(options: StrictOptions): Promise<WalletHolder
       configDir: dir,
       env,
       profile: 'default',
+      frontEnd: 'agent',
+      ...(policy === undefined ? {} : { policy }),
       password: readPassword,
       unlock: (path) =>
         gate.run(async () => {
@@ -107,6 +121,7 @@ export async function strictHolder(options: StrictOptions): Promise<WalletHolder
         return await fn(session);
       } finally {
         live.delete(session);
+        await session.close();
       }
     },
     address: () => fresh().address(),

@@ -69,13 +69,14 @@ const EXIT_CODES: [number, string][] = [
   [ExitCode.INSUFFICIENT_FUNDS, 'Insufficient funds or credits.'],
   [ExitCode.UPSTREAM, 'The service (or node, or the PostgreSQL store) failed or could not be reached, or sent an answer too large.'],
   [ExitCode.AUTH, 'Authentication: a missing or invalid API key, a wrong or missing password, a proxy or PostgreSQL server that refused ours.'],
-  [ExitCode.LIMIT, 'A spending limit was exceeded.'],
+  [ExitCode.LIMIT, 'The spending policy refused the spend (POLICY_DENIED names the rule), or an x402 price over --max.'],
   [ExitCode.TIMEOUT, 'Timed out (status --watch --timeout: the service answered but nobody paid).'],
   [ExitCode.NOT_FOUND, 'Not found: a transaction id, block, account, wallet or profile.'],
   [ExitCode.CONFLICT, 'Conflict: the ledger refused the block, the account is busy, the name exists.'],
   [ExitCode.EXPIRED, 'The payment request expired unpaid (status --watch, request --watch).'],
   [ExitCode.DECLINED, 'Declined: you answered no to a confirmation; nothing was done.'],
   [ExitCode.ENVIRONMENT, 'The machine: the disk is full, or the config dir cannot be written; nothing was changed.'],
+  [ExitCode.APPROVAL, 'The spend waits for a person\'s approval (APPROVAL_REQUIRED): nanopay approvals approve ID, then --approval ID.'],
   [ExitCode.INTERRUPTED, 'Interrupted (Ctrl-C).'],
 ];
 

@@ -4,6 +4,7 @@ import { BaseCommand } from './base-command.js';
 import { NanoPayError } from '../errors.js';
 import { passwordSource, promptingUnlock, type PasswordFlags } from './input/password.js';
 import { workSpinner } from './output/work-progress.js';
+import { confirmOnTerminal } from './input/confirm.js';
 
 /** Commands that use a profile: the key store, the API, the ledger. */
 export abstract class SessionCommand extends BaseCommand {
@@ -40,6 +41,9 @@ export abstract class SessionCommand extends BaseCommand {
     const deadline = typeof flags.timeout === 'string' ? parseCallTimeout(flags.timeout, '--timeout') * 1000 : undefined;
     const session = new Session({
       password,
+      frontEnd: 'cli',
+      // A spend above an "ask above" rule is asked about here on a terminal (--yes does not skip it); without one it waits for an approval.
+      ...(process.stdin.isTTY && process.stderr.isTTY ? { askPerson: (question: string) => confirmOnTerminal(question, false) } : {}),
       unlock: promptingUnlock(flags, password),
       workObserver: workSpinner(!this.jsonEnabled()),
       ...(deadline === undefined ? {} : { deadlineMs: deadline }),

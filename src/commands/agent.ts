@@ -1,9 +1,8 @@
 import { join } from 'node:path';
 import { Flags } from '@oclif/core';
-import { Confirmations } from '../agent/confirmations.js';
 import { modelFromEnv } from '../agent/model.js';
 import { DEFAULT_AGENT_PORT, requireTokenOffLoopback, startAgent } from '../agent/server.js';
-import { profileHolder, strictHolder, type WalletHolder } from '../agent/wallet-holder.js';
+import { confirmAbovePolicy, profileHolder, strictHolder, type WalletHolder } from '../agent/wallet-holder.js';
 import { bearerToken } from '../cli/input/flag-file.js';
 import { listenAddress } from '../cli/listen-address.js';
 import { serverAccess } from '../cli/server-access.js';
@@ -20,8 +19,9 @@ Events or NDJSON (Accept: application/x-ndjson). The chat reasons with an OpenAI
 NANOPAY_AGENT_MODEL_URL and NANOPAY_AGENT_MODEL are set, else with a plain grammar ("help" lists it).
 Strict mode (--strict or AGENT_MODE=production) owns its wallet in its own directory: made at first start with a random
 password (a 0600 file, or AI_WALLET_PASSWORD), unlocked per request and let go after. Otherwise the profile's wallet
-is used, unlocked once like serve. Spending limits apply; a chat spend (send, donation, top-up) that would take the chat's
-spending without confirmation in the last hour above --confirm-above waits for a confirmation.
+is used, unlocked once like serve. The spending policy applies to every spend; --confirm-above adds a rule to it for this
+process (ask-above-hour --front-end agent): a spend (send, donation, top-up, paid fetch) that would take the agent's spending
+without a person's yes in the last hour above it waits for an approval, which the chat's user gives with its token.
 On loopback it answers only your own user: on Linux other users' connections are refused; where the system cannot tell
 who connects, a token is required, made in agent.token (the agent's directory in strict mode, else the config dir)
 unless you give one.`;
@@ -35,7 +35,7 @@ unless you give one.`;
     port: Flags.integer({ description: `port (default ${DEFAULT_AGENT_PORT}; 0 picks a free one)`, min: 0, max: 65535 }),
     strict: Flags.boolean({ description: 'custodial mode: the agent owns its wallet (also AGENT_MODE=production)' }),
     dir: Flags.string({ description: 'strict mode: the agent\'s own directory (default NANOPAY_AGENT_DIR, or "agent" in the config dir)' }),
-    'confirm-above': Flags.string({ description: 'chat spends that would take the last hour\'s total above this many XNO need a confirmation token' }),
+    'confirm-above': Flags.string({ description: 'spends that would take the last hour\'s total without approval above this many XNO wait for an approval' }),
     'allow-origin': Flags.string({ description: 'a web origin (scheme://host[:port]) allowed to call the agent (repeatable)', multiple: true }),
     token: Flags.string({ description: 'require this bearer token (prefer --token-file: flags show in ps)', env: 'NANOPAY_AGENT_TOKEN' }),
     'token-file': Flags.string({ description: 'require the bearer token read from this file (yours, mode 0600)' }),
@@ -48,6 +48,8 @@ unless you give one.`;
     const listen = listenAddress(env.NANOPAY_AGENT_LISTEN_ADDR, 'NANOPAY_AGENT_LISTEN_ADDR');
     const token = await bearerToken(flags, 'agent');
     const confirmAboveRaw = flags['confirm-above'] === undefined ? undefined : xnoToRaw(flags['confirm-above']);
+    // A rule of the spending policy for this process: the agent's spends made without a person's yes in the last hour stay within it.
+    const policy = confirmAboveRaw === undefined ? undefined : confirmAbovePolicy(confirmAboveRaw);
     const host = flags.host ?? listen.host ?? '127.0.0.1';
     // Before the wallet is made or unlocked: a refused start leaves nothing behind.
     requireTokenOffLoopback(host, token);
@@ -63,14 +65,13 @@ unless you give one.`;
     });
     const log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
     const holder: WalletHolder = strict
-      ? await strictHolder({ dir: agentDir, env, log })
-      : await profileHolder({ password: this.passwordSource(flags), ...(flags.profile === undefined ? {} : { profile: flags.profile }) }, log);
+      ? await strictHolder({ dir: agentDir, env, log, ...(policy === undefined ? {} : { policy }) })
+      : await profileHolder({ password: this.passwordSource(flags), ...(policy === undefined ? {} : { policy }), ...(flags.profile === undefined ? {} : { profile: flags.profile }) }, log);
     const model = modelFromEnv(env);
     const agent = await startAgent({
       host,
       port: flags.port ?? listen.port ?? DEFAULT_AGENT_PORT,
       holder,
-      confirmations: new Confirmations(),
       log,
       ...(access.token === undefined ? {} : { token: access.token }),
       ...(access.onlyUser === undefined ? {} : { onlyUser: access.onlyUser }),

@@ -16,6 +16,7 @@ a repeat with the same key returns the first result and donates nothing, to the 
     'dry-run': Flags.boolean({ description: 'show what would happen; sign nothing' }),
     to: Flags.string({ description: 'the address to donate to, or @NAME of a contact (required with backend node: only the service names one)' }),
     id: Flags.string({ description: 'idempotency key' }),
+    approval: Flags.string({ description: 'the id of an approval a person gave for this very spend (APPROVAL_REQUIRED named it)' }),
     wallet: Flags.string({ description: 'wallet to send from instead of the active one' }),
     account: Flags.integer({ description: 'account index within the wallet', min: 0 }),
   };
@@ -29,6 +30,7 @@ a repeat with the same key returns the first result and donates nothing, to the 
       ...(flags.to === undefined ? {} : { to: flags.to }),
       signal: this.signal,
       ...(flags.id === undefined ? {} : { id: flags.id }),
+      ...(flags.approval === undefined ? {} : { approval: flags.approval }),
       ...(flags.wallet === undefined ? {} : { wallet: flags.wallet }),
       ...(flags.account === undefined ? {} : { index: flags.account }),
       ...(confirm === undefined ? {} : { confirm }),

@@ -11,7 +11,7 @@ export default class Mcp extends SessionCommand {
     const { flags } = await this.parse(Mcp);
     const log = (line: string): void => void process.stderr.write(`${line}\n`);
     const { session, refreshWork } = await openToolsetSession(
-      { password: this.passwordSource(flags), ...(flags.profile === undefined ? {} : { profile: flags.profile }) },
+      { password: this.passwordSource(flags), frontEnd: 'mcp', ...(flags.profile === undefined ? {} : { profile: flags.profile }) },
       log,
     );
     const { closed } = await serveMcp(session, { version: this.config.version, log, afterWrite: refreshWork });

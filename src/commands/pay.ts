@@ -15,6 +15,7 @@ request's QR code does; a URI without an amount is refused. Limits, confirmation
     yes: Flags.boolean({ char: 'y', description: 'do not ask for confirmation' }),
     'dry-run': Flags.boolean({ description: 'show what would happen; sign nothing' }),
     id: Flags.string({ description: 'idempotency key' }),
+    approval: Flags.string({ description: 'the id of an approval a person gave for this very spend (APPROVAL_REQUIRED named it)' }),
     wallet: Flags.string({ description: 'wallet to send from instead of the active one' }),
     account: Flags.integer({ description: 'account index within the wallet', min: 0 }),
   };
@@ -26,6 +27,7 @@ request's QR code does; a URI without an amount is refused. Limits, confirmation
       dryRun: flags['dry-run'],
       signal: this.signal,
       ...(flags.id === undefined ? {} : { id: flags.id }),
+      ...(flags.approval === undefined ? {} : { approval: flags.approval }),
       ...(flags.wallet === undefined ? {} : { wallet: flags.wallet }),
       ...(flags.account === undefined ? {} : { index: flags.account }),
       ...(confirm === undefined ? {} : { confirm }),

@@ -42,7 +42,7 @@ a non-loopback address requires one. Spending limits apply. Logs one line per re
     });
     const log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
     const { session, refreshWork } = await openToolsetSession(
-      { password: this.passwordSource(flags), ...(flags.profile === undefined ? {} : { profile: flags.profile }) },
+      { password: this.passwordSource(flags), frontEnd: 'toolset', ...(flags.profile === undefined ? {} : { profile: flags.profile }) },
       log,
     );
     const toolset = await startToolset(session, {

@@ -7,7 +7,7 @@ import { NanoPayError } from '../errors.js';
 export interface Envelope<T = unknown> {
   success: boolean;
   data: T | null;
-  error: { error: string; message: string } | null;
+  error: ({ error: string; message: string } & Record<string, unknown>) | null;
 }
 
 export function successEnvelope<T>(data: T): Envelope<T> {
@@ -15,7 +15,8 @@ export function successEnvelope<T>(data: T): Envelope<T> {
 }
 
 export function errorEnvelope(failure: NanoPayError): Envelope<never> {
-  return { success: false, data: null, error: { error: failure.code, message: failure.message } };
+  // Facts a program acts on (a policy refusal's rule and room, an approval's id) beside code and message.
+  return { success: false, data: null, error: { ...failure.details, error: failure.code, message: failure.message } };
 }
 
 /**

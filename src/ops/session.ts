@@ -21,6 +21,8 @@ import { keySigner, sessionSigner } from './ledger/signers.js';
 import { openStore, sqlitePath } from '../store/open.js';
 import { checkDatabaseUrl } from '../store/url.js';
 import type { Store } from '../store/store.js';
+import type { SpendingPolicy } from '../wallet/config.js';
+import { profilePolicy, stricter, type FrontEnd } from './spending/policy.js';
 
 /** Asks for the key store password; `purpose` says why (for a prompt). */
 export type PasswordSource = (purpose: 'unlock' | 'create') => Promise<string>;
@@ -39,6 +41,12 @@ export interface SessionOptions {
   workObserver?: WorkObserver;
   /** Opens the existing key store instead of KeyStore.open with `password` (the CLI: an unlocked session, or prompts with retries). */
   unlock?: (path: string) => Promise<KeyStore>;
+  /** Which front end this session serves (the spending policy's rules by front end, the audit trail); 'sdk' unless the process says. */
+  frontEnd?: FrontEnd;
+  /** Rules this process adds to the profile's policy (the agent's --confirm-above): stricter only, never lifting one. */
+  policy?: SpendingPolicy;
+  /** Asks the person at the terminal: a spend above an "ask above" rule gets its yes there (the CLI on a terminal only). */
+  askPerson?: (question: string) => Promise<boolean>;
 }
 
 /** The service a fresh profile talks to: the sandbox's default address. */
@@ -87,7 +95,11 @@ export class Session {
   private ahead: WorkCache | undefined;
   private node: Promise<NodeClient> | undefined;
 
+  /** The front end this session serves: fixed when it is made, never from a caller's input. */
+  readonly frontEnd: FrontEnd;
+
   constructor(private readonly options: SessionOptions) {
+    this.frontEnd = options.frontEnd ?? 'sdk';
     this.env = options.env ?? process.env;
     this.dir = options.configDir ?? configDir(this.env);
     this.profileName = options.profile ?? this.env.NANOPAY_PROFILE ?? 'default';
@@ -141,6 +153,13 @@ export class Session {
     })();
     this.opened.catch(() => (this.opened = undefined));
     return this.opened;
+  }
+
+  /** Closes the store if this session opened it (a session made per request must not leave one open). */
+  async close(): Promise<void> {
+    const opened = this.opened;
+    this.opened = undefined;
+    await opened?.then((store) => store.close()).catch(() => undefined);
   }
 
   apiUrl(): string {
@@ -320,6 +339,12 @@ export class Session {
     return async (root, threshold, signal) => (await this.workStore.take(root, threshold)) ?? provide(root, threshold, signal);
   }
 
+  /** The spending policy in force: the profile's (read anew each time), with what this process adds. */
+  policy(): SpendingPolicy {
+    const own = profilePolicy(this.profile());
+    return this.options.policy === undefined ? own : stricter(own, this.options.policy);
+  }
+
   async context(signal?: AbortSignal): Promise<OpsContext> {
     const lockDir = stateDir(this.dir, 'locks');
     return {
@@ -329,7 +354,11 @@ export class Session {
       sendLog: this.sendLog,
       history: this.historyLog,
       lock: (address, fn) => withAccountLock(lockDir, address, fn, signal === undefined ? {} : { signal }),
-      limits: this.profile().limits,
+      frontEnd: this.frontEnd,
+      policy: this.policy(),
+      contacts: async () => Object.fromEntries(Object.entries(await this.contacts.all()).map(([name, c]) => [name, c.address])),
+      store: () => this.dataStore(),
+      ...(this.options.askPerson === undefined ? {} : { askPerson: this.options.askPerson }),
       representative: this.representative(),
       profile: this.profileName,
       now: Date.now,

@@ -1,8 +1,9 @@
-/** A failure reported by the agent (or the toolset), with the spec's code. */
+/** A failure reported by the agent (or the toolset), with the spec's code (and the approval id of an APPROVAL_REQUIRED in `details`). */
 export class AgentError extends Error {
   constructor(
     readonly error_code: string,
     message: string,
+    readonly details: Record<string, unknown> = {},
   ) {
     super(message);
     this.name = 'AgentError';
@@ -12,7 +13,7 @@ export class AgentError extends Error {
 interface Envelope<T> {
   success: boolean;
   data: T | null;
-  error: { error: string; message: string } | null;
+  error: ({ error: string; message: string } & Record<string, unknown>) | null;
 }
 
 /**
@@ -49,7 +50,8 @@ export class AgentClient {
       throw new AgentError('PARSE_ERROR', `The agent answered ${method} ${path} with something that is not JSON (HTTP ${response.status})`);
     }
     if (!envelope.success || envelope.data === null) {
-      throw new AgentError(envelope.error?.error ?? 'REQUEST_ERROR', envelope.error?.message ?? `HTTP ${response.status}`);
+      const { error, message, ...details } = envelope.error ?? { error: 'REQUEST_ERROR', message: `HTTP ${response.status}` };
+      throw new AgentError(error, message, details);
     }
     return envelope.data;
   }
@@ -59,8 +61,9 @@ export class AgentClient {
     return { balance: data.balance, address: data.account };
   }
 
-  async pay(address: string, amount: string): Promise<{ hash: string }> {
-    const data = await this.call<{ hash: string }>('POST', '/wallet/send', { recipient_address: address, amount });
+  /** A send; `approval_id` is the approval a person gave for exactly this send, after an APPROVAL_REQUIRED. */
+  async pay(address: string, amount: string, options: { approval_id?: string } = {}): Promise<{ hash: string }> {
+    const data = await this.call<{ hash: string }>('POST', '/wallet/send', { recipient_address: address, amount, ...options });
     return { hash: data.hash };
   }
 

@@ -25,14 +25,21 @@ export interface SpendOptions extends FromAccount {
   /** Idempotency key, like --id. */
   id?: string;
   dryRun?: boolean;
+  /** The id of an approval a person gave for this very spend (an APPROVAL_REQUIRED error named it), like --approval. */
+  approval?: string;
 }
 
 function account(from: FromAccount): { wallet?: string; index?: number } {
   return { ...(from.wallet === undefined ? {} : { wallet: from.wallet }), ...(from.account === undefined ? {} : { index: from.account }) };
 }
 
-function spend(options: SpendOptions): { wallet?: string; index?: number; id?: string; dryRun?: boolean } {
-  return { ...account(options), ...(options.id === undefined ? {} : { id: options.id }), ...(options.dryRun === undefined ? {} : { dryRun: options.dryRun }) };
+function spend(options: SpendOptions): { wallet?: string; index?: number; id?: string; dryRun?: boolean; approval?: string } {
+  return {
+    ...account(options),
+    ...(options.id === undefined ? {} : { id: options.id }),
+    ...(options.dryRun === undefined ? {} : { dryRun: options.dryRun }),
+    ...(options.approval === undefined ? {} : { approval: options.approval }),
+  };
 }
 
 export interface NanoPayOptions {
@@ -56,6 +63,7 @@ export class NanoPay {
     const password = options.password;
     const sessionOptions: SessionOptions = {
       password: typeof password === 'string' ? () => Promise.resolve(password) : password,
+      frontEnd: 'sdk',
       ...(options.configDir === undefined ? {} : { configDir: options.configDir }),
       ...(options.profile === undefined ? {} : { profile: options.profile }),
       ...(options.env === undefined ? {} : { env: options.env }),
@@ -111,8 +119,8 @@ export class NanoPay {
     return credits(this.session);
   }
 
-  topup(tier: number, from: FromAccount = {}): Promise<TopupResult> {
-    return topup(this.session, { tier, ...account(from) });
+  topup(tier: number, from: FromAccount & { approval?: string } = {}): Promise<TopupResult> {
+    return topup(this.session, { tier, ...account(from), ...(from.approval === undefined ? {} : { approval: from.approval }) });
   }
 
   donate(amountXno: string, options: SpendOptions & { to?: string } = {}): Promise<DonateResult> {

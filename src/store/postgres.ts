@@ -5,6 +5,8 @@ import type { RequestRecord } from '../wallet/requests.js';
 import { MIGRATIONS, SCHEMA_VERSION, requestColumns, tooNew } from './schema.js';
 import { maskDatabaseUrl } from './url.js';
 import { PostgresShop } from './postgres-shop.js';
+import { PostgresApprovals, PostgresAudit } from './postgres-spending.js';
+import type { ApprovalsTable, AuditTable } from './spending.js';
 import type { ShopTable } from './shop.js';
 import type { LateIf, Outbox, OutboxItem, RequestsTable, Store, StoreChange } from './store.js';
 
@@ -192,6 +194,8 @@ export class PostgresStore implements Store {
   readonly requests: RequestsTable = new PostgresRequests(this);
   readonly outbox: Outbox = new PostgresOutbox(this);
   readonly shop: ShopTable = new PostgresShop(this);
+  readonly audit: AuditTable = new PostgresAudit(this);
+  readonly approvals: ApprovalsTable = new PostgresApprovals(this);
   readonly location: string;
   private readonly listeners = new Set<Listener>();
   private readonly queues = new Map<string, Promise<void>>();

@@ -180,6 +180,70 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (destination, request_id, request_seq) WHERE pending;
     `,
   },
+  {
+    version: 4,
+    // The spending policy: every decision (the audit trail and the spend log budgets count), and approvals (spending.ts).
+    sqlite: `
+      CREATE TABLE spend_audit (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        profile TEXT NOT NULL,
+        at_ms INTEGER NOT NULL,
+        account TEXT NOT NULL,
+        counts INTEGER NOT NULL,
+        hash TEXT,
+        status TEXT,
+        settled_at TEXT,
+        doc TEXT NOT NULL
+      );
+      CREATE INDEX spend_audit_counted ON spend_audit (profile, at_ms) WHERE counts = 1;
+      CREATE INDEX spend_audit_trail ON spend_audit (profile, seq);
+      CREATE INDEX spend_audit_time ON spend_audit (profile, at_ms);
+      CREATE INDEX spend_audit_hash ON spend_audit (profile, hash) WHERE hash IS NOT NULL;
+      CREATE TABLE approvals (
+        id TEXT PRIMARY KEY,
+        profile TEXT NOT NULL,
+        state TEXT NOT NULL,
+        binding TEXT NOT NULL,
+        created_ms INTEGER NOT NULL,
+        expires_ms INTEGER NOT NULL,
+        chat_token TEXT UNIQUE,
+        doc TEXT NOT NULL
+      );
+      CREATE INDEX approvals_waiting ON approvals (profile, state, created_ms);
+      CREATE INDEX approvals_binding ON approvals (profile, binding);
+    `,
+    postgres: `
+      CREATE TABLE spend_audit (
+        seq BIGSERIAL PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        profile TEXT NOT NULL,
+        at_ms BIGINT NOT NULL,
+        account TEXT NOT NULL,
+        counts INTEGER NOT NULL,
+        hash TEXT,
+        status TEXT,
+        settled_at TEXT,
+        doc JSONB NOT NULL
+      );
+      CREATE INDEX spend_audit_counted ON spend_audit (profile, at_ms) WHERE counts = 1;
+      CREATE INDEX spend_audit_trail ON spend_audit (profile, seq);
+      CREATE INDEX spend_audit_time ON spend_audit (profile, at_ms);
+      CREATE INDEX spend_audit_hash ON spend_audit (profile, hash) WHERE hash IS NOT NULL;
+      CREATE TABLE approvals (
+        id TEXT PRIMARY KEY,
+        profile TEXT NOT NULL,
+        state TEXT NOT NULL,
+        binding TEXT NOT NULL,
+        created_ms BIGINT NOT NULL,
+        expires_ms BIGINT NOT NULL,
+        chat_token TEXT UNIQUE,
+        doc JSONB NOT NULL
+      );
+      CREATE INDEX approvals_waiting ON approvals (profile, state, created_ms);
+      CREATE INDEX approvals_binding ON approvals (profile, binding);
+    `,
+  },
 ];
 
 /** The columns a request's record is queried by, taken from its document (which keeps every field). */

@@ -9,6 +9,8 @@ import { withAccountLock } from '../wallet/lock.js';
 import type { RequestRecord } from '../wallet/requests.js';
 import { MIGRATIONS, SCHEMA_VERSION, requestColumns, tooNew } from './schema.js';
 import { SqliteShop } from './sqlite-shop.js';
+import { SqliteApprovals, SqliteAudit } from './sqlite-spending.js';
+import type { ApprovalsTable, AuditTable } from './spending.js';
 import type { ShopTable } from './shop.js';
 import type { LateIf, Outbox, OutboxItem, RequestsTable, Store, StoreChange } from './store.js';
 
@@ -258,6 +260,8 @@ export class SqliteStore implements Store {
   readonly requests: RequestsTable = new SqliteRequests(this);
   readonly outbox: Outbox = new SqliteOutbox(this);
   readonly shop: ShopTable = new SqliteShop(this);
+  readonly audit: AuditTable = new SqliteAudit(this);
+  readonly approvals: ApprovalsTable = new SqliteApprovals(this);
 
   private constructor(
     readonly db: Db,

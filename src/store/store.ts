@@ -1,5 +1,6 @@
 import type { RequestRecord } from '../wallet/requests.js';
 import type { ShopTable } from './shop.js';
+import type { ApprovalsTable, AuditTable } from './spending.js';
 
 /**
  * The storage of what grows without bound (payment requests now; the webhook
@@ -18,6 +19,9 @@ export interface Store {
   readonly outbox: Outbox;
   /** The shop server's requests and webhook events (shop.ts). */
   readonly shop: ShopTable;
+  /** The spending policy's decisions (the audit trail and spend log) and approvals (spending.ts). */
+  readonly audit: AuditTable;
+  readonly approvals: ApprovalsTable;
   /**
    * Runs `fn` as the only holder of `name` among every process using this store (a lock file beside
    * SQLite; an advisory lock in PostgreSQL, released if the holder's connection dies).

@@ -33,6 +33,9 @@ export interface ToolRoute {
   input(call: Call): unknown;
 }
 
+/** A route whose input is in its path takes an approval id in its body (`{"approval_id": …}`). */
+const approvalIn = (body: Record<string, unknown>): Record<string, unknown> => (body.approval_id === undefined ? {} : { approval_id: body.approval_id });
+
 /** The spec's routes (section B), each a thin mapping onto one tool. */
 export const TOOL_ROUTES: readonly ToolRoute[] = [
   {
@@ -48,8 +51,8 @@ export const TOOL_ROUTES: readonly ToolRoute[] = [
   { method: 'POST', path: '/payment/request', tool: 'payment.request', input: ({ body }) => body },
   { method: 'GET', path: '/payment/status/:transaction_id', tool: 'payment.status', input: ({ params }) => ({ transaction_id: params.transaction_id }) },
   { method: 'GET', path: '/credits', tool: 'credits.get', input: () => ({}) },
-  { method: 'POST', path: '/credits/topup/:credits_amount', tool: 'credits.topup', input: ({ params }) => ({ credits_amount: params.credits_amount }) },
-  { method: 'POST', path: '/donate/:amount', tool: 'donate.send', input: ({ params }) => ({ amount: params.amount }) },
+  { method: 'POST', path: '/credits/topup/:credits_amount', tool: 'credits.topup', input: ({ params, body }) => ({ ...approvalIn(body), credits_amount: params.credits_amount }) },
+  { method: 'POST', path: '/donate/:amount', tool: 'donate.send', input: ({ params, body }) => ({ ...approvalIn(body), amount: params.amount }) },
   // Not in the spec: fetch a URL paying its x402 challenge (nanopay fetch).
   { method: 'POST', path: '/http/fetch-paid', tool: 'http_fetch_paid', input: ({ body }) => body },
 ];

@@ -1,4 +1,5 @@
 import { NanoPayError } from '../errors.js';
+import { errorEnvelope, type Envelope } from '../http/respond.js';
 import { balance } from '../ops/account/balance.js';
 import { credits, parseTier, topup } from '../ops/spending/credits.js';
 import { donate } from '../ops/spending/donate.js';
@@ -49,6 +50,14 @@ const READ: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, idem
 const SPEND: ToolAnnotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true };
 
 const str = (description: string) => ({ type: 'string' as const, description });
+
+/** Every spending tool takes the id of an approval a person gave: the held spend then runs once, exactly as it was asked. */
+const APPROVAL_ID = {
+  approval_id: str('the id an APPROVAL_REQUIRED answer gave, once a person approved it (nanopay approvals approve ID): the same spend then runs once'),
+};
+
+/** The approval id of a tool's input, for the operation. */
+const approvalOf = (input: ToolInput): { approval?: string } => (typeof input.approval_id === 'string' && input.approval_id !== '' ? { approval: input.approval_id } : {});
 
 /**
  * Checks an input against its schema: unknown fields, missing fields and wrong
@@ -103,11 +112,15 @@ export const TOOLS: Tool[] = [
     name: 'wallet.send',
     title: 'Send XNO',
     annotations: SPEND,
-    description: 'Send an amount in XNO from the toolset wallet to an address. Spending limits apply.',
-    inputSchema: schema({ recipient_address: str('destination address (nano_… or xrb_…), or @NAME of one of the profile\'s contacts'), amount: str('amount in XNO, e.g. "0.5"') }, ['recipient_address', 'amount']),
+    description:
+      'Send an amount in XNO from the toolset wallet to an address. The spending policy applies: a refusal is POLICY_DENIED; a spend above its "ask above" amount answers APPROVAL_REQUIRED with an approval id, and runs once a person approved it and the call is made again with approval_id.',
+    inputSchema: schema(
+      { recipient_address: str('destination address (nano_… or xrb_…), or @NAME of one of the profile\'s contacts'), amount: str('amount in XNO, e.g. "0.5"'), ...APPROVAL_ID },
+      ['recipient_address', 'amount'],
+    ),
     writes: true,
     handler: async (session, input, signal) => {
-      const sent = await send(session, { to: text(input, 'recipient_address'), amount: { xno: text(input, 'amount') }, ...(signal === undefined ? {} : { signal }) });
+      const sent = await send(session, { to: text(input, 'recipient_address'), amount: { xno: text(input, 'amount') }, ...approvalOf(input), ...(signal === undefined ? {} : { signal }) });
       return { amount: sent.amount, recipient: sent.to, hash: sent.hash };
     },
   },
@@ -164,10 +177,10 @@ export const TOOLS: Tool[] = [
     title: 'Buy credits',
     annotations: SPEND,
     description: 'Buy credits (10, 50, 100, 500, 1000, 5000, 10000, 50000 or 100000): pays the service from the toolset wallet.',
-    inputSchema: schema({ credits_amount: str('the tier to buy') }, ['credits_amount']),
+    inputSchema: schema({ credits_amount: str('the tier to buy'), ...APPROVAL_ID }, ['credits_amount']),
     writes: true,
     handler: async (session, input, signal) => {
-      const result = await topup(session, { tier: parseTier(text(input, 'credits_amount')), ...(signal === undefined ? {} : { signal }) });
+      const result = await topup(session, { tier: parseTier(text(input, 'credits_amount')), ...approvalOf(input), ...(signal === undefined ? {} : { signal }) });
       return { topped_up_credits: result.topped_up_credits, new_credits_balance: result.new_credits_balance };
     },
   },
@@ -176,10 +189,10 @@ export const TOOLS: Tool[] = [
     title: 'Donate XNO',
     annotations: SPEND,
     description: 'Donate an amount in XNO to the service.',
-    inputSchema: schema({ amount: str('amount in XNO') }, ['amount']),
+    inputSchema: schema({ amount: str('amount in XNO'), ...APPROVAL_ID }, ['amount']),
     writes: true,
     handler: async (session, input, signal) => {
-      const result = await donate(session, { amount: { xno: text(input, 'amount') }, ...(signal === undefined ? {} : { signal }) });
+      const result = await donate(session, { amount: { xno: text(input, 'amount') }, ...approvalOf(input), ...(signal === undefined ? {} : { signal }) });
       return { success: result.success, amount: result.amount, message: result.message };
     },
   },
@@ -197,6 +210,7 @@ export const TOOLS: Tool[] = [
         body: str('request body (sent as text)'),
         content_type: str('Content-Type of the body'),
         id: str('idempotency key: a rerun with it presents the same payment, never a second one'),
+        ...APPROVAL_ID,
       },
       ['url', 'max_xno'],
     ),
@@ -214,6 +228,7 @@ export const TOOLS: Tool[] = [
       };
       const { response, payment } = await fetchWithPayment(session, url, init, {
         maxXno: text(input, 'max_xno'),
+        ...approvalOf(input),
         ...(typeof input.id === 'string' ? { id: input.id } : {}),
         ...(signal === undefined ? {} : { signal }),
       });
@@ -245,19 +260,15 @@ export function findTool(name: string): Tool {
   return tool;
 }
 
-export interface Envelope {
-  success: boolean;
-  data: Record<string, unknown> | null;
-  error: { error: string; message: string } | null;
-}
+export type { Envelope } from '../http/respond.js';
 
 /** Runs a tool and wraps the outcome in the spec's envelope; never throws. */
-export async function runTool(session: Session, tool: Tool, input: unknown, signal?: AbortSignal): Promise<{ envelope: Envelope; status: number }> {
+export async function runTool(session: Session, tool: Tool, input: unknown, signal?: AbortSignal): Promise<{ envelope: Envelope<Record<string, unknown>>; status: number }> {
   try {
     const data = await tool.handler(session, checkInput(tool, input), signal);
     return { envelope: { success: true, data, error: null }, status: 200 };
   } catch (error) {
     const failure = error instanceof NanoPayError ? error : new NanoPayError('INTERNAL_ERROR', 'Internal error', { cause: error });
-    return { envelope: { success: false, data: null, error: { error: failure.code, message: failure.message } }, status: failure.status };
+    return { envelope: errorEnvelope(failure), status: failure.status };
   }
 }

@@ -15,10 +15,37 @@ export interface WalletRecord {
   remote?: boolean;
 }
 
+/** The settings of versions before the spending policy; read as its rules (ops/spending/policy.ts), never written again. */
 export interface Limits {
   /** Raw, as decimal strings: JSON has no bigint. */
   perSend?: string;
   perDay?: string;
+}
+
+/** What one scope of the spending policy allows, in raw (decimal strings). Windows roll: the last hour, 24 hours, 30 days. */
+export interface RuleLimits {
+  perSend?: string;
+  hour?: string;
+  day?: string;
+  month?: string;
+  /** A spend above this waits for a person's yes. */
+  askAbove?: string;
+  /** A spend that would take the last hour's spending made without a person's yes above this waits for one. */
+  askAboveHour?: string;
+}
+
+/** The profile's spending policy (ops/spending/policy.ts says what each rule means). */
+export interface SpendingPolicy extends RuleLimits {
+  /** By address, or by contact (@name). */
+  recipients?: Record<string, RuleLimits>;
+  /** x402 payments, by the host they pay (example.com, example.com:8080, *.example.com). */
+  hosts?: Record<string, RuleLimits>;
+  /** By front end (cli, toolset, mcp, agent, sdk), and x402 for every x402 payment. */
+  frontEnds?: Record<string, RuleLimits>;
+  allow?: { recipients?: string[]; hosts?: string[] };
+  deny?: { recipients?: string[]; hosts?: string[] };
+  /** How long an approval may wait to be answered and used, in seconds. */
+  approvalTtlS?: number;
 }
 
 export interface ProfileRecord {
@@ -26,6 +53,7 @@ export interface ProfileRecord {
   activeWallet?: string;
   activeAccount?: number;
   limits?: Limits;
+  policy?: SpendingPolicy;
   receiveMinimum?: string;
   /** The most one x402 payment may cost (raw); without it (or --max) nanopay fetch pays nothing. */
   x402Max?: string;

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { NanoPayError } from '../errors.js';
 import { readIfExists, writeFileAtomic } from '../fs/secure-fs.js';
@@ -19,15 +20,14 @@ export interface SendRecord {
   at: string;
 }
 
-interface SpendEntry {
+/** A landed send as versions before the spending policy kept it (now in the store). */
+export interface LegacySpend {
   hash: string;
   raw: string;
   at: string;
   /** The account that sent it: the window is the profile's, over all its accounts. */
   account: string;
 }
-
-const DAY_MS = 24 * 60 * 60 * 1000;
 
 function parse<T>(path: string, text: string): T {
   try {
@@ -43,10 +43,9 @@ export function profileKey(profile: string, id = ''): string {
 }
 
 /**
- * Results of sends by idempotency key, and each profile's spending over the
- * last 24 hours, all its accounts together (for the daily limit). Entries are
- * keyed by block hash, so recording the same block twice (a recovered send)
- * counts it once. Writers of a profile's spending hold its spending lock.
+ * Results of sends by idempotency key. (The spends budgets count are in the
+ * store; a file of spends a version before the spending policy kept is read
+ * once, to move them there.)
  */
 export class SendLog {
   constructor(private readonly dir: string) {}
@@ -69,21 +68,14 @@ export class SendLog {
     await writeFileAtomic(this.resultPath(profile, id), JSON.stringify(record, null, 2));
   }
 
-  private async spends(profile: string): Promise<SpendEntry[]> {
+  /** The spends a version before the policy kept for the profile, if its file is still there. */
+  async legacySpends(profile: string): Promise<LegacySpend[] | undefined> {
     const path = this.spendPath(profile);
     const text = await readIfExists(path);
-    return text === undefined ? [] : parse<SpendEntry[]>(path, text);
+    return text === undefined ? undefined : parse<LegacySpend[]>(path, text);
   }
 
-  /** The hashes and amounts of the profile's recorded sends in the 24 hours before `now`. */
-  async spentWithin(profile: string, now = Date.now()): Promise<Map<string, bigint>> {
-    return new Map((await this.spends(profile)).filter((e) => now - Date.parse(e.at) < DAY_MS).map((e) => [e.hash, BigInt(e.raw)]));
-  }
-
-  /** Records a landed send of one of the profile's accounts; the caller holds the profile's spending lock. */
-  async recordSpend(profile: string, spend: { account: string; hash: string; raw: bigint; at: number }): Promise<void> {
-    const recent = (await this.spends(profile)).filter((e) => spend.at - Date.parse(e.at) < DAY_MS && e.hash !== spend.hash);
-    recent.push({ hash: spend.hash, raw: spend.raw.toString(), at: new Date(spend.at).toISOString(), account: spend.account });
-    await writeFileAtomic(this.spendPath(profile), JSON.stringify(recent, null, 2));
+  async forgetLegacySpends(profile: string): Promise<void> {
+    await rm(this.spendPath(profile), { force: true });
   }
 }

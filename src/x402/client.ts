@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { LedgerBackend } from '../api/backend.js';
 import { fetchFailure } from '../api/fetch-failure.js';
 import { NanoPayError } from '../errors.js';
-import { hashBlock, isValidAddress, linkAsAccount, normalizeAddress, rawToXno, xnoToRaw, type StateBlock } from '../nano/index.js';
+import { MAX_RAW, hashBlock, isValidAddress, linkAsAccount, normalizeAddress, rawToXno, xnoToRaw, type StateBlock } from '../nano/index.js';
 import type { OpsContext, Signer } from '../ops/context.js';
 import { recordLanded, settleJournal } from '../ops/ledger/recovery.js';
 import type { Session } from '../ops/session.js';
@@ -37,6 +37,8 @@ export interface PaidFetchOptions {
   signal?: AbortSignal;
   /** How long our own backend is watched for the settled block. Default 15 s. */
   settleWaitMs?: number;
+  /** The approval a person gave for this payment (APPROVAL_REQUIRED named it): bound to the host and the requirement. */
+  approval?: string;
 }
 
 /** A payment made (or found made under the same id) for a request. */
@@ -61,11 +63,14 @@ export interface PaidFetch {
   redirect?: string;
 }
 
-/** The most one payment may cost: the caller's maximum, else the profile's; none is a refusal, never unbounded. */
+/**
+ * The most the caller will pay for this request (--max). Without it the
+ * spending policy's maximum for x402 payments (x402-max) decides, as it does
+ * anyway; with neither, nothing is paid, never unbounded.
+ */
 function maximum(session: Session, maxXno: string | undefined): bigint {
   if (maxXno !== undefined) return xnoToRaw(maxXno);
-  const profile = session.profile().x402Max;
-  if (profile !== undefined) return BigInt(profile);
+  if (session.policy().frontEnds?.x402?.perSend !== undefined) return MAX_RAW;
   throw new NanoPayError('X402_UNPAYABLE', 'The server asks for payment (HTTP 402), and no maximum is set, so nothing was paid', {
     hint: 'Give the most you will pay with --max XNO, or set it once: nanopay config set x402-max 0.01',
   });
@@ -306,6 +311,12 @@ async function presentAgain(ctx: OpsContext, signer: Signer, c: Challenge, id: s
   });
 }
 
+/** What the spending policy sees of an x402 payment: the host it pays (rules by host), and the requirement an approval is bound to. */
+function x402Spend(url: string | undefined, requirement: PaymentRequirements, approval: string | undefined): { kind: 'x402'; host?: string; requirement: PaymentRequirements; approvalId?: string } {
+  const host = url !== undefined && URL.canParse(url) ? new URL(url).host : undefined;
+  return { kind: 'x402', requirement, ...(host === undefined ? {} : { host }), ...(approval === undefined ? {} : { approvalId: approval }) };
+}
+
 /**
  * fetch, paying an x402 v2 challenge in Nano: on a 402 it picks the cheapest
  * Nano exact requirement within the maximum and pays it through the one
@@ -347,6 +358,7 @@ export async function fetchWithPayment(session: Session, input: string | URL, in
     to: chosen.payTo,
     amountRaw,
     note: { chequeFor: url },
+    spend: x402Spend(url, chosen, options.approval),
     ...(threshold === undefined ? {} : { workThreshold: threshold }),
     submit: async (block) => {
       presented = await present(ctx, c, block, waitMs);
@@ -396,6 +408,7 @@ export async function signCheque(session: Session, requirements: PaymentRequirem
     to: chosen.payTo,
     amountRaw,
     outstanding: true,
+    spend: x402Spend(options.chequeFor, chosen, options.approval),
     ...(threshold === undefined ? {} : { workThreshold: threshold }),
     note: { chequeFor: options.chequeFor ?? `x402 ${chosen.network} ${chosen.payTo}` },
     submit: async (block) => {

@@ -64,7 +64,8 @@ describe('nanopay mcp over stdio', () => {
     });
     const send = tools.find((t) => t.name === 'wallet_send');
     expect(send?.inputSchema).toMatchObject({ type: 'object', required: ['recipient_address', 'amount'] });
-    expect(Object.keys(send?.inputSchema.properties ?? {})).toEqual(['recipient_address', 'amount']);
+    // approval_id: the id of an approval a person gave for this very send (the spending policy's ask-above).
+    expect(Object.keys(send?.inputSchema.properties ?? {})).toEqual(['recipient_address', 'amount', 'approval_id']);
   });
 
   it('calls wallet_balance and payment_request by their listed names', async () => {

@@ -99,7 +99,7 @@ describe('wallet and money movement through bin/run.js', () => {
     await send(session, { to: bobAddress, amount: { xno: '0.3' } });
     const over = await carol.run(['send', bobAddress, '0.3', '--yes', '--json']);
     expect(over.code).toBe(7);
-    expect(JSON.parse(over.stdout)).toMatchObject({ error: { code: 'LIMIT_EXCEEDED' } });
+    expect(JSON.parse(over.stdout)).toMatchObject({ error: { code: 'POLICY_DENIED' } });
   });
 
   it("the daily limit is the profile's: another account of it gets no fresh allowance, and two accounts sending at once share it", async () => {
@@ -114,12 +114,12 @@ describe('wallet and money movement through bin/run.js', () => {
     await send(session, { to: bobAddress, amount: { xno: '0.3' } });
     const other = await dave.run(['send', bobAddress, '0.3', '--account', '1', '--yes', '--json']);
     expect(other.code).toBe(7);
-    expect(JSON.parse(other.stdout)).toMatchObject({ error: { code: 'LIMIT_EXCEEDED' } });
+    expect(JSON.parse(other.stdout)).toMatchObject({ error: { code: 'POLICY_DENIED' } });
 
     // 0.2 left: two accounts (two sessions, as two processes) asking 0.15 each at once; one fits.
     const both = await Promise.allSettled([1, 2].map((index) => send(commandSession(dave), { to: bobAddress, amount: { xno: '0.15' }, index })));
     expect(both.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
-    expect(both.find((r) => r.status === 'rejected')).toMatchObject({ reason: { code: 'LIMIT_EXCEEDED' } });
+    expect(both.find((r) => r.status === 'rejected')).toMatchObject({ reason: { code: 'POLICY_DENIED' } });
   });
 
   it('keeps no seed, private key or API key in plain text, with private modes', async () => {

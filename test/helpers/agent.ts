@@ -3,10 +3,9 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { Confirmations } from '../../src/agent/confirmations.js';
 import type { ModelConfig } from '../../src/agent/model.js';
 import { startAgent, type AgentOptions, type RunningAgent } from '../../src/agent/server.js';
-import { strictHolder } from '../../src/agent/wallet-holder.js';
+import { confirmAbovePolicy, strictHolder } from '../../src/agent/wallet-holder.js';
 import { KeyStore } from '../../src/wallet/keystore.js';
 import { keystorePath } from '../../src/wallet/paths.js';
 import { startCommand, type RunningCommand } from './serve.js';
@@ -57,12 +56,16 @@ export async function startInProcessAgent(apiUrl: string, options: InProcessAgen
   const dir = options.dir ?? (await cheapAgentDir());
   const password = (await readFile(join(dir, 'agent-password'), 'utf8')).trim();
   const log: string[] = [];
-  const holder = await strictHolder({ dir, env: { NANOPAY_API_URL: apiUrl, ...options.env }, log: (line) => log.push(line) });
+  const holder = await strictHolder({
+    dir,
+    env: { NANOPAY_API_URL: apiUrl, ...options.env },
+    log: (line) => log.push(line),
+    ...(options.confirmAboveRaw === undefined ? {} : { policy: confirmAbovePolicy(options.confirmAboveRaw) }),
+  });
   const agent = await startAgent({
     host: '127.0.0.1',
     port: 0,
     holder,
-    confirmations: new Confirmations(),
     log: (line) => log.push(line),
     ...(options.confirmAboveRaw === undefined ? {} : { confirmAboveRaw: options.confirmAboveRaw }),
     ...(options.allowOrigins === undefined ? {} : { allowOrigins: options.allowOrigins }),

@@ -1,6 +1,7 @@
-import { request as httpRequest } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
+import { rm } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Confirmations } from '../../src/agent/confirmations.js';
 import { startAgent } from '../../src/agent/server.js';
 import { profileHolder } from '../../src/agent/wallet-holder.js';
 import { xnoToRaw } from '../../src/nano/index.js';
@@ -10,7 +11,11 @@ import { exportWallet } from '../../src/ops/profile/wallet.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { AgentClient, AgentError } from '../../src/sdk/agent-client.js';
 import { TOOLS } from '../../src/toolset/tools.js';
-import { shutdownWorkers } from '../../src/work/index.js';
+import { DEV_THRESHOLDS, shutdownWorkers } from '../../src/work/index.js';
+import { answerApproval } from '../../src/ops/spending/approvals.js';
+import { Paywall } from '../../src/x402/paywall.js';
+import { x402Middleware } from '../../src/x402/middleware.js';
+import { sandboxSettler } from '../helpers/x402.js';
 import {
   ScriptedModel,
   chat,
@@ -76,13 +81,25 @@ interface ModelAgent {
 }
 
 /** A strict agent of its own, with its own API key, reasoning with its own stand-in model; with `funds`, that much XNO received. */
-async function modelAgent(funds?: string, confirmAboveRaw = xnoToRaw('1')): Promise<ModelAgent> {
+/** An API that charges `price` XNO per request (x402) on the sandbox, in this process; `served` lists what it answered after payment. */
+async function startSeller(price: string): Promise<{ url: string; served: string[] }> {
+  const { settler, dir } = await sandboxSettler(sb.url);
+  running.push({ close: () => rm(dir, { recursive: true, force: true }) });
+  const charge = x402Middleware(new Paywall({ payTo: other, settler, workThreshold: DEV_THRESHOLDS.send }), () => price);
+  const served: string[] = [];
+  const server = createServer((req, res) => void charge(req, res, () => (served.push(req.url ?? ''), res.writeHead(200, { 'content-type': 'text/plain' }).end('the report'))));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  running.push({ close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))) });
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, served };
+}
+
+async function modelAgent(funds?: string, confirmAboveRaw = xnoToRaw('1'), env: NodeJS.ProcessEnv = {}): Promise<ModelAgent> {
   const model = new ScriptedModel();
   await model.start();
   running.push(model);
   const apiKey = ((await (await fetch(`${sb.url}/wallet/create`, { method: 'POST' })).json()) as { data: { api_key: string } }).data.api_key;
   const agent = await startInProcessAgent(sb.url, {
-    env: { NANOPAY_API_KEY: apiKey },
+    env: { NANOPAY_API_KEY: apiKey, ...env },
     confirmAboveRaw,
     model: { url: model.url, model: 'stand-in-1', key: MODEL_KEY },
   });
@@ -236,8 +253,16 @@ describe('the agent in strict mode', () => {
     expect(types(again)).toEqual(['error', 'done']);
     expect(again[0]).toMatchObject({ error: { error: 'INVALID_REQUEST' } });
     expect(xnoToRaw((await client.check_balance()).balance)).toBe(xnoToRaw(before) - xnoToRaw('1.5'));
-    // The SDK's pay is not the chat: no confirmation there, only the limits.
-    await expect(client.pay(other, '1.2')).resolves.toHaveProperty('hash');
+    // The SDK's pay is the agent too: --confirm-above is a rule of the policy for every spend of the agent.
+    const heldPay = await client.pay(other, '1.2').catch((e: unknown) => e as AgentError);
+    expect(heldPay).toMatchObject({ error_code: 'APPROVAL_REQUIRED', details: { approval: { id: expect.stringMatching(/^apr_/), amount: '1.2' } } });
+    const approvalId = ((heldPay as AgentError).details.approval as { id: string }).id;
+    await expect(client.pay(other, '1.2', { approval_id: approvalId })).rejects.toMatchObject({ error_code: 'APPROVAL_REQUIRED' });
+    const person = new Session({ configDir: agent.dir, env: {}, password: async () => agent.password });
+    await answerApproval(person, approvalId, 'approve', 'the test, as the person');
+    await expect(client.pay(other, '1.3', { approval_id: approvalId })).rejects.toMatchObject({ error_code: 'APPROVAL_INVALID' });
+    await expect(client.pay(other, '1.2', { approval_id: approvalId })).resolves.toHaveProperty('hash');
+    await expect(client.pay(other, '1.2', { approval_id: approvalId })).rejects.toMatchObject({ error_code: 'APPROVAL_INVALID' });
   });
 
   it('applies the profile\'s spending limits to the chat and the SDK, read anew for each request', async () => {
@@ -247,9 +272,9 @@ describe('the agent in strict mode', () => {
     await setSetting(settings, 'limit-per-send', '0.5');
     const events = await (await chat(agent.url, { message: `send 0.6 to ${other}` })).all();
     expect(types(events)).toEqual(['tool_call', 'tool_result', 'done']);
-    expect(events[1]).toMatchObject({ ok: false, error: { error: 'LIMIT_EXCEEDED' } });
+    expect(events[1]).toMatchObject({ ok: false, error: { error: 'POLICY_DENIED' } });
     const client = new AgentClient(agent.url);
-    await expect(client.pay(other, '0.6')).rejects.toMatchObject({ error_code: 'LIMIT_EXCEEDED' });
+    await expect(client.pay(other, '0.6')).rejects.toMatchObject({ error_code: 'POLICY_DENIED' });
     await unsetSetting(settings, 'limit-per-send');
     await expect(client.pay(other, '0.6')).resolves.toHaveProperty('hash');
   });
@@ -315,11 +340,20 @@ describe('--confirm-above holds every spend of the chat, counting its recent one
       if (confirm !== undefined) held.push(confirm);
     }
     expect(outcomes).toEqual(['ok', ...Array(19).fill('held')]);
-    expect(held[0]?.text).toMatch(/0\.18 XNO, above the confirmation threshold of 0\.1 XNO: nothing was sent/);
+    expect(held[0]?.text).toMatch(/0\.18 XNO, above the ask-above-hour amount of 0\.1 XNO: nothing was sent/);
     expect(await balanceOf(agent)).toBe(xnoToRaw('4.91'));
     // The token carries out its call, whatever the window holds.
     const confirmed = await (await chat(agent.url, { confirm: held[0]?.token })).all();
     expect(confirmed[1]).toMatchObject({ type: 'tool_result', ok: true, data: { amount: '0.09', recipient: other } });
+    expect(await balanceOf(agent)).toBe(xnoToRaw('4.82'));
+    // Each held call has its own approval, listed for the chat's user; one denied never runs.
+    const waiting = (await (await chat(agent.url, { approvals: true })).all())[0] as StreamEvent;
+    expect(waiting.type).toBe('approvals');
+    expect(waiting.approvals).toHaveLength(18);
+    expect(new Set(waiting.approvals.map((a: { id: string }) => a.id)).size).toBe(18);
+    expect(waiting.approvals.every((a: { front_end: string }) => a.front_end === 'agent')).toBe(true);
+    expect((await (await chat(agent.url, { deny: held[1]?.token })).all())[0]).toMatchObject({ type: 'text', text: expect.stringMatching(/^Denied a send of 0\.09 XNO/) });
+    expect(types(await (await chat(agent.url, { confirm: held[1]?.token })).all())).toEqual(['error', 'done']);
     expect(await balanceOf(agent)).toBe(xnoToRaw('4.82'));
   });
 
@@ -328,7 +362,7 @@ describe('--confirm-above holds every spend of the chat, counting its recent one
     const before = await balanceOf(agent);
     const big = await turn(agent.url, 'top up 10000');
     expect(outcome(big)).toBe('held');
-    expect(big.find((e) => e.type === 'confirm')?.text).toMatch(/^Buying 10000 credits for 0\.8 XNO is above the confirmation threshold/);
+    expect(big.find((e) => e.type === 'confirm')?.text).toMatch(/^The top-up of 0\.8 XNO to nano_\w+ is above the ask-above-hour amount of 0\.1 XNO/);
     expect(await balanceOf(agent)).toBe(before);
     // 1000 credits cost 0.09 XNO: it passes, and then a send of 0.02 would bring the chat to 0.11.
     expect(outcome(await turn(agent.url, 'top up 1000'))).toBe('ok');
@@ -386,7 +420,7 @@ describe('the agent without strict mode', () => {
     await fund(sb.url, address, '1');
     const log: string[] = [];
     const holder = await profileHolder({ configDir: user.configDir, env: user.env, password: async () => PASSWORD }, (line) => log.push(line));
-    const agent = await startAgent({ host: '127.0.0.1', port: 0, holder, confirmations: new Confirmations(), log: (line) => log.push(line) });
+    const agent = await startAgent({ host: '127.0.0.1', port: 0, holder, log: (line) => log.push(line) });
     running.push(agent);
     expect(await status(agent.url)).toMatchObject({ address, strict: false, unlocked_sessions: 1 });
     expect(await new AgentClient(agent.url).check_balance(true)).toEqual({ balance: '1', address });
@@ -441,15 +475,22 @@ describe('the agent with a language model', () => {
     await expectNoSecretShown(f);
   });
 
-  it('holds a paid fetch whose maximum is above --confirm-above, before anything is fetched or paid', async () => {
-    const f = await modelAgent('5');
+  it('holds a paid fetch whose price is above --confirm-above at that price, nothing paid; the confirmation pays it once', async () => {
+    const seller = await startSeller('1.5');
+    const f = await modelAgent('5', xnoToRaw('1'), { NANOPAY_FETCH_ALLOW_HOSTS: new URL(seller.url).host });
     const { agent, model } = f;
-    model.then(toolCalls(['f', 'http_fetch_paid', JSON.stringify({ url: `${agent.url}/status`, max_xno: '2' })]), says('Waiting for you.'));
+    model.then(toolCalls(['f', 'http_fetch_paid', JSON.stringify({ url: `${seller.url}/report`, max_xno: '2' })]), says('Waiting for you.'));
     const events = await (await chat(agent.url, { message: 'Buy the report' })).all();
     const held = events.find((e) => e.type === 'confirm');
-    expect(held).toMatchObject({ name: 'http_fetch_paid', arguments: { max_xno: '2' } });
-    expect(held?.text).toMatch(/^Paying up to 2 XNO for http:\/\/.*\/status is above the confirmation threshold/);
+    expect(held).toMatchObject({ name: 'http_fetch_paid', arguments: { max_xno: '2' }, approval_id: expect.stringMatching(/^apr_/) });
+    expect(held?.text).toMatch(/^The x402 payment of 1\.5 XNO to 127\.0\.0\.1:\d+ \(nano_\w+\) is above the ask-above-hour amount of 1 XNO/);
     expect(events.some((e) => e.type === 'tool_result')).toBe(false);
+    expect(seller.served).toEqual([]);
+    expect(await new AgentClient(agent.url).check_balance()).toMatchObject({ balance: '5' });
+    const confirmed = await (await chat(agent.url, { confirm: held?.token })).all();
+    expect(confirmed[1]).toMatchObject({ type: 'tool_result', ok: true, data: { status: 200, body: 'the report', payment: { amount: '1.5' } } });
+    expect(seller.served).toEqual(['/report']);
+    expect(await new AgentClient(agent.url).check_balance()).toMatchObject({ balance: '3.5' });
   });
 
   it('lets the model request a payment', async () => {

@@ -81,7 +81,7 @@ describe.each<Backend>(BACKENDS)('the main flow on the %s backend', (backend) =>
     const bob = await backendUser(sb, backend);
     expect(await failure(send(alice.session, { to: bob.address, amount: { xno: '1000' } }))).toMatchObject({ code: 'INSUFFICIENT_FUNDS', exitCode: 4 });
     await setSetting(alice.session, 'limit-per-send', '0.5');
-    expect(await failure(send(alice.session, { to: bob.address, amount: { xno: '0.6' } }))).toMatchObject({ code: 'LIMIT_EXCEEDED', exitCode: 7 });
+    expect(await failure(send(alice.session, { to: bob.address, amount: { xno: '0.6' } }))).toMatchObject({ code: 'POLICY_DENIED', exitCode: 7 });
     await unsetSetting(alice.session, 'limit-per-send');
     expect((await send(alice.session, { to: bob.address, amount: { xno: '0.6' } })).hash).toMatch(/^[0-9A-F]{64}$/);
   });

@@ -4,7 +4,8 @@ import { RAW_PER_XNO, ZERO_HASH, addressToPublicKey, deriveAccount, generateSeed
 import { readAccountHead } from '../../src/ops/ledger/chain.js';
 import { balance } from '../../src/ops/account/balance.js';
 import { setSetting, unsetSetting } from '../../src/ops/profile/config.js';
-import { spentToday } from '../../src/ops/spending/limits.js';
+import { countedSpends } from '../../src/ops/spending/spend-log.js';
+import type { OpsContext } from '../../src/ops/context.js';
 import { move } from '../../src/ops/spending/movement.js';
 import { parseTier } from '../../src/api/contract.js';
 import { topup } from '../../src/ops/spending/credits.js';
@@ -247,6 +248,21 @@ describe('top-up', () => {
   });
 });
 
+/** What the profile spent in the last 24 hours, every account, landed or in flight: what the day budget counts. */
+const spentToday = async (ctx: OpsContext): Promise<bigint> => (await countedSpends(ctx, ctx.now() - 24 * 60 * 60_000)).reduce((sum, s) => sum + s.amountRaw, 0n);
+
+/** The context with a store whose recording of a landed spend fails: the process dying right after the block landed. */
+function crashingRecords(ctx: OpsContext): OpsContext {
+  return {
+    ...ctx,
+    store: async () => {
+      const store = await ctx.store();
+      const audit = Object.assign(Object.create(store.audit) as typeof store.audit, { setStatus: () => Promise.reject(new Error('killed before the spend was recorded')) });
+      return Object.assign(Object.create(store) as typeof store, { audit });
+    },
+  };
+}
+
 describe('idempotent sends', () => {
   it('the same key with the same parameters returns the first result; with others it is IDEMPOTENCY_MISMATCH naming what differs', async () => {
     const first = await send(session, { to: payee, amount: { raw: XNO / 100n }, id: 'order-1' });
@@ -266,12 +282,8 @@ describe('idempotent sends', () => {
     const spent = await spentToday(await session.context());
     await setSetting(session, 'limit-per-day', rawToXno(spent + (15n * XNO) / 10_000n));
     const ctx = await session.context();
-    // A send log that fails to record the spend: the process dying right after the block landed.
-    const crashing = Object.assign(Object.create(ctx.sendLog) as typeof ctx.sendLog, {
-      recordSpend: () => Promise.reject(new Error('killed before the spend was recorded')),
-    });
     const before = blocksInLedger();
-    const crashed = await move({ ...ctx, sendLog: crashing }, { signer: await session.account(), to: payee, amountRaw: XNO / 1000n, id: 'crash-1' }).catch((e: unknown) => e);
+    const crashed = await move(crashingRecords(ctx), { signer: await session.account(), to: payee, amountRaw: XNO / 1000n, id: 'crash-1' }).catch((e: unknown) => e);
     expect(crashed).toMatchObject({ message: 'killed before the spend was recorded' });
     expect(blocksInLedger()).toBe(before + 1);
     expect((await journalEntry())?.sendId).toBe('crash-1');
@@ -281,7 +293,7 @@ describe('idempotent sends', () => {
     expect(blocksInLedger()).toBe(before + 1);
     expect(await spentToday(await session.context())).toBe(spent + XNO / 1000n);
     const over = await failure(send(session, { to: payee, amount: { raw: XNO / 1000n }, id: 'crash-2' }));
-    expect(over.code).toBe('LIMIT_EXCEEDED');
+    expect(over.code).toBe('POLICY_DENIED');
     await setSetting(session, 'limit-per-day', '1000');
   });
 });
@@ -294,11 +306,8 @@ describe('a rerun under the key of a block still in the journal', () => {
     await fund(sb.url, from, '1');
     await receive(poor);
     const ctx = await poor.context();
-    const crashing = Object.assign(Object.create(ctx.sendLog) as typeof ctx.sendLog, {
-      recordSpend: () => Promise.reject(new Error('killed before the spend was recorded')),
-    });
     const amountRaw = (XNO * 7n) / 10n;
-    await move({ ...ctx, sendLog: crashing }, { signer: await poor.account(), to: payee, amountRaw, id: 'most-of-it' }).catch(() => undefined);
+    await move(crashingRecords(ctx), { signer: await poor.account(), to: payee, amountRaw, id: 'most-of-it' }).catch(() => undefined);
     expect((await poor.journal.read(from))?.sendId).toBe('most-of-it');
     const rerun = await send(poor, { to: payee, amount: { raw: amountRaw }, id: 'most-of-it' });
     expect(rerun).toMatchObject({ repeated: true, balance_after_raw: (XNO - amountRaw).toString() });

@@ -9,6 +9,7 @@ import { PostgresStore } from '../../src/store/postgres.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import type { Store, StoreChange } from '../../src/store/store.js';
 import type { RequestRecord } from '../../src/wallet/requests.js';
+import type { ApprovalRecord, AuditRecord } from '../../src/store/spending.js';
 import type { ShopRequest, WebhookEvent } from '../../src/store/shop.js';
 import { postgresUnavailable, startPostgres, type PostgresCluster } from '../helpers/postgres.js';
 
@@ -352,5 +353,93 @@ describe.each(kinds)('the $name store', (kind) => {
     const error = await another().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(NanoPayError);
     expect(error).toMatchObject({ code: 'STORE_TOO_NEW' });
+  });
+
+  test('spending decisions: the trail pages in order by profile and time; a spend counts while in flight or paid, not once dropped or cancelled', async () => {
+    const { store, another } = await kind.fresh();
+    const at = (ms: number) => new Date(Date.parse('2026-05-01T00:00:00Z') + ms).toISOString();
+    const decision = (n: number, fields: Partial<AuditRecord> = {}): AuditRecord => ({
+      id: `rec-${n}-${randomUUID()}`,
+      at: at(n * 1000),
+      profile: 'p',
+      front_end: 'mcp',
+      kind: 'send',
+      account: ADDRESS,
+      recipient: ADDRESS,
+      amount_raw: String(n),
+      decision: 'allowed',
+      rule: null,
+      ...fields,
+    });
+    const [a, b, c, d] = [hash(), hash(), hash(), hash()];
+    await store.audit.add(decision(1, { hash: a, status: 'in_flight' }));
+    await store.audit.add(decision(2, { hash: b, status: 'in_flight' }));
+    await store.audit.add(decision(3, { decision: 'denied', rule: 'day', message: 'over' }));
+    await store.audit.add(decision(4, { hash: c, status: 'in_flight', decision: 'approved', rule: 'ask-above', approval_id: 'apr_x' }));
+    await store.audit.add(decision(5, { hash: d, status: 'in_flight', profile: 'q' }));
+    expect(await store.audit.setStatus('p', a, 'paid', at(9000))).toBe(true);
+    expect(await store.audit.setStatus('p', b, 'dropped', at(9000))).toBe(true);
+    expect(await store.audit.setStatus('p', d, 'paid', at(9000))).toBe(false);
+    const other = await another();
+    expect((await other.audit.counted('p', 0)).map((r) => [r.amount_raw, r.status, r.decision])).toEqual(
+      expect.arrayContaining([
+        ['1', 'paid', 'allowed'],
+        ['4', 'in_flight', 'approved'],
+      ]),
+    );
+    expect(await other.audit.counted('p', Date.parse(at(1000)))).toHaveLength(1);
+    expect((await other.audit.inFlight('p', ADDRESS)).map((r) => r.hash)).toEqual([c]);
+    const first = await other.audit.page({ profile: 'p', limit: 2 });
+    expect(first.map((r) => r.amount_raw)).toEqual(['1', '2']);
+    const next = await other.audit.page({ profile: 'p', limit: 2, afterSeq: first.at(-1)?.seq as number });
+    expect(next.map((r) => [r.amount_raw, r.decision, r.rule])).toEqual([
+      ['3', 'denied', 'day'],
+      ['4', 'approved', 'ask-above'],
+    ]);
+    expect(next[1]).toMatchObject({ hash: c, status: 'in_flight', approval_id: 'apr_x' });
+    expect((await other.audit.page({ profile: 'p', limit: 10, sinceMs: Date.parse(at(3000)) })).map((r) => r.amount_raw)).toEqual(['3', '4']);
+  });
+
+  test('approvals: found by id within their profile, reused while pending, answered and used once (compare-and-set), a chat token finds its own', async () => {
+    const { store, another } = await kind.fresh();
+    const approval = (fields: Partial<ApprovalRecord> = {}): ApprovalRecord => ({
+      id: `apr_${randomUUID()}`,
+      profile: 'p',
+      state: 'pending',
+      created_at: '2026-05-01T00:00:00.000Z',
+      expires_at: '2026-05-01T01:00:00.000Z',
+      front_end: 'mcp',
+      kind: 'x402',
+      account: ADDRESS,
+      recipient: ADDRESS,
+      host: 'api.example.com',
+      amount_raw: '1000',
+      requirement: { scheme: 'exact', amount: '1000' },
+      rule: 'ask-above',
+      message: 'above',
+      ...fields,
+    });
+    const one = approval();
+    await store.approvals.create(one, 'binding-1');
+    const other = await another();
+    expect(await other.approvals.get('p', one.id)).toEqual(one);
+    expect(await other.approvals.get('q', one.id)).toBeUndefined();
+    expect((await other.approvals.pendingFor('p', 'binding-1', Date.parse('2026-05-01T00:30:00Z')))?.id).toBe(one.id);
+    expect(await other.approvals.pendingFor('p', 'binding-1', Date.parse('2026-05-01T01:00:00Z'))).toBeUndefined();
+    expect((await other.approvals.list('p', Date.parse('2026-05-01T00:30:00Z'))).map((a) => a.id)).toEqual([one.id]);
+    const approved = { ...one, state: 'approved' as const, decided_by: 'password' };
+    const answers = await Promise.all([store.approvals.change('pending', approved), other.approvals.change('pending', { ...one, state: 'denied' })]);
+    expect(answers.filter(Boolean)).toHaveLength(1);
+    const now = await store.approvals.get('p', one.id);
+    const used = await Promise.all([store.approvals.change(now?.state as 'approved', { ...(now as ApprovalRecord), state: 'used' }), other.approvals.change(now?.state as 'approved', { ...(now as ApprovalRecord), state: 'used' })]);
+    expect(used.filter(Boolean)).toHaveLength(1);
+    const held = approval();
+    await store.approvals.create(held, 'binding-2');
+    await store.approvals.setChatToken('p', held.id, 'digest-of-token');
+    expect((await other.approvals.byChatToken('p', 'digest-of-token'))?.id).toBe(held.id);
+    expect(await other.approvals.byChatToken('q', 'digest-of-token')).toBeUndefined();
+    // A chat's held call keeps its own approval: another ask for the same spend gets a new one.
+    expect(await other.approvals.pendingFor('p', 'binding-2', Date.parse('2026-05-01T00:30:00Z'))).toBeUndefined();
+    expect((await other.approvals.list('p', 0, true)).map((a) => a.id).sort()).toEqual([one.id, held.id].sort());
   });
 });

@@ -12,6 +12,7 @@ it again completes it without paying twice.`;
   static override args = { tier: Args.string({ ignoreStdin: true, description: 'credits to buy', required: true }) };
   static override flags = {
     yes: Flags.boolean({ char: 'y', description: 'do not ask for confirmation' }),
+    approval: Flags.string({ description: 'the id of an approval a person gave for this very spend (APPROVAL_REQUIRED named it)' }),
     wallet: Flags.string({ description: 'wallet to pay from instead of the active one' }),
     account: Flags.integer({ description: 'account index within the wallet', min: 0 }),
   };
@@ -24,6 +25,7 @@ it again completes it without paying twice.`;
     const result = await topup(this.session(flags), {
       tier,
       signal: this.signal,
+      ...(flags.approval === undefined ? {} : { approval: flags.approval }),
       ...(flags.wallet === undefined ? {} : { wallet: flags.wallet }),
       ...(flags.account === undefined ? {} : { index: flags.account }),
       ...(confirm === undefined ? {} : { confirm }),

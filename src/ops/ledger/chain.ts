@@ -21,6 +21,7 @@ import type { BlockNote, OpsContext, Signer } from '../context.js';
 import { xnoAndRaw } from '../money.js';
 import { provedReceivable } from './proofs.js';
 import { recordLanded } from './recovery.js';
+import { markSpend } from '../spending/spend-log.js';
 
 export interface AccountHead {
   state: AccountState;
@@ -170,7 +171,10 @@ export async function submitEntry<T>(ctx: OpsContext, entry: JournalEntry, submi
     return await submit(entry.block);
   } catch (error) {
     if (error instanceof NanoPayError && error.code === 'BLOCK_EXISTS') return undefined;
-    if (isDefinitiveRejection(error)) await ctx.journal.clear(entry.block.account);
+    if (isDefinitiveRejection(error)) {
+      await markSpend(ctx, entry, 'dropped');
+      await ctx.journal.clear(entry.block.account);
+    }
     throw error;
   }
 }

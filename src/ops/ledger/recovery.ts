@@ -4,7 +4,7 @@ import type { HistoryRecord } from '../../wallet/history-log.js';
 import type { JournalEntry, TopupAnswer } from '../../wallet/journal.js';
 import { isDefinitiveRejection, publishTo, readAccountHead, signAndJournal } from './chain.js';
 import type { OpsContext, Signer } from '../context.js';
-import { withSpendingLock } from '../spending/limits.js';
+import { markSpend } from '../spending/spend-log.js';
 
 /** `cancelled`: an x402 cheque the server never cashed, superseded by a block of ours on the same previous. */
 export type Outcome = 'none' | 'confirmed' | 'republished' | 'dropped' | 'cancelled';
@@ -38,16 +38,14 @@ function historyRecord(entry: JournalEntry): HistoryRecord {
 
 /**
  * Records what a landed block was for: its line in the history, its spend
- * (daily limit) and its result under `send --id`. All are keyed by the block
- * hash, so recording twice counts once. Called before the journal entry goes,
- * so a crash at any moment keeps them.
+ * (paid, for the budgets) and its result under `send --id`. All are keyed by
+ * the block hash, so recording twice counts once. Called before the journal
+ * entry goes, so a crash at any moment keeps them.
  */
 export async function recordLanded(ctx: OpsContext, entry: JournalEntry): Promise<void> {
   await ctx.history.append(entry.profile ?? ctx.profile, historyRecord(entry));
   if (entry.subtype !== 'send' || entry.amountRaw === undefined) return;
-  const spend = { account: entry.block.account, hash: entry.hash, raw: BigInt(entry.amountRaw), at: Date.parse(entry.createdAt) };
-  const profile = entry.profile ?? ctx.profile;
-  await withSpendingLock({ ...ctx, profile }, () => ctx.sendLog.recordSpend(profile, spend));
+  await markSpend(ctx, entry, 'paid');
   if (entry.sendId !== undefined) {
     await ctx.sendLog.saveResult(ctx.profile, entry.sendId, {
       id: entry.sendId,
@@ -168,6 +166,8 @@ export async function settleJournal(ctx: OpsContext, address: string, signer?: S
   if (settled.outcome === 'dropped' && entry.supersedes !== undefined) settled = await chequeFate(ctx, entry.supersedes);
   if (settled.outcome === 'confirmed' && settled.entry !== undefined) await recordLanded(ctx, settled.entry);
   else if (settled.outcome !== 'dropped' && settled.outcome !== 'cancelled') await recordLanded(ctx, entry);
+  // A block that can never land, and a cheque cancelled for good, no longer count toward the budgets.
+  else if (settled.entry !== undefined) await markSpend(ctx, settled.entry, settled.outcome);
   await ctx.journal.clear(address);
   return settled;
 }

@@ -4,6 +4,8 @@ import type { ProfileRecord } from '../../wallet/config.js';
 import { checkDatabaseUrl, maskDatabaseUrl } from '../../store/url.js';
 import { DEFAULT_API_URL, secretIds, type Session } from '../session.js';
 import { parseNetwork } from '../../x402/network.js';
+import { legacyRule, policyDocument, setLegacyRule, type PolicyDocument } from '../spending/policy-edit.js';
+import { profilePolicy } from '../spending/policy.js';
 
 /** Settings a user can change, with how each is checked and stored. Amounts are XNO at the edge, raw inside. */
 function checkUrl(v: string, what: string, protocols: string[]): string {
@@ -65,14 +67,14 @@ const SETTINGS = {
     },
   },
   'limit-per-send': {
-    describe: 'largest single send, in XNO',
-    get: (p: ProfileRecord) => (p.limits?.perSend === undefined ? undefined : rawToXno(BigInt(p.limits.perSend))),
-    set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, limits: { ...p.limits, perSend: xnoToRaw(v).toString() } }),
+    describe: 'largest single spend, in XNO (the policy\'s per-send rule)',
+    get: (p: ProfileRecord) => legacyRule(p, 'limit-per-send'),
+    set: (p: ProfileRecord, v: string): ProfileRecord => setLegacyRule(p, 'limit-per-send', v),
   },
   'limit-per-day': {
-    describe: 'most sent in any 24 hours, in XNO',
-    get: (p: ProfileRecord) => (p.limits?.perDay === undefined ? undefined : rawToXno(BigInt(p.limits.perDay))),
-    set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, limits: { ...p.limits, perDay: xnoToRaw(v).toString() } }),
+    describe: 'most spent in any 24 hours, in XNO (the policy\'s day rule)',
+    get: (p: ProfileRecord) => legacyRule(p, 'limit-per-day'),
+    set: (p: ProfileRecord, v: string): ProfileRecord => setLegacyRule(p, 'limit-per-day', v),
   },
   'receive-minimum': {
     describe: 'pending blocks below this many XNO are not received',
@@ -80,9 +82,9 @@ const SETTINGS = {
     set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, receiveMinimum: xnoToRaw(v).toString() }),
   },
   'x402-max': {
-    describe: 'most one x402 payment (nanopay fetch) may cost, in XNO; none set = pay nothing',
-    get: (p: ProfileRecord) => (p.x402Max === undefined ? undefined : rawToXno(BigInt(p.x402Max))),
-    set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, x402Max: xnoToRaw(v).toString() }),
+    describe: 'most one x402 payment may cost, in XNO (the policy\'s per-send --front-end x402 rule); none set and no --max = pay nothing',
+    get: (p: ProfileRecord) => legacyRule(p, 'x402-max'),
+    set: (p: ProfileRecord, v: string): ProfileRecord => setLegacyRule(p, 'x402-max', v),
   },
   'x402-auto-pay': {
     describe: 'x402 payments up to this many XNO are made without asking on a terminal',
@@ -198,10 +200,10 @@ export async function getSetting(session: Session, name: string): Promise<Settin
   return { name, value: s.fallback ?? null, source: 'default', description: s.describe };
 }
 
-export async function listSettings(session: Session): Promise<{ profile: string; settings: SettingValue[] }> {
+export async function listSettings(session: Session): Promise<{ profile: string; settings: SettingValue[]; policy: PolicyDocument }> {
   const settings = [];
   for (const name of SETTING_NAMES) settings.push(await getSetting(session, name));
-  return { profile: session.profileName, settings };
+  return { profile: session.profileName, settings, policy: policyDocument(profilePolicy(session.profile())) };
 }
 
 export async function setSetting(session: Session, name: string, value: string): Promise<SettingValue> {
@@ -227,10 +229,10 @@ export async function unsetSetting(session: Session, name: string): Promise<Sett
     'node-ws-url': ({ nodeWsUrl: _, ...p }) => p,
     'node-auth-scheme': ({ nodeAuthScheme: _, ...p }) => p,
     'database-url': ({ databaseUrl: _, ...p }) => p,
-    'limit-per-send': (p) => ({ ...p, limits: { ...(p.limits?.perDay === undefined ? {} : { perDay: p.limits.perDay }) } }),
-    'limit-per-day': (p) => ({ ...p, limits: { ...(p.limits?.perSend === undefined ? {} : { perSend: p.limits.perSend }) } }),
+    'limit-per-send': (p) => setLegacyRule(p, 'limit-per-send', undefined),
+    'limit-per-day': (p) => setLegacyRule(p, 'limit-per-day', undefined),
     'receive-minimum': ({ receiveMinimum: _, ...p }) => p,
-    'x402-max': ({ x402Max: _, ...p }) => p,
+    'x402-max': (p) => setLegacyRule(p, 'x402-max', undefined),
     'x402-auto-pay': ({ x402AutoPay: _, ...p }) => p,
     'x402-network': ({ x402Network: _, ...p }) => p,
     representative: ({ representative: _, ...p }) => p,

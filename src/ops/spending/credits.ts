@@ -41,6 +41,8 @@ export interface TopupInput {
   wallet?: string;
   index?: number;
   confirm?: Confirm;
+  /** The approval a person gave for this very top-up (APPROVAL_REQUIRED named it). */
+  approval?: string;
   /**
    * Shows the result to the user. It runs before the top-up's journal entry
    * goes, so a run killed before the user saw the result is completed by the
@@ -96,6 +98,7 @@ export async function topup(session: Session, input: TopupInput): Promise<TopupR
     to: offer.paymentAddress,
     amountRaw,
     note: { topupTransactionId: offer.transactionId },
+    spend: { kind: 'topup', ...(input.approval === undefined ? {} : { approvalId: input.approval }) },
     ...(input.confirm === undefined ? {} : { confirm: input.confirm }),
     submit: (block) => ctx.api.topupSubmit(block, offer.transactionId),
     landed: async (answer, entry, plan) => {

@@ -5,8 +5,10 @@ import type { PaymentKind, SendRecord } from '../../wallet/send-log.js';
 import { planSend, publishTo, sendBlockOf, signAndJournal, submitEntry, type SendPlan } from '../ledger/chain.js';
 import type { BlockNote, OpsContext, Signer } from '../context.js';
 import { parseThreshold } from '../../work/index.js';
-import { checkPerDay, checkPerSend, spentToday, withSpendingLock } from './limits.js';
 import { recordLanded, settleJournal } from '../ledger/recovery.js';
+import { admitSpend, decideSpend, denial, screenSpend, type SpendRequest } from './decide.js';
+import type { SpendKind, Verdict } from './policy.js';
+import { importLegacySpends, markSpend, resolveOrphans, withSpendingLock } from './spend-log.js';
 
 /** What a payment will do, shown before it is confirmed. */
 export interface SendPreview {
@@ -38,8 +40,14 @@ export interface Movement<A> {
   dryRun?: boolean;
   /** Work at least this hard (16 hex), when the payee states a harder send threshold than the backend's (an x402 seller). */
   workThreshold?: string;
-  /** Asked once the preview is known, after the limits passed; false cancels. */
+  /** Asked once the preview is known, after the policy passed; false cancels. Not asked when a person already said yes to an "ask above" rule. */
   confirm?: Confirm;
+  /**
+   * What the spending policy sees besides payer, recipient and amount: the
+   * kind (by default from `kind` and `note`), the host and requirement of an
+   * x402 payment, and the approval the caller got for this spend.
+   */
+  spend?: { kind?: SpendKind; host?: string; requirement?: unknown; approvalId?: string };
   /** What the entry carries to finish its purpose after a crash (a top-up's transaction id). */
   note?: BlockNote;
   /** How the signed block reaches the ledger; the API's publish by default. */
@@ -65,6 +73,8 @@ export interface Moved<A> {
   /** True when `id` had already been used: nothing moved this time. */
   repeated: boolean;
   answer?: A;
+  /** A dry run's verdict of the policy: allowed, or waiting for an approval under `rule`. */
+  policy?: Pick<Verdict, 'outcome' | 'rule' | 'message'>;
 }
 
 function preview(from: string, to: string, amountRaw: bigint, balanceRaw: bigint, contact: string | undefined): SendPreview {
@@ -121,22 +131,37 @@ async function earlier<A>(ctx: OpsContext, m: Movement<A>, to: string): Promise<
   return record === undefined ? undefined : repeatOf<A>(record, { from: m.signer.address, to, amountRaw: m.amountRaw, id: m.id, kind: kindOf(m) });
 }
 
-function planned<A>(plan: SendPlan, from: string, extra: Pick<Moved<A>, 'hash' | 'dryRun' | 'answer'>): Moved<A> {
+function planned<A>(plan: SendPlan, from: string, extra: Pick<Moved<A>, 'hash' | 'dryRun' | 'answer' | 'policy'>): Moved<A> {
   return { from, to: plan.to, amountRaw: plan.amountRaw, balanceRaw: plan.head.state.balance, balanceAfterRaw: plan.balanceAfterRaw, repeated: false, ...extra };
 }
 
+/** The spend as the policy sees it. */
+function spendRequest<A>(m: Movement<A>, to: string): SpendRequest {
+  const kind = m.spend?.kind ?? (m.note?.topupTransactionId !== undefined ? 'topup' : kindOf(m));
+  return {
+    account: m.signer.address,
+    to,
+    amountRaw: m.amountRaw,
+    kind,
+    ...(m.contact === undefined ? {} : { contact: m.contact }),
+    ...(m.spend?.host === undefined ? {} : { host: m.spend.host.toLowerCase() }),
+    ...(m.spend?.requirement === undefined ? {} : { requirement: m.spend.requirement }),
+    ...(m.spend?.approvalId === undefined ? {} : { approvalId: m.spend.approvalId }),
+  };
+}
+
 /**
- * Moves money, guarded at every step: the per-send limit and the daily window
- * are checked before any question; the preview is built on the verified head;
- * the user confirms; then, holding the account lock, any earlier entry is
- * settled, the send is planned again on the fresh head and the daily limit
- * re-checked, and the block is signed, journaled, submitted and recorded
+ * Moves money, guarded at every step: the spending policy judges the spend
+ * before any question (refused, or held for a person's yes); the preview is
+ * built on the verified head; the user confirms; then, holding the account
+ * lock, any earlier entry is settled, the send is planned again on the fresh
+ * head, and the block is signed, judged again and journaled in one hold of the
+ * profile's spending lock (so it counts at once), submitted and recorded
  * (spend and idempotency result) before its journal entry goes.
  */
 export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<Moved<A>> {
   const to = normalizeAddress(m.to);
   if (m.amountRaw <= 0n) throw new NanoPayError('INVALID_NUMBER_FORMAT', 'The amount must be greater than zero');
-  checkPerSend(ctx.limits, m.amountRaw);
   let repeat = await earlier(ctx, m, to);
   const pending = await ctx.journal.read(m.signer.address);
   // A block signed under this very key and not yet settled (a run killed after signing): it is this payment.
@@ -151,27 +176,38 @@ export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<M
     return repeat;
   }
 
+  await importLegacySpends(ctx);
+  const request = spendRequest(m, to);
+  if (m.dryRun) {
+    // Judged as it would be, recording nothing and holding nothing.
+    const { verdict } = await decideSpend(ctx, request);
+    if (verdict.outcome === 'deny') throw denial(verdict);
+    const first = await planSend(ctx, m.signer.address, to, m.amountRaw);
+    return planned(first, m.signer.address, { hash: null, dryRun: true, policy: { outcome: verdict.outcome, ...(verdict.rule === undefined ? {} : { rule: verdict.rule, message: verdict.message as string }) } });
+  }
+  const { attended } = await screenSpend(ctx, request);
   const first = await planSend(ctx, m.signer.address, to, m.amountRaw);
-  checkPerDay(ctx.limits, await spentToday(ctx, m.id), m.amountRaw);
-  if (m.dryRun) return planned(first, m.signer.address, { hash: null, dryRun: true });
-  if (m.confirm !== undefined && !(await m.confirm(preview(m.signer.address, to, m.amountRaw, first.head.state.balance, m.contact)))) {
+  if (!attended && m.confirm !== undefined && !(await m.confirm(preview(m.signer.address, to, m.amountRaw, first.head.state.balance, m.contact)))) {
     throw new NanoPayError('DECLINED', 'Declined; nothing was signed');
   }
 
   return ctx.lock(m.signer.address, async () => {
     await settleJournal(ctx, m.signer.address, m.signer);
+    await resolveOrphans(ctx, m.signer.address);
     const resumed = await earlier(ctx, m, to);
     if (resumed !== undefined) return resumed;
     // The head may have moved while the user confirmed: plan again on the fresh one.
     const plan = await planSend(ctx, m.signer.address, to, m.amountRaw);
-    checkPerDay(ctx.limits, await spentToday(ctx), m.amountRaw);
     const note: BlockNote = { amountRaw: m.amountRaw.toString(), profile: ctx.profile, ...(m.id === undefined ? {} : { sendId: m.id, sendKind: kindOf(m) }), ...m.note };
-    // Checked again and journaled in one hold of the profile's spending lock: the journaled send counts at once.
+    // Judged again and journaled in one hold of the profile's spending lock: the journaled send counts at once.
     const thresholds = m.workThreshold === undefined ? plan.head.thresholds : { ...plan.head.thresholds, send: harderThreshold(plan.head.thresholds.send, m.workThreshold) };
     const entry = await signAndJournal(ctx, m.signer, sendBlockOf(plan), 'send', thresholds, note, (signed) =>
       withSpendingLock(ctx, async () => {
-        checkPerDay(ctx.limits, await spentToday(ctx), m.amountRaw);
-        await ctx.journal.record(m.signer.address, signed);
+        await admitSpend(ctx, request, signed.hash, attended);
+        await ctx.journal.record(m.signer.address, signed).catch(async (error: unknown) => {
+          await markSpend(ctx, signed, 'dropped');
+          throw error;
+        });
       }),
     );
     const answer = await submitEntry(ctx, entry, m.submit ?? (publishTo(ctx, entry) as (block: StateBlock) => Promise<A>));

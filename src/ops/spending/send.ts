@@ -18,6 +18,8 @@ export interface SendInput {
   index?: number;
   /** Asked once the preview is known; false cancels. Front ends decide how to ask. */
   confirm?: Confirm;
+  /** The approval a person gave for this very spend (APPROVAL_REQUIRED named it). */
+  approval?: string;
   signal?: AbortSignal;
 }
 
@@ -28,6 +30,8 @@ export interface SendResult extends Omit<SendPreview, 'balance' | 'balance_raw'>
   repeated: boolean;
   /** The contact the recipient was given as (@NAME), if it was. */
   contact?: string;
+  /** A dry run: what the spending policy would say (allow, or ask: an approval would be needed, under `rule`). */
+  policy?: { outcome: 'allow' | 'deny' | 'ask'; rule?: string; message?: string };
 }
 
 /** The edge form of a movement: amounts as XNO and raw strings. */
@@ -42,6 +46,7 @@ function sendResult(moved: Moved<unknown>): SendResult {
     balance_after_raw: moved.balanceAfterRaw.toString(),
     dry_run: moved.dryRun,
     repeated: moved.repeated,
+    ...(moved.policy === undefined ? {} : { policy: moved.policy }),
   };
 }
 
@@ -59,6 +64,7 @@ export async function send(session: Session, input: SendInput, kind: PaymentKind
       amountRaw: rawOf(input.amount),
       ...(input.id === undefined ? {} : { id: input.id }),
       kind,
+      spend: { kind: kind === 'donate' ? 'donate' : 'send', ...(input.approval === undefined ? {} : { approvalId: input.approval }) },
       ...(input.dryRun === undefined ? {} : { dryRun: input.dryRun }),
       ...(input.confirm === undefined ? {} : { confirm: input.confirm }),
     }),

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { Confirmations } from '../../../src/agent/confirmations.js';
 import { parseSentence } from '../../../src/agent/grammar.js';
 
 const addr = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
@@ -255,41 +254,3 @@ describe('the plain grammar', () => {
   });
 });
 
-describe('confirmation tokens', () => {
-  const call = { name: 'wallet.send', arguments: { recipient_address: addr, amount: '5' } };
-
-  it('are single-use and give back exactly the call they were issued for', () => {
-    const confirmations = new Confirmations();
-    const { token } = confirmations.issue(call);
-    expect(token).toMatch(/^[A-Za-z0-9_-]{24}$/);
-    expect(confirmations.take(token)).toEqual(call);
-    expect(confirmations.take(token)).toBeUndefined();
-    expect(confirmations.take('made-up')).toBeUndefined();
-  });
-
-  it('are random and bound to one call each', () => {
-    const confirmations = new Confirmations();
-    const a = confirmations.issue(call).token;
-    const b = confirmations.issue({ ...call, arguments: { ...call.arguments, amount: '6' } }).token;
-    expect(a).not.toBe(b);
-    expect(confirmations.take(b)?.arguments.amount).toBe('6');
-    expect(confirmations.take(a)?.arguments.amount).toBe('5');
-  });
-
-  it('expire', () => {
-    let now = 1_000;
-    const confirmations = new Confirmations(60_000, () => now);
-    const { token, expiresInS } = confirmations.issue(call);
-    expect(expiresInS).toBe(60);
-    now += 60_000;
-    expect(confirmations.take(token)).toBeUndefined();
-  });
-
-  it('are not changed by a change to the arguments they were issued with', () => {
-    const confirmations = new Confirmations();
-    const args = { ...call.arguments };
-    const { token } = confirmations.issue({ name: call.name, arguments: args });
-    args.amount = '500';
-    expect(confirmations.take(token)?.arguments.amount).toBe('5');
-  });
-});

@@ -2,9 +2,8 @@ import { readFile, writeFile, mkdir } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkPerDay } from '../../../src/ops/spending/limits.js';
+import { evaluate, type CountedSpend } from '../../../src/ops/spending/policy.js';
 import { withAccountLock, withKeystoreLock } from '../../../src/wallet/lock.js';
-import { SendLog } from '../../../src/wallet/send-log.js';
 import { tempDir } from '../../helpers/temp.js';
 
 const address = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
@@ -40,18 +39,14 @@ describe('the account lock', () => {
 });
 
 describe('the daily window', () => {
-  it('counts the last 24 hours exactly: a spend leaves the window after 24 h', async () => {
-    const log = new SendLog(await tempDir('nanopay-sends-'));
+  it('counts the last 24 hours exactly: a spend leaves the window after 24 h', () => {
     const now = Date.parse('2026-11-23T12:00:00Z');
-    const spent = async (at: number): Promise<bigint> => [...(await log.spentWithin('p', at)).values()].reduce((a, b) => a + b, 0n);
-    await log.recordSpend('p', { account: address, hash: 'A'.repeat(64), raw: 5n, at: now - 25 * HOUR });
-    await log.recordSpend('p', { account: address, hash: 'B'.repeat(64), raw: 7n, at: now - 23 * HOUR });
-    await log.recordSpend('p', { account: address, hash: 'B'.repeat(64), raw: 7n, at: now - 23 * HOUR });
-    // Another profile's spending is its own.
-    await log.recordSpend('q', { account: address, hash: 'C'.repeat(64), raw: 100n, at: now - HOUR });
-    expect(await spent(now)).toBe(7n);
-    expect(await spent(now + HOUR + 1)).toBe(0n);
-    expect(() => checkPerDay({ perDay: '10' }, 7n, 4n)).toThrow(expect.objectContaining({ code: 'LIMIT_EXCEEDED' }));
-    expect(() => checkPerDay({ perDay: '10' }, 7n, 3n)).not.toThrow();
+    const spend = (raw: bigint, at: number): CountedSpend => ({ to: address, frontEnd: 'cli', kind: 'send', amountRaw: raw, at, attended: false });
+    const counted = [spend(5n, now - 25 * HOUR), spend(7n, now - 23 * HOUR)];
+    const decide = (raw: bigint, at = now) => evaluate({ day: '10' }, { frontEnd: 'cli', kind: 'send', to: address, amountRaw: raw, at }, counted);
+    expect(decide(4n)).toMatchObject({ outcome: 'deny', rule: 'day', remainingRaw: 3n });
+    expect(decide(3n)).toEqual({ outcome: 'allow' });
+    // An hour later the 7 raw of 23 hours ago has left the window.
+    expect(decide(10n, now + HOUR + 1)).toEqual({ outcome: 'allow' });
   });
 });

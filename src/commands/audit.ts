@@ -1,0 +1,73 @@
+import { Flags } from '@oclif/core';
+import { csvRecord } from '../cli/output/csv.js';
+import { writeOut } from '../cli/output/stream.js';
+import { SessionCommand } from '../cli/session-command.js';
+import { NanoPayError } from '../errors.js';
+import { rawToXno } from '../nano/index.js';
+import { parseDuration } from '../ops/duration.js';
+import { auditTrail } from '../ops/spending/audit.js';
+import type { AuditRecord } from '../store/spending.js';
+
+const COLUMNS = ['at', 'front_end', 'kind', 'decision', 'rule', 'amount', 'amount_raw', 'recipient', 'contact', 'host', 'account', 'hash', 'status', 'approval_id', 'message', 'id'] as const;
+
+/** A record as audit prints it: the amount in XNO beside raw. */
+function row(r: AuditRecord): Record<(typeof COLUMNS)[number], string | null> {
+  return {
+    at: r.at,
+    front_end: r.front_end,
+    kind: r.kind,
+    decision: r.decision,
+    rule: r.rule,
+    amount: rawToXno(BigInt(r.amount_raw)),
+    amount_raw: r.amount_raw,
+    recipient: r.recipient,
+    contact: r.contact ?? null,
+    host: r.host ?? null,
+    account: r.account,
+    hash: r.hash ?? null,
+    status: r.status ?? null,
+    approval_id: r.approval_id ?? null,
+    message: r.message ?? null,
+    id: r.id,
+  };
+}
+
+/** --since: an ISO time, or how long ago (30m, 2h, 7d). */
+function since(text: string): number {
+  if (/^\d{4}-\d{2}-\d{2}/.test(text)) {
+    const at = Date.parse(text);
+    if (Number.isNaN(at)) throw new NanoPayError('USAGE', `--since "${text}" is not a time; write 2026-05-01, 2026-05-01T12:00:00Z, or a duration ago such as 2h or 7d`);
+    return at;
+  }
+  return Date.now() - parseDuration(text, { max: 100 * 365 * 86_400, what: '--since' }) * 1000;
+}
+
+export default class Audit extends SessionCommand {
+  static override summary = 'Every spending decision of the profile, oldest first: who asked, what, the rule that decided, the block.';
+  static override description = `Each decision of the spending policy: time, front end (cli, toolset, mcp, agent, sdk), kind (send, donate, topup,
+x402), decision (allowed, approved, denied, approval_required, declined), the rule that decided, amount, recipient or
+host, the paying account, and for an allowed spend its block and where it stands (in_flight, paid, dropped,
+cancelled). --json prints one JSON object per line (NDJSON), --csv RFC 4180 CSV with a header; both stream, a page
+at a time, whatever the length of the trail.`;
+  static override examples = ['<%= config.bin %> audit --since 1d', '<%= config.bin %> audit --json > audit.ndjson', '<%= config.bin %> audit --since 2026-05-01 --csv > audit.csv'];
+  static override flags = {
+    since: Flags.string({ description: 'only decisions from this time (2026-05-01, an ISO time) or this long ago (2h, 7d)' }),
+    csv: Flags.boolean({ description: 'CSV (RFC 4180) with a header line', exclusive: ['json'] }),
+  };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(Audit);
+    const trail = auditTrail(this.session(flags), flags.since === undefined ? {} : { sinceMs: since(flags.since) });
+    const json = this.jsonEnabled();
+    if (flags.csv) await writeOut(csvRecord(COLUMNS));
+    let count = 0;
+    for await (const record of trail) {
+      const r = row(record);
+      if (json) await writeOut(`${JSON.stringify(r)}\n`);
+      else if (flags.csv) await writeOut(csvRecord(COLUMNS.map((c) => r[c])));
+      else await writeOut(`${[r.at, r.front_end, r.decision, r.kind, `${r.amount} XNO`, r.host ?? r.recipient, r.rule === null ? '' : `rule: ${r.rule}`, r.hash ?? '', r.status ?? ''].filter((c) => c !== '').join('  ')}\n`);
+      count++;
+    }
+    if (!json && !flags.csv && count === 0) this.log('No decisions recorded.');
+  }
+}

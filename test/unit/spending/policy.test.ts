@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest';
+import { xnoToRaw } from '../../../src/nano/index.js';
+import { evaluate, profilePolicy, stricter, type CountedSpend, type SpendFacts } from '../../../src/ops/spending/policy.js';
+import { replacePolicy } from '../../../src/ops/spending/policy-edit.js';
+import { Session } from '../../../src/ops/session.js';
+import { tempDir } from '../../helpers/temp.js';
+import type { SpendingPolicy } from '../../../src/wallet/config.js';
+
+const alice = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
+const bob = 'nano_1111111111111111111111111111111111111111111111111111hifc8npp';
+const HOUR = 60 * 60_000;
+const NOW = Date.parse('2026-05-01T12:00:00Z');
+const raw = (xno: string): string => xnoToRaw(xno).toString();
+
+const spend = (xno: string, extra: Partial<SpendFacts> = {}): SpendFacts => ({ frontEnd: 'cli', kind: 'send', to: alice, amountRaw: xnoToRaw(xno), at: NOW, ...extra });
+const past = (xno: string, agoMs: number, extra: Partial<CountedSpend> = {}): CountedSpend => ({ to: alice, frontEnd: 'cli', kind: 'send', amountRaw: xnoToRaw(xno), at: NOW - agoMs, attended: false, ...extra });
+
+describe('the spending policy', () => {
+  it('allows everything without rules', () => {
+    expect(evaluate({}, spend('1000'), [past('5', 1)])).toEqual({ outcome: 'allow' });
+  });
+
+  it('refuses over a per-send maximum of any scope, naming the rule as policy set takes it', () => {
+    const policy: SpendingPolicy = { perSend: raw('5'), frontEnds: { mcp: { perSend: raw('1') }, x402: { perSend: raw('0.01') } }, recipients: { [bob]: { perSend: raw('2') } } };
+    expect(evaluate(policy, spend('6'))).toMatchObject({ outcome: 'deny', rule: 'per-send', remainingRaw: xnoToRaw('5') });
+    expect(evaluate(policy, spend('1.5', { frontEnd: 'mcp' }))).toMatchObject({ outcome: 'deny', rule: 'per-send --front-end mcp' });
+    expect(evaluate(policy, spend('1.5', { frontEnd: 'toolset' }))).toEqual({ outcome: 'allow' });
+    // x402 as a front end is every x402 payment, whoever asked.
+    expect(evaluate(policy, spend('0.02', { frontEnd: 'sdk', kind: 'x402', host: 'api.example.com' }))).toMatchObject({ rule: 'per-send --front-end x402' });
+    expect(evaluate(policy, spend('3', { to: bob }))).toMatchObject({ rule: `per-send --recipient ${bob}` });
+  });
+
+  it('counts rolling budgets per window, per recipient (by contact too), host and front end; the refusal says what is left', () => {
+    // In the last hour 2; in the last 24 hours 2 + 7 + 0.4 (to bob, x402); in the last 30 days 30 more.
+    const counted = [past('2', HOUR - 1), past('7', 2 * HOUR), past('30', 10 * 24 * HOUR), past('0.4', HOUR * 3, { to: bob, host: 'api.example.com:8443', kind: 'x402' })];
+    expect(evaluate({ hour: raw('3') }, spend('1.5'), counted)).toMatchObject({ outcome: 'deny', rule: 'hour', remainingRaw: xnoToRaw('1') });
+    expect(evaluate({ hour: raw('3'), day: raw('10') }, spend('0.6'), counted)).toEqual({ outcome: 'allow' });
+    expect(evaluate({ day: raw('10') }, spend('0.7'), counted)).toMatchObject({ outcome: 'deny', rule: 'day', remainingRaw: xnoToRaw('0.6') });
+    expect(evaluate({ month: raw('40') }, spend('1'), counted)).toMatchObject({ outcome: 'deny', rule: '30d', remainingRaw: xnoToRaw('0.6') });
+    const byContact: SpendingPolicy = { recipients: { '@bob': { day: raw('1') } } };
+    expect(evaluate(byContact, spend('0.7', { to: bob }), counted, { bob })).toMatchObject({ outcome: 'deny', rule: 'day --recipient @bob', remainingRaw: xnoToRaw('0.6') });
+    expect(evaluate(byContact, spend('0.7'), counted, { bob })).toEqual({ outcome: 'allow' });
+    // An unknown contact names no one: its rule holds for nobody.
+    expect(evaluate(byContact, spend('0.7', { to: bob }), counted, {})).toEqual({ outcome: 'allow' });
+    const byHost: SpendingPolicy = { hosts: { 'api.example.com': { day: raw('0.5') } } };
+    expect(evaluate(byHost, spend('0.2', { to: bob, kind: 'x402', host: 'api.example.com' }), counted)).toMatchObject({ rule: 'day --host api.example.com', remainingRaw: xnoToRaw('0.1') });
+    expect(evaluate({ frontEnds: { cli: { day: raw('9') } } }, spend('0.1'), counted)).toMatchObject({ rule: 'day --front-end cli' });
+    expect(evaluate({ frontEnds: { cli: { day: raw('9') } } }, spend('0.1', { frontEnd: 'mcp' }), counted)).toEqual({ outcome: 'allow' });
+  });
+
+  it('refuses a recipient or host on the deny list, and one off a non-empty allow list (hosts are x402 payments only)', () => {
+    const policy: SpendingPolicy = { deny: { recipients: ['@bob'], hosts: ['*.evil.example'] }, allow: { hosts: ['api.example.com'] } };
+    expect(evaluate(policy, spend('1', { to: bob }), [], { bob })).toMatchObject({ outcome: 'deny', rule: 'deny --recipient', remainingRaw: 0n });
+    expect(evaluate(policy, spend('1', { kind: 'x402', host: 'a.evil.example' }))).toMatchObject({ rule: 'deny --host' });
+    expect(evaluate(policy, spend('1', { kind: 'x402', host: 'other.example' }))).toMatchObject({ rule: 'allow --host' });
+    expect(evaluate(policy, spend('1', { kind: 'x402', host: 'api.example.com:443' }))).toEqual({ outcome: 'allow' });
+    expect(evaluate(policy, spend('1'))).toEqual({ outcome: 'allow' });
+    expect(evaluate({ allow: { recipients: [bob] } }, spend('1'))).toMatchObject({ outcome: 'deny', rule: 'allow --recipient' });
+  });
+
+  it('asks above ask-above, and only when no refusal applies', () => {
+    const policy: SpendingPolicy = { askAbove: raw('0.5'), perSend: raw('2') };
+    expect(evaluate(policy, spend('0.5'))).toEqual({ outcome: 'allow' });
+    expect(evaluate(policy, spend('0.6'))).toMatchObject({ outcome: 'ask', rule: 'ask-above' });
+    expect(evaluate(policy, spend('3'))).toMatchObject({ outcome: 'deny', rule: 'per-send' });
+  });
+
+  it("ask-above-hour counts the last hour of spends made without a person's yes: approved ones and older ones do not count", () => {
+    const policy: SpendingPolicy = { frontEnds: { agent: { askAboveHour: raw('0.1') } } };
+    const agent = (xno: string, ago: number, attended = false) => past(xno, ago, { frontEnd: 'agent', attended });
+    expect(evaluate(policy, spend('0.09', { frontEnd: 'agent' }), [])).toEqual({ outcome: 'allow' });
+    expect(evaluate(policy, spend('0.09', { frontEnd: 'agent' }), [agent('0.09', 1000)])).toMatchObject({ outcome: 'ask', rule: 'ask-above-hour --front-end agent' });
+    expect(evaluate(policy, spend('0.09', { frontEnd: 'agent' }), [agent('0.09', 1000, true)])).toEqual({ outcome: 'allow' });
+    expect(evaluate(policy, spend('0.09', { frontEnd: 'agent' }), [agent('0.09', HOUR)])).toEqual({ outcome: 'allow' });
+    // Another front end's spends are not the agent's.
+    expect(evaluate(policy, spend('0.09', { frontEnd: 'agent' }), [past('0.09', 1000)])).toEqual({ outcome: 'allow' });
+  });
+
+  it('reads the settings of versions before it as its rules, and a process may only add stricter rules', () => {
+    const policy = profilePolicy({ wallets: {}, limits: { perSend: raw('1'), perDay: raw('5') }, x402Max: raw('0.01') });
+    expect(policy).toEqual({ perSend: raw('1'), day: raw('5'), frontEnds: { x402: { perSend: raw('0.01') } } });
+    const both = stricter(policy, { perSend: raw('3'), day: raw('2'), frontEnds: { agent: { askAboveHour: raw('0.1') } } });
+    expect(both).toMatchObject({ perSend: raw('1'), day: raw('2'), frontEnds: { x402: { perSend: raw('0.01') }, agent: { askAboveHour: raw('0.1') } } });
+  });
+
+  it('has a JSON form that reads back as itself; a wrong one is refused whole, changing nothing', async () => {
+    const session = new Session({ password: async () => 'unused', configDir: await tempDir('nanopay-policy-'), env: {} });
+    const doc = { 'per-send': '1', day: '10', '30d': '100', 'ask-above': '0.5', recipients: { '@bob': { day: '1' } }, hosts: { 'api.example.com': { 'per-send': '0.01' } }, 'front-ends': { mcp: { hour: '2' } }, deny: { hosts: ['evil.example'] }, 'approval-ttl': '30m' };
+    expect(replacePolicy(session, doc).policy).toEqual(doc);
+    for (const wrong of [{ weekly: '1' }, { day: 10 }, { 'front-ends': { cli2: { day: '1' } } }, { hosts: { 'https://x/': { day: '1' } } }]) {
+      expect(() => replacePolicy(session, wrong)).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
+    }
+    expect(replacePolicy(session, doc).policy).toEqual(doc);
+  });
+
+  it('matches hosts by name on any port, by name and port, or a whole domain', () => {
+    const host = (rule: string, h: string): string => evaluate({ hosts: { [rule]: { perSend: '0' } } }, spend('1', { kind: 'x402', host: h })).outcome;
+    expect(host('api.example.com', 'api.example.com:8443')).toBe('deny');
+    expect(host('api.example.com:8443', 'api.example.com')).toBe('allow');
+    expect(host('*.example.com', 'a.b.example.com')).toBe('deny');
+    expect(host('*.example.com', 'example.com')).toBe('allow');
+    expect(host('example.com', 'badexample.com')).toBe('allow');
+  });
+});
