@@ -9,6 +9,8 @@ import { withAccountLock } from '../wallet/lock.js';
 import type { RequestRecord } from '../wallet/requests.js';
 import { MIGRATIONS, SCHEMA_VERSION, requestColumns, tooNew } from './schema.js';
 import { SqliteShop } from './sqlite-shop.js';
+import { SqliteRefunds, SqliteSweeps } from './sqlite-refunds.js';
+import type { RefundsTable, SweepsTable } from './refunds.js';
 import type { ShopTable } from './shop.js';
 import type { LateIf, Outbox, OutboxItem, RequestsTable, Store, StoreChange } from './store.js';
 
@@ -151,6 +153,12 @@ class SqliteRequests implements RequestsTable {
     );
   }
 
+  fresh(wallet: string): Promise<RequestRecord[]> {
+    return this.store.run(() =>
+      (this.db.prepare('SELECT doc FROM requests WHERE fresh_wallet = ? ORDER BY fresh_index').all(wallet) as { doc: string }[]).map((r) => JSON.parse(r.doc) as RequestRecord),
+    );
+  }
+
   claim(id: string, hashes: string[], late?: LateIf): Promise<RequestRecord | undefined> {
     return this.store.run(() => this.claimIn(() => toRecord(this.db.prepare('SELECT doc FROM requests WHERE id = ?').get(id) as { doc: string } | undefined), hashes, late));
   }
@@ -258,6 +266,8 @@ export class SqliteStore implements Store {
   readonly requests: RequestsTable = new SqliteRequests(this);
   readonly outbox: Outbox = new SqliteOutbox(this);
   readonly shop: ShopTable = new SqliteShop(this);
+  readonly refunds: RefundsTable = new SqliteRefunds(this);
+  readonly sweeps: SweepsTable = new SqliteSweeps(this);
 
   private constructor(
     readonly db: Db,

@@ -1,4 +1,5 @@
 import type { RequestRecord } from '../wallet/requests.js';
+import type { RefundsTable, SweepsTable } from './refunds.js';
 import type { ShopTable } from './shop.js';
 
 /**
@@ -18,6 +19,9 @@ export interface Store {
   readonly outbox: Outbox;
   /** The shop server's requests and webhook events (shop.ts). */
   readonly shop: ShopTable;
+  /** Refunds of requests, and sweeps of their fresh accounts (refunds.ts). */
+  readonly refunds: RefundsTable;
+  readonly sweeps: SweepsTable;
   /**
    * Runs `fn` as the only holder of `name` among every process using this store (a lock file beside
    * SQLite; an advisory lock in PostgreSQL, released if the holder's connection dies).
@@ -58,6 +62,8 @@ export interface RequestsTable {
   claimedBy(hashes: string[]): Promise<Map<string, string>>;
   /** The account indexes of `wallet` that requests got as fresh addresses. */
   freshIndexes(wallet: string): Promise<number[]>;
+  /** The requests that got an account of `wallet` as a fresh address, by account index. */
+  fresh(wallet: string): Promise<RequestRecord[]>;
   /**
    * Marks request `id` paid by `hashes`, in one transaction: the record as paid (now or before), or
    * undefined when there is no such request or one of the hashes already paid another (one payment

@@ -25,16 +25,16 @@ const BEFORE_SIGNING = new Set([
 ]);
 
 /**
- * Whether a payment from the session's active account that failed with
+ * Whether a payment from the session's active account (or `account`) that failed with
  * `error` surely moved nothing, and never will: a refusal made before signing,
  * and no block of the account waiting in the journal (a signed block there may
  * still land, republished by the next command). Anything else, a lost answer
  * above all, may have moved money.
  */
-export async function failedBeforeSigning(session: Session, error: unknown): Promise<boolean> {
+export async function failedBeforeSigning(session: Session, error: unknown, account?: string): Promise<boolean> {
   if (!(error instanceof NanoPayError) || !BEFORE_SIGNING.has(error.code)) return false;
   try {
-    return (await session.journal.read(await session.address())) === undefined;
+    return (await session.journal.read(account ?? (await session.address()))) === undefined;
   } catch {
     return false;
   }
