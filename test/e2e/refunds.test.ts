@@ -186,6 +186,8 @@ describe.each(BACKENDS)('refunds on the %s backend', (backend: Backend) => {
     // The takings of the fresh account go to the active one first (a refund is sent from the active account).
     await merchant.user.run(['sweep', '--to', merchant.address, '--yes']);
     await receive(merchant.session);
+    // What left the fresh account does not change what it was paid.
+    expect(await merchant.user.json(['status', made.transaction_id as string])).toMatchObject({ status: 'overpaid', mismatch: { amount: '0.22' } });
     const ambiguous = await merchant.user.json<{ error: { code: string; message: string } }>(['refund', made.transaction_id as string, '--yes']);
     expect(ambiguous).toMatchObject({ _code: 2, error: { code: 'PAYER_AMBIGUOUS' } });
     expect(ambiguous.error.message).toContain(`${payer.address} (0.12 XNO)`);
