@@ -150,6 +150,13 @@ const CATALOG: Record<string, CodeInfo> = {
   DISK_FULL: { status: 507, exit: ExitCode.ENVIRONMENT },
   // The machine: a file or dir nanopay must write is on a read-only disk, or this user may not write it.
   NOT_WRITABLE: { status: 500, exit: ExitCode.ENVIRONMENT },
+  // Refunds: of a request nothing was received for; of more than it received (less what went back already).
+  REQUEST_NOT_PAID: conflict,
+  REFUND_TOO_LARGE: conflict,
+  // Refunds: a request paid from several accounts, and no destination named (the choices are listed).
+  PAYER_AMBIGUOUS: { status: 400, exit: ExitCode.USAGE },
+  // Refunds through the shop's API go only to an account that paid the request.
+  REFUND_NOT_TO_PAYER: { status: 403, exit: ExitCode.AUTH },
   // Our own bugs.
   INTERNAL_ERROR: { status: 500, exit: ExitCode.GENERAL },
 };

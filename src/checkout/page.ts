@@ -20,7 +20,7 @@ main{max-width:28rem;margin:0 auto;padding:1rem}
 h1{font-size:1.3rem;margin:0 0 .75rem}
 .status{margin:0 0 1rem;padding:.6rem .8rem;border-radius:8px;font-weight:600;background:var(--wait-bg)}
 [data-state=paid] .status{background:var(--ok-bg);color:var(--ok)}
-[data-state=expired] .status,[data-state=paid_late] .status,[data-state=underpaid] .status,[data-state=overpaid] .status{background:var(--warn-bg);color:var(--warn)}
+[data-state=expired] .status,[data-state=paid_late] .status,[data-state=refunded] .status,[data-state=partially_refunded] .status,[data-state=underpaid] .status,[data-state=overpaid] .status{background:var(--warn-bg);color:var(--warn)}
 .trouble{margin:0 0 1rem;padding:.6rem .8rem;border-radius:8px;background:var(--warn-bg);color:var(--warn)}
 .layout{display:grid;gap:1.25rem}
 .qr{background:#fff;border-radius:10px;padding:.5rem;max-width:17rem;margin:0 auto}
@@ -38,7 +38,7 @@ button:hover{border-color:var(--accent)}
 .mismatch{margin:0 0 1.25rem}.mismatch p{margin:0 0 .75rem;font-weight:600}
 .test-mode{margin:0;padding:.55rem 1rem;text-align:center;font-weight:700;color:#1d1600;background:repeating-linear-gradient(-45deg,#ffd23f 0 14px,#f2c200 14px 28px);border-bottom:2px solid #b38f00}
 .sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
-@media (min-width:48rem){main{max-width:52rem;padding:3rem 1.5rem}.card{padding:2rem}.layout{grid-template-columns:17rem 1fr;align-items:start;gap:2rem}[data-state=paid] .layout,[data-state=paid_late] .layout,[data-state=underpaid] .layout,[data-state=overpaid] .layout,[data-state=expired] .layout{grid-template-columns:1fr}}`;
+@media (min-width:48rem){main{max-width:52rem;padding:3rem 1.5rem}.card{padding:2rem}.layout{grid-template-columns:17rem 1fr;align-items:start;gap:2rem}[data-state=paid] .layout,[data-state=paid_late] .layout,[data-state=underpaid] .layout,[data-state=overpaid] .layout,[data-state=expired] .layout,[data-state=refunded] .layout,[data-state=partially_refunded] .layout{grid-template-columns:1fr}}`;
 
 /** Copy buttons, live updates over Server-Sent Events, the countdown; the page works without it. */
 const SCRIPT = `(() => {
@@ -79,7 +79,7 @@ const SCRIPT = `(() => {
       }
     }, 1000);
   };
-  const final = (state) => state === 'paid' || state === 'paid_late';
+  const final = (state) => ['paid', 'paid_late', 'refunded', 'partially_refunded'].includes(state);
   const apply = (view) => {
     body.dataset.state = view.state;
     for (const part of document.querySelectorAll('[data-when]')) part.hidden = !part.dataset.when.split(' ').includes(view.state);
@@ -101,6 +101,8 @@ const SCRIPT = `(() => {
       document.getElementById('rest-amount').textContent = view.rest;
       document.getElementById('rest-wallet').href = view.rest_uri;
     }
+    const refund = document.getElementById('refund');
+    if (view.refunded) refund.textContent = refund.dataset.text.replace('{refunded}', view.refunded);
     if (view.state === 'paid') startCountdown();
   };
   if (body.dataset.state === 'paid') startCountdown();
@@ -173,7 +175,12 @@ const STATUS_TEXT: Record<CheckoutState, string> = {
   underpaid: 'Part of the payment has arrived',
   overpaid: 'More than the amount has arrived',
   expired: 'This payment request has expired',
+  refunded: 'Refunded',
+  partially_refunded: 'Partly refunded',
 };
+
+/** What a refund page says, with {refunded} (XNO) filled in here and by the page's script. */
+const REFUND_TEXT = 'The shop sent {refunded} XNO back to the account you paid from.';
 
 /**
  * What the customer should do about a payment of another amount, with {received} and {rest} (XNO) filled in here
@@ -279,6 +286,7 @@ ${
 }
 </div>
 <p class="note"${when('expired', state)}>Do not send a payment for this request any more; ask the shop for a new one.</p>
+<p id="refund" class="note"${when('refunded partially_refunded', state)} data-text="${escapeHtml(REFUND_TEXT)}">${escapeHtml(REFUND_TEXT.replace('{refunded}', view.refunded ?? ''))}</p>
 <p class="note"${when('paid_late', state)}>Your payment arrived after this request expired, so it was not accepted by itself. Contact the shop: it completes your order or refunds you.</p>
 </section>
 </div>

@@ -17,7 +17,7 @@ export interface CheckoutRoutesOptions {
   reloadSeconds?: number;
   /** The shop's name, shown on the page. */
   shopName?: string;
-  /** Called for a request the watcher does not know yet (the shop server's store): it may add it to the watcher. */
+  /** Called for each page: the shop server's store adds a request the watcher does not know yet, or updates one it changed. */
   lookup?: (transactionId: string) => Promise<void>;
   /** The requests are the sandbox's (test money): every page shows a test-mode band. */
   testMode?: boolean;
@@ -60,7 +60,8 @@ export function checkoutRoutes(watcher: CheckoutWatcher, options: CheckoutRoutes
 
   const page = async (call: Call): Promise<typeof RESPONDED> => {
     const id = call.params.transaction_id as string;
-    if (watcher.request(id) === undefined) await options.lookup?.(id);
+    // Every page asks the store: a request it follows may have been changed by another process (a refund).
+    await options.lookup?.(id);
     const request = watcher.request(id);
     const [key, value] = AUTOMATIC_RELOAD.split('=') as [string, string];
     const view = watcher.view(id, { looked: call.query.get(key) !== value });

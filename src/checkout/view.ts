@@ -14,29 +14,32 @@ export interface CheckoutView {
   /** Underpaid: what is still to pay (XNO) and its payment link, when paying it completes the request before its expiry. */
   rest?: string;
   rest_uri?: string;
+  /** Refunded, partly or wholly: what went back, in XNO. */
+  refunded?: string;
   /** Why the status cannot be read now (for the customer), while it cannot. */
   trouble?: string;
 }
 
-/** A page stops following a request once it is paid (or paid late): nothing changes it any more. */
+/** A page stops following a request once it is paid (or paid late, or refunded): no read changes it any more. */
 export const isFinal = (state: CheckoutState): boolean => FINAL_STATUSES.includes(state);
 
 /** Paid wins over expired: a payment that landed is never hidden. */
 export function viewOf(observation: CheckoutObservation, now: number): CheckoutView {
   const expired = observation.expires_at !== undefined && observation.expires_at <= now;
   const state = observation.state === 'waiting' && expired ? 'expired' : observation.state;
-  const { block_hash, received, rest, rest_uri } = observation;
+  const { block_hash, received, rest, rest_uri, refunded } = observation;
   return {
     state,
     ...(state === 'paid' && block_hash !== undefined ? { block_hash } : {}),
     ...(received === undefined ? {} : { received }),
+    ...(refunded === undefined ? {} : { refunded }),
     // Paying the rest after the expiry would be a late payment: the customer is told to contact the shop instead.
     ...(state !== 'underpaid' || rest === undefined || rest_uri === undefined || expired ? {} : { rest, rest_uri }),
   };
 }
 
 export function sameView(a: CheckoutView, b: CheckoutView): boolean {
-  return a.state === b.state && a.block_hash === b.block_hash && a.received === b.received && a.rest === b.rest && a.trouble === b.trouble;
+  return a.state === b.state && a.block_hash === b.block_hash && a.received === b.received && a.rest === b.rest && a.refunded === b.refunded && a.trouble === b.trouble;
 }
 
 /** Failures that will not pass by themselves: a page says so at once, not after a few tries. */

@@ -1,10 +1,12 @@
 import { NanoPayError } from '../errors.js';
 import { checkToken, refuseWebPages } from '../http/guards.js';
-import type { Call, Route } from '../http/server.js';
+import { sendJson, successEnvelope } from '../http/respond.js';
+import { RESPONDED, type Call, type Route } from '../http/server.js';
+import type { RefundRecord } from '../store/refunds.js';
 import type { ShopRequest, ShopStatus } from '../store/shop.js';
 import type { Store } from '../store/store.js';
 
-const STATUSES: readonly ShopStatus[] = ['waiting', 'paid', 'paid_late', 'underpaid', 'overpaid', 'expired'];
+const STATUSES: readonly ShopStatus[] = ['waiting', 'paid', 'paid_late', 'underpaid', 'overpaid', 'expired', 'refunded', 'partially_refunded'];
 const MAX_LIMIT = 100;
 
 export interface ShopApiOptions {
@@ -14,7 +16,11 @@ export interface ShopApiOptions {
   create(body: Record<string, unknown>, idempotencyKey: string | undefined): Promise<{ request: ShopRequest; created: boolean }>;
   /** The page's URL of a request. */
   checkoutUrl(id: string): string;
+  /** Records a refund order of request `id` (`created` false when its Idempotency-Key gave back an earlier one); a signer carries it out. */
+  refund(id: string, body: Record<string, unknown>, idempotencyKey: string | undefined): Promise<{ refund: Omit<RefundRecord, 'fingerprint'>; created: boolean }>;
 }
+
+const REFUND_FIELDS = new Set(['amount', 'to']);
 
 /**
  * The shop's API, for its backend: every route needs the bearer token (checked
@@ -34,13 +40,40 @@ export function shopApiRoutes(options: ShopApiOptions): Route[] {
     const { events: _events, ...shown } = request;
     return { ...shown, checkout_url: options.checkoutUrl(request.id), expires_at: request.expires_at ?? null, order_id: request.order_id ?? null, metadata: request.metadata ?? {} };
   };
+  const idempotencyKey = (call: Call): string | undefined => {
+    const key = call.headers['idempotency-key'];
+    return Array.isArray(key) ? key[0] : key;
+  };
   return [
+    {
+      method: 'POST',
+      path: '/api/v1/requests/:id/refunds',
+      // Accepted, not done: the order waits in the store for a signer (checkout serve --refunds, or nanopay refund --pending).
+      handle: guarded(async (call) => {
+        const unknown = Object.keys(call.body).filter((k) => !REFUND_FIELDS.has(k));
+        if (unknown.length > 0) throw new NanoPayError('INVALID_REQUEST', `Unknown field(s): ${unknown.slice(0, 5).join(', ')}`);
+        const { amount, to } = call.body;
+        if (amount !== undefined && typeof amount !== 'string') throw new NanoPayError('INVALID_REQUEST', '"amount" must be a string of XNO (e.g. "0.5")');
+        if (to !== undefined && typeof to !== 'string') throw new NanoPayError('INVALID_REQUEST', '"to" must be an address');
+        const { refund } = await options.refund((call.params.id as string).toLowerCase(), call.body, idempotencyKey(call));
+        sendJson(call.response, 202, successEnvelope(refund));
+        return RESPONDED;
+      }),
+    },
+    {
+      method: 'GET',
+      path: '/api/v1/requests/:id/refunds',
+      handle: guarded(async (call) => {
+        const id = (call.params.id as string).toLowerCase();
+        if ((await store.shop.get(id)) === undefined) throw new NanoPayError('NOT_FOUND', 'No such request');
+        return { data: (await store.refunds.ofRequest(id)).map(({ fingerprint: _fingerprint, ...shown }) => shown) };
+      }),
+    },
     {
       method: 'POST',
       path: '/api/v1/requests',
       handle: guarded(async (call) => {
-        const key = call.headers['idempotency-key'];
-        const { request } = await options.create(call.body, Array.isArray(key) ? key[0] : key);
+        const { request } = await options.create(call.body, idempotencyKey(call));
         return present(request);
       }),
     },

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { NanoPayError } from '../errors.js';
 import type { NodeClient } from '../api/node-client.js';
 import type { ApiClient } from '../api/client.js';
@@ -6,7 +5,7 @@ import { observationOf as readingObservation, type CheckoutObservation } from '.
 import { readingOf, type RequestReading } from '../ops/requests/matching.js';
 import { nodePaymentStatus, type RequestsHolder } from '../ops/requests/node-requests.js';
 import { serviceVerdict } from '../ops/requests/service-status.js';
-import { FINAL_STATUSES, type ShopRequest, type ShopStatus, type WebhookEvent, type WebhookType } from '../store/shop.js';
+import { FINAL_STATUSES, newEvent, type ShopRequest, type ShopStatus, type WebhookEvent, type WebhookType } from '../store/shop.js';
 import type { Store } from '../store/store.js';
 
 /** Where a request stands, read from the backend: what `status` tells (the monitor adds the expiry of a waiting one). */
@@ -206,10 +205,7 @@ export class ShopMonitor {
       ...(reading.received_raw === undefined ? {} : { received_raw: reading.received_raw }),
       ...(reading.rest_raw === undefined ? {} : { rest_raw: reading.rest_raw }),
     };
-    const event: WebhookEvent | undefined =
-      status === 'waiting'
-        ? undefined
-        : { id: `evt_${randomUUID().replaceAll('-', '')}`, type: `request.${status}` as WebhookType, created: Math.floor(Date.now() / 1000), request_seq: seq, data: { object: next }, delivery: { attempts: 0 } };
+    const event: WebhookEvent | undefined = status === 'waiting' ? undefined : newEvent(`request.${status}` as WebhookType, next);
     const recorded = event === undefined ? { ...next, events: request.events } : next;
     if (await shop.change(request.status, recorded, event)) {
       this.options.onChange?.(recorded);

@@ -4,9 +4,9 @@ import { CheckoutWatcher } from '../checkout/watcher.js';
 import { NanoPayError } from '../errors.js';
 import { startHttpServer } from '../http/server.js';
 import type { CheckoutConfirmationSource, CheckoutRequest } from '../ops/requests/checkout.js';
-import type { ShopRequest, WebhookEvent } from '../store/shop.js';
+import { FINAL_STATUSES, type ShopRequest, type WebhookEvent } from '../store/shop.js';
 import type { Store } from '../store/store.js';
-import { shopApiRoutes } from './api.js';
+import { shopApiRoutes, type ShopApiOptions } from './api.js';
 import { WebhookDeliverer, type DeliveryAnswer } from './deliver.js';
 import { observationOf, ShopMonitor, type ShopStatusSource } from './monitor.js';
 
@@ -21,6 +21,8 @@ export interface ShopServerOptions extends Omit<CheckoutRoutesOptions, 'lookup' 
   store: Store;
   source: ShopStatusSource;
   create(body: Record<string, unknown>, idempotencyKey: string | undefined): Promise<{ request: ShopRequest; created: boolean }>;
+  /** Records a refund order (POST /api/v1/requests/{id}/refunds); carrying it out is a signer's job, never this server's routes'. */
+  refund: ShopApiOptions['refund'];
   /** Between reads of a request whose page is open (one read per interval, whatever the number of viewers). */
   intervalMs: number;
   /** Between rounds over every unsettled request. */
@@ -57,7 +59,8 @@ const PLAUSIBLE_ID = /^[0-9a-zA-Z-]{8,64}$/;
  * (token required), the checkout page of every request of the store and its
  * live updates (public, read-only), the monitor that records status changes
  * with their webhook events, and the deliverer of those events. It holds no
- * route that signs or sends.
+ * route that signs or sends: a refund asked through the API is an order in the
+ * store, carried out by a signer (checkout serve --refunds, nanopay refund --pending).
  */
 export async function startShopServer(options: ShopServerOptions): Promise<ShopServer> {
   const { store } = options;
@@ -108,7 +111,10 @@ export async function startShopServer(options: ShopServerOptions): Promise<ShopS
   const lookup = async (id: string): Promise<void> => {
     if (!PLAUSIBLE_ID.test(id)) return;
     const found = await store.shop.get(id.toLowerCase());
-    if (found !== undefined && watcher.request(found.id) === undefined) watcher.add(pageRequest(found), observationOf(found));
+    if (found === undefined) return;
+    if (watcher.request(found.id) === undefined) watcher.add(pageRequest(found), observationOf(found));
+    // Settled, or refunded by nanopay refund in another process: the store's word is the last.
+    else if (FINAL_STATUSES.includes(found.status)) watcher.observe(found.id, observationOf(found));
   };
   const server = await startHttpServer({
     host: options.host,
@@ -125,6 +131,7 @@ export async function startShopServer(options: ShopServerOptions): Promise<ShopS
         store,
         token: options.token,
         checkoutUrl,
+        refund: options.refund,
         create: async (body, key) => {
           const made = await options.create(body, key);
           if (watcher.request(made.request.id) === undefined) watcher.add(pageRequest(made.request), observationOf(made.request));

@@ -7,6 +7,8 @@ import { maskDatabaseUrl } from './url.js';
 import { PostgresShop } from './postgres-shop.js';
 import { PostgresApprovals, PostgresAudit } from './postgres-spending.js';
 import type { ApprovalsTable, AuditTable } from './spending.js';
+import { PostgresRefunds, PostgresSweeps } from './postgres-refunds.js';
+import type { RefundsTable, SweepsTable } from './refunds.js';
 import type { ShopTable } from './shop.js';
 import type { LateIf, Outbox, OutboxItem, RequestsTable, Store, StoreChange } from './store.js';
 
@@ -84,6 +86,10 @@ class PostgresRequests implements RequestsTable {
   async freshIndexes(wallet: string): Promise<number[]> {
     const result = await this.store.query<{ fresh_index: number }>('SELECT DISTINCT fresh_index FROM requests WHERE fresh_wallet = $1', [wallet]);
     return result.rows.map((r) => r.fresh_index);
+  }
+
+  async fresh(wallet: string): Promise<RequestRecord[]> {
+    return (await this.store.query<{ doc: RequestRecord }>('SELECT doc FROM requests WHERE fresh_wallet = $1 ORDER BY fresh_index', [wallet])).rows.map((r) => r.doc);
   }
 
   claim(id: string, hashes: string[], late?: LateIf): Promise<RequestRecord | undefined> {
@@ -196,6 +202,8 @@ export class PostgresStore implements Store {
   readonly shop: ShopTable = new PostgresShop(this);
   readonly audit: AuditTable = new PostgresAudit(this);
   readonly approvals: ApprovalsTable = new PostgresApprovals(this);
+  readonly refunds: RefundsTable = new PostgresRefunds(this);
+  readonly sweeps: SweepsTable = new PostgresSweeps(this);
   readonly location: string;
   private readonly listeners = new Set<Listener>();
   private readonly queues = new Map<string, Promise<void>>();

@@ -244,6 +244,48 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX approvals_binding ON approvals (profile, binding);
     `,
   },
+  {
+    version: 5,
+    // Refunds of requests (refunds.ts: recorded before signing, one idempotency key per refund) and sweep runs of fresh accounts.
+    sqlite: `
+      CREATE TABLE refunds (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        request_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        idempotency_key TEXT UNIQUE,
+        doc TEXT NOT NULL
+      );
+      CREATE INDEX refunds_request ON refunds (request_id, seq);
+      CREATE INDEX refunds_pending ON refunds (seq) WHERE status = 'pending';
+      CREATE TABLE sweeps (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        finished INTEGER NOT NULL,
+        doc TEXT NOT NULL
+      );
+      CREATE INDEX sweeps_unfinished ON sweeps (seq) WHERE finished = 0;
+    `,
+    postgres: `
+      CREATE TABLE refunds (
+        seq BIGSERIAL PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        request_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        idempotency_key TEXT UNIQUE,
+        doc JSONB NOT NULL
+      );
+      CREATE INDEX refunds_request ON refunds (request_id, seq);
+      CREATE INDEX refunds_pending ON refunds (seq) WHERE status = 'pending';
+      CREATE TABLE sweeps (
+        seq BIGSERIAL PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        finished BOOLEAN NOT NULL,
+        doc JSONB NOT NULL
+      );
+      CREATE INDEX sweeps_unfinished ON sweeps (seq) WHERE NOT finished;
+    `,
+  },
 ];
 
 /** The columns a request's record is queried by, taken from its document (which keeps every field). */

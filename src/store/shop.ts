@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { NanoPayError } from '../errors.js';
 
 /**
@@ -9,14 +10,15 @@ import { NanoPayError } from '../errors.js';
  */
 
 /** Where a shop's request stands: the states `status` tells (ops/requests/matching.ts), in the same words. */
-export type ShopStatus = 'waiting' | 'paid' | 'paid_late' | 'underpaid' | 'overpaid' | 'expired';
+export type ShopStatus = 'waiting' | 'paid' | 'paid_late' | 'underpaid' | 'overpaid' | 'expired' | 'refunded' | 'partially_refunded';
 
 /**
  * A status no read changes any more. Under- and overpaid are not final (an
  * underpaid request may be paid in full), nor is expired: the exact amount may
- * still arrive, and is then paid late.
+ * still arrive, and is then paid late. A refund, whole or partial, ends the
+ * reading: the merchant decided, and only further refunds change it.
  */
-export const FINAL_STATUSES: readonly ShopStatus[] = ['paid', 'paid_late'];
+export const FINAL_STATUSES: readonly ShopStatus[] = ['paid', 'paid_late', 'refunded', 'partially_refunded'];
 
 /** A request of the shop, as its API shows it (snake_case, amounts as decimal strings). */
 export interface ShopRequest {
@@ -38,11 +40,28 @@ export interface ShopRequest {
   received_raw?: string;
   /** Underpaid: raw still to pay, when paying it to the same address completes the request. */
   rest_raw?: string;
+  /** Refunded (partly or wholly): what went back, in all, its blocks, when the last one landed, and each refund. */
+  refunded_amount?: string;
+  refunded_amount_raw?: string;
+  refund_blocks?: string[];
+  refunded_at?: string;
+  refunds?: RefundLine[];
   /** Events emitted for it so far (the next event's number within the request is this + 1). */
   events: number;
 }
 
-export type WebhookType = `request.${Exclude<ShopStatus, 'waiting'>}`;
+/** One refund of a request, as its status, the shop's API and its events show it. */
+export interface RefundLine {
+  id: string;
+  amount: string;
+  amount_raw: string;
+  to: string;
+  block: string;
+  refunded_at: string;
+}
+
+/** A change of status is `request.<status>`; every refund, whole or partial, is `request.refunded` (the object's status tells which). */
+export type WebhookType = `request.${Exclude<ShopStatus, 'waiting' | 'partially_refunded'>}`;
 
 /** A webhook event: what is signed and sent (id, type, created, data) and how its delivery goes. */
 export interface WebhookEvent {
@@ -115,6 +134,11 @@ export interface ShopTable {
   addDestination(destination: string, url: string, leaseMs: number): Promise<void>;
   /** Removes listener `destination` and what waits for it. */
   removeDestination(destination: string): Promise<void>;
+}
+
+/** A new event of a request's change: `next` is the request as it is with it (its `events` is the event's number). */
+export function newEvent(type: WebhookType, next: ShopRequest): WebhookEvent {
+  return { id: `evt_${randomUUID().replaceAll('-', '')}`, type, created: Math.floor(Date.now() / 1000), request_seq: next.events, data: { object: next }, delivery: { attempts: 0 } };
 }
 
 /** The outbox topic of webhook events for the live endpoints (checkout serve --webhook): each item's payload is `{event_id}`. */

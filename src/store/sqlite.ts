@@ -11,6 +11,8 @@ import { MIGRATIONS, SCHEMA_VERSION, requestColumns, tooNew } from './schema.js'
 import { SqliteShop } from './sqlite-shop.js';
 import { SqliteApprovals, SqliteAudit } from './sqlite-spending.js';
 import type { ApprovalsTable, AuditTable } from './spending.js';
+import { SqliteRefunds, SqliteSweeps } from './sqlite-refunds.js';
+import type { RefundsTable, SweepsTable } from './refunds.js';
 import type { ShopTable } from './shop.js';
 import type { LateIf, Outbox, OutboxItem, RequestsTable, Store, StoreChange } from './store.js';
 
@@ -153,6 +155,12 @@ class SqliteRequests implements RequestsTable {
     );
   }
 
+  fresh(wallet: string): Promise<RequestRecord[]> {
+    return this.store.run(() =>
+      (this.db.prepare('SELECT doc FROM requests WHERE fresh_wallet = ? ORDER BY fresh_index').all(wallet) as { doc: string }[]).map((r) => JSON.parse(r.doc) as RequestRecord),
+    );
+  }
+
   claim(id: string, hashes: string[], late?: LateIf): Promise<RequestRecord | undefined> {
     return this.store.run(() => this.claimIn(() => toRecord(this.db.prepare('SELECT doc FROM requests WHERE id = ?').get(id) as { doc: string } | undefined), hashes, late));
   }
@@ -262,6 +270,8 @@ export class SqliteStore implements Store {
   readonly shop: ShopTable = new SqliteShop(this);
   readonly audit: AuditTable = new SqliteAudit(this);
   readonly approvals: ApprovalsTable = new SqliteApprovals(this);
+  readonly refunds: RefundsTable = new SqliteRefunds(this);
+  readonly sweeps: SweepsTable = new SqliteSweeps(this);
 
   private constructor(
     readonly db: Db,

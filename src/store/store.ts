@@ -1,4 +1,5 @@
 import type { RequestRecord } from '../wallet/requests.js';
+import type { RefundsTable, SweepsTable } from './refunds.js';
 import type { ShopTable } from './shop.js';
 import type { ApprovalsTable, AuditTable } from './spending.js';
 
@@ -22,6 +23,9 @@ export interface Store {
   /** The spending policy's decisions (the audit trail and spend log) and approvals (spending.ts). */
   readonly audit: AuditTable;
   readonly approvals: ApprovalsTable;
+  /** Refunds of requests, and sweeps of their fresh accounts (refunds.ts). */
+  readonly refunds: RefundsTable;
+  readonly sweeps: SweepsTable;
   /**
    * Runs `fn` as the only holder of `name` among every process using this store (a lock file beside
    * SQLite; an advisory lock in PostgreSQL, released if the holder's connection dies).
@@ -62,6 +66,8 @@ export interface RequestsTable {
   claimedBy(hashes: string[]): Promise<Map<string, string>>;
   /** The account indexes of `wallet` that requests got as fresh addresses. */
   freshIndexes(wallet: string): Promise<number[]>;
+  /** The requests that got an account of `wallet` as a fresh address, by account index. */
+  fresh(wallet: string): Promise<RequestRecord[]>;
   /**
    * Marks request `id` paid by `hashes`, in one transaction: the record as paid (now or before), or
    * undefined when there is no such request or one of the hashes already paid another (one payment

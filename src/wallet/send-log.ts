@@ -4,8 +4,11 @@ import { join } from 'node:path';
 import { NanoPayError } from '../errors.js';
 import { readIfExists, writeFileAtomic } from '../fs/secure-fs.js';
 
-/** What a key (--id) was used for: a send (send, pay), a donation, or an x402 payment (fetch). */
-export type PaymentKind = 'send' | 'donate' | 'x402';
+/**
+ * What a key (--id) was used for: a send (send, pay), a donation, an x402 payment (fetch), a refund of a
+ * request (keyed by the refund's own id), or one account's move in a sweep (keyed by the run and the account).
+ */
+export type PaymentKind = 'send' | 'donate' | 'x402' | 'refund' | 'sweep';
 
 /** What a completed send returns; kept so `send --id KEY` can answer a repeat. */
 export interface SendRecord {

@@ -28,7 +28,8 @@ function parseBody(body: Buffer): Record<string, any> {
   }
 }
 
-export async function startFaultyProxy(target: string, choose: (method: string, path: string) => Fault): Promise<FaultyProxy> {
+/** `choose` also gets the JSON body sent: node RPC calls all go to POST /, with their action in the body. */
+export async function startFaultyProxy(target: string, choose: (method: string, path: string, body: Record<string, any>) => Fault): Promise<FaultyProxy> {
   const seen: string[] = [];
   const sockets = new Set<Socket>();
   const forward = (req: IncomingMessage, body: Buffer, onAnswer: (status: number, headers: IncomingMessage['headers'], data: Buffer) => void): void => {
@@ -46,8 +47,8 @@ export async function startFaultyProxy(target: string, choose: (method: string, 
       const body = Buffer.concat(chunks);
       const path = new URL(req.url ?? '/', 'http://x').pathname;
       seen.push(`${req.method} ${path}`);
-      const fault = choose(req.method ?? 'GET', path);
       const sent = parseBody(body);
+      const fault = choose(req.method ?? 'GET', path, sent);
       const invented = typeof fault === 'object' && 'answer' in fault ? fault.answer(sent) : undefined;
       if (invented !== undefined) {
         res.writeHead(200, { 'content-type': 'application/json' });

@@ -11,6 +11,7 @@ import type { Store, StoreChange } from '../../src/store/store.js';
 import type { RequestRecord } from '../../src/wallet/requests.js';
 import type { ApprovalRecord, AuditRecord } from '../../src/store/spending.js';
 import type { ShopRequest, WebhookEvent } from '../../src/store/shop.js';
+import type { RefundRecord, SweepAccount, SweepRun } from '../../src/store/refunds.js';
 import { postgresUnavailable, startPostgres, type PostgresCluster } from '../helpers/postgres.js';
 
 /**
@@ -441,5 +442,49 @@ describe.each(kinds)('the $name store', (kind) => {
     // A chat's held call keeps its own approval: another ask for the same spend gets a new one.
     expect(await other.approvals.pendingFor('p', 'binding-2', Date.parse('2026-05-01T00:30:00Z'))).toBeUndefined();
     expect((await other.approvals.list('p', 0, true)).map((a) => a.id).sort()).toEqual([one.id, held.id].sort());
+  });
+
+  test('keeps refunds: one per idempotency key (another refund under it is refused), by request in order, pending until updated', async () => {
+    const { store, another } = await kind.fresh();
+    const other = await another();
+    const refund = (fields: Partial<RefundRecord>): RefundRecord => ({
+      id: `rf_${randomUUID()}`,
+      request_id: 'req-1',
+      status: 'pending',
+      amount: '0.1',
+      amount_raw: '100000000000000000000000000000',
+      to: ADDRESS,
+      received_raw: '300000000000000000000000000000',
+      created_at: new Date().toISOString(),
+      source: 'api',
+      ...fields,
+    });
+    const first = refund({ idempotency_key: 'k1', fingerprint: 'f1' });
+    // Two stores on the same data add under one key at once: one refund is kept, both get it.
+    const added = await Promise.all([store.refunds.add(first), other.refunds.add({ ...first, id: `rf_${randomUUID()}` })]);
+    expect(added.filter((a) => a.created)).toHaveLength(1);
+    expect(added[0]?.refund.id).toBe(added[1]?.refund.id);
+    await expect(store.refunds.add(refund({ idempotency_key: 'k1', fingerprint: 'f2' }))).rejects.toMatchObject({ code: 'IDEMPOTENCY_MISMATCH' });
+    const second = refund({});
+    await store.refunds.add(second);
+    await store.refunds.add(refund({ request_id: 'req-2' }));
+    expect((await other.refunds.ofRequest('req-1')).map((r) => r.id)).toEqual([added[0]?.refund.id, second.id]);
+    expect(await other.refunds.pending(10)).toHaveLength(3);
+    await store.refunds.update({ ...second, status: 'sent', block: hash(), refunded_at: new Date().toISOString() });
+    expect(await other.refunds.get(second.id)).toMatchObject({ status: 'sent' });
+    expect((await other.refunds.pending(10)).map((r) => r.id)).not.toContain(second.id);
+    expect(await other.refunds.byKey('k1')).toMatchObject({ id: added[0]?.refund.id });
+  });
+
+  test('keeps sweep runs: the unfinished one is found by another store, a finished one no more', async () => {
+    const { store, another } = await kind.fresh();
+    const run: SweepRun = { id: randomUUID(), to: ADDRESS, min_raw: '1', started_at: new Date().toISOString(), accounts: [{ address: ADDRESS, wallet: 'w', index: 1, request_id: 'r', status: 'planned' }] };
+    expect(await store.sweeps.unfinished()).toBeUndefined();
+    await store.sweeps.save(run);
+    run.accounts[0] = { ...(run.accounts[0] as SweepAccount), status: 'sending', amount_raw: '5' };
+    await store.sweeps.save(run);
+    expect(await (await another()).sweeps.unfinished()).toEqual(run);
+    await store.sweeps.save({ ...run, finished_at: new Date().toISOString() });
+    expect(await store.sweeps.unfinished()).toBeUndefined();
   });
 });

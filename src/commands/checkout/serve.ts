@@ -7,6 +7,9 @@ import { DEFAULT_REDIRECT_SECONDS, DEFAULT_RELOAD_SECONDS } from '../../checkout
 import { checkoutConfirmations } from '../../ops/requests/checkout.js';
 import { createShopRequest } from '../../shop/create.js';
 import { startShopServer } from '../../shop/server.js';
+import { startShopSigner } from '../../cli/shop-signer.js';
+import { parseDuration } from '../../ops/duration.js';
+import { orderRefund } from '../../ops/requests/refunds.js';
 
 export default class CheckoutServe extends SessionCommand {
   static override summary = "Run the shop's payment server: an API for the shop's backend, a checkout page per request, signed webhooks.";
@@ -15,7 +18,9 @@ The shop's backend creates requests with POST /api/v1/requests (bearer token fro
 sends the customer to the checkout_url it gets back. The pages (/checkout/ID and their live updates) are public and
 read-only. Every change of a request's status (paid, paid late, underpaid, overpaid, expired), as nanopay's verified view (node)
 or the service reports it, is recorded with an event in the store and delivered to each --webhook URL, signed
-(Nanopay-Signature) with the secret in --webhook-secret-file, retried for 3 days. Runs until Ctrl-C; logs to stderr.`;
+(Nanopay-Signature) with the secret in --webhook-secret-file, retried for 3 days. Refunds ordered through the API
+(POST /api/v1/requests/ID/refunds) wait in the store for a signer: --refunds makes this server one, else nanopay refund --pending.
+--sweep-to sweeps the fresh accounts every --sweep-every. Runs until Ctrl-C; logs to stderr.`;
   static override examples = [
     '<%= config.bin %> checkout serve --port 8080 --public-url https://pay.shop.example --webhook https://shop.example/nanopay-webhook',
     '<%= config.bin %> checkout serve --token-file ./shop.token --webhook http://127.0.0.1:3000/hooks --json',
@@ -37,6 +42,12 @@ or the service reports it, is recorded with an event in the store and delivered 
     'reload-interval': Flags.integer({ description: 'seconds between reloads of a page without live updates', default: DEFAULT_RELOAD_SECONDS, min: 1 }),
     'max-streams': Flags.integer({ description: 'pages with live updates at once; beyond it a page reloads instead', default: 1000, min: 1 }),
     'max-streams-per-client': Flags.integer({ description: 'pages with live updates at once from one client address', default: 16, min: 1 }),
+    refunds: Flags.boolean({
+      description: 'carry out the refunds ordered through the API (unlocks the key store at start, or uses the unlocked session); without it they wait for nanopay refund --pending',
+    }),
+    'sweep-to': Flags.string({ description: 'node backend: sweep the fresh accounts to this address or @NAME every --sweep-every (unlocks the key store at start)' }),
+    'sweep-every': Flags.string({ description: 'how often --sweep-to sweeps: 30m, 1h, 1d', default: '1h' }),
+    'sweep-min': Flags.string({ description: 'with --sweep-to: leave balances below this many XNO' }),
     'webhook-backoff-ms': Flags.integer({ description: 'first retry wait of a webhook (doubling)', default: 1000, min: 1, hidden: true }),
     'webhook-timeout-ms': Flags.integer({ description: "an endpoint's time to answer (a delivery's lease is 5 s more)", default: 10_000, min: 100, hidden: true }),
   };
@@ -50,10 +61,20 @@ or the service reports it, is recorded with an event in the store and delivered 
       // Unlocked now (a prompt, scrypt), not at the first customer's request.
       await session.account();
     }
+    // Signing for refunds or sweeps: unlocked now, once (a prompt, scrypt, or the unlocked session), not at the first order.
+    const sweepEvery = flags['sweep-to'] === undefined ? undefined : parseDuration(flags['sweep-every'], { max: 7 * 86_400, what: '--sweep-every' }) * 1000;
+    if (flags['sweep-to'] !== undefined && session.backendKind() !== 'node') throw new NanoPayError('USAGE', '--sweep-to is for the node backend (fresh addresses)');
+    if (flags.refunds || sweepEvery !== undefined) await session.account();
     const { token, file: tokenFile } = await shopToken(flags['token-file']);
     const { secrets, file: secretFile } = await webhookSecrets(flags['webhook-secret-file']);
     const log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
     const confirmations = checkoutConfirmations(session);
+    const signer = startShopSigner(session, {
+      refunds: flags.refunds,
+      ...(sweepEvery === undefined ? {} : { sweep: { to: flags['sweep-to'] as string, everyMs: sweepEvery, ...(flags['sweep-min'] === undefined ? {} : { min: { xno: flags['sweep-min'] } }) } }),
+      pollMs: flags['poll-interval'] * 1000,
+      log,
+    });
     const server = await startShopServer({
       host: flags.host,
       port: flags.port,
@@ -62,6 +83,16 @@ or the service reports it, is recorded with an event in the store and delivered 
       store,
       source: await shopStatusSource(session),
       create: (body, key) => createShopRequest(session, store, body, key, { freshAddress: flags['fresh-addresses'] }),
+      refund: async (id, body, key) => {
+        const ordered = await orderRefund(session, store, {
+          requestId: id,
+          ...(typeof body.amount === 'string' ? { amount: { xno: body.amount } } : {}),
+          ...(typeof body.to === 'string' ? { to: body.to } : {}),
+          ...(key === undefined ? {} : { key }),
+        });
+        signer.poke();
+        return ordered;
+      },
       intervalMs: flags.interval * 1000,
       pollMs: flags['poll-interval'] * 1000,
       redirectSeconds: flags['redirect-delay'],
@@ -87,6 +118,7 @@ or the service reports it, is recorded with an event in the store and delivered 
       process.on('SIGTERM', () => resolve());
     });
     await server.close();
+    await signer.stop();
     await store.close();
   }
 }

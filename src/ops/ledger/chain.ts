@@ -132,6 +132,26 @@ export async function readAccountHead(ctx: Pick<OpsContext, 'api'>, address: str
   }
 }
 
+/**
+ * The sends an account received, newest first: the links of its blocks that
+ * raised its balance, walked from its verified head back to its open block,
+ * each block checked as ownBlock does. What left the account since (a refund,
+ * a sweep) does not hide what arrived.
+ */
+export async function receivedSources(ctx: Pick<OpsContext, 'api'>, address: string): Promise<string[]> {
+  const head = await readAccountHead(ctx, address);
+  if (head.state.frontier === null) return [];
+  const sources: string[] = [];
+  let current = (await ownBlock(ctx, address, head.state.frontier)).contents;
+  for (;;) {
+    const previous = current.previous.toUpperCase();
+    const before = previous === ZERO_HASH ? undefined : (await ownBlock(ctx, address, previous)).contents;
+    if (BigInt(current.balance) > BigInt(before?.balance ?? '0')) sources.push(current.link.toUpperCase());
+    if (before === undefined) return sources;
+    current = before;
+  }
+}
+
 /** The ledger refused the block for good: it can never land as it is. */
 export function isDefinitiveRejection(error: unknown): boolean {
   if (!(error instanceof NanoPayError)) return false;

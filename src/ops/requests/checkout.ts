@@ -24,6 +24,8 @@ export interface CheckoutObservation {
   /** Underpaid: what is still to pay (XNO) and its payment link, when paying it to the same address completes the request. */
   rest?: string;
   rest_uri?: string;
+  /** Refunded, partly or wholly: what went back to the payer, in XNO. */
+  refunded?: string;
 }
 
 export type CheckoutReader = (transactionId: string) => Promise<CheckoutObservation>;
@@ -42,6 +44,7 @@ export function observationOf(reading: RequestReading, address: string | undefin
     ...(expiresAt === undefined ? {} : { expires_at: Date.parse(expiresAt) }),
     ...(reading.received_raw === undefined ? {} : { received: rawToXno(BigInt(reading.received_raw)) }),
     ...(rest === undefined || address === undefined ? {} : { rest: rawToXno(rest), rest_uri: buildNanoUri({ address, amountRaw: rest }) }),
+    ...(reading.refunded_amount_raw === undefined ? {} : { refunded: rawToXno(BigInt(reading.refunded_amount_raw)) }),
   };
 }
 

@@ -6,7 +6,7 @@ import { xnoAndRaw } from '../money.js';
  * (text and --json), the shop's API and webhooks (`request.<state>`), and the
  * checkout page. Only `paid` is paid: a late payment never is.
  */
-export type RequestState = 'waiting' | 'paid' | 'paid_late' | 'underpaid' | 'overpaid' | 'expired';
+export type RequestState = 'waiting' | 'paid' | 'paid_late' | 'underpaid' | 'overpaid' | 'expired' | 'refunded' | 'partially_refunded';
 
 /** How `status` and the shop name each state to the merchant. */
 const STATE_LABELS: Record<RequestState, string> = {
@@ -16,6 +16,8 @@ const STATE_LABELS: Record<RequestState, string> = {
   underpaid: 'Underpaid',
   overpaid: 'Overpaid',
   expired: 'Expired',
+  refunded: 'Refunded',
+  partially_refunded: 'Partly refunded',
 };
 
 /**
@@ -57,6 +59,8 @@ export interface RequestReading {
   received_raw?: string;
   /** Underpaid: raw still to pay, when paying it to the same address completes the request. */
   rest_raw?: string;
+  /** Refunded, partly or wholly: raw sent back, in all. */
+  refunded_amount_raw?: string;
 }
 
 export function readingOf(verdict: Verdict): RequestReading {

@@ -3,8 +3,8 @@ import type { NodeClient } from '../../api/node-client.js';
 import { NanoPayError } from '../../errors.js';
 import { MAX_RAW, normalizeAddress } from '../../nano/index.js';
 import type { RequestRecord } from '../../wallet/requests.js';
-import { readAccountHead } from '../ledger/chain.js';
-import { provedReceivable } from '../ledger/proofs.js';
+import { receivedSources } from '../ledger/chain.js';
+import { provedPayment, provedReceivable, type ProvedSend } from '../ledger/proofs.js';
 import { xnoAndRaw } from '../money.js';
 import { arrival, arrivedLate, mismatchMessage, mismatchOf, paidLateMessage, type PaymentMismatch, type Verdict } from './matching.js';
 import type { Session } from '../session.js';
@@ -97,6 +97,18 @@ export async function createNodeRequest(session: Session, node: NodeClient, inpu
   });
 }
 
+/**
+ * Every payment a fresh account got, each proved (proveSend): those waiting to
+ * be received, and those it received (the sources of its own blocks, walked
+ * from its verified head), so a refund or a sweep sent from the account does
+ * not change what the request was paid.
+ */
+export async function freshArrivals(node: NodeClient, address: string): Promise<ProvedSend[]> {
+  const receivable = await provedReceivable(node, address, await node.pending(address));
+  const received = await Promise.all((await receivedSources({ api: node }, address)).map((hash) => provedPayment(node, hash, { address })));
+  return [...received.reverse(), ...receivable];
+}
+
 /** Where a request nanopay keeps stands, with its record. */
 export interface NodeStatus extends Verdict {
   record: RequestRecord;
@@ -151,14 +163,11 @@ export async function nodePaymentStatus(session: RequestsHolder, node: NodeClien
   const now = Date.now();
 
   if (record.fresh !== undefined) {
-    const receivable = await provedReceivable(node, record.address, await node.pending(record.address));
-    // What the account holds is what its own (verified) head block says, not the node's summary.
-    const held = (await readAccountHead({ api: node }, record.address)).state.balance;
-    const arrived = held + receivable.reduce((sum, r) => sum + r.amountRaw, 0n);
-    const hashes = receivable.map((r) => r.hash);
+    const arrivals = await freshArrivals(node, record.address);
+    const arrived = arrivals.reduce((sum, r) => sum + r.amountRaw, 0n);
+    const hashes = arrivals.map((r) => r.hash);
     if (arrived === wanted) {
-      // What the account already holds was received before this look: when it came is not known.
-      const seen = [...receivable.map((r) => r.seenAt), ...(held > 0n ? [undefined] : [])];
+      const seen = arrivals.map((a) => a.seenAt);
       const paid = await requests.claim(record.id, hashes, (r) => arrivedLate(r.expiresAt, seen, now));
       if (paid !== undefined) return settled(paid);
     }

@@ -11,6 +11,8 @@ import { formatDuration } from '../duration.js';
 import { Wakeup } from '../../timing/wakeups.js';
 import { SAFETY_POLL_MS, confirmations } from '../ledger/confirmations.js';
 import { send, type SendInput, type SendResult } from '../spending/send.js';
+import type { RefundLine } from '../../store/shop.js';
+import { refundMessage, refundSummary } from './refund-state.js';
 import type { Session } from '../session.js';
 
 export { checkRedirectUrl };
@@ -123,6 +125,12 @@ export interface PaymentStatusResult {
   mismatch?: PaymentMismatch;
   /** The exact amount, arrived after the expiry: reported, not counted as paid. */
   paid_late?: PaymentArrival;
+  /** Refunded (status refunded or partially_refunded): what went back in all, its blocks, when the last landed, each refund. */
+  refunded_amount?: string;
+  refunded_amount_raw?: string;
+  refund_blocks?: string[];
+  refunded_at?: string;
+  refunds?: RefundLine[];
 }
 
 function expiry(expiresAtMs: number | undefined, now = Date.now()): Pick<PaymentStatusResult, 'expires_at' | 'expired'> {
@@ -179,18 +187,30 @@ async function shopExpiry(session: Session, id: string): Promise<number | undefi
   return expiresAt === undefined ? undefined : Date.parse(expiresAt);
 }
 
-/** One look at a request: the service's answer, or on a node nanopay's own matching. */
+/** One look at a request: the service's answer, or on a node nanopay's own matching; then its refunds. */
 async function checkOnce(session: Session, id: string, options: Pick<CallOptions, 'signal' | 'once'> = {}): Promise<PaymentStatusResult> {
   if (session.backendKind() === 'node') {
     const status = await untilAborted(nodePaymentStatus(session, await session.nodeClient(), id), options.signal);
     const { record } = status;
-    return resultOf(record.id, status, rawToXno(BigInt(record.amountRaw)), record.expiresAt === undefined ? undefined : Date.parse(record.expiresAt));
+    return withRefunds(session, resultOf(record.id, status, rawToXno(BigInt(record.amountRaw)), record.expiresAt === undefined ? undefined : Date.parse(record.expiresAt)));
   }
   const api = await session.serviceApi();
   const expiresAt = await shopExpiry(session, id);
   const s = await api.paymentStatus(id, options);
   const shown = expiresAt ?? s.expiresAt;
-  return resultOf(s.transactionId, await untilAborted(serviceVerdict(api, s, shown), options.signal), s.amount, shown);
+  return withRefunds(session, resultOf(s.transactionId, await untilAborted(serviceVerdict(api, s, shown), options.signal), s.amount, shown));
+}
+
+/**
+ * A request some of whose payment went back (nanopay refund, from the profile's store) is refunded or
+ * partially refunded: the verdict's blocks stay, the refunds are added. A wholly refunded one is not paid.
+ */
+async function withRefunds(session: Session, result: PaymentStatusResult): Promise<PaymentStatusResult> {
+  if (!session.hasDataStore()) return result;
+  const summary = refundSummary(await (await session.dataStore()).refunds.ofRequest(result.transaction_id.toLowerCase()));
+  if (summary === undefined) return result;
+  const { status, received_raw: _received, ...fields } = summary;
+  return { ...result, ...fields, status, is_paid: result.is_paid && status === 'partially_refunded', message: `${refundMessage(summary)} ${result.message}` };
 }
 
 export async function paymentStatus(session: Session, transactionId: string): Promise<PaymentStatusResult> {
@@ -245,7 +265,8 @@ export async function watchPayment(session: Session, transactionId: string, opti
         if (key !== last) options.onEvent?.({ event: 'status', elapsed_ms: Date.now() - started, ...result });
         last = key;
         backoff = options.intervalMs;
-        if (result.is_paid) return result;
+        // A refund ends the wait as a payment does: the merchant has settled it.
+        if (result.is_paid || result.refund_blocks !== undefined) return result;
         if (result.expired === true) throw expiredUnpaid(result);
         // The check after the expiry comes at the expiry, not up to an interval later.
         if (result.expires_at !== undefined) wait = Math.min(wait, Math.max(1, Date.parse(result.expires_at) - Date.now()));

@@ -26,7 +26,7 @@ export interface SendPreview {
 
 export type Confirm = (preview: SendPreview) => Promise<boolean>;
 
-/** The one door money leaves by: send, pay, donate and top-up all come through here. */
+/** The one door money leaves by: send, pay, donate, top-up, refunds and sweeps all come through here. */
 export interface Movement<A> {
   signer: Signer;
   to: string;
@@ -95,7 +95,13 @@ function harderThreshold(a: string, b: string): string {
   return parseThreshold(b) > parseThreshold(a) ? b : a;
 }
 
-const KIND_NAMES: Record<PaymentKind, [article: string, name: string]> = { send: ['a', 'send'], donate: ['a', 'donation'], x402: ['an', 'x402 payment (nanopay fetch)'] };
+const KIND_NAMES: Record<PaymentKind, [article: string, name: string]> = {
+  send: ['a', 'send'],
+  donate: ['a', 'donation'],
+  x402: ['an', 'x402 payment (nanopay fetch)'],
+  refund: ['a', 'refund'],
+  sweep: ['a', 'sweep'],
+};
 const named = (kind: PaymentKind): string => KIND_NAMES[kind].join(' ');
 
 const kindOf = (m: Pick<Movement<unknown>, 'kind' | 'note'>): PaymentKind => m.kind ?? (m.note?.chequeFor === undefined ? 'send' : 'x402');

@@ -8,7 +8,7 @@ export type FrontEnd = (typeof FRONT_ENDS)[number];
 export const RULE_FRONT_ENDS = [...FRONT_ENDS, 'x402'] as const;
 
 /** What a spend pays for; a representative change is no spend. */
-export type SpendKind = 'send' | 'donate' | 'topup' | 'x402';
+export type SpendKind = 'send' | 'donate' | 'topup' | 'x402' | 'refund' | 'sweep';
 
 const WINDOWS = { hour: 60 * 60_000, day: 24 * 60 * 60_000, month: 30 * 24 * 60 * 60_000 } as const;
 type Window = keyof typeof WINDOWS;
@@ -153,7 +153,7 @@ const xno = (raw: bigint): string => `${rawToXno(raw)} XNO`;
 
 function what(spend: SpendFacts): string {
   const to = spend.host === undefined ? spend.to : `${spend.host} (${spend.to})`;
-  return `${{ send: 'The send', donate: 'The donation', topup: 'The top-up', x402: 'The x402 payment' }[spend.kind]} of ${xno(spend.amountRaw)} to ${to}`;
+  return `${{ send: 'The send', donate: 'The donation', topup: 'The top-up', x402: 'The x402 payment', refund: 'The refund', sweep: 'The sweep' }[spend.kind]} of ${xno(spend.amountRaw)} to ${to}`;
 }
 
 function listed(list: string[] | undefined, spend: SpendFacts, contacts: Record<string, string>, kind: 'recipients' | 'hosts'): boolean {

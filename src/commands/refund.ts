@@ -1,0 +1,66 @@
+import { Args, Flags } from '@oclif/core';
+import { paymentConfirmation } from '../cli/input/confirm-send.js';
+import { SessionCommand } from '../cli/session-command.js';
+import { NanoPayError } from '../errors.js';
+import { refund, runPendingRefunds, type RefundResult } from '../ops/requests/refunds.js';
+
+/** What a refund did, for people: a dry run, a repeat under --id, a finished earlier one, or the block that sent the money back. */
+function refundText(r: RefundResult, key: string | undefined): string {
+  const { refund: f, request } = r;
+  const where = request.refunded_amount === undefined ? '' : `\nRequest: ${request.status} (${request.refunded_amount} XNO refunded in all)`;
+  if (r.dry_run) return `Dry run: would refund ${f.amount} XNO of request ${f.request_id} to ${f.to}. Nothing was signed.`;
+  if (r.repeated) return `Already refunded under --id ${key}: ${f.amount} XNO to ${f.to} (block ${f.block}). Nothing new was sent.${where}`;
+  if (r.resumed) return `Finished an earlier refund of request ${f.request_id} that had not completed: ${f.amount} XNO to ${f.to} (block ${f.block}).${where}`;
+  return `Refunded ${f.amount} XNO to ${f.to}\nBlock:   ${f.block}${where}`;
+}
+
+export default class Refund extends SessionCommand {
+  static override summary = 'Refund what a payment request received (or part of it) to the account that paid.';
+  static override description = `The payer is read from the verified paying blocks; with several payers, --to names one (they are listed).
+Partial refunds add up and never exceed what was received; a request nothing was received for is refused.
+The refund goes through the same path as send (limits, confirmation, the journal): a crash at any moment refunds once,
+and a refund that did not finish is finished by the next refund of that request (or --pending).
+--pending carries out every refund waiting in the store: orders from the shop's API (POST /api/v1/requests/ID/refunds).`;
+  static override examples = [
+    '<%= config.bin %> refund 1b0e…',
+    '<%= config.bin %> refund 1b0e… --amount 0.2 --id order-42-refund --yes --json',
+    '<%= config.bin %> refund --pending --yes',
+  ];
+  static override args = { request_id: Args.string({ ignoreStdin: true, description: "the request's transaction id" }) };
+  static override flags = {
+    amount: Flags.string({ description: 'XNO to refund (default: what is left of what the payer sent)' }),
+    to: Flags.string({ description: 'where to send it: a payer of the request, or any address or @NAME' }),
+    id: Flags.string({ description: 'idempotency key: a repeat with the same key and refund returns the first result' }),
+    yes: Flags.boolean({ char: 'y', description: 'do not ask for confirmation' }),
+    'dry-run': Flags.boolean({ description: 'show what would happen; sign nothing' }),
+    pending: Flags.boolean({ description: 'carry out every refund waiting in the store (API orders, unfinished runs)', exclusive: ['amount', 'to', 'id', 'dry-run'] }),
+  };
+
+  async run(): Promise<RefundResult | { done: RefundResult[]; failed: { refund: string; code: string; message: string }[] }> {
+    const { args, flags } = await this.parse(Refund);
+    const session = this.session(flags);
+    if (flags.pending) {
+      if (args.request_id !== undefined) throw new NanoPayError('USAGE', 'Give a request id or --pending, not both');
+      if (!flags.yes) throw new NanoPayError('USAGE', '--pending sends every waiting refund without asking each: pass --yes');
+      const result = await runPendingRefunds(session, { signal: this.signal });
+      for (const done of result.done) this.log(refundText(done, undefined));
+      for (const failed of result.failed) process.stderr.write(`Refund ${failed.refund} failed (${failed.code}): ${failed.message}\n`);
+      if (result.done.length === 0 && result.failed.length === 0) this.log('No refund is waiting.');
+      if (result.failed.length > 0 && !this.jsonEnabled()) throw new NanoPayError(result.failed[0]?.code ?? 'INTERNAL_ERROR', `${result.failed.length} refund(s) failed`);
+      return result;
+    }
+    if (args.request_id === undefined) throw new NanoPayError('USAGE', 'Give the request id to refund (or --pending)');
+    const confirm = paymentConfirmation({ action: 'Refunding', question: (a) => `Refund ${a} XNO?` }, flags);
+    const result = await refund(session, {
+      requestId: args.request_id,
+      ...(flags.amount === undefined ? {} : { amount: { xno: flags.amount } }),
+      ...(flags.to === undefined ? {} : { to: flags.to }),
+      ...(flags.id === undefined ? {} : { key: flags.id }),
+      dryRun: flags['dry-run'],
+      signal: this.signal,
+      ...(confirm === undefined ? {} : { confirm }),
+    });
+    this.log(refundText(result, flags.id));
+    return result;
+  }
+}

@@ -1,0 +1,155 @@
+import { randomUUID } from 'node:crypto';
+import { NanoPayError } from '../../errors.js';
+import { rawToXno } from '../../nano/index.js';
+import type { SweepAccount, SweepRun } from '../../store/refunds.js';
+import { readAccountHead, receiveAllPending } from '../ledger/chain.js';
+import { provedReceivable } from '../ledger/proofs.js';
+import { settleJournal } from '../ledger/recovery.js';
+import { rawOf, type Amount } from '../money.js';
+import { resolveRecipient } from '../profile/contacts.js';
+import type { Session } from '../session.js';
+import { move } from '../spending/movement.js';
+import { failedBeforeSigning } from '../spending/spend-outcome.js';
+import { markReceived, nodePaymentStatus } from './node-requests.js';
+
+export interface SweepInput {
+  /** An address, or @NAME for a contact's. */
+  to: string;
+  /** Balances below this are left where they are (dust); default 1 raw. */
+  min?: Amount;
+  dryRun?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface SweepResult {
+  /** The run's id (absent in a dry run). */
+  run_id?: string;
+  to: string;
+  dry_run: boolean;
+  /** A run stopped before it finished (a crash) was finished. */
+  resumed: boolean;
+  accounts: (Omit<SweepAccount, 'wallet'> & { amount?: string })[];
+  /** Accounts whose balance moved (or would move). */
+  swept: number;
+  total: string;
+  total_raw: string;
+}
+
+/** The ends of an account in a run: it is not looked at again in that run. */
+const SETTLED: readonly SweepAccount['status'][] = ['swept', 'below_min', 'empty', 'failed'];
+
+function summary(run: SweepRun, dryRun: boolean, resumed: boolean): SweepResult {
+  const moved = run.accounts.filter((a) => a.status === 'swept' || (dryRun && a.status === 'sending'));
+  const total = moved.reduce((sum, a) => sum + BigInt(a.amount_raw ?? '0'), 0n);
+  return {
+    ...(dryRun ? {} : { run_id: run.id }),
+    to: run.to,
+    dry_run: dryRun,
+    resumed,
+    accounts: run.accounts.map(({ wallet: _wallet, ...a }) => ({ ...a, ...(a.amount_raw === undefined ? {} : { amount: rawToXno(BigInt(a.amount_raw)) }) })),
+    swept: moved.length,
+    total: rawToXno(total),
+    total_raw: total.toString(),
+  };
+}
+
+/** The fresh accounts of the active wallet's requests, one line each (an account serves one request). */
+async function freshLines(session: Session): Promise<SweepAccount[]> {
+  const wallet = session.profile().activeWallet;
+  if (wallet === undefined) throw new NanoPayError('NOT_FOUND', 'No active wallet', { hint: 'Create one (nanopay wallet create) or pick one (nanopay wallet use NAME).' });
+  const records = await (await session.dataStore()).requests.fresh(wallet);
+  const lines: SweepAccount[] = [];
+  for (const r of records) {
+    if (r.fresh === undefined || lines.some((l) => l.index === r.fresh?.index)) continue;
+    lines.push({ address: await session.address(wallet, r.fresh.index), wallet, index: r.fresh.index, request_id: r.id, status: 'planned' });
+  }
+  return lines;
+}
+
+/** What would move from one account: its verified balance and the proved payments waiting for it. */
+async function wouldMove(session: Session, line: SweepAccount, minRaw: bigint): Promise<SweepAccount> {
+  const node = await session.nodeClient();
+  const held = (await readAccountHead({ api: node }, line.address)).state.balance;
+  const waiting = (await provedReceivable(node, line.address, await node.pending(line.address))).reduce((sum, p) => sum + p.amountRaw, 0n);
+  const amount = held + waiting;
+  return { ...line, status: amount === 0n ? 'empty' : amount < minRaw ? 'below_min' : 'sending', received_raw: waiting.toString(), amount_raw: amount.toString() };
+}
+
+/**
+ * One account of a run, from where it stands: its request read first (a
+ * payment is matched and dated while it still waits), what is pending
+ * received, then its whole balance sent to the run's destination through the
+ * one money path under the run's id and the account (kind `sweep`): the amount
+ * is recorded before signing, so a rerun after a crash finds its block and
+ * never sends a second.
+ */
+async function sweepAccount(session: Session, run: SweepRun, line: SweepAccount, minRaw: bigint, save: () => Promise<void>, signal?: AbortSignal): Promise<void> {
+  const ctx = await session.context(signal);
+  const signer = await session.account(line.wallet, line.index);
+  if (line.status === 'planned') {
+    await nodePaymentStatus(session, await session.nodeClient(), line.request_id);
+    const blocks = await ctx.lock(line.address, async () => {
+      await settleJournal(ctx, line.address, signer);
+      return receiveAllPending(ctx, signer, 1n);
+    });
+    await markReceived(session, line.address, blocks);
+    const balance = (await readAccountHead(ctx, line.address)).state.balance;
+    line.received_raw = blocks.reduce((sum, b) => sum + b.amountRaw, 0n).toString();
+    line.amount_raw = balance.toString();
+    line.status = balance === 0n ? 'empty' : balance < minRaw ? 'below_min' : 'sending';
+    await save();
+  }
+  if (line.status !== 'sending') return;
+  // Front end: nanopay sweep (the CLI), or checkout serve --sweep-to (its own timer). A spend like any other: the limits and the policy apply.
+  const moved = await move(ctx, { signer, to: run.to, amountRaw: BigInt(line.amount_raw as string), id: `sweep-${run.id}-${line.index}`, kind: 'sweep' });
+  line.status = 'swept';
+  line.block = moved.hash as string;
+  await save();
+}
+
+/**
+ * Moves the takings of the fresh accounts (request --fresh-address, checkout
+ * serve --fresh-addresses) to one address: on each, what is pending is
+ * received and the whole balance sent. The run is kept in the store, one line
+ * per account, so a sweep stopped by a crash is finished by the next (no
+ * account swept twice, none forgotten). A refusal before signing (a limit)
+ * fails that account only; anything else stops the run, to be finished.
+ */
+export async function sweep(session: Session, input: SweepInput): Promise<SweepResult> {
+  if (session.backendKind() !== 'node') {
+    throw new NanoPayError('USAGE', 'sweep moves the takings of fresh addresses, which exist on the node backend only', { hint: 'On the service every request is paid to your own address.' });
+  }
+  const to = (await resolveRecipient(session, input.to)).address;
+  const minRaw = input.min === undefined ? 1n : rawOf(input.min);
+  if (minRaw <= 0n) throw new NanoPayError('INVALID_NUMBER_FORMAT', '--min must be greater than zero');
+  const store = await session.dataStore();
+  if (input.dryRun === true) {
+    const lines = await Promise.all((await freshLines(session)).map((l) => wouldMove(session, l, minRaw)));
+    return summary({ id: '', to, min_raw: minRaw.toString(), started_at: new Date().toISOString(), accounts: lines }, true, false);
+  }
+  return store.exclusive('sweep', async () => {
+    let run = await store.sweeps.unfinished();
+    const resumed = run !== undefined;
+    if (run !== undefined && run.to !== to) {
+      throw new NanoPayError('CONFLICT', `A sweep to ${run.to} stopped before it finished; finish it first`, { hint: `nanopay sweep --to ${run.to}` });
+    }
+    run ??= { id: randomUUID(), to, min_raw: minRaw.toString(), started_at: new Date().toISOString(), accounts: await freshLines(session) };
+    const current = run;
+    const save = (): Promise<void> => store.sweeps.save(current);
+    await save();
+    for (const line of current.accounts) {
+      if (SETTLED.includes(line.status)) continue;
+      try {
+        await sweepAccount(session, current, line, BigInt(current.min_raw), save, input.signal);
+      } catch (error) {
+        if (!(await failedBeforeSigning(session, error, line.address))) throw error;
+        line.status = 'failed';
+        line.error = { code: (error as NanoPayError).code, message: (error as NanoPayError).message };
+        await save();
+      }
+    }
+    current.finished_at = new Date().toISOString();
+    await save();
+    return summary(current, false, resumed);
+  });
+}
