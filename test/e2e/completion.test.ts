@@ -150,13 +150,15 @@ if (!fish && process.env.CI === undefined) console.warn('completion.test.ts: fis
 describe.skipIf(!fish && process.env.CI === undefined)('the script in fish', () => {
   const file = (): string => join(user.configDir, 'nanopay.fish');
   beforeAll(() => writeFile(file(), script));
+  // fish makes its own dirs under HOME (or XDG_CONFIG_HOME) as it starts: the user's temporary dir, not the machine user's.
+  const fishEnv = (): NodeJS.ProcessEnv => ({ PATH: process.env.PATH, HOME: user.configDir });
   const complete = async (line: string): Promise<string[]> => {
-    const out = execFileSync('fish', ['--no-config', '-c', `source ${file()}; complete -C '${line}'`], { encoding: 'utf8' });
+    const out = execFileSync('fish', ['--no-config', '-c', `source ${file()}; complete -C '${line}'`], { encoding: 'utf8', env: fishEnv() });
     return out.split('\n').filter((l) => l !== '').map((l) => l.split('\t')[0]!);
   };
 
   it('is valid fish', () => {
-    const check = spawnSync('fish', ['--no-config', '--no-execute', file()], { encoding: 'utf8' });
+    const check = spawnSync('fish', ['--no-config', '--no-execute', file()], { encoding: 'utf8', env: fishEnv() });
     expect(check.stderr).toBe('');
     expect(check.status).toBe(0);
   });
