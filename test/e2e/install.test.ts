@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
-import { cp, mkdir, readdir, readFile, symlink } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
+import { cp, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -72,6 +72,42 @@ async function pathWithoutCompiler(dir: string): Promise<string> {
   return dir;
 }
 
+/** The README's placeholders in its MCP client blocks. */
+const README_PASSWORD_FILE = '/home/me/.config/nanopay-mcp.pass';
+const README_API_URL = 'http://127.0.0.1:7076';
+
+interface McpBlock {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+}
+
+/** The nanopay server of each MCP client block of the README (section "MCP clients"), by client. */
+function mcpBlocks(): Record<string, McpBlock> {
+  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('### MCP clients'), readme.indexOf('\n## ', readme.indexOf('### MCP clients')));
+  const block = (label: string, language: string): string => {
+    const found = new RegExp(`\\n${label}[\\s\\S]*?\\n\\n\`\`\`${language}\\n([\\s\\S]*?)\`\`\``).exec(section)?.[1];
+    if (found === undefined) throw new Error(`README: no ${language} block after "${label}" in MCP clients`);
+    return found;
+  };
+  const claude = (JSON.parse(block('Claude Desktop', 'json')) as { mcpServers: { nanopay: McpBlock } }).mcpServers.nanopay;
+  const vscode = (JSON.parse(block('VS Code', 'json')) as { servers: { nanopay: McpBlock & { type: string } } }).servers.nanopay;
+  expect(vscode.type).toBe('stdio');
+  // The TOML block's three keys, whose values are written as JSON would write them (but the inline table's keys).
+  const toml = Object.fromEntries(
+    block('Codex', 'toml')
+      .split('\n')
+      .filter((line) => /^\w+ = /.test(line))
+      .map((line) => {
+        const [key, value] = line.split(/ = (.*)/s) as [string, string];
+        return [key, JSON.parse(value.replace(/^\{ (\w+) = /, '{ "$1": '))];
+      }),
+  ) as unknown as McpBlock;
+  const only = ({ command, args, env }: McpBlock): McpBlock => ({ command, args, env });
+  return { 'Claude Desktop': only(claude), 'VS Code': only(vscode), Codex: only(toml) };
+}
+
 let work: string;
 let tarball: string;
 let installed: { full: Result; bare: Result };
@@ -107,11 +143,14 @@ describe('npm pack, then npm install -g of the tarball', () => {
     expect(files.filter((file) => /^(test|src|bench|node_modules|build)\//.test(file) || file.endsWith('.test.js'))).toEqual([]);
   });
 
-  it('installs, and runs nanopay --version, nanopay sandbox and a wallet on it, and nanopay mcp with the official client', async () => {
+  it("installs, and runs nanopay --version, nanopay sandbox and a wallet on it, and nanopay mcp as each of the README's MCP client blocks starts it", async () => {
     expect(installed.full.code, installed.full.stderr).toBe(0);
     expect(existsSync(join(packageDir('full'), 'build', 'Release', 'nanopay_pow.node'))).toBe(true);
     const home = await tempDir('nanopay-install-home-');
-    const env = cleanEnv({ HOME: home, NANOPAY_CONFIG_DIR: join(home, 'nanopay'), NANOPAY_PASSWORD: 'install test password' });
+    // The default config dir, under HOME, as the MCP clients below find it.
+    const env = cleanEnv({ HOME: home, NANOPAY_PASSWORD: 'install test password' });
+    delete env.NANOPAY_CONFIG_DIR;
+    delete env.XDG_CONFIG_HOME;
     const bin = nanopay('full');
 
     const version = await run(bin, ['--version'], { env });
@@ -139,18 +178,30 @@ describe('npm pack, then npm install -g of the tarball', () => {
       const request = await run(bin, ['request', '1', '--json'], { env: userEnv });
       expect(JSON.parse(request.stdout)).toMatchObject({ amount: expect.stringMatching(/^1\.0+\d+$/) });
 
-      // As an MCP client starts it: the installed command by its absolute path, the settings in env.
-      const transport = new StdioClientTransport({ command: bin, args: ['mcp'], env: userEnv as Record<string, string>, stderr: 'pipe' });
-      const client = new Client({ name: 'nanopay-install-test', version: '1.0.0' });
-      await client.connect(transport);
-      try {
-        expect(client.getServerVersion()?.name).toMatch(/nanopay/);
-        const { tools } = await client.listTools();
-        expect(tools.map((tool) => tool.name)).toContain('wallet_balance');
-        const answer = await client.callTool({ name: 'wallet_balance', arguments: {} });
-        expect(JSON.parse((answer.content as { text: string }[])[0]?.text ?? 'null')).toMatchObject({ success: true, data: { balance: '10' } });
-      } finally {
-        await client.close();
+      // Each client's block of the README, as that client starts it: its command, arguments and env (the password
+      // file and the URL are the user's; the absolute paths are where this install put node and nanopay).
+      const passwordFile = join(home, 'nanopay-mcp.pass');
+      await writeFile(passwordFile, 'install test password\n', { mode: 0o600 });
+      const blocks = mcpBlocks();
+      expect(Object.keys(blocks)).toEqual(['Claude Desktop', 'VS Code', 'Codex']);
+      const mine = (text: string): string =>
+        text.replace(README_PASSWORD_FILE, passwordFile).replace('/usr/local/bin/node', process.execPath).replace('/usr/local/bin/nanopay', bin).replace(README_API_URL, url);
+      for (const [name, block] of Object.entries(blocks)) {
+        const blockEnv = Object.fromEntries(Object.entries(block.env).map(([key, value]) => [key, mine(value)]));
+        // What a client's process has besides: the global bin and node on PATH, HOME (so the default config dir).
+        const clientEnv = { PATH: `${dirname(bin)}${delimiter}${NODE_BIN}${delimiter}/usr/bin${delimiter}/bin`, HOME: home, ...blockEnv };
+        const transport = new StdioClientTransport({ command: mine(block.command), args: block.args.map(mine), env: clientEnv, stderr: 'pipe' });
+        let stderr = '';
+        transport.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+        const client = new Client({ name: `nanopay-install-test (${name})`, version: '1.0.0' });
+        await client.connect(transport);
+        try {
+          expect(client.getServerVersion()?.name, name).toBe('nanopay');
+          const answer = await client.callTool({ name: 'wallet_balance', arguments: {} });
+          expect(JSON.parse((answer.content as { text: string }[])[0]?.text ?? 'null'), `${name}: ${stderr}`).toMatchObject({ success: true, data: { balance: '10' } });
+        } finally {
+          await client.close();
+        }
       }
     } finally {
       sandbox.kill('SIGTERM');
