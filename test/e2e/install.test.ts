@@ -38,7 +38,8 @@ function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const kept = ['npm_config_nodedir', 'npm_config_cache', 'npm_config_userconfig', 'npm_config_registry'];
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !(key.startsWith('npm_') || key === 'INIT_CWD') || kept.includes(key)));
   // NODE_ENV as many a developer's shell has it: oclif then looks for TypeScript sources, which an installed copy lacks.
-  return { ...env, PATH: `${NODE_BIN}${delimiter}${process.env.PATH ?? ''}`, NO_COLOR: '1', NODE_ENV: 'development', ...extra };
+  // TMPDIR: this file's directory, removed after it (npm keeps Node's compile cache in TMPDIR).
+  return { ...env, PATH: `${NODE_BIN}${delimiter}${process.env.PATH ?? ''}`, NO_COLOR: '1', NODE_ENV: 'development', TMPDIR: work, ...extra };
 }
 
 function run(command: string, args: string[], options: { cwd?: string; env: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<Result> {
