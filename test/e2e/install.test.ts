@@ -7,6 +7,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { validateWork } from '../../src/work/pow.js';
+import { runCommand, type RunResult } from '../helpers/cli.js';
 import { tempDir } from '../helpers/temp.js';
 
 /**
@@ -23,13 +24,6 @@ const SOURCES = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'bindin
 /** A C or C++ compiler's name, with or without a target prefix or a version suffix (x86_64-linux-gnu-gcc-12). */
 const COMPILER = /^(?:[\w.]+-)*(?:cc|c\+\+|gcc|g\+\+|cpp|clang|clang\+\+|tcc)(?:-[\d.]+)?$/;
 
-interface Result {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
-
 /**
  * This environment without what the outer `npm test` told its scripts (a nested npm would take the outer project for
  * its own), with this test's Node first on PATH.
@@ -42,21 +36,8 @@ function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return { ...env, PATH: `${NODE_BIN}${delimiter}${process.env.PATH ?? ''}`, NO_COLOR: '1', NODE_ENV: 'development', TMPDIR: work, ...extra };
 }
 
-function run(command: string, args: string[], options: { cwd?: string; env: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 240_000);
-    child.once('error', reject);
-    child.once('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
-    });
-  });
-}
+/** A command of the install, given more time than a CLI command. */
+const run = (command: string, args: string[], options: { cwd?: string; env: NodeJS.ProcessEnv }): Promise<RunResult> => runCommand(command, args, { timeoutMs: 240_000, ...options });
 
 /** A directory of links to every command on PATH but the C and C++ compilers, as on a machine without them. */
 async function pathWithoutCompiler(dir: string): Promise<string> {
@@ -111,7 +92,7 @@ function mcpBlocks(): Record<string, McpBlock> {
 
 let work: string;
 let tarball: string;
-let installed: { full: Result; bare: Result };
+let installed: { full: RunResult; bare: RunResult };
 let noCompilerPath: string;
 const nanopay = (prefix: string): string => join(work, prefix, 'bin', 'nanopay');
 const packageDir = (prefix: string): string => join(work, prefix, 'lib', 'node_modules', PACKAGE.name);

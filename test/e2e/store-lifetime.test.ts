@@ -1,7 +1,7 @@
-import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { runCommand, type RunResult } from '../helpers/cli.js';
 import { tempDir } from '../helpers/temp.js';
 
 /**
@@ -38,18 +38,10 @@ if (isMainThread) {
 }
 `;
 
-async function run(dir: string): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
+async function run(dir: string): Promise<RunResult> {
   const script = join(dir, 'program.mjs');
   await writeFile(script, SCRIPT);
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [script, dir], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.once('error', reject);
-    child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
+  return runCommand(process.execPath, [script, dir], { env: process.env });
 }
 
 describe('the SQLite store in a program of its own', () => {
