@@ -122,10 +122,10 @@ static inline int pow_end(struct pow_outcome *out, int status, uint64_t hashes, 
 /*
  * Searches nonces start, start+1, … (count of them, rounded up to whole lane groups) until one
  * meets the threshold or the stop flag is set; the flag is read before every POW_STOP_EVERY
- * nonces.
+ * nonces. Always inlined too, so that each build of it (pow_variant.c) holds its whole loop.
  */
-static inline int pow_search(const uint8_t root_bytes[32], uint64_t threshold, uint64_t start, uint64_t count,
-                             const int32_t *stop, struct pow_outcome *out) {
+static inline __attribute__((always_inline)) int pow_search(const uint8_t root_bytes[32], uint64_t threshold, uint64_t start,
+                                                            uint64_t count, const int32_t *stop, struct pow_outcome *out) {
   uint64_t root[4];
   for (int w = 0; w < 4; w++) {
     uint64_t word = 0;
