@@ -55,7 +55,8 @@ export function runCommand(command: string, args: string[], options: { env: Node
 
 /** Runs the built binary as a child process, like a user would, with stdin not a terminal. */
 export function runCli(args: string[], env: NodeJS.ProcessEnv, options: { input?: string; timeoutMs?: number } = {}): Promise<RunResult> {
-  return runCommand(process.execPath, [BIN, ...args], { env, ...options });
+  // env last: a caller's options may carry an env of its own (a few overrides), already merged into `env`.
+  return runCommand(process.execPath, [BIN, ...args], { ...options, env });
 }
 
 export const PASSWORD = 'test password 1';
