@@ -49,6 +49,10 @@ export function runCommand(command: string, args: string[], options: { env: Node
       clearTimeout(timer);
       resolve({ code, signal, stdout, stderr });
     });
+    // A command that fails before reading its input closes stdin first: the write then ends in EPIPE, which is no error of the test.
+    child.stdin.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE') reject(error);
+    });
     child.stdin.end(options.input ?? '');
   });
 }
