@@ -100,7 +100,7 @@ describe('a request is paid only by a block nanopay proved', () => {
   it('altered contents (of the send, or of the block before it) and a send to another address are refused', async () => {
     const request = await requestPayment(merchant, { amount: { xno: '0.5' } });
     const paid = await send(customer, { to: merchantAddress, amount: { raw: BigInt(request.amount_raw) } });
-    const sendBlock = (await new Session({ password: async () => '', env: { NANOPAY_BACKEND: 'node', NANOPAY_NODE_URL: sb.url } }).nodeClient()).blockInfo(paid.hash as string);
+    const sendBlock = (await (await nodeSession(sb.url)).nodeClient()).blockInfo(paid.hash as string);
     const previous = (await sendBlock).contents.previous.toUpperCase();
     const other = deriveAccount({ seed: generateSeed(), index: 0 }).address;
     const otherPays = await send(customer, { to: other, amount: { raw: 7n } });
