@@ -2,7 +2,7 @@
 #   docker build -t nanopay-agent .
 #   docker run -d -p 7860:7860 -v nanopay-agent:/data -e NANOPAY_AGENT_TOKEN=… -e NANOPAY_API_URL=… nanopay-agent
 
-FROM node:20-slim AS build
+FROM node:24-slim AS build
 # The native proof-of-work addon needs a compiler; without it nanopay falls back to WASM. It is built for
 # every x86-64 CPU, not the build machine's (binding.gyp: one kernel per instruction set, the best one the
 # host has chosen when it loads), so the image runs wherever it is pulled.
@@ -15,7 +15,7 @@ COPY bin bin
 COPY src src
 RUN npm ci && npm prune --omit=dev && mkdir -p build
 
-FROM node:20-slim
+FROM node:24-slim
 ENV NODE_ENV=production \
     AGENT_MODE=production \
     NANO_WORK_MODE=auto \

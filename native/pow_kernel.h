@@ -57,8 +57,12 @@ typedef uint8_t pow_bytes_t __attribute__((vector_size(16)));
     b = POW_ROTR(b ^ c, 63);           \
   } while (0)
 
-/* Values of POW_LANES consecutive nonces starting at `nonce`. */
-static inline lanes_t pow_values(const uint64_t root[4], uint64_t nonce) {
+/*
+ * Values of POW_LANES consecutive nonces starting at `nonce`. Always inlined: GCC otherwise calls it once per
+ * step (its -O3 heuristics keep a function this size out of line), passing the lanes through memory and setting up
+ * the constant message words again each time; inlined, the search loop ran 4-10% faster here (AVX-512).
+ */
+static inline __attribute__((always_inline)) lanes_t pow_values(const uint64_t root[4], uint64_t nonce) {
   lanes_t m[16];
   for (int i = 0; i < POW_LANES; i++) m[0][i] = nonce + (uint64_t)i;
   for (int w = 1; w < 16; w++) {
@@ -118,10 +122,10 @@ static inline int pow_end(struct pow_outcome *out, int status, uint64_t hashes, 
 /*
  * Searches nonces start, start+1, … (count of them, rounded up to whole lane groups) until one
  * meets the threshold or the stop flag is set; the flag is read before every POW_STOP_EVERY
- * nonces.
+ * nonces. Always inlined too, so that each build of it (pow_variant.c) holds its whole loop.
  */
-static inline int pow_search(const uint8_t root_bytes[32], uint64_t threshold, uint64_t start, uint64_t count,
-                             const int32_t *stop, struct pow_outcome *out) {
+static inline __attribute__((always_inline)) int pow_search(const uint8_t root_bytes[32], uint64_t threshold, uint64_t start,
+                                                            uint64_t count, const int32_t *stop, struct pow_outcome *out) {
   uint64_t root[4];
   for (int w = 0; w < 4; w++) {
     uint64_t word = 0;

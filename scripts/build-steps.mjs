@@ -17,11 +17,7 @@ export function clean() {
  */
 export function bundleCli() {
   return new Promise((done, fail) => {
-    spawn('sh', ['-c', 'node scripts/bundle-cli.mjs && node_modules/.bin/oclif manifest'], {
-      cwd: root,
-      stdio: 'inherit',
-      env: { ...process.env, OCLIF_SKIP_NEW_VERSION_CHECK: 'true' },
-    })
+    spawn('sh', ['-c', 'node scripts/bundle-cli.mjs && node scripts/write-manifest.mjs'], { cwd: root, stdio: 'inherit' })
       .once('error', fail)
       .once('exit', (code, signal) => done(code === 0 ? undefined : `bundling the CLI or writing its manifest failed (${signal ?? `exit ${code}`})`));
   });

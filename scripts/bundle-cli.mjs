@@ -1,7 +1,7 @@
 // Bundles the CLI (entry, every command, the proof-of-work worker, the unlocked session's process) into dist/app
 // with esbuild: loading a few files instead of hundreds (@oclif/core alone is about 160) is most of a
 // command's start-up. tsc's dist/ stays as it is for the library (dist/index.js) and the demo.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -103,7 +103,8 @@ const OCLIF_EDITS = {
   'ux/action/spinner.js': [lazyRequire('const cli_spinners_1 = __importDefault(require("cli-spinners"));')],
   'index.js': [OCLIF_VERSION_CHECK],
 };
-const oclifLib = join(root, 'node_modules', '@oclif', 'core', 'lib');
+// Its real path: esbuild reports files by theirs (node_modules may be a link).
+const oclifLib = realpathSync(join(root, 'node_modules', '@oclif', 'core', 'lib'));
 const oclifEdited = new Set();
 const oclifEdits = {
   name: 'oclif-edits',
@@ -130,7 +131,7 @@ const result = await build({
   splitting: true,
   format: 'esm',
   platform: 'node',
-  target: 'node20',
+  target: 'node22',
   // Less source for V8 to scan at every start (~5% of a command that loads little, such as config list).
   minifyWhitespace: true,
   metafile: true,

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { isMainThread } from 'node:worker_threads';
 import { blake2b } from '@noble/hashes/blake2.js';
 
 /**
@@ -111,18 +112,35 @@ function jsEngine(): Engine {
 
 const LOADERS: Record<EngineName, () => Engine> = { native: nativeEngine, wasm: wasmEngine, js: jsEngine };
 
+let toldNoAddon = false;
+
+/**
+ * Once per process, on its main thread: the addon is built at install only where a C compiler is (npm shows
+ * nothing of an install script that succeeds), so this line is where a user learns why work is slower.
+ */
+function tellNoAddon(fallback: EngineName): void {
+  if (toldNoAddon || !isMainThread) return;
+  toldNoAddon = true;
+  console.error(`nanopay: proof of work runs on the ${fallback} kernel, slower: the native addon was not built at install, which needs a C compiler (README: Install).`);
+}
+
 /**
  * The engine named (NANOPAY_POW_ENGINE) if it loads here, else the fastest that
  * does: native, then wasm, then js (which always loads).
  */
 export function loadEngine(preferred?: string): Engine {
   const fastestFirst: EngineName[] = ['native', 'wasm', 'js'];
-  const order = fastestFirst.includes(preferred as EngineName) ? [preferred as EngineName, ...fastestFirst.filter((n) => n !== preferred)] : fastestFirst;
+  const named = fastestFirst.includes(preferred as EngineName);
+  const order = named ? [preferred as EngineName, ...fastestFirst.filter((n) => n !== preferred)] : fastestFirst;
+  let nativeMissing = false;
   for (const name of order) {
     try {
-      return LOADERS[name]();
+      const engine = LOADERS[name]();
+      if (nativeMissing && !named) tellNoAddon(engine.name);
+      return engine;
     } catch {
       // Not built or not supported here: try the next one.
+      if (name === 'native') nativeMissing = true;
     }
   }
   return jsEngine();

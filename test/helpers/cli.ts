@@ -35,10 +35,10 @@ export interface CliUser {
   json<T = Record<string, unknown>>(args: string[], options?: { input?: string; env?: NodeJS.ProcessEnv }): Promise<T & { _code: number | null }>;
 }
 
-/** Runs the built binary as a child process, like a user would, with stdin not a terminal. */
-export function runCli(args: string[], env: NodeJS.ProcessEnv, options: { input?: string; timeoutMs?: number } = {}): Promise<RunResult> {
+/** Runs a command as a child process, with stdin not a terminal (given `input`, then closed); killed after `timeoutMs`. */
+export function runCommand(command: string, args: string[], options: { env: NodeJS.ProcessEnv; cwd?: string; input?: string; timeoutMs?: number }): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { env: options.env, cwd: options.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -55,6 +55,12 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv, options: { input?
     });
     child.stdin.end(options.input ?? '');
   });
+}
+
+/** Runs the built binary as a child process, like a user would, with stdin not a terminal. */
+export function runCli(args: string[], env: NodeJS.ProcessEnv, options: { input?: string; timeoutMs?: number } = {}): Promise<RunResult> {
+  // env last: a caller's options may carry an env of its own (a few overrides), already merged into `env`.
+  return runCommand(process.execPath, [BIN, ...args], { ...options, env });
 }
 
 export const PASSWORD = 'test password 1';
