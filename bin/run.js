@@ -2,6 +2,8 @@
 import { readFileSync } from 'node:fs';
 import { arch, platform, release } from 'node:os';
 
+const pjson = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+
 /** How is-wsl (oclif's check) recognises WSL, besides the kernel release. */
 function procVersion() {
   try {
@@ -19,14 +21,31 @@ function procVersion() {
 function fastVersion(argv) {
   if (argv.length !== 1 || argv[0] !== '--version') return undefined;
   if (platform() === 'linux' && (/microsoft/i.test(release()) || /microsoft/i.test(procVersion()))) return undefined;
-  const pjson = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
   return `${pjson.name}/${pjson.version} ${platform()}-${arch() === 'ia32' ? 'x86' : arch()} node-${process.version}`;
 }
 
-const version = fastVersion(process.argv.slice(2));
-if (version === undefined) {
-  const { run } = await import('../dist/app/main.js');
-  await run(process.argv.slice(2), import.meta.url);
-} else {
-  process.stdout.write(`${version}\n`);
+/**
+ * Node.js older than package.json's engines: said plainly (exit 13, the machine), before any module that needs a
+ * newer one is loaded (the store's SQLite library crashes on Node.js 20).
+ */
+function unsupportedNode(argv) {
+  const minimum = Number(/\d+/.exec(pjson.engines.node)[0]);
+  if (Number(process.versions.node.split('.')[0]) >= minimum) return false;
+  const message = `nanopay needs Node.js ${minimum} or newer; this is ${process.version}`;
+  const hint = 'Install a maintained Node.js LTS (22 or 24) and run nanopay with it.';
+  if (argv.includes('--json')) process.stdout.write(`${JSON.stringify({ error: { code: 'UNSUPPORTED_NODE', message, hint } })}\n`);
+  else process.stderr.write(`Error [UNSUPPORTED_NODE] ${message}\nHint: ${hint}\n`);
+  process.exitCode = 13;
+  return true;
+}
+
+const argv = process.argv.slice(2);
+if (!unsupportedNode(argv)) {
+  const version = fastVersion(argv);
+  if (version === undefined) {
+    const { run } = await import('../dist/app/main.js');
+    await run(argv, import.meta.url);
+  } else {
+    process.stdout.write(`${version}\n`);
+  }
 }
