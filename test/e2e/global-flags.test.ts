@@ -95,8 +95,9 @@ describe('README examples that put flags before the command', () => {
     const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
     const found: string[] = [];
     for (const line of readme.split('\n')) {
-      const inline = [...line.matchAll(/`([^`]*nanopay --[^`]*)`/g)].map((m) => m[1] as string);
-      const shell = /^(?:\$ )?(?:[A-Z_]+=\S+ )*(.*nanopay --.*)$/.exec(line);
+      // A command line that starts with nanopay (or the key piped into it): not `codex mcp add nanopay --env …`.
+      const inline = [...line.matchAll(/`((?:printf '%s' "\$KEY" \| )?nanopay --[^`]*)`/g)].map((m) => m[1] as string);
+      const shell = /^(?:\$ )?(?:[A-Z_]+=\S+ )*((?:printf '%s' "\$KEY" \| )?nanopay --.*)$/.exec(line);
       for (const text of inline.length > 0 ? inline : shell === null ? [] : [shell[1] as string]) found.push(text.replace(/\s+#.*$/, '').trim());
     }
     return found;
