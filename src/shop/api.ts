@@ -1,10 +1,9 @@
 import { NanoPayError } from '../errors.js';
 import { checkToken, refuseWebPages } from '../http/guards.js';
 import type { Call, Route } from '../http/server.js';
-import type { ShopRequest, ShopStatus } from '../store/shop.js';
+import { SHOP_STATUSES, type ShopRequest, type ShopStatus } from '../store/shop.js';
 import type { Store } from '../store/store.js';
 
-const STATUSES: readonly ShopStatus[] = ['waiting', 'paid', 'paid_late', 'underpaid', 'overpaid', 'expired'];
 const MAX_LIMIT = 100;
 
 export interface ShopApiOptions {
@@ -32,7 +31,14 @@ export function shopApiRoutes(options: ShopApiOptions): Route[] {
     };
   const present = (request: ShopRequest): Record<string, unknown> => {
     const { events: _events, ...shown } = request;
-    return { ...shown, checkout_url: options.checkoutUrl(request.id), expires_at: request.expires_at ?? null, order_id: request.order_id ?? null, metadata: request.metadata ?? {} };
+    return {
+      ...shown,
+      checkout_url: options.checkoutUrl(request.id),
+      expires_at: request.expires_at ?? null,
+      order_id: request.order_id ?? null,
+      metadata: request.metadata ?? {},
+      fiat: request.fiat ?? null,
+    };
   };
   return [
     {
@@ -58,7 +64,7 @@ export function shopApiRoutes(options: ShopApiOptions): Route[] {
       path: '/api/v1/requests',
       handle: guarded(async (call) => {
         const status = call.query.get('status') ?? undefined;
-        if (status !== undefined && !STATUSES.includes(status as ShopStatus)) throw new NanoPayError('INVALID_REQUEST', `"status" must be one of ${STATUSES.join(', ')}`);
+        if (status !== undefined && !SHOP_STATUSES.includes(status as ShopStatus)) throw new NanoPayError('INVALID_REQUEST', `"status" must be one of ${SHOP_STATUSES.join(', ')}`);
         const limitText = call.query.get('limit') ?? '10';
         const limit = Number(limitText);
         if (!/^\d+$/.test(limitText) || limit < 1 || limit > MAX_LIMIT) throw new NanoPayError('INVALID_REQUEST', `"limit" must be from 1 to ${MAX_LIMIT}`);

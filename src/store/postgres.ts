@@ -4,7 +4,9 @@ import { NanoPayError } from '../errors.js';
 import type { RequestRecord } from '../wallet/requests.js';
 import { MIGRATIONS, SCHEMA_VERSION, requestColumns, tooNew } from './schema.js';
 import { maskDatabaseUrl } from './url.js';
+import { PostgresPrices } from './postgres-prices.js';
 import { PostgresShop } from './postgres-shop.js';
+import type { PricesTable } from './prices.js';
 import type { ShopTable } from './shop.js';
 import type { LateIf, Outbox, OutboxItem, RequestsTable, Store, StoreChange } from './store.js';
 
@@ -192,6 +194,7 @@ export class PostgresStore implements Store {
   readonly requests: RequestsTable = new PostgresRequests(this);
   readonly outbox: Outbox = new PostgresOutbox(this);
   readonly shop: ShopTable = new PostgresShop(this);
+  readonly prices: PricesTable = new PostgresPrices(this);
   readonly location: string;
   private readonly listeners = new Set<Listener>();
   private readonly queues = new Map<string, Promise<void>>();

@@ -180,6 +180,33 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (destination, request_id, request_seq) WHERE pending;
     `,
   },
+  {
+    version: 4,
+    // Prices in the shop's currency (prices.ts): the price each fiat-priced request was made at, and the last rate
+    // accepted per currency (the next is checked against it).
+    sqlite: `
+      CREATE TABLE request_prices (
+        id TEXT PRIMARY KEY,
+        doc TEXT NOT NULL
+      );
+      CREATE TABLE accepted_rates (
+        currency TEXT PRIMARY KEY,
+        rate_time TEXT NOT NULL,
+        doc TEXT NOT NULL
+      );
+    `,
+    postgres: `
+      CREATE TABLE request_prices (
+        id TEXT PRIMARY KEY,
+        doc JSONB NOT NULL
+      );
+      CREATE TABLE accepted_rates (
+        currency TEXT PRIMARY KEY,
+        rate_time TEXT NOT NULL,
+        doc JSONB NOT NULL
+      );
+    `,
+  },
 ];
 
 /** The columns a request's record is queried by, taken from its document (which keeps every field). */

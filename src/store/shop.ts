@@ -1,4 +1,5 @@
 import { NanoPayError } from '../errors.js';
+import type { FiatPrice } from './prices.js';
 
 /**
  * The shop server's tables (checkout serve): its requests, with what the shop
@@ -11,6 +12,9 @@ import { NanoPayError } from '../errors.js';
 /** Where a shop's request stands: the states `status` tells (ops/requests/matching.ts), in the same words. */
 export type ShopStatus = 'waiting' | 'paid' | 'paid_late' | 'underpaid' | 'overpaid' | 'expired';
 
+/** Every status, for filters (the API's list, exports) to check theirs against. */
+export const SHOP_STATUSES: readonly ShopStatus[] = ['waiting', 'paid', 'paid_late', 'underpaid', 'overpaid', 'expired'];
+
 /**
  * A status no read changes any more. Under- and overpaid are not final (an
  * underpaid request may be paid in full), nor is expired: the exact amount may
@@ -22,9 +26,12 @@ export const FINAL_STATUSES: readonly ShopStatus[] = ['paid', 'paid_late'];
 export interface ShopRequest {
   id: string;
   status: ShopStatus;
+  /** The currency of `amount`, what the payer sends: always XNO (a price in another currency is in `fiat`). */
   currency: 'XNO';
   amount: string;
   amount_raw: string;
+  /** Priced in another currency: the price, and the rate `amount` was computed at (fixed for the life of the request). */
+  fiat?: FiatPrice;
   receive_address: string;
   uri: string;
   created_at: string;
@@ -34,6 +41,10 @@ export interface ShopRequest {
   redirect_url?: string;
   /** The paying blocks, once paid (node backend), or the block the service names. */
   paid_by?: string[];
+  /** The accounts that sent those blocks (read from the blocks, proved). */
+  payers?: string[];
+  /** When nanopay recorded it paid (or paid late). */
+  paid_at?: string;
   /** Under- or overpaid: raw received so far (node backend, fresh addresses). */
   received_raw?: string;
   /** Underpaid: raw still to pay, when paying it to the same address completes the request. */

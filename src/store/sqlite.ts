@@ -8,7 +8,9 @@ import { ensurePrivateDir } from '../fs/secure-fs.js';
 import { withAccountLock } from '../wallet/lock.js';
 import type { RequestRecord } from '../wallet/requests.js';
 import { MIGRATIONS, SCHEMA_VERSION, requestColumns, tooNew } from './schema.js';
+import { SqlitePrices } from './sqlite-prices.js';
 import { SqliteShop } from './sqlite-shop.js';
+import type { PricesTable } from './prices.js';
 import type { ShopTable } from './shop.js';
 import type { LateIf, Outbox, OutboxItem, RequestsTable, Store, StoreChange } from './store.js';
 
@@ -258,6 +260,7 @@ export class SqliteStore implements Store {
   readonly requests: RequestsTable = new SqliteRequests(this);
   readonly outbox: Outbox = new SqliteOutbox(this);
   readonly shop: ShopTable = new SqliteShop(this);
+  readonly prices: PricesTable = new SqlitePrices(this);
 
   private constructor(
     readonly db: Db,

@@ -1,4 +1,5 @@
 import type { RequestRecord } from '../wallet/requests.js';
+import type { PricesTable } from './prices.js';
 import type { ShopTable } from './shop.js';
 
 /**
@@ -18,6 +19,8 @@ export interface Store {
   readonly outbox: Outbox;
   /** The shop server's requests and webhook events (shop.ts). */
   readonly shop: ShopTable;
+  /** Prices in the shop's currency and the last accepted rates (prices.ts). */
+  readonly prices: PricesTable;
   /**
    * Runs `fn` as the only holder of `name` among every process using this store (a lock file beside
    * SQLite; an advisory lock in PostgreSQL, released if the holder's connection dies).

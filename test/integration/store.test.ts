@@ -345,6 +345,27 @@ describe.each(kinds)('the $name store', (kind) => {
     expect((await other.outbox.claim('webhook', 60_000))?.payload).toEqual({ event_id: e2.id });
   });
 
+  test('prices: one per request id, never changed; the last accepted rate per currency, a later one only replacing it', async () => {
+    const { store, another } = await kind.fresh();
+    const other = await another();
+    const price = { currency: 'EUR', amount: '19.99', rate: '0.93', rate_source: 'https://rates.example/x', rate_time: '2026-03-01T12:00:00.000Z' };
+    const id = randomUUID();
+    await store.prices.record(id.toUpperCase(), price);
+    await other.prices.record(id, { ...price, rate: '0.5' });
+    expect(await other.prices.of(id)).toEqual(price);
+    expect(await store.prices.of(randomUUID())).toBeUndefined();
+
+    const rate = (time: string, value: string) => ({ currency: 'EUR', rate: value, source: 'https://rates.example/x', time, accepted_at: time });
+    expect(await store.prices.lastRate('EUR')).toBeUndefined();
+    await store.prices.accept(rate('2026-03-01T12:00:00.000Z', '0.93'));
+    // Another server accepted an older answer late: the newer stays.
+    await other.prices.accept(rate('2026-03-01T11:00:00.000Z', '0.80'));
+    expect(await other.prices.lastRate('EUR')).toEqual(rate('2026-03-01T12:00:00.000Z', '0.93'));
+    await other.prices.accept(rate('2026-03-01T12:05:00.000Z', '0.95'));
+    expect(await store.prices.lastRate('EUR')).toEqual(rate('2026-03-01T12:05:00.000Z', '0.95'));
+    expect(await store.prices.lastRate('USD')).toBeUndefined();
+  });
+
   test('a store made by a newer nanopay is refused, not written to', async () => {
     const { store, another } = await kind.fresh();
     if (store instanceof SqliteStore) store.db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (999, ?)').run('now');
