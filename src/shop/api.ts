@@ -1,5 +1,7 @@
 import { NanoPayError } from '../errors.js';
 import { checkToken, refuseWebPages } from '../http/guards.js';
+import { sendStream } from '../http/stream.js';
+import { exportFormat, exportQuery, exportRequests } from '../ops/requests/export.js';
 import type { Call, Route } from '../http/server.js';
 import { SHOP_STATUSES, type ShopRequest, type ShopStatus } from '../store/shop.js';
 import type { Store } from '../store/store.js';
@@ -48,6 +50,23 @@ export function shopApiRoutes(options: ShopApiOptions): Route[] {
         const key = call.headers['idempotency-key'];
         const { request } = await options.create(call.body, Array.isArray(key) ? key[0] : key);
         return present(request);
+      }),
+    },
+    {
+      // Before /:id, which would take "export" for an id.
+      method: 'GET',
+      path: '/api/v1/requests/export',
+      handle: guarded(async (call) => {
+        const param = (name: string): string | undefined => call.query.get(name) ?? undefined;
+        const query = exportQuery({ from: param('from'), to: param('to'), status: param('status') });
+        const format = exportFormat(param('format'));
+        const bom = param('bom');
+        if (bom !== undefined && bom !== 'true' && bom !== 'false') throw new NanoPayError('INVALID_REQUEST', '"bom" must be true or false');
+        const headers: Record<string, string> =
+          format === 'csv'
+            ? { 'content-type': 'text/csv; charset=utf-8; header=present', 'content-disposition': 'attachment; filename="requests.csv"' }
+            : { 'content-type': 'application/json; charset=utf-8' };
+        return sendStream(call.response, headers, exportRequests(store.shop, query, format, { bom: bom !== 'false' }), call.signal);
       }),
     },
     {

@@ -85,6 +85,19 @@ export interface ShopListQuery {
   startingAfter?: string;
 }
 
+/** Which requests an export takes: created from `from` (ISO, included) to `to` (excluded), of one status. */
+export interface ShopExportQuery {
+  from?: string;
+  to?: string;
+  status?: ShopStatus;
+}
+
+/** Where an export's page ended: the next starts after this request (oldest first, by creation time). */
+export interface ExportCursor {
+  createdAt: string;
+  seq: number;
+}
+
 export interface ShopTable {
   /**
    * Adds a request. With an idempotency key already used: the request made with it when `fingerprint`
@@ -96,6 +109,12 @@ export interface ShopTable {
   get(id: string): Promise<ShopRequest | undefined>;
   /** Newest first; `hasMore` when the next page has some. */
   list(query: ShopListQuery): Promise<{ data: ShopRequest[]; hasMore: boolean }>;
+  /**
+   * Up to `limit` requests of `query` after `after`, oldest first (by creation time): a page of an export,
+   * read with one bounded statement whatever the size of the store; `next` is where the following page
+   * starts, absent after the last.
+   */
+  exportPage(query: ShopExportQuery, after: ExportCursor | undefined, limit: number): Promise<{ requests: ShopRequest[]; next?: ExportCursor }>;
   /**
    * Requests whose status may still change, oldest first: waiting, underpaid, overpaid, and those
    * expired after `expiredSince` (ISO; a late payment may still come for them).

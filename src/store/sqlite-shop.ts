@@ -1,6 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { NanoPayError } from '../errors.js';
-import { destinationTopic, idempotencyMismatch, WEBHOOK_TOPIC, type ShopListQuery, type ShopRequest, type ShopStatus, type ShopTable, type WebhookEvent } from './shop.js';
+import { destinationTopic, idempotencyMismatch, WEBHOOK_TOPIC, type ExportCursor, type ShopExportQuery, type ShopListQuery, type ShopRequest, type ShopStatus, type ShopTable, type WebhookEvent } from './shop.js';
 
 /** What the shop table needs of the SQLite store: its database, and statements run with damage reported. */
 export interface SqliteHost {
@@ -32,8 +32,17 @@ export class SqliteShop implements ShopTable {
           }
           try {
             this.db
-              .prepare('INSERT INTO shop_requests (id, status, order_id, idempotency_key, fingerprint, expires_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?)')
-              .run(request.id, request.status, request.order_id ?? null, idempotency?.key ?? null, idempotency?.fingerprint ?? null, request.expires_at ?? null, JSON.stringify(request));
+              .prepare('INSERT INTO shop_requests (id, status, order_id, idempotency_key, fingerprint, expires_at, created_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+              .run(
+                request.id,
+                request.status,
+                request.order_id ?? null,
+                idempotency?.key ?? null,
+                idempotency?.fingerprint ?? null,
+                request.expires_at ?? null,
+                request.created_at,
+                JSON.stringify(request),
+              );
           } catch (error) {
             if ((error as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT')) throw new NanoPayError('CONFLICT', `Request ${request.id} is already in the store`);
             throw error;
@@ -71,6 +80,25 @@ export class SqliteShop implements ShopTable {
         .prepare(`SELECT doc FROM shop_requests ${where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`} ORDER BY seq DESC LIMIT ?`)
         .all(...values, query.limit + 1) as { doc: string }[];
       return { data: rows.slice(0, query.limit).map((r) => JSON.parse(r.doc) as ShopRequest), hasMore: rows.length > query.limit };
+    });
+  }
+
+  exportPage(query: ShopExportQuery, after: ExportCursor | undefined, limit: number): Promise<{ requests: ShopRequest[]; next?: ExportCursor }> {
+    return this.host.run(() => {
+      const where: string[] = [];
+      const values: unknown[] = [];
+      if (query.from !== undefined) (where.push('created_at >= ?'), values.push(query.from));
+      if (query.to !== undefined) (where.push('created_at < ?'), values.push(query.to));
+      if (query.status !== undefined) (where.push('status = ?'), values.push(query.status));
+      if (after !== undefined) (where.push('(created_at, seq) > (?, ?)'), values.push(after.createdAt, after.seq));
+      const rows = this.db
+        .prepare(`SELECT seq, created_at, doc FROM shop_requests ${where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`} ORDER BY created_at, seq LIMIT ?`)
+        .all(...values, limit) as { seq: number; created_at: string; doc: string }[];
+      const last = rows.at(-1);
+      return {
+        requests: rows.map((r) => JSON.parse(r.doc) as ShopRequest),
+        ...(last === undefined || rows.length < limit ? {} : { next: { createdAt: last.created_at, seq: last.seq } }),
+      };
     });
   }
 
