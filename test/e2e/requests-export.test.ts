@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { payUri } from '../../src/ops/requests/payments.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
@@ -204,6 +205,14 @@ describe.each(BACKENDS)('requests export on the %s backend', (backend) => {
     expect((await merchant.user.run(['requests', 'export', '--from', '2026-13-01'])).code).toBe(3);
     expect((await merchant.user.run(['requests', 'export', '--from', next, '--to', created])).code).toBe(3);
     expect((await merchant.user.run(['requests', 'export', '--status', 'lost'])).code).toBe(2);
+  });
+});
+
+describe("the README's export", () => {
+  it('shows the columns the export has, in its order', () => {
+    const readme = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
+    const section = readme.slice(readme.indexOf('### Exports for the accountant'));
+    expect(/^id,order_id,.*$/m.exec(section)?.[0]).toBe(COLUMNS.join(','));
   });
 });
 
