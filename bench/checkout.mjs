@@ -169,13 +169,13 @@ const first = await cli(shop, ['request', '0.001']);
   }));
   for (let i = 0; i < FILLED; i += 10_000) await store.requests.importAll(records.slice(i, i + 10_000));
   // One transaction for the history (the store's own create() commits each row: minutes for 100,000).
-  const insert = store.db.prepare('INSERT INTO shop_requests (id, status, order_id, created_at, doc) VALUES (?, ?, ?, ?, ?)');
+  const insert = store.db.prepare('INSERT INTO shop_requests (id, status, order_id, doc) VALUES (?, ?, ?, ?)');
   store.db.transaction(() => {
     for (const [i, r] of records.entries()) {
       // A shop's history: settled (paid, or expired unpaid), as requests are a day after they were made.
       const status = r.paidBy === undefined ? 'expired' : 'paid';
       const doc = { id: r.id, status, currency: 'XNO', amount: '0.001', amount_raw: r.amountRaw, receive_address: r.address, uri: `nano:${r.address}`, created_at: r.createdAt, order_id: `old-${i}`, events: 1 };
-      insert.run(r.id, status, doc.order_id, r.createdAt, JSON.stringify(doc));
+      insert.run(r.id, status, doc.order_id, JSON.stringify(doc));
     }
   })();
   await store.close();

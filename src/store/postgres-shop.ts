@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { NanoPayError } from '../errors.js';
-import { destinationTopic, idempotencyMismatch, WEBHOOK_TOPIC, type ExportCursor, type ShopExportQuery, type ShopListQuery, type ShopRequest, type ShopStatus, type ShopTable, type WebhookEvent } from './shop.js';
+import { destinationTopic, idempotencyMismatch, WEBHOOK_TOPIC, type ShopExportQuery, type ShopListQuery, type ShopRequest, type ShopStatus, type ShopTable, type WebhookEvent } from './shop.js';
 
 /** What the shop table needs of the PostgreSQL store. */
 export interface PostgresHost {
@@ -24,17 +24,8 @@ export class PostgresShop implements ShopTable {
       }
       try {
         await this.host.query(
-          'INSERT INTO shop_requests (id, status, order_id, idempotency_key, fingerprint, expires_at, created_at, doc) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb)',
-          [
-            request.id,
-            request.status,
-            request.order_id ?? null,
-            idempotency?.key ?? null,
-            idempotency?.fingerprint ?? null,
-            request.expires_at ?? null,
-            request.created_at,
-            JSON.stringify(request),
-          ],
+          'INSERT INTO shop_requests (id, status, order_id, idempotency_key, fingerprint, expires_at, doc) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb)',
+          [request.id, request.status, request.order_id ?? null, idempotency?.key ?? null, idempotency?.fingerprint ?? null, request.expires_at ?? null, JSON.stringify(request)],
           { retry: false },
         );
         return { request, created: true };
@@ -80,28 +71,20 @@ export class PostgresShop implements ShopTable {
     return { data: rows.slice(0, query.limit).map((r) => r.doc), hasMore: rows.length > query.limit };
   }
 
-  async exportPage(query: ShopExportQuery, after: ExportCursor | undefined, limit: number): Promise<{ requests: ShopRequest[]; next?: ExportCursor }> {
-    const where: string[] = [];
-    const values: unknown[] = [];
-    const add = (clause: string, ...given: unknown[]): void => {
-      where.push(clause.replace(/\?/g, () => `$${values.push(given.shift()) as number}`));
+  async exportPage(query: ShopExportQuery, after: number | undefined, limit: number): Promise<{ requests: ShopRequest[]; next?: number }> {
+    const where = ['seq > $1'];
+    const values: unknown[] = [after ?? 0];
+    const add = (clause: string, value: unknown): void => {
+      values.push(value);
+      where.push(`${clause} $${values.length}`);
     };
-    if (query.from !== undefined) add('created_at >= ?', query.from);
-    if (query.to !== undefined) add('created_at < ?', query.to);
-    if (query.status !== undefined) add('status = ?', query.status);
-    if (after !== undefined) add('(created_at, seq) > (?, ?)', after.createdAt, after.seq);
+    if (query.from !== undefined) add(`doc->>'created_at' >=`, query.from);
+    if (query.to !== undefined) add(`doc->>'created_at' <`, query.to);
+    if (query.status !== undefined) add('status =', query.status);
     values.push(limit);
-    const rows = (
-      await this.host.query<{ seq: string; created_at: string; doc: ShopRequest }>(
-        `SELECT seq, created_at, doc FROM shop_requests ${where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`} ORDER BY created_at, seq LIMIT $${values.length}`,
-        values,
-      )
-    ).rows;
+    const rows = (await this.host.query<{ seq: string; doc: ShopRequest }>(`SELECT seq, doc FROM shop_requests WHERE ${where.join(' AND ')} ORDER BY seq LIMIT $${values.length}`, values)).rows;
     const last = rows.at(-1);
-    return {
-      requests: rows.map((r) => r.doc),
-      ...(last === undefined || rows.length < limit ? {} : { next: { createdAt: last.created_at, seq: Number(last.seq) } }),
-    };
+    return { requests: rows.map((r) => r.doc), ...(last === undefined || rows.length < limit ? {} : { next: Number(last.seq) }) };
   }
 
   async unsettled(limit: number, expiredSince: string): Promise<ShopRequest[]> {

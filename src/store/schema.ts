@@ -207,21 +207,6 @@ export const MIGRATIONS: Migration[] = [
       );
     `,
   },
-  {
-    version: 5,
-    // Exports of the shop's requests (requests export): read in order of creation, by a range of creation times,
-    // a page at a time from where the last ended (created_at, seq).
-    sqlite: `
-      ALTER TABLE shop_requests ADD COLUMN created_at TEXT;
-      UPDATE shop_requests SET created_at = json_extract(doc, '$.created_at');
-      CREATE INDEX shop_requests_created ON shop_requests (created_at, seq);
-    `,
-    postgres: `
-      ALTER TABLE shop_requests ADD COLUMN created_at TEXT;
-      UPDATE shop_requests SET created_at = doc->>'created_at';
-      CREATE INDEX shop_requests_created ON shop_requests (created_at, seq);
-    `,
-  },
 ];
 
 /** The columns a request's record is queried by, taken from its document (which keeps every field). */

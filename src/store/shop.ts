@@ -92,12 +92,6 @@ export interface ShopExportQuery {
   status?: ShopStatus;
 }
 
-/** Where an export's page ended: the next starts after this request (oldest first, by creation time). */
-export interface ExportCursor {
-  createdAt: string;
-  seq: number;
-}
-
 export interface ShopTable {
   /**
    * Adds a request. With an idempotency key already used: the request made with it when `fingerprint`
@@ -110,11 +104,11 @@ export interface ShopTable {
   /** Newest first; `hasMore` when the next page has some. */
   list(query: ShopListQuery): Promise<{ data: ShopRequest[]; hasMore: boolean }>;
   /**
-   * Up to `limit` requests of `query` after `after`, oldest first (by creation time): a page of an export,
-   * read with one bounded statement whatever the size of the store; `next` is where the following page
-   * starts, absent after the last.
+   * Up to `limit` requests of `query` recorded after the one numbered `after`, in the order they were
+   * recorded (oldest first): a page of an export, one statement along the primary key (no index more for
+   * every request made to keep up). `next` is where the following page starts, absent after the last.
    */
-  exportPage(query: ShopExportQuery, after: ExportCursor | undefined, limit: number): Promise<{ requests: ShopRequest[]; next?: ExportCursor }>;
+  exportPage(query: ShopExportQuery, after: number | undefined, limit: number): Promise<{ requests: ShopRequest[]; next?: number }>;
   /**
    * Requests whose status may still change, oldest first: waiting, underpaid, overpaid, and those
    * expired after `expiredSince` (ISO; a late payment may still come for them).

@@ -1,6 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { NanoPayError } from '../errors.js';
-import { destinationTopic, idempotencyMismatch, WEBHOOK_TOPIC, type ExportCursor, type ShopExportQuery, type ShopListQuery, type ShopRequest, type ShopStatus, type ShopTable, type WebhookEvent } from './shop.js';
+import { destinationTopic, idempotencyMismatch, WEBHOOK_TOPIC, type ShopExportQuery, type ShopListQuery, type ShopRequest, type ShopStatus, type ShopTable, type WebhookEvent } from './shop.js';
 
 /** What the shop table needs of the SQLite store: its database, and statements run with damage reported. */
 export interface SqliteHost {
@@ -32,17 +32,8 @@ export class SqliteShop implements ShopTable {
           }
           try {
             this.db
-              .prepare('INSERT INTO shop_requests (id, status, order_id, idempotency_key, fingerprint, expires_at, created_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
-              .run(
-                request.id,
-                request.status,
-                request.order_id ?? null,
-                idempotency?.key ?? null,
-                idempotency?.fingerprint ?? null,
-                request.expires_at ?? null,
-                request.created_at,
-                JSON.stringify(request),
-              );
+              .prepare('INSERT INTO shop_requests (id, status, order_id, idempotency_key, fingerprint, expires_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?)')
+              .run(request.id, request.status, request.order_id ?? null, idempotency?.key ?? null, idempotency?.fingerprint ?? null, request.expires_at ?? null, JSON.stringify(request));
           } catch (error) {
             if ((error as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT')) throw new NanoPayError('CONFLICT', `Request ${request.id} is already in the store`);
             throw error;
@@ -83,22 +74,16 @@ export class SqliteShop implements ShopTable {
     });
   }
 
-  exportPage(query: ShopExportQuery, after: ExportCursor | undefined, limit: number): Promise<{ requests: ShopRequest[]; next?: ExportCursor }> {
+  exportPage(query: ShopExportQuery, after: number | undefined, limit: number): Promise<{ requests: ShopRequest[]; next?: number }> {
     return this.host.run(() => {
-      const where: string[] = [];
-      const values: unknown[] = [];
-      if (query.from !== undefined) (where.push('created_at >= ?'), values.push(query.from));
-      if (query.to !== undefined) (where.push('created_at < ?'), values.push(query.to));
+      const where = ['seq > ?'];
+      const values: unknown[] = [after ?? 0];
+      if (query.from !== undefined) (where.push(`json_extract(doc, '$.created_at') >= ?`), values.push(query.from));
+      if (query.to !== undefined) (where.push(`json_extract(doc, '$.created_at') < ?`), values.push(query.to));
       if (query.status !== undefined) (where.push('status = ?'), values.push(query.status));
-      if (after !== undefined) (where.push('(created_at, seq) > (?, ?)'), values.push(after.createdAt, after.seq));
-      const rows = this.db
-        .prepare(`SELECT seq, created_at, doc FROM shop_requests ${where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`} ORDER BY created_at, seq LIMIT ?`)
-        .all(...values, limit) as { seq: number; created_at: string; doc: string }[];
+      const rows = this.db.prepare(`SELECT seq, doc FROM shop_requests WHERE ${where.join(' AND ')} ORDER BY seq LIMIT ?`).all(...values, limit) as { seq: number; doc: string }[];
       const last = rows.at(-1);
-      return {
-        requests: rows.map((r) => JSON.parse(r.doc) as ShopRequest),
-        ...(last === undefined || rows.length < limit ? {} : { next: { createdAt: last.created_at, seq: last.seq } }),
-      };
+      return { requests: rows.map((r) => JSON.parse(r.doc) as ShopRequest), ...(last === undefined || rows.length < limit ? {} : { next: last.seq }) };
     });
   }
 

@@ -22,7 +22,7 @@ afterAll(async () => {
 
 /** Adds `count` requests in one transaction, as a shop's history: every third paid, some priced in EUR, all with metadata. */
 function fill(db: SqliteStore['db'], from: number, count: number): void {
-  const insert = db.prepare('INSERT INTO shop_requests (id, status, order_id, created_at, doc) VALUES (?, ?, ?, ?, ?)');
+  const insert = db.prepare('INSERT INTO shop_requests (id, status, order_id, doc) VALUES (?, ?, ?, ?)');
   const base = Date.parse('2025-01-01T00:00:00.000Z');
   db.transaction(() => {
     for (let i = from; i < from + count; i++) {
@@ -43,7 +43,7 @@ function fill(db: SqliteStore['db'], from: number, count: number): void {
         ...(paid ? { paid_by: [randomBytes(32).toString('hex').toUpperCase()], payers: [ADDRESS], paid_at: new Date(base + i * 1000 + 5000).toISOString() } : {}),
         events: 1,
       };
-      insert.run(request.id, request.status, request.order_id, request.created_at, JSON.stringify(request));
+      insert.run(request.id, request.status, request.order_id, JSON.stringify(request));
     }
   })();
 }

@@ -8,7 +8,7 @@ import { SHOP_STATUSES } from '../../store/shop.js';
 
 export default class RequestsExport extends SessionCommand {
   static override summary = "Export the shop's requests for the accountant: one row per request, as CSV (default) or JSON, on stdout.";
-  static override description = `The requests checkout serve's API made (the profile's store), oldest first: order id, status, created, expiry, paid and
+  static override description = `The requests checkout serve's API made (the profile's store), in the order they were made: order id, status, created, expiry, paid and
 refunded times, XNO and raw amounts, the price and its rate when priced in another currency, paying and refund blocks,
 payer accounts, metadata. --from and --to are ISO dates (a whole day) or times, in UTC unless a time names its offset;
 --to is excluded, but a date alone takes that day in. CSV is RFC 4180 (CRLF, quoted fields) in UTF-8 with a byte order

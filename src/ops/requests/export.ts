@@ -1,12 +1,12 @@
 import { NanoPayError } from '../../errors.js';
 import { rawToXno } from '../../nano/index.js';
-import { SHOP_STATUSES, type ExportCursor, type ShopExportQuery, type ShopRequest, type ShopStatus, type ShopTable } from '../../store/shop.js';
+import { SHOP_STATUSES, type ShopExportQuery, type ShopRequest, type ShopStatus, type ShopTable } from '../../store/shop.js';
 import type { Session } from '../session.js';
 import { CSV_BOM, csvRecord } from './csv.js';
 
 /**
  * The shop's requests for its accountant (requests export, GET
- * /api/v1/requests/export): one row per request, oldest first, as CSV or JSON,
+ * /api/v1/requests/export): one row per request, in the order made, as CSV or JSON,
  * produced a page at a time, so the memory it takes does not grow with the
  * store (the caller writes each page before the next is read).
  */
@@ -110,7 +110,7 @@ export async function* exportRequests(
 ): AsyncGenerator<string> {
   let text = format === 'json' ? '[' : `${options.bom === false ? '' : CSV_BOM}${csvRecord(COLUMNS.map(([name]) => name))}`;
   let rows = 0;
-  let after: ExportCursor | undefined;
+  let after: number | undefined;
   do {
     const page = shop === undefined ? { requests: [] } : await shop.exportPage(query, after, PAGE_ROWS);
     for (const request of page.requests) {
