@@ -139,6 +139,11 @@ const CATALOG: Record<string, CodeInfo> = {
   NO_TRANSACTION_FOUND: { status: 404, exit: ExitCode.NOT_FOUND },
   // x402: the server took the payment but its settlement could not be verified on our ledger; the cheque stays outstanding.
   X402_UNSETTLED: upstream,
+  // The rate source of a price in the shop's currency (ops/pricing): no answer or no usable rate, a rate too old,
+  // or one that moved more than rate-max-move from the last accepted. No request is made.
+  RATE_UNAVAILABLE: upstream,
+  RATE_STALE: upstream,
+  RATE_MOVED: upstream,
   // Time and interruption.
   TIMEOUT: { status: 504, exit: ExitCode.TIMEOUT },
   // A payment request whose time ran out unpaid (status --watch stops there): 410 Gone.

@@ -27,9 +27,11 @@ export interface Exchange {
   /** Stops the attempt in flight and any wait for a retry. */
   signal?: AbortSignal;
   /** For messages: who is asked ("the service did not answer …"), the call already redacted, what to check. */
-  party: 'service' | 'node' | 'work server';
+  party: 'service' | 'node' | 'work server' | 'rate source';
   where: string;
   hint: string;
+  /** The largest answer read (default MAX_ANSWER_BYTES): a server sending more is refused. */
+  maxAnswerBytes?: number;
 }
 
 export interface Answer {
@@ -42,6 +44,7 @@ export interface Answer {
 /** More than any answer of the service or a node; a server sending more is refused, not buffered. */
 const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 const MAX_REDIRECTS = 10;
+const sizeText = (bytes: number): string => (bytes >= 1024 * 1024 ? `${bytes / 1024 / 1024} MiB` : `${bytes / 1024} KiB`);
 /** Backoff 1 s, 2 s, 2 s…; a Retry-After longer than this is not waited for (the answer is returned). */
 const BACKOFF_LIMIT_MS = 2_000;
 /** The failures got retried by default: transient on the network or at the server. */
@@ -122,7 +125,7 @@ async function viaProxy(proxy: Proxy, target: URL, headers: Record<string, strin
 }
 
 /** One request and its whole answer, within the timeout. */
-async function hop(h: Hop, timeoutMs: number, signal: AbortSignal | undefined, where: string, party: string): Promise<Reply> {
+async function hop(h: Hop, timeoutMs: number, signal: AbortSignal | undefined, where: string, party: string, maxBytes: number): Promise<Reply> {
   if (h.url.protocol !== 'http:' && h.url.protocol !== 'https:') throw new NoAnswer('ERR_UNSUPPORTED_PROTOCOL');
   // Loaded on the first call: commands that make none do not pay for them (https also loads tls).
   const { request } = h.url.protocol === 'https:' ? await import('node:https') : await import('node:http');
@@ -167,13 +170,13 @@ async function hop(h: Hop, timeoutMs: number, signal: AbortSignal | undefined, w
       if (proxy !== undefined && res.statusCode === 407 && target.protocol === 'http:') {
         return fail(new ProxyRefusal(PROXY_AUTH, `the proxy ${proxy.shown} refused the request: 407 Proxy Authentication Required`));
       }
-      const tooBig = (): void => fail(new NanoPayError('REQUEST_ERROR', `The ${party} answered ${where} with more than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB`));
-      if (Number(res.headers['content-length']) > MAX_ANSWER_BYTES) return tooBig();
+      const tooBig = (): void => fail(new NanoPayError('REQUEST_ERROR', `The ${party} answered ${where} with more than ${sizeText(maxBytes)}`));
+      if (Number(res.headers['content-length']) > maxBytes) return tooBig();
       const chunks: Buffer[] = [];
       let size = 0;
       res.on('data', (chunk: Buffer) => {
         size += chunk.length;
-        if (size > MAX_ANSWER_BYTES) tooBig();
+        if (size > maxBytes) tooBig();
         else chunks.push(chunk);
       });
       res.on('error', (error) => fail(failure(error, proxy)));
@@ -211,7 +214,7 @@ function redirected(h: Hop, reply: Reply): Hop | undefined {
 async function attempt(first: Hop, call: Exchange): Promise<Reply> {
   let h = first;
   for (let hops = 0; ; hops++) {
-    const reply = await hop(h, call.timeoutMs, call.signal, call.where, call.party);
+    const reply = await hop(h, call.timeoutMs, call.signal, call.where, call.party, call.maxAnswerBytes ?? MAX_ANSWER_BYTES);
     const next = redirected(h, reply);
     if (next === undefined) return reply;
     if (hops === MAX_REDIRECTS) throw new NoAnswer('ERR_TOO_MANY_REDIRECTS');

@@ -270,7 +270,13 @@ export function renderCheckoutPage({ request, view, qrSvg, eventsPath, redirectS
 <a id="rest-wallet" class="wallet" href="${escapeHtml(view.rest_uri ?? '')}">Pay the rest in a wallet</a>
 </div>
 </div>
-<dl>
+<dl>${
+  request.fiat === undefined
+    ? ''
+    : `
+<dt>Price</dt>
+<dd><span id="price" class="value">${escapeHtml(`${request.fiat.amount} ${request.fiat.currency}`)}</span> <span class="note">at ${escapeHtml(`${request.fiat.rate} ${request.fiat.currency}`)} per XNO</span></dd>`
+}
 <dt>Amount (XNO)</dt>
 <dd><span id="amount" class="value amount">${amount}</span><button type="button" data-copy="amount" data-done="Amount copied" aria-label="Copy the amount" hidden>Copy</button></dd>
 <dt>To address</dt>

@@ -3,6 +3,7 @@ import { watch } from '../cli/output/watch.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { statusLine } from '../ops/requests/matching.js';
 import { paymentStatus, type PaymentStatusResult } from '../ops/requests/payments.js';
+import { priceLine } from '../cli/output/format.js';
 
 export default class Status extends SessionCommand {
   static override summary = 'Check whether a payment request is paid; --watch polls until it is.';
@@ -24,6 +25,7 @@ network errors back off and keep trying. A malformed id exits 3, an unknown one 
       const status = await paymentStatus(session, args.transaction_id);
       this.log(statusLine(status.status, status.message));
       if (status.expires_at !== undefined && status.expired !== true && !status.is_paid) this.log(`Expires at ${status.expires_at}.`);
+      if (status.fiat !== undefined) this.log(`Price: ${priceLine(status.fiat)}`);
       return status;
     }
     await watch(this, session, args.transaction_id, { interval: flags.interval, timeout: flags.timeout, json: this.jsonEnabled(), signal: this.signal });

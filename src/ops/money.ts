@@ -6,6 +6,17 @@ import { parseRaw, rawToXno, xnoToRaw } from '../nano/index.js';
  */
 export type Amount = { xno: string } | { raw: bigint | string };
 
+/** A price in another currency than XNO ("19.99" EUR): turned into XNO at the rate of the moment (ops/pricing). */
+export interface FiatAmount {
+  fiat: string;
+  currency: string;
+}
+
+/** An amount a request is asked for: XNO unless another currency is named. */
+export function askedAmount(amount: string, currency: string | undefined): Amount | FiatAmount {
+  return currency === undefined || currency.toUpperCase() === 'XNO' ? { xno: amount } : { fiat: amount, currency };
+}
+
 export function rawOf(amount: Amount): bigint {
   if ('xno' in amount) return xnoToRaw(amount.xno);
   return typeof amount.raw === 'bigint' ? amount.raw : parseRaw(amount.raw);

@@ -1,12 +1,13 @@
 import { NanoPayError } from '../errors.js';
 import { checkToken, refuseWebPages } from '../http/guards.js';
 import { sendJson, successEnvelope } from '../http/respond.js';
+import { sendStream } from '../http/stream.js';
+import { exportFormat, exportQuery, exportRequests } from '../ops/requests/export.js';
 import { RESPONDED, type Call, type Route } from '../http/server.js';
 import type { RefundRecord } from '../store/refunds.js';
-import type { ShopRequest, ShopStatus } from '../store/shop.js';
+import { SHOP_STATUSES, type ShopRequest, type ShopStatus } from '../store/shop.js';
 import type { Store } from '../store/store.js';
 
-const STATUSES: readonly ShopStatus[] = ['waiting', 'paid', 'paid_late', 'underpaid', 'overpaid', 'expired', 'refunded', 'partially_refunded'];
 const MAX_LIMIT = 100;
 
 export interface ShopApiOptions {
@@ -38,7 +39,14 @@ export function shopApiRoutes(options: ShopApiOptions): Route[] {
     };
   const present = (request: ShopRequest): Record<string, unknown> => {
     const { events: _events, ...shown } = request;
-    return { ...shown, checkout_url: options.checkoutUrl(request.id), expires_at: request.expires_at ?? null, order_id: request.order_id ?? null, metadata: request.metadata ?? {} };
+    return {
+      ...shown,
+      checkout_url: options.checkoutUrl(request.id),
+      expires_at: request.expires_at ?? null,
+      order_id: request.order_id ?? null,
+      metadata: request.metadata ?? {},
+      fiat: request.fiat ?? null,
+    };
   };
   const idempotencyKey = (call: Call): string | undefined => {
     const key = call.headers['idempotency-key'];
@@ -78,6 +86,23 @@ export function shopApiRoutes(options: ShopApiOptions): Route[] {
       }),
     },
     {
+      // Before /:id, which would take "export" for an id.
+      method: 'GET',
+      path: '/api/v1/requests/export',
+      handle: guarded(async (call) => {
+        const param = (name: string): string | undefined => call.query.get(name) ?? undefined;
+        const query = exportQuery({ from: param('from'), to: param('to'), status: param('status') });
+        const format = exportFormat(param('format'));
+        const bom = param('bom');
+        if (bom !== undefined && bom !== 'true' && bom !== 'false') throw new NanoPayError('INVALID_REQUEST', '"bom" must be true or false');
+        const headers: Record<string, string> =
+          format === 'csv'
+            ? { 'content-type': 'text/csv; charset=utf-8; header=present', 'content-disposition': 'attachment; filename="requests.csv"' }
+            : { 'content-type': 'application/json; charset=utf-8' };
+        return sendStream(call.response, headers, exportRequests(store.shop, query, format, { bom: bom !== 'false' }), call.signal);
+      }),
+    },
+    {
       method: 'GET',
       path: '/api/v1/requests/:id',
       handle: guarded(async (call) => {
@@ -91,7 +116,7 @@ export function shopApiRoutes(options: ShopApiOptions): Route[] {
       path: '/api/v1/requests',
       handle: guarded(async (call) => {
         const status = call.query.get('status') ?? undefined;
-        if (status !== undefined && !STATUSES.includes(status as ShopStatus)) throw new NanoPayError('INVALID_REQUEST', `"status" must be one of ${STATUSES.join(', ')}`);
+        if (status !== undefined && !SHOP_STATUSES.includes(status as ShopStatus)) throw new NanoPayError('INVALID_REQUEST', `"status" must be one of ${SHOP_STATUSES.join(', ')}`);
         const limitText = call.query.get('limit') ?? '10';
         const limit = Number(limitText);
         if (!/^\d+$/.test(limitText) || limit < 1 || limit > MAX_LIMIT) throw new NanoPayError('INVALID_REQUEST', `"limit" must be from 1 to ${MAX_LIMIT}`);

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { NanoPayError } from '../errors.js';
 import { checkRedirectUrl, requestPayment } from '../ops/requests/payments.js';
+import { askedAmount } from '../ops/money.js';
 import type { Session } from '../ops/session.js';
 import type { ShopRequest } from '../store/shop.js';
 import type { Store } from '../store/store.js';
@@ -14,8 +15,10 @@ const EXPIRES_IN_MIN_S = 1;
 const EXPIRES_IN_MAX_S = 30 * 24 * 3600;
 
 /** The body of POST /api/v1/requests, checked. */
-export interface ShopRequestInput {
+interface ShopRequestInput {
+  /** In XNO, or in `currency` when it names another. */
   amount: string;
+  currency?: string;
   redirect_url?: string;
   order_id?: string;
   metadata?: Record<string, unknown>;
@@ -31,9 +34,9 @@ function invalid(message: string): NanoPayError {
 function parseShopRequestInput(body: Record<string, unknown>): ShopRequestInput {
   const unknown = Object.keys(body).filter((k) => !KNOWN.has(k));
   if (unknown.length > 0) throw invalid(`Unknown field(s): ${unknown.slice(0, 5).join(', ')}`);
-  if (typeof body.amount !== 'string') throw invalid('"amount" is required, as a string of XNO (e.g. "1.5"): amounts are never JSON numbers');
-  if (body.currency !== undefined && body.currency !== 'XNO') throw invalid('"currency" can only be "XNO"');
-  const input: ShopRequestInput = { amount: body.amount };
+  if (typeof body.amount !== 'string') throw invalid('"amount" is required, as a string (e.g. "1.5" XNO, or "19.99" with "currency": "EUR"): amounts are never JSON numbers');
+  if (body.currency !== undefined && typeof body.currency !== 'string') throw invalid('"currency" must be a string: "XNO" (the default) or an ISO 4217 code such as "EUR"');
+  const input: ShopRequestInput = { amount: body.amount, ...(body.currency === undefined ? {} : { currency: body.currency }) };
   if (body.redirect_url !== undefined) {
     if (typeof body.redirect_url !== 'string') throw invalid('"redirect_url" must be a string');
     checkRedirectUrl(body.redirect_url);
@@ -97,7 +100,7 @@ export async function createShopRequest(
   }
   const node = session.backendKind() === 'node';
   const made = await requestPayment(session, {
-    amount: { xno: input.amount },
+    amount: askedAmount(input.amount, input.currency),
     ...(options.freshAddress === true ? { freshAddress: true } : {}),
     ...(input.redirect_url === undefined ? {} : { redirectUrl: input.redirect_url }),
     // On a node nanopay keeps the expiry with the request (an amount is free again after it); the service does not take one.
@@ -110,6 +113,7 @@ export async function createShopRequest(
     currency: 'XNO',
     amount: made.amount,
     amount_raw: made.amount_raw,
+    ...(made.fiat === undefined ? {} : { fiat: made.fiat }),
     receive_address: made.receive_address,
     uri: made.uri,
     created_at: new Date(now).toISOString(),

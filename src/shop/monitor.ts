@@ -5,6 +5,7 @@ import { observationOf as readingObservation, type CheckoutObservation } from '.
 import { readingOf, type RequestReading } from '../ops/requests/matching.js';
 import { nodePaymentStatus, type RequestsHolder } from '../ops/requests/node-requests.js';
 import { serviceVerdict } from '../ops/requests/service-status.js';
+import { payersOf } from '../ops/ledger/proofs.js';
 import { FINAL_STATUSES, newEvent, type ShopRequest, type ShopStatus, type WebhookEvent, type WebhookType } from '../store/shop.js';
 import type { Store } from '../store/store.js';
 
@@ -19,6 +20,8 @@ export interface ShopStatusSource {
    * it, every round reads every unsettled request.
    */
   fingerprint?(address: string): Promise<string>;
+  /** The accounts that sent these blocks to `address`, from the blocks themselves (proved). */
+  payers(address: string, blocks: string[]): Promise<string[]>;
 }
 
 /**
@@ -32,6 +35,7 @@ export function nodeStatusSource(holder: RequestsHolder, node: NodeClient): Shop
     read: async (request) => readingOf(await nodePaymentStatus(holder, node, request.id)),
     // A payment arriving, or one received, changes the account's list of receivable blocks.
     fingerprint: async (address) => (await node.pending(address)).sort().join(','),
+    payers: (address, blocks) => payersOf(node, address, blocks),
   };
 }
 
@@ -42,6 +46,7 @@ export function serviceStatusSource(api: ApiClient): ShopStatusSource {
       const status = await api.paymentStatus(request.id);
       return readingOf(await serviceVerdict(api, status, request.expires_at === undefined ? status.expiresAt : Date.parse(request.expires_at)));
     },
+    payers: (address, blocks) => payersOf(api, address, blocks),
   };
 }
 
@@ -196,12 +201,18 @@ export class ShopMonitor {
     if (status === request.status && reading.received_raw === request.received_raw && reading.rest_raw === request.rest_raw) return request;
     const seq = request.events + 1;
     // What the reading found replaces what an earlier one did (an underpaid request paid in full names no rest).
-    const { paid_by: _paidBy, received_raw: _received, rest_raw: _rest, ...kept } = request;
+    const { paid_by: _paidBy, payers: _payers, received_raw: _received, rest_raw: _rest, ...kept } = request;
+    const blocks = reading.paid_by ?? [];
+    const sameBlocks = blocks.join(',') === (request.paid_by ?? []).join(',');
+    const payers = blocks.length === 0 ? [] : sameBlocks && request.payers !== undefined ? request.payers : await this.options.source.payers(request.receive_address, blocks);
+    const paidNow = (status === 'paid' || status === 'paid_late') && request.paid_at === undefined;
     const next: ShopRequest = {
       ...kept,
       status,
       events: seq,
+      ...(paidNow ? { paid_at: new Date(this.now()).toISOString() } : {}),
       ...(reading.paid_by === undefined ? {} : { paid_by: reading.paid_by }),
+      ...(payers.length === 0 ? {} : { payers }),
       ...(reading.received_raw === undefined ? {} : { received_raw: reading.received_raw }),
       ...(reading.rest_raw === undefined ? {} : { rest_raw: reading.rest_raw }),
     };

@@ -44,6 +44,7 @@ function pageRequest(request: ShopRequest): CheckoutRequest {
     amount: request.amount,
     amount_raw: request.amount_raw,
     uri: request.uri,
+    ...(request.fiat === undefined ? {} : { fiat: request.fiat }),
     ...(request.redirect_url === undefined ? {} : { redirect_url: request.redirect_url }),
     ...(request.order_id === undefined ? {} : { order_id: request.order_id }),
   };

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { NanoPayError } from '../errors.js';
-import { destinationTopic, idempotencyMismatch, WEBHOOK_TOPIC, type ShopListQuery, type ShopRequest, type ShopStatus, type ShopTable, type WebhookEvent } from './shop.js';
+import { destinationTopic, idempotencyMismatch, WEBHOOK_TOPIC, type ShopExportQuery, type ShopListQuery, type ShopRequest, type ShopStatus, type ShopTable, type WebhookEvent } from './shop.js';
 
 /** What the shop table needs of the PostgreSQL store. */
 export interface PostgresHost {
@@ -69,6 +69,22 @@ export class PostgresShop implements ShopTable {
       )
     ).rows;
     return { data: rows.slice(0, query.limit).map((r) => r.doc), hasMore: rows.length > query.limit };
+  }
+
+  async exportPage(query: ShopExportQuery, after: number | undefined, limit: number): Promise<{ requests: ShopRequest[]; next?: number }> {
+    const where = ['seq > $1'];
+    const values: unknown[] = [after ?? 0];
+    const add = (clause: string, value: unknown): void => {
+      values.push(value);
+      where.push(`${clause} $${values.length}`);
+    };
+    if (query.from !== undefined) add(`doc->>'created_at' >=`, query.from);
+    if (query.to !== undefined) add(`doc->>'created_at' <`, query.to);
+    if (query.status !== undefined) add('status =', query.status);
+    values.push(limit);
+    const rows = (await this.host.query<{ seq: string; doc: ShopRequest }>(`SELECT seq, doc FROM shop_requests WHERE ${where.join(' AND ')} ORDER BY seq LIMIT $${values.length}`, values)).rows;
+    const last = rows.at(-1);
+    return { requests: rows.map((r) => r.doc), ...(last === undefined || rows.length < limit ? {} : { next: Number(last.seq) }) };
   }
 
   async unsettled(limit: number, expiredSince: string): Promise<ShopRequest[]> {

@@ -4,11 +4,13 @@ import { NanoPayError } from '../errors.js';
 import type { RequestRecord } from '../wallet/requests.js';
 import { MIGRATIONS, SCHEMA_VERSION, requestColumns, tooNew } from './schema.js';
 import { maskDatabaseUrl } from './url.js';
+import { PostgresPrices } from './postgres-prices.js';
 import { PostgresShop } from './postgres-shop.js';
 import { PostgresApprovals, PostgresAudit } from './postgres-spending.js';
 import type { ApprovalsTable, AuditTable } from './spending.js';
 import { PostgresRefunds, PostgresSweeps } from './postgres-refunds.js';
 import type { RefundsTable, SweepsTable } from './refunds.js';
+import type { PricesTable } from './prices.js';
 import type { ShopTable } from './shop.js';
 import type { LateIf, Outbox, OutboxItem, RequestsTable, Store, StoreChange } from './store.js';
 
@@ -204,6 +206,7 @@ export class PostgresStore implements Store {
   readonly approvals: ApprovalsTable = new PostgresApprovals(this);
   readonly refunds: RefundsTable = new PostgresRefunds(this);
   readonly sweeps: SweepsTable = new PostgresSweeps(this);
+  readonly prices: PricesTable = new PostgresPrices(this);
   readonly location: string;
   private readonly listeners = new Set<Listener>();
   private readonly queues = new Map<string, Promise<void>>();

@@ -286,6 +286,33 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX sweeps_unfinished ON sweeps (seq) WHERE NOT finished;
     `,
   },
+  {
+    version: 6,
+    // Prices in the shop's currency (prices.ts): the price each fiat-priced request was made at, and the last rate
+    // accepted per currency (the next is checked against it).
+    sqlite: `
+      CREATE TABLE request_prices (
+        id TEXT PRIMARY KEY,
+        doc TEXT NOT NULL
+      );
+      CREATE TABLE accepted_rates (
+        currency TEXT PRIMARY KEY,
+        rate_time TEXT NOT NULL,
+        doc TEXT NOT NULL
+      );
+    `,
+    postgres: `
+      CREATE TABLE request_prices (
+        id TEXT PRIMARY KEY,
+        doc JSONB NOT NULL
+      );
+      CREATE TABLE accepted_rates (
+        currency TEXT PRIMARY KEY,
+        rate_time TEXT NOT NULL,
+        doc JSONB NOT NULL
+      );
+    `,
+  },
 ];
 
 /** The columns a request's record is queried by, taken from its document (which keeps every field). */

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { NanoPayError } from '../errors.js';
+import type { FiatPrice } from './prices.js';
 
 /**
  * The shop server's tables (checkout serve): its requests, with what the shop
@@ -11,6 +12,9 @@ import { NanoPayError } from '../errors.js';
 
 /** Where a shop's request stands: the states `status` tells (ops/requests/matching.ts), in the same words. */
 export type ShopStatus = 'waiting' | 'paid' | 'paid_late' | 'underpaid' | 'overpaid' | 'expired' | 'refunded' | 'partially_refunded';
+
+/** Every status, for filters (the API's list, exports) to check theirs against. */
+export const SHOP_STATUSES: readonly ShopStatus[] = ['waiting', 'paid', 'paid_late', 'underpaid', 'overpaid', 'expired', 'refunded', 'partially_refunded'];
 
 /**
  * A status no read changes any more. Under- and overpaid are not final (an
@@ -24,9 +28,12 @@ export const FINAL_STATUSES: readonly ShopStatus[] = ['paid', 'paid_late', 'refu
 export interface ShopRequest {
   id: string;
   status: ShopStatus;
+  /** The currency of `amount`, what the payer sends: always XNO (a price in another currency is in `fiat`). */
   currency: 'XNO';
   amount: string;
   amount_raw: string;
+  /** Priced in another currency: the price, and the rate `amount` was computed at (fixed for the life of the request). */
+  fiat?: FiatPrice;
   receive_address: string;
   uri: string;
   created_at: string;
@@ -36,6 +43,10 @@ export interface ShopRequest {
   redirect_url?: string;
   /** The paying blocks, once paid (node backend), or the block the service names. */
   paid_by?: string[];
+  /** The accounts that sent those blocks (read from the blocks, proved). */
+  payers?: string[];
+  /** When nanopay recorded it paid (or paid late). */
+  paid_at?: string;
   /** Under- or overpaid: raw received so far (node backend, fresh addresses). */
   received_raw?: string;
   /** Underpaid: raw still to pay, when paying it to the same address completes the request. */
@@ -93,6 +104,13 @@ export interface ShopListQuery {
   startingAfter?: string;
 }
 
+/** Which requests an export takes: created from `from` (ISO, included) to `to` (excluded), of one status. */
+export interface ShopExportQuery {
+  from?: string;
+  to?: string;
+  status?: ShopStatus;
+}
+
 export interface ShopTable {
   /**
    * Adds a request. With an idempotency key already used: the request made with it when `fingerprint`
@@ -104,6 +122,12 @@ export interface ShopTable {
   get(id: string): Promise<ShopRequest | undefined>;
   /** Newest first; `hasMore` when the next page has some. */
   list(query: ShopListQuery): Promise<{ data: ShopRequest[]; hasMore: boolean }>;
+  /**
+   * Up to `limit` requests of `query` recorded after the one numbered `after`, in the order they were
+   * recorded (oldest first): a page of an export, one statement along the primary key (no index more for
+   * every request made to keep up). `next` is where the following page starts, absent after the last.
+   */
+  exportPage(query: ShopExportQuery, after: number | undefined, limit: number): Promise<{ requests: ShopRequest[]; next?: number }>;
   /**
    * Requests whose status may still change, oldest first: waiting, underpaid, overpaid, and those
    * expired after `expiredSince` (ISO; a late payment may still come for them).

@@ -1,6 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { NanoPayError } from '../errors.js';
-import { destinationTopic, idempotencyMismatch, WEBHOOK_TOPIC, type ShopListQuery, type ShopRequest, type ShopStatus, type ShopTable, type WebhookEvent } from './shop.js';
+import { destinationTopic, idempotencyMismatch, WEBHOOK_TOPIC, type ShopExportQuery, type ShopListQuery, type ShopRequest, type ShopStatus, type ShopTable, type WebhookEvent } from './shop.js';
 
 /** What the shop table needs of the SQLite store: its database, and statements run with damage reported. */
 export interface SqliteHost {
@@ -71,6 +71,19 @@ export class SqliteShop implements ShopTable {
         .prepare(`SELECT doc FROM shop_requests ${where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`} ORDER BY seq DESC LIMIT ?`)
         .all(...values, query.limit + 1) as { doc: string }[];
       return { data: rows.slice(0, query.limit).map((r) => JSON.parse(r.doc) as ShopRequest), hasMore: rows.length > query.limit };
+    });
+  }
+
+  exportPage(query: ShopExportQuery, after: number | undefined, limit: number): Promise<{ requests: ShopRequest[]; next?: number }> {
+    return this.host.run(() => {
+      const where = ['seq > ?'];
+      const values: unknown[] = [after ?? 0];
+      if (query.from !== undefined) (where.push(`json_extract(doc, '$.created_at') >= ?`), values.push(query.from));
+      if (query.to !== undefined) (where.push(`json_extract(doc, '$.created_at') < ?`), values.push(query.to));
+      if (query.status !== undefined) (where.push('status = ?'), values.push(query.status));
+      const rows = this.db.prepare(`SELECT seq, doc FROM shop_requests WHERE ${where.join(' AND ')} ORDER BY seq LIMIT ?`).all(...values, limit) as { seq: number; doc: string }[];
+      const last = rows.at(-1);
+      return { requests: rows.map((r) => JSON.parse(r.doc) as ShopRequest), ...(last === undefined || rows.length < limit ? {} : { next: last.seq }) };
     });
   }
 

@@ -8,11 +8,13 @@ import { ensurePrivateDir } from '../fs/secure-fs.js';
 import { withAccountLock } from '../wallet/lock.js';
 import type { RequestRecord } from '../wallet/requests.js';
 import { MIGRATIONS, SCHEMA_VERSION, requestColumns, tooNew } from './schema.js';
+import { SqlitePrices } from './sqlite-prices.js';
 import { SqliteShop } from './sqlite-shop.js';
 import { SqliteApprovals, SqliteAudit } from './sqlite-spending.js';
 import type { ApprovalsTable, AuditTable } from './spending.js';
 import { SqliteRefunds, SqliteSweeps } from './sqlite-refunds.js';
 import type { RefundsTable, SweepsTable } from './refunds.js';
+import type { PricesTable } from './prices.js';
 import type { ShopTable } from './shop.js';
 import type { LateIf, Outbox, OutboxItem, RequestsTable, Store, StoreChange } from './store.js';
 
@@ -272,6 +274,7 @@ export class SqliteStore implements Store {
   readonly approvals: ApprovalsTable = new SqliteApprovals(this);
   readonly refunds: RefundsTable = new SqliteRefunds(this);
   readonly sweeps: SweepsTable = new SqliteSweeps(this);
+  readonly prices: PricesTable = new SqlitePrices(this);
 
   private constructor(
     readonly db: Db,

@@ -1,5 +1,6 @@
 import type { RequestRecord } from '../wallet/requests.js';
 import type { RefundsTable, SweepsTable } from './refunds.js';
+import type { PricesTable } from './prices.js';
 import type { ShopTable } from './shop.js';
 import type { ApprovalsTable, AuditTable } from './spending.js';
 
@@ -26,6 +27,8 @@ export interface Store {
   /** Refunds of requests, and sweeps of their fresh accounts (refunds.ts). */
   readonly refunds: RefundsTable;
   readonly sweeps: SweepsTable;
+  /** Prices in the shop's currency and the last accepted rates (prices.ts). */
+  readonly prices: PricesTable;
   /**
    * Runs `fn` as the only holder of `name` among every process using this store (a lock file beside
    * SQLite; an advisory lock in PostgreSQL, released if the holder's connection dies).

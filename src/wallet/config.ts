@@ -73,6 +73,14 @@ export interface ProfileRecord {
   databaseUrl?: string;
   /** The representative new accounts open with (a nano_ address); existing ones change it with a change block. */
   representative?: string;
+  /** Prices in the shop's currency: the rate source's URL (ops/pricing/rates.ts). */
+  rateSource?: string;
+  /** Seconds a rate source's answer is kept by a process. */
+  rateCacheSeconds?: number;
+  /** Seconds after which a rate is too old to price a request. */
+  rateMaxAgeSeconds?: number;
+  /** How far (percent, a decimal) a rate may move from the last accepted one. */
+  rateMaxMove?: string;
   wallets: Record<string, WalletRecord>;
 }
 

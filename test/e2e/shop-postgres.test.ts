@@ -73,6 +73,13 @@ describe.skipIf(skip !== undefined)('two shop servers on one PostgreSQL', () => 
     req.destroy();
     expect(receiver.events.map((e) => [e.type, e.data.object.id])).toEqual([['request.paid', made.data.id]]);
     expect(receiver.refused).toEqual([]);
+
+    // The export reads the shared store: the CLI and the other server's API give the same rows.
+    const cli = await merchant.user.run(['requests', 'export', '--format', 'json'], { env: { NANOPAY_DATABASE_URL: url } });
+    expect(cli.code).toBe(0);
+    expect(JSON.parse(cli.stdout)).toMatchObject([{ id: made.data.id, order_id: 'PG-1', status: 'paid', payer_accounts: [payer.address] }]);
+    const api = await fetch(`${b.printed.url}/api/v1/requests/export?format=json`, { headers: { authorization: `Bearer ${token}` } });
+    expect(await api.text()).toBe(cli.stdout);
   });
 });
 

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,6 +16,7 @@ import { userSession } from '../helpers/backend-users.js';
 import { BIN, newUser, type CliUser } from '../helpers/cli.js';
 import { fund, sandbox } from '../helpers/sandbox.js';
 import { startCommand, type RunningCommand } from '../helpers/serve.js';
+import { runWithCappedHeap } from '../helpers/capped-heap.js';
 
 /**
  * The spending policy holds whoever spends: the built CLI in child processes,
@@ -260,27 +260,6 @@ describe('the settings of earlier versions', () => {
 });
 
 /** Runs `nanopay audit ARGS` and returns its output and the process's peak resident memory (kB). */
-/**
- * `nanopay audit ARGS` with its JavaScript heap capped at `heapMb`: a trail read whole (100,000 records are 100 MB
- * and more of objects) cannot fit, one read a page at a time does. Peak RSS is a poorer witness: it follows when the
- * garbage collector runs, which depends on the machine's load and the Node.js version.
- */
-async function auditCapped(user: CliUser, args: string[], heapMb: number): Promise<{ stdout: string; lines: number; code: number | null; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [`--max-old-space-size=${heapMb}`, BIN, 'audit', ...args], { env: user.env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let head = '';
-    let lines = 0;
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      if (head.length < 100_000) head += d.toString();
-      for (const byte of d) if (byte === 10) lines++;
-    });
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ stdout: head, lines, code, stderr: stderr.slice(-2000) }));
-  });
-}
-
 describe('the audit trail', () => {
   it('streams 100,000 decisions in constant memory (--json), and writes CSV as RFC 4180', async () => {
     const small = await newUser(sb.url);
@@ -312,11 +291,11 @@ describe('the audit trail', () => {
     await fill(small, 10_000);
     await fill(large, 100_000);
     // The same small heap for ten times the trail: a page at a time, never the whole of it.
-    const a = await auditCapped(small, ['--json'], 32);
-    const b = await auditCapped(large, ['--json'], 32);
+    const a = await runWithCappedHeap(['audit', '--json'], small.env, 32);
+    const b = await runWithCappedHeap(['audit', '--json'], large.env, 32);
     expect([a.code, a.lines], a.stderr).toEqual([0, 10_000]);
     expect([b.code, b.lines], b.stderr).toEqual([0, 100_000]);
-    expect(JSON.parse(b.stdout.split('\n')[0] as string)).toMatchObject({ id: 'rec-0', front_end: 'cli', decision: 'allowed', amount_raw: '1000' });
+    expect(JSON.parse(b.head.split('\n')[0] as string)).toMatchObject({ id: 'rec-0', front_end: 'cli', decision: 'allowed', amount_raw: '1000' });
 
     const csv = await small.run(['audit', '--csv', '--since', '2026-01-01T02:46:38Z']);
     const records = csv.stdout.split('\r\n');

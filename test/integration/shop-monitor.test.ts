@@ -28,6 +28,7 @@ function shopRequest(fields: Partial<ShopRequest> = {}): ShopRequest {
 }
 
 const round = (monitor: ShopMonitor): Promise<void> => monitor.round();
+const noPayers = async (): Promise<string[]> => [];
 
 describe('the shop monitor', () => {
   it('on a source whose reads cost (the service), reads young requests every round and old ones by a sixth of their age', async () => {
@@ -37,7 +38,7 @@ describe('the shop monitor', () => {
     const old = shopRequest({ created_at: new Date(clock.now - 6 * 3_600_000).toISOString() });
     for (const r of [young, old]) await store.shop.create(r);
     const reads: string[] = [];
-    const source: ShopStatusSource = { read: async (r) => (reads.push(r.id), { status: 'waiting' }) };
+    const source: ShopStatusSource = { read: async (r) => (reads.push(r.id), { status: 'waiting' }), payers: noPayers };
     const monitor = new ShopMonitor({ store, source, pollMs: 10, now: () => clock.now });
     await round(monitor);
     expect(reads.sort()).toEqual([young.id, old.id].sort());
@@ -55,7 +56,12 @@ describe('the shop monitor', () => {
     let pending = 'a';
     let answer: ShopReading = { status: 'waiting' };
     const reads: string[] = [];
-    const source: ShopStatusSource = { read: async (r) => (reads.push(r.id), answer), fingerprint: async () => pending };
+    const asked: string[][] = [];
+    const source: ShopStatusSource = {
+      read: async (r) => (reads.push(r.id), answer),
+      fingerprint: async () => pending,
+      payers: async (_address, blocks) => (asked.push(blocks), blocks.map((b) => `payer of ${b}`)),
+    };
     const monitor = new ShopMonitor({ store, source, pollMs: 10 });
     await round(monitor);
     await round(monitor);
@@ -64,7 +70,11 @@ describe('the shop monitor', () => {
     answer = { status: 'paid', paid_by: ['B'] };
     await round(monitor);
     expect(reads).toHaveLength(2);
-    expect(await store.shop.get(request.id)).toMatchObject({ status: 'paid', paid_by: ['B'], events: 1 });
+    const paid = await store.shop.get(request.id);
+    expect(paid).toMatchObject({ status: 'paid', paid_by: ['B'], payers: ['payer of B'], events: 1 });
+    // When it was recorded paid: the export's paid_at.
+    expect(Date.parse(paid?.paid_at ?? '')).toBeGreaterThan(Date.now() - 60_000);
+    expect(asked).toEqual([['B']]);
     const [event] = await store.shop.events(10);
     expect(event).toMatchObject({ type: 'request.paid', request_seq: 1, data: { object: { id: request.id, status: 'paid' } } });
     // Final: never read again.
@@ -80,7 +90,7 @@ describe('the shop monitor', () => {
     const unpaid = shopRequest({ expires_at: past });
     const paid = shopRequest({ expires_at: past });
     for (const r of [unpaid, paid]) await store.shop.create(r);
-    const source: ShopStatusSource = { read: async (r) => (r.id === paid.id ? { status: 'paid' } : { status: 'waiting' }) };
+    const source: ShopStatusSource = { read: async (r) => (r.id === paid.id ? { status: 'paid' } : { status: 'waiting' }), payers: noPayers };
     await round(new ShopMonitor({ store, source, pollMs: 10 }));
     expect((await store.shop.get(unpaid.id))?.status).toBe('expired');
     expect((await store.shop.get(paid.id))?.status).toBe('paid');
@@ -97,7 +107,7 @@ describe('late payments in the shop monitor', () => {
     for (const r of [expired, forgotten]) await store.shop.create(r);
     let answer: ShopReading = { status: 'expired' };
     const reads: string[] = [];
-    const monitor = new ShopMonitor({ store, source: { read: async (r) => (reads.push(r.id), answer) }, pollMs: 10, now: () => clock.now });
+    const monitor = new ShopMonitor({ store, source: { read: async (r) => (reads.push(r.id), answer), payers: noPayers }, pollMs: 10, now: () => clock.now });
     await round(monitor);
     expect(reads).toEqual([expired.id]);
     expect(await store.shop.events(10)).toEqual([]);

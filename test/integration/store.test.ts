@@ -347,6 +347,57 @@ describe.each(kinds)('the $name store', (kind) => {
     expect((await other.outbox.claim('webhook', 60_000))?.payload).toEqual({ event_id: e2.id });
   });
 
+  test('prices: one per request id, never changed; the last accepted rate per currency, a later one only replacing it', async () => {
+    const { store, another } = await kind.fresh();
+    const other = await another();
+    const price = { currency: 'EUR', amount: '19.99', rate: '0.93', rate_source: 'https://rates.example/x', rate_time: '2026-03-01T12:00:00.000Z' };
+    const id = randomUUID();
+    await store.prices.record(id.toUpperCase(), price);
+    await other.prices.record(id, { ...price, rate: '0.5' });
+    expect(await other.prices.of(id)).toEqual(price);
+    expect(await store.prices.of(randomUUID())).toBeUndefined();
+
+    const rate = (time: string, value: string) => ({ currency: 'EUR', rate: value, source: 'https://rates.example/x', time, accepted_at: time });
+    expect(await store.prices.lastRate('EUR')).toBeUndefined();
+    await store.prices.accept(rate('2026-03-01T12:00:00.000Z', '0.93'));
+    // Another server accepted an older answer late: the newer stays.
+    await other.prices.accept(rate('2026-03-01T11:00:00.000Z', '0.80'));
+    expect(await other.prices.lastRate('EUR')).toEqual(rate('2026-03-01T12:00:00.000Z', '0.93'));
+    await other.prices.accept(rate('2026-03-01T12:05:00.000Z', '0.95'));
+    expect(await store.prices.lastRate('EUR')).toEqual(rate('2026-03-01T12:05:00.000Z', '0.95'));
+    expect(await store.prices.lastRate('USD')).toBeUndefined();
+  });
+
+  test('export pages: in the order the requests were recorded, a range of creation times and a status, each page after the last, none twice or missed', async () => {
+    const { store, another } = await kind.fresh();
+    const other = await another();
+    const base = Date.parse('2026-01-01T00:00:00.000Z');
+    const made = [0, 1, 2, 2, 3, 4, 5, 6].map((minute, i) =>
+      shopRequest({ created_at: new Date(base + minute * 60_000).toISOString(), status: i % 3 === 0 ? 'paid' : 'waiting', order_id: `o-${i}` }),
+    );
+    // Two servers on one store record them in turn.
+    for (const [i, r] of made.entries()) await (i % 2 === 0 ? store : other).shop.create(r);
+    const all = async (query: Parameters<Store['shop']['exportPage']>[0], limit: number): Promise<string[]> => {
+      const ids: string[] = [];
+      let after: number | undefined;
+      do {
+        const page = await store.shop.exportPage(query, after, limit);
+        expect(page.requests.length).toBeLessThanOrEqual(limit);
+        ids.push(...page.requests.map((r) => r.id));
+        after = page.next;
+      } while (after !== undefined);
+      return ids;
+    };
+    const ids = made.map((r) => r.id);
+    expect(await all({}, 3)).toEqual(ids);
+    expect(await all({}, 8)).toEqual(ids);
+    const from = new Date(base + 2 * 60_000).toISOString();
+    const to = new Date(base + 5 * 60_000).toISOString();
+    expect(await all({ from, to }, 2)).toEqual(made.filter((r) => r.created_at >= from && r.created_at < to).map((r) => r.id));
+    expect(await all({ status: 'paid', from }, 1)).toEqual(made.filter((r) => r.status === 'paid' && r.created_at >= from).map((r) => r.id));
+    expect(await all({ from: new Date(base + 3_600_000).toISOString() }, 5)).toEqual([]);
+  });
+
   test('a store made by a newer nanopay is refused, not written to', async () => {
     const { store, another } = await kind.fresh();
     if (store instanceof SqliteStore) store.db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (999, ?)').run('now');

@@ -9,3 +9,8 @@ export function table(rows: string[][]): string {
 export function describeSource(s: { source: 'env' | 'profile' | 'default'; variable?: string }): string {
   return s.source === 'env' ? `from ${s.variable ?? 'the environment'}` : s.source === 'profile' ? 'from the profile' : 'default';
 }
+
+/** A price in another currency and where its XNO amount comes from: "19.99 EUR (at 0.93 EUR per XNO, https://… at 2026-…Z)". */
+export function priceLine(fiat: { currency: string; amount: string; rate: string; rate_source: string; rate_time: string }): string {
+  return `${fiat.amount} ${fiat.currency} (at ${fiat.rate} ${fiat.currency} per XNO, ${fiat.rate_source} at ${fiat.rate_time})`;
+}

@@ -80,11 +80,24 @@ const PROVING_AT_ONCE = 8;
  * One that does not pay `address` is SERVICE_INCONSISTENT; unconfirmed ones are left for later.
  */
 export async function provedReceivable(api: LedgerBackend, address: string, hashes: string[]): Promise<ProvedSend[]> {
-  const proved: ProvedSend[] = [];
-  for (let i = 0; i < hashes.length; i += PROVING_AT_ONCE) {
-    proved.push(...(await Promise.all(hashes.slice(i, i + PROVING_AT_ONCE).map((h) => proveSend(api, h)))));
-  }
+  const proved = await proveEach(hashes, (h) => proveSend(api, h));
   const stray = proved.find((p) => p.to !== address);
   if (stray !== undefined) throw inconsistent(`it lists block ${stray.hash} as waiting for ${address}, but it pays ${stray.to}`, { party: api.kind });
   return proved.filter((p) => p.confirmed);
+}
+
+/** `prove` of each hash, PROVING_AT_ONCE at a time. */
+async function proveEach(hashes: string[], prove: (hash: string) => Promise<ProvedSend>): Promise<ProvedSend[]> {
+  const proved: ProvedSend[] = [];
+  for (let i = 0; i < hashes.length; i += PROVING_AT_ONCE) proved.push(...(await Promise.all(hashes.slice(i, i + PROVING_AT_ONCE).map(prove))));
+  return proved;
+}
+
+/**
+ * Who paid: the accounts that signed these sends to `address`, each block proved (provedPayment), so the
+ * payers a shop keeps come from the blocks, not from what a backend says of them.
+ */
+export async function payersOf(api: LedgerBackend, address: string, hashes: string[]): Promise<string[]> {
+  const proved = await proveEach(hashes, (h) => provedPayment(api, h, { address }));
+  return [...new Set(proved.map((p) => p.from))];
 }

@@ -6,6 +6,9 @@ import { DEFAULT_API_URL, secretIds, type Session } from '../session.js';
 import { parseNetwork } from '../../x402/network.js';
 import { legacyRule, policyDocument, setLegacyRule, type PolicyDocument } from '../spending/policy-edit.js';
 import { profilePolicy } from '../spending/policy.js';
+import { formatDuration, parseDuration } from '../duration.js';
+import { formatDecimal, parsePercent } from '../pricing/fiat.js';
+import { DEFAULT_RATE_CACHE_S, DEFAULT_RATE_MAX_AGE_S, DEFAULT_RATE_MAX_MOVE, MAX_RATE_CACHE_S, MAX_RATE_MAX_AGE_S } from '../pricing/rates.js';
 
 /** Settings a user can change, with how each is checked and stored. Amounts are XNO at the edge, raw inside. */
 function checkUrl(v: string, what: string, protocols: string[]): string {
@@ -102,6 +105,30 @@ const SETTINGS = {
     fallback: DEFAULT_REPRESENTATIVE,
     get: (p: ProfileRecord) => p.representative,
     set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, representative: normalizeAddress(v) }),
+  },
+  'rate-source': {
+    describe: 'prices in another currency (request --currency, the shop API\'s currency): a URL answering {"XNO": {"EUR": "0.93"}, "time": "…"} or CoinGecko\'s simple price for ids=nano',
+    env: 'NANOPAY_RATE_SOURCE',
+    get: (p: ProfileRecord) => p.rateSource,
+    set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, rateSource: checkUrl(v, 'rate source', ['http:', 'https:']) }),
+  },
+  'rate-cache': {
+    describe: 'how long a process keeps the rate source\'s answer (30s, 2m)',
+    fallback: formatDuration(DEFAULT_RATE_CACHE_S),
+    get: (p: ProfileRecord) => (p.rateCacheSeconds === undefined ? undefined : formatDuration(p.rateCacheSeconds)),
+    set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, rateCacheSeconds: parseDuration(v, { max: MAX_RATE_CACHE_S, what: 'rate-cache' }) }),
+  },
+  'rate-max-age': {
+    describe: 'a rate older than this is refused (RATE_STALE): by the source\'s own time, else when it was fetched',
+    fallback: formatDuration(DEFAULT_RATE_MAX_AGE_S),
+    get: (p: ProfileRecord) => (p.rateMaxAgeSeconds === undefined ? undefined : formatDuration(p.rateMaxAgeSeconds)),
+    set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, rateMaxAgeSeconds: parseDuration(v, { max: MAX_RATE_MAX_AGE_S, what: 'rate-max-age' }) }),
+  },
+  'rate-max-move': {
+    describe: 'a rate more than this many percent away from the last accepted one is refused (RATE_MOVED)',
+    fallback: DEFAULT_RATE_MAX_MOVE,
+    get: (p: ProfileRecord) => p.rateMaxMove,
+    set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, rateMaxMove: formatDecimal(parsePercent(v, 'rate-max-move')) }),
   },
   'work-mode': {
     describe: 'proof of work: auto, cpu or remote',
@@ -236,6 +263,10 @@ export async function unsetSetting(session: Session, name: string): Promise<Sett
     'x402-auto-pay': ({ x402AutoPay: _, ...p }) => p,
     'x402-network': ({ x402Network: _, ...p }) => p,
     representative: ({ representative: _, ...p }) => p,
+    'rate-source': ({ rateSource: _, ...p }) => p,
+    'rate-cache': ({ rateCacheSeconds: _, ...p }) => p,
+    'rate-max-age': ({ rateMaxAgeSeconds: _, ...p }) => p,
+    'rate-max-move': ({ rateMaxMove: _, ...p }) => p,
     'work-mode': ({ workMode: _, ...p }) => p,
     'work-servers': ({ workServers: _, ...p }) => p,
   };

@@ -6,7 +6,7 @@ import type { ApiClient, RemotePaymentStatus } from '../../api/client.js';
 import { readingOf, type RequestReading, type RequestState } from './matching.js';
 import { nodePaymentStatus, type NodeStatus } from './node-requests.js';
 import { serviceVerdict } from './service-status.js';
-import { checkRedirectUrl, checkTransactionId, requestPayment, type PaymentRequestResult } from './payments.js';
+import { checkRedirectUrl, checkTransactionId, priceOf, requestPayment, type PaymentRequestResult } from './payments.js';
 import type { Session } from '../session.js';
 
 /** What a checkout page shows of a payment request: the request itself, nothing secret (and the shop's order reference, when given). */
@@ -85,6 +85,8 @@ export async function openCheckout(
     return { request: { transaction_id, receive_address, amount, amount_raw, uri, ...redirect }, observation: { state: 'waiting' } };
   }
   const id = checkTransactionId(input.transactionId as string);
+  const fiat = await priceOf(session, id);
+  const price = fiat === undefined ? {} : { fiat };
   if (session.backendKind() === 'node') {
     // The requests store has the exact amount and the address: nothing to guess.
     const status = await nodePaymentStatus(session, await session.nodeClient(), id);
@@ -99,6 +101,7 @@ export async function openCheckout(
         amount: rawToXno(amountRaw),
         amount_raw: amountRaw.toString(),
         uri: buildNanoUri({ address: record.address, amountRaw }),
+        ...price,
         ...(redirectUrl === undefined ? {} : { redirect_url: redirectUrl }),
       },
       observation: nodeObservation(status),
@@ -122,6 +125,7 @@ export async function openCheckout(
       amount: status.amount,
       amount_raw: amountRaw.toString(),
       uri: buildNanoUri({ address, amountRaw }),
+      ...price,
       ...redirect,
     },
     observation: await serviceObservation(api, status),

@@ -3,7 +3,9 @@ import type { CallOptions } from '../../api/http.js';
 import { ExitCode, NanoPayError } from '../../errors.js';
 import { buildNanoUri, normalizeAddress, parseNanoUri, rawToXno, xnoToRaw } from '../../nano/index.js';
 import { inconsistent } from '../ledger/chain.js';
-import { rawOf, xnoAndRaw, type Amount } from '../money.js';
+import { rawOf, xnoAndRaw, type Amount, type FiatAmount } from '../money.js';
+import { priceInXno } from '../pricing/rates.js';
+import type { FiatPrice } from '../../store/prices.js';
 import { MAX_REQUEST_EXPIRY_S, createNodeRequest, nodePaymentStatus } from './node-requests.js';
 import type { PaymentArrival, PaymentMismatch, RequestState, Verdict } from './matching.js';
 import { serviceVerdict } from './service-status.js';
@@ -36,40 +38,48 @@ export interface PaymentRequestResult {
   redirect_url?: string;
   /** When the request stops waiting (ISO 8601): nanopay's own on a node; the service says nothing at creation. */
   expires_at?: string;
+  /** Priced in another currency: the price, and the rate it was turned into XNO at. */
+  fiat?: FiatPrice;
 }
 
 
-/** Creates a payment request; the receive address defaults to the active account. On a node, nanopay keeps it. */
+/**
+ * Creates a payment request; the receive address defaults to the active account. On a node, nanopay keeps it.
+ * A price in another currency is turned into XNO first (at a rate checked by ops/pricing; refused before
+ * anything is made), and kept in the store with the request's id.
+ */
 export async function requestPayment(
   session: Session,
-  input: { amount: Amount; to?: string; redirectUrl?: string; freshAddress?: boolean; expiresInS?: number },
+  input: { amount: Amount | FiatAmount; to?: string; redirectUrl?: string; freshAddress?: boolean; expiresInS?: number },
 ): Promise<PaymentRequestResult> {
-  const baseRaw = rawOf(input.amount);
-  if (baseRaw <= 0n) throw new NanoPayError('INVALID_NUMBER_FORMAT', 'The amount must be greater than zero');
   checkRedirectUrl(input.redirectUrl);
   if (input.freshAddress === true && input.to !== undefined) throw new NanoPayError('USAGE', 'Give --to or --fresh-address, not both');
+  if (input.expiresInS !== undefined && !(Number.isInteger(input.expiresInS) && input.expiresInS >= 1 && input.expiresInS <= MAX_REQUEST_EXPIRY_S)) {
+    throw new NanoPayError('USAGE', `A request waits from 1 s to ${formatDuration(MAX_REQUEST_EXPIRY_S)}`);
+  }
+  const node = session.backendKind() === 'node';
+  if (!node && (input.freshAddress === true || input.expiresInS !== undefined)) {
+    throw new NanoPayError('USAGE', '--fresh-address and --expires-in are for requests nanopay keeps itself (backend node)', {
+      hint: 'The service keeps its requests and decides their expiry (status shows it when the service gives one); use --to to name another address.',
+    });
+  }
+  const { raw: baseRaw, fiat } = 'fiat' in input.amount ? await priceInXno(session, input.amount) : { raw: rawOf(input.amount), fiat: undefined };
+  if (baseRaw <= 0n) throw new NanoPayError('INVALID_NUMBER_FORMAT', 'The amount must be greater than zero');
   let id: string;
   let address: string;
   let amountRaw: bigint;
   let expiresAt: string | undefined;
-  if (input.expiresInS !== undefined && !(Number.isInteger(input.expiresInS) && input.expiresInS >= 1 && input.expiresInS <= MAX_REQUEST_EXPIRY_S)) {
-    throw new NanoPayError('USAGE', `A request waits from 1 s to ${formatDuration(MAX_REQUEST_EXPIRY_S)}`);
-  }
-  if (session.backendKind() === 'node') {
+  if (node) {
     const record = await createNodeRequest(session, await session.nodeClient(), { ...input, baseRaw });
     ({ id, address, expiresAt } = record);
     amountRaw = BigInt(record.amountRaw);
   } else {
-    if (input.freshAddress === true || input.expiresInS !== undefined) {
-      throw new NanoPayError('USAGE', '--fresh-address and --expires-in are for requests nanopay keeps itself (backend node)', {
-        hint: 'The service keeps its requests and decides their expiry (status shows it when the service gives one); use --to to name another address.',
-      });
-    }
     const to = input.to === undefined ? await session.address() : normalizeAddress(input.to);
     const created = await (await session.serviceApi()).paymentRequest({ receiveAddress: to, amount: rawToXno(baseRaw), ...(input.redirectUrl === undefined ? {} : { redirectUrl: input.redirectUrl }) });
     id = created.transactionId;
     ({ address, amountRaw } = checkCreated(created, to, baseRaw));
   }
+  if (fiat !== undefined) await (await session.dataStore()).prices.record(id, fiat);
   return {
     transaction_id: id,
     receive_address: address,
@@ -78,6 +88,7 @@ export async function requestPayment(
     uri: buildNanoUri({ address, amountRaw }),
     ...(input.redirectUrl === undefined ? {} : { redirect_url: input.redirectUrl }),
     ...(expiresAt === undefined ? {} : { expires_at: expiresAt }),
+    ...(fiat === undefined ? {} : { fiat }),
   };
 }
 
@@ -131,13 +142,15 @@ export interface PaymentStatusResult {
   refund_blocks?: string[];
   refunded_at?: string;
   refunds?: RefundLine[];
+  /** Priced in another currency: the price and its rate, as the request was made. */
+  fiat?: FiatPrice;
 }
 
 function expiry(expiresAtMs: number | undefined, now = Date.now()): Pick<PaymentStatusResult, 'expires_at' | 'expired'> {
   return expiresAtMs === undefined || !Number.isFinite(expiresAtMs) ? {} : { expires_at: new Date(expiresAtMs).toISOString(), expired: expiresAtMs <= now };
 }
 
-function resultOf(id: string, verdict: Verdict, amount: string | undefined, expiresAtMs: number | undefined): PaymentStatusResult {
+function resultOf(id: string, verdict: Verdict, amount: string | undefined, expiresAtMs: number | undefined, fiat: FiatPrice | undefined): PaymentStatusResult {
   const { state, message, paid_by, mismatch, paid_late } = verdict;
   return {
     transaction_id: id,
@@ -149,6 +162,7 @@ function resultOf(id: string, verdict: Verdict, amount: string | undefined, expi
     ...(paid_by === undefined ? {} : { paid_by }),
     ...(mismatch === undefined ? {} : { mismatch }),
     ...(paid_late === undefined ? {} : { paid_late }),
+    ...(fiat === undefined ? {} : { fiat }),
   };
 }
 
@@ -187,18 +201,23 @@ async function shopExpiry(session: Session, id: string): Promise<number | undefi
   return expiresAt === undefined ? undefined : Date.parse(expiresAt);
 }
 
+/** The price a request was made at, when it was priced in another currency (kept in the profile's store). */
+export async function priceOf(session: Session, id: string): Promise<FiatPrice | undefined> {
+  return session.hasDataStore() ? (await session.dataStore()).prices.of(id) : undefined;
+}
+
 /** One look at a request: the service's answer, or on a node nanopay's own matching; then its refunds. */
 async function checkOnce(session: Session, id: string, options: Pick<CallOptions, 'signal' | 'once'> = {}): Promise<PaymentStatusResult> {
   if (session.backendKind() === 'node') {
     const status = await untilAborted(nodePaymentStatus(session, await session.nodeClient(), id), options.signal);
     const { record } = status;
-    return withRefunds(session, resultOf(record.id, status, rawToXno(BigInt(record.amountRaw)), record.expiresAt === undefined ? undefined : Date.parse(record.expiresAt)));
+    return withRefunds(session, resultOf(record.id, status, rawToXno(BigInt(record.amountRaw)), record.expiresAt === undefined ? undefined : Date.parse(record.expiresAt), await priceOf(session, record.id)));
   }
   const api = await session.serviceApi();
   const expiresAt = await shopExpiry(session, id);
   const s = await api.paymentStatus(id, options);
   const shown = expiresAt ?? s.expiresAt;
-  return withRefunds(session, resultOf(s.transactionId, await untilAborted(serviceVerdict(api, s, shown), options.signal), s.amount, shown));
+  return withRefunds(session, resultOf(s.transactionId, await untilAborted(serviceVerdict(api, s, shown), options.signal), s.amount, shown, await priceOf(session, id)));
 }
 
 /**

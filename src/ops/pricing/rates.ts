@@ -1,0 +1,118 @@
+import { fetchRates, rateSourceName, type RateAnswer } from '../../api/rate-source.js';
+import { NanoPayError } from '../../errors.js';
+import type { AcceptedRate, FiatPrice } from '../../store/prices.js';
+import { formatDuration } from '../duration.js';
+import type { FiatAmount } from '../money.js';
+import type { Session } from '../session.js';
+import { fiatToRaw, formatDecimal, movedBeyond, parseCurrency, parseFiatAmount, parsePercent, parseRate, type Decimal } from './fiat.js';
+
+export const DEFAULT_RATE_CACHE_S = 30;
+export const MAX_RATE_CACHE_S = 3600;
+export const DEFAULT_RATE_MAX_AGE_S = 600;
+export const MAX_RATE_MAX_AGE_S = 7 * 86_400;
+export const DEFAULT_RATE_MAX_MOVE = '10';
+/** A source's clock may run this far ahead of ours; a rate dated later than that is misdated. */
+const CLOCK_SKEW_MS = 60_000;
+
+interface RateSettings {
+  url: string;
+  cacheMs: number;
+  maxAgeMs: number;
+  maxMove: Decimal;
+}
+
+function rateSettings(session: Session): RateSettings {
+  const profile = session.profile();
+  const url = session.env.NANOPAY_RATE_SOURCE || profile.rateSource;
+  if (!url) {
+    throw new NanoPayError('RATE_UNAVAILABLE', 'No rate source is set, so a price in another currency cannot be turned into XNO; no request was made', {
+      hint: 'Set one: nanopay config set rate-source URL (README, "Prices in the shop\'s currency"), or give the amount in XNO.',
+    });
+  }
+  return {
+    url,
+    cacheMs: (profile.rateCacheSeconds ?? DEFAULT_RATE_CACHE_S) * 1000,
+    maxAgeMs: (profile.rateMaxAgeSeconds ?? DEFAULT_RATE_MAX_AGE_S) * 1000,
+    maxMove: parsePercent(profile.rateMaxMove ?? DEFAULT_RATE_MAX_MOVE, 'rate-max-move'),
+  };
+}
+
+/** A source's answer as this process keeps it: when it was asked, and the rates already checked against the last accepted. */
+interface Fetched {
+  at: number;
+  answer: Promise<RateAnswer>;
+  accepted: Map<string, AcceptedRate>;
+}
+
+/** Per source URL, for rate-cache: requests made meanwhile share one answer (and one fetch while it is under way). */
+const fetched = new Map<string, Fetched>();
+
+function answerOf(settings: RateSettings, now: number): Fetched {
+  const kept = fetched.get(settings.url);
+  if (kept !== undefined && now - kept.at < settings.cacheMs) return kept;
+  const entry: Fetched = { at: now, answer: fetchRates(settings.url), accepted: new Map() };
+  // A failure is not kept: the next request asks again.
+  entry.answer.catch(() => {
+    if (fetched.get(settings.url) === entry) fetched.delete(settings.url);
+  });
+  fetched.set(settings.url, entry);
+  return entry;
+}
+
+/**
+ * The rate of `currency` (units per XNO) to price a request with now. Never
+ * trusted as it comes: it must be a positive decimal within bounds, dated (by
+ * the source, else by the fetch) no longer ago than rate-max-age, and no more
+ * than rate-max-move away from the last rate accepted for the currency (kept in
+ * the store, so a restart does not forget it); it then becomes the last
+ * accepted. The first rate of a currency has nothing to be compared with.
+ */
+async function acceptedRate(session: Session, currency: string, now = Date.now()): Promise<AcceptedRate> {
+  const settings = rateSettings(session);
+  const source = rateSourceName(settings.url);
+  const entry = answerOf(settings, now);
+  const answer = await entry.answer;
+  const refused = (code: string, why: string, hint: string): NanoPayError => new NanoPayError(code, `The ${currency} rate from ${source} ${why}; no request was made`, { hint });
+  const text = answer.rates.get(currency);
+  if (text === undefined) throw refused('RATE_UNAVAILABLE', 'is not given: the source has no such currency', 'Price in a currency the source gives, or in XNO.');
+  const rate = parseRate(text);
+  if (rate === undefined) throw refused('RATE_UNAVAILABLE', `is "${text.slice(0, 40)}", not a positive decimal of at most 30 digits`, 'Check the rate source.');
+  if (answer.time !== undefined && answer.time > now + CLOCK_SKEW_MS) {
+    throw refused('RATE_UNAVAILABLE', `is dated ${new Date(answer.time).toISOString()}, in the future`, "Check the rate source's clock, and this machine's.");
+  }
+  const dated = Math.min(answer.time ?? entry.at, entry.at);
+  if (now - dated > settings.maxAgeMs) {
+    throw refused('RATE_STALE', `is from ${new Date(dated).toISOString()}, older than rate-max-age (${formatDuration(settings.maxAgeMs / 1000)})`, 'Check that the rate source still updates; raise rate-max-age if it updates less often.');
+  }
+  const known = entry.accepted.get(currency);
+  if (known !== undefined) return known;
+  const store = await session.dataStore();
+  const last = await store.prices.lastRate(currency);
+  const lastRate = last === undefined ? undefined : parseRate(last.rate);
+  if (last !== undefined && lastRate !== undefined && movedBeyond(lastRate, rate, settings.maxMove)) {
+    throw refused(
+      'RATE_MOVED',
+      `is ${formatDecimal(rate)}, more than rate-max-move (${formatDecimal(settings.maxMove)}%) away from the last accepted, ${last.rate} (from ${last.time})`,
+      'Check the rate source. If the market really moved that much, let this rate through once (nanopay config set rate-max-move with a larger bound, make the request, then set it back).',
+    );
+  }
+  const accepted: AcceptedRate = { currency, rate: formatDecimal(rate), source, time: new Date(dated).toISOString(), accepted_at: new Date(now).toISOString() };
+  if (last?.rate !== accepted.rate || last.time !== accepted.time) await store.prices.accept(accepted);
+  entry.accepted.set(currency, accepted);
+  return accepted;
+}
+
+/**
+ * What a price in another currency comes to in XNO now (raw, before the
+ * request's own offset or the service's adjustment), and the price as it is
+ * kept with the request. Refused (RATE_*) before any request is made.
+ */
+export async function priceInXno(session: Session, price: FiatAmount): Promise<{ raw: bigint; fiat: FiatPrice }> {
+  const currency = parseCurrency(price.currency);
+  const amount = parseFiatAmount(price.fiat);
+  const rate = await acceptedRate(session, currency);
+  return {
+    raw: fiatToRaw(amount, parseRate(rate.rate) as Decimal),
+    fiat: { currency, amount: price.fiat.trim(), rate: rate.rate, rate_source: rate.source, rate_time: rate.time },
+  };
+}
