@@ -225,10 +225,10 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     await admit(req.socket);
     const matches = matching(path);
     const found = matches.find((m) => m.route.method === method);
-    guard(req.headers, found?.route.public === true);
     const fallback = options.fallback;
+    exchange.routeLabel = found?.route.path ?? (fallback === undefined ? '(none)' : '(fallback)');
+    guard(req.headers, found?.route.public === true);
     if (found === undefined && fallback !== undefined) {
-      exchange.routeLabel = '(fallback)';
       const rawBody = await readBody(req, maxBody);
       const data: unknown = await fallback({ method, path, params: {}, query, headers: req.headers, body: {}, rawBody, signal, request: req, response: res });
       if (data === RESPONDED) return;
@@ -240,7 +240,6 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       res.setHeader('allow', [...new Set(matches.map((m) => m.route.method))].join(', '));
       throw new NanoPayError('NOT_FOUND', `${method} is not allowed on ${exchange.shownPath}`, { status: 405 });
     }
-    exchange.routeLabel = found.route.path;
     exchange.endless = found.route.endless === true;
     // Drained before it began: a stream that would be cut at once is not started.
     if (exchange.endless && closing) throw new NanoPayError('NOT_READY', 'The server is closing', { status: 503 });
