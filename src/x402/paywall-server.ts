@@ -1,5 +1,7 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { NanoPayError } from '../errors.js';
+import type { ServerLog } from '../http/log.js';
+import { probeRoutes, type Probes } from '../http/probes.js';
 import { RESPONDED, startHttpServer, type Call, type HttpServer } from '../http/server.js';
 import { sendJson } from '../http/respond.js';
 import { HEADERS, type SettleResponse } from './protocol.js';
@@ -15,9 +17,13 @@ export interface PaywallServerOptions {
   routes: readonly PricedRoute[];
   /** The price of a request no route names (0: free). */
   defaultRaw: bigint;
-  log?: (line: string) => void;
+  log?: ServerLog;
   /** Largest request body forwarded. Default 1 MiB. */
   maxBodyBytes?: number;
+  /** /healthz and /readyz (not forwarded), and the payments counted; /metrics is on --metrics-listen only. */
+  probes?: Probes;
+  /** How long close() lets requests in flight finish. Default 5 s. */
+  drainMs?: number;
 }
 
 /** Headers that belong to one connection, and ours: never forwarded either way. */
@@ -87,14 +93,20 @@ function queryOf(target: string | undefined): string {
 export function startPaywallServer(options: PaywallServerOptions): Promise<HttpServer> {
   const upstream = new URL(options.upstream);
   const { paywall } = options;
-  const log = options.log ?? ((): void => undefined);
+  const log: ServerLog = options.log ?? ((): void => undefined);
+  const payments = options.probes?.metrics.counter('nanopay_payments_total', 'x402 payments this paywall settled, by result (settled, or failed: not published)', [
+    { result: 'settled' },
+    { result: 'failed' },
+  ]);
   const paidHeaders = (settlement: SettleResponse): Record<string, string> => ({ ...settlementHeader(settlement), 'access-control-expose-headers': 'PAYMENT-RESPONSE' });
   return startHttpServer({
     host: options.host,
     port: options.port,
-    routes: [],
+    routes: options.probes === undefined ? [] : probeRoutes(options.probes, 'none'),
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
     log,
+    ...(options.probes === undefined ? {} : { metrics: options.probes.metrics }),
+    ...(options.drainMs === undefined ? {} : { closeGraceMs: options.drainMs }),
     fallback: async (call) => {
       const path = canonicalPath(call.path);
       const target = upstreamTarget(upstream, path, queryOf(call.request.url));
@@ -106,11 +118,19 @@ export function startPaywallServer(options: PaywallServerOptions): Promise<HttpS
       if (!admission.paid) return challenge(call.response, admission.headers);
       const settle = async (): Promise<SettleResponse | undefined> => {
         const settlement = await paywall.settle(admission.verified);
+        payments?.inc({ result: settlement.success ? 'settled' : 'failed' });
         if (settlement.success) {
-          log(`settled ${settlement.transaction} (${settlement.amount ?? '?'} raw from ${settlement.payer ?? '?'})`);
+          log(`settled ${settlement.transaction} (${settlement.amount ?? '?'} raw from ${settlement.payer ?? '?'})`, {
+            event: 'payment_settled',
+            fields: { block: settlement.transaction, amount_raw: settlement.amount, payer: settlement.payer },
+          });
           return settlement;
         }
-        log(`settlement failed for ${admission.verified.cheque.hash}: ${settlement.errorReason ?? 'unknown'}`);
+        log(`settlement failed for ${admission.verified.cheque.hash}: ${settlement.errorReason ?? 'unknown'}`, {
+          event: 'payment_failed',
+          level: 'warn',
+          fields: { block: admission.verified.cheque.hash, reason: settlement.errorReason },
+        });
         challenge(call.response, settlementHeader(settlement));
         return undefined;
       };
