@@ -72,11 +72,6 @@ export class ServerRuntime {
     }));
   }
 
-  /** The probes of the server, ready when every check passes. */
-  probes(checks: readonly ReadinessCheck[]): Probes {
-    this.readiness = new Readiness(checks);
-    return { readiness: this.readiness, metrics: this.metrics };
-  }
 
   /** The store, each call timed into nanopay_store_operation_seconds. */
   timed(store: Store): Store {
@@ -84,13 +79,25 @@ export class ServerRuntime {
     return timedStore(store, (op, value) => seconds.observe(value, { op }));
   }
 
-  /** Starts the probes' own server when --metrics-listen names one; what the --json document adds: its URL. */
-  async listenProbes(probes: Probes): Promise<{ metrics_url?: string }> {
+  /**
+   * Starts the server `start` makes with its probes (ready when every check passes), after the probes' own
+   * server (--metrics-listen), which is closed again when `start` fails: a failed start leaves nothing
+   * listening. `shown`: what the --json document adds (the probes' URL).
+   */
+  async start<T>(checks: readonly ReadinessCheck[], start: (probes: Probes) => Promise<T>): Promise<{ server: T; shown: { metrics_url?: string } }> {
+    this.readiness = new Readiness(checks);
+    const probes: Probes = { readiness: this.readiness, metrics: this.metrics };
     const { host, port } = this.probeAddress;
-    if (host === undefined || port === undefined) return {};
-    this.probeServer = await startProbeServer({ host, port, probes, log: this.log, closeGraceMs: this.drainMs });
-    this.log(`probes on ${this.probeServer.url} (/metrics, /healthz, /readyz)`, { event: 'probes_listening', fields: { url: this.probeServer.url } });
-    return { metrics_url: this.probeServer.url };
+    if (host !== undefined && port !== undefined) {
+      this.probeServer = await startProbeServer({ host, port, probes, log: this.log, closeGraceMs: this.drainMs });
+      this.log(`probes on ${this.probeServer.url} (/metrics, /healthz, /readyz)`, { event: 'probes_listening', fields: { url: this.probeServer.url } });
+    }
+    try {
+      return { server: await start(probes), shown: this.probeServer === undefined ? {} : { metrics_url: this.probeServer.url } };
+    } catch (error) {
+      await this.probeServer?.close();
+      throw error;
+    }
   }
 
   /** Runs until SIGTERM or Ctrl-C, then: not ready, `stop` (each part within the bound), the probes' server last. */

@@ -72,22 +72,22 @@ calls in flight (a chat turn) finish within --drain-timeout, then it exits 0.`;
       ? await strictHolder({ dir: agentDir, env, log })
       : await profileHolder({ password: this.passwordSource(flags), ...(flags.profile === undefined ? {} : { profile: flags.profile }) }, log);
     const model = modelFromEnv(env);
-    const probes = runtime.probes(walletChecks((fn) => holder.use(fn)));
-    const agent = await startAgent({
-      host,
-      port: flags.port ?? listen.port ?? DEFAULT_AGENT_PORT,
-      holder,
-      confirmations: new Confirmations(),
-      log,
-      ...(access.token === undefined ? {} : { token: access.token }),
-      ...(access.onlyUser === undefined ? {} : { onlyUser: access.onlyUser }),
-      ...(confirmAboveRaw === undefined ? {} : { confirmAboveRaw }),
-      ...(model === undefined ? {} : { model }),
-      allowOrigins,
-      probes,
-      drainMs: runtime.drainMs,
-    });
-    const probesShown = await runtime.listenProbes(probes);
+    const { server: agent, shown: probesShown } = await runtime.start(walletChecks((fn) => holder.use(fn)), (probes) =>
+      startAgent({
+        host,
+        port: flags.port ?? listen.port ?? DEFAULT_AGENT_PORT,
+        holder,
+        confirmations: new Confirmations(),
+        log,
+        ...(access.token === undefined ? {} : { token: access.token }),
+        ...(access.onlyUser === undefined ? {} : { onlyUser: access.onlyUser }),
+        ...(confirmAboveRaw === undefined ? {} : { confirmAboveRaw }),
+        ...(model === undefined ? {} : { model }),
+        allowOrigins,
+        probes,
+        drainMs: runtime.drainMs,
+      }),
+    );
     const address = await holder.address();
     log(`nanopay agent listening on ${agent.url} (${strict ? 'strict' : 'profile wallet'}, ${model === undefined ? 'plain grammar' : `model ${model.model}`}; ${access.summary}); fund ${address}`, {
       event: 'listening',

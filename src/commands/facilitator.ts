@@ -30,9 +30,9 @@ flight (a settlement awaiting its confirmation) finish within --drain-timeout, t
     const session = this.session(flags);
     const settler = await profileSettler(session, flags.network === undefined ? {} : { network: parseNetwork(flags.network, '--network') });
     const network = await settler.network();
-    const probes = runtime.probes([writableDirCheck('store', settlementsDir(session)), backendCheck(session)]);
-    const server = await startFacilitatorServer({ host: flags.host, port: flags.port, settler, log: runtime.log, probes, drainMs: runtime.drainMs });
-    const probesShown = await runtime.listenProbes(probes);
+    const { server, shown: probesShown } = await runtime.start([writableDirCheck('store', settlementsDir(session)), backendCheck(session)], (probes) =>
+      startFacilitatorServer({ host: flags.host, port: flags.port, settler, log: runtime.log, probes, drainMs: runtime.drainMs }),
+    );
     if (this.jsonEnabled()) process.stdout.write(`${JSON.stringify({ url: server.url, network, ...probesShown })}\n`);
     else this.log(`x402 facilitator (Nano exact, ${network}): ${server.url}\nStop it: Ctrl-C`);
     await runtime.untilStopped(() => server.close());

@@ -54,9 +54,9 @@ Ctrl-C, which drain it: requests in flight finish within --drain-timeout, then i
     const network = await settler.network();
     const workThreshold = String((await settler.supported()).kinds[0]?.extra?.workThreshold);
     const paywall = new Paywall({ payTo, settler, workThreshold });
-    const probes = runtime.probes([writableDirCheck('store', settlementsDir(session)), backendCheck(session)]);
-    const server = await startPaywallServer({ host: flags.host, port: flags.port, upstream: flags.upstream, paywall, routes, defaultRaw, log: runtime.log, probes, drainMs: runtime.drainMs });
-    const probesShown = await runtime.listenProbes(probes);
+    const { server, shown: probesShown } = await runtime.start([writableDirCheck('store', settlementsDir(session)), backendCheck(session)], (probes) =>
+      startPaywallServer({ host: flags.host, port: flags.port, upstream: flags.upstream, paywall, routes, defaultRaw, log: runtime.log, probes, drainMs: runtime.drainMs }),
+    );
     if (this.jsonEnabled()) {
       const started = { url: server.url, upstream: flags.upstream, network, pay_to: payTo, price: rawToXno(defaultRaw), price_raw: defaultRaw.toString(), ...probesShown };
       process.stdout.write(`${JSON.stringify(started)}\n`);

@@ -51,18 +51,18 @@ to stderr (--log-format json: one object a line). SIGTERM or Ctrl-C drains it: c
       { password: this.passwordSource(flags), ...(flags.profile === undefined ? {} : { profile: flags.profile }) },
       log,
     );
-    const probes = runtime.probes(walletChecks((fn) => fn(session)));
-    const toolset = await startToolset(session, {
-      host,
-      port: flags.port ?? listen.port ?? 3123,
-      ...(access.token === undefined ? {} : { token: access.token }),
-      ...(access.onlyUser === undefined ? {} : { onlyUser: access.onlyUser }),
-      log,
-      afterWrite: refreshWork,
-      probes,
-      drainMs: runtime.drainMs,
-    });
-    const probesShown = await runtime.listenProbes(probes);
+    const { server: toolset, shown: probesShown } = await runtime.start(walletChecks((fn) => fn(session)), (probes) =>
+      startToolset(session, {
+        host,
+        port: flags.port ?? listen.port ?? 3123,
+        ...(access.token === undefined ? {} : { token: access.token }),
+        ...(access.onlyUser === undefined ? {} : { onlyUser: access.onlyUser }),
+        log,
+        afterWrite: refreshWork,
+        probes,
+        drainMs: runtime.drainMs,
+      }),
+    );
     log(`nanopay toolset listening on ${toolset.url} (${access.summary})`, { event: 'listening', fields: { url: toolset.url } });
     if (this.jsonEnabled()) {
       process.stdout.write(`${JSON.stringify({ url: toolset.url, token_required: access.token !== undefined, token_file: access.tokenFile ?? null, ...probesShown })}\n`);

@@ -9,7 +9,7 @@ import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../src/work/index.js';
 import { startAgentProcess } from '../helpers/agent.js';
 import { backendUser, fundedUser } from '../helpers/backend-users.js';
-import { userWithWallet } from '../helpers/cli.js';
+import { runCli, userWithWallet } from '../helpers/cli.js';
 import { nodeMerchantAndCustomer } from '../helpers/node-users.js';
 import { parsePrometheus, sampleValue, type PromFamily } from '../helpers/prometheus.js';
 import { sandbox } from '../helpers/sandbox.js';
@@ -263,6 +263,25 @@ describe('agent, serve and sandbox', () => {
       expect(sampleValue(await scrape(serve.url, token), 'nanopay_tool_calls_total', { tool: 'credits.get', result: 'ok' })).toBe(1);
     } finally {
       await serve.stop();
+    }
+  });
+
+  it('a start that fails leaves nothing listening: the command ends with its error', async () => {
+    const dir = await tempDir('nanopay-probes-start-');
+    const busy = createServer();
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+    const port = String((busy.address() as AddressInfo).port);
+    const env = { PATH: process.env.PATH, HOME: dir, NO_COLOR: '1' };
+    try {
+      // The probes listen first; the main port is taken: the probes' server is closed again, and the command ends.
+      const taken = await runCli(['sandbox', '--port', port, '--data-dir', dir, '--metrics-listen', '127.0.0.1:0'], env);
+      expect([taken.code, taken.stderr]).toEqual([10, expect.stringContaining(`127.0.0.1:${port} is already in use`)]);
+      const probesTaken = await runCli(['sandbox', '--port', '0', '--data-dir', dir, '--metrics-listen', `127.0.0.1:${port}`], env);
+      expect(probesTaken.code).toBe(10);
+      const outOfRange = await runCli(['sandbox', '--port', '0', '--data-dir', dir, '--metrics-listen', '127.0.0.1:99999'], env);
+      expect([outOfRange.code, outOfRange.stderr]).toEqual([2, expect.stringContaining('--metrics-listen must be host:port (a port up to 65535)')]);
+    } finally {
+      await new Promise((resolve) => busy.close(resolve));
     }
   });
 

@@ -60,30 +60,31 @@ one object a line). Runs until SIGTERM or Ctrl-C, which drain it: answers and de
     const { secrets, file: secretFile } = await webhookSecrets(flags['webhook-secret-file']);
     const { log } = runtime;
     const confirmations = checkoutConfirmations(session);
-    const probes = runtime.probes([storeCheck(store), backendCheck(session)]);
-    const server = await startShopServer({
-      host: flags.host,
-      port: flags.port,
-      ...(flags['public-url'] === undefined ? {} : { publicUrl: flags['public-url'].replace(/\/+$/, '') }),
-      token,
-      store,
-      source: await shopStatusSource(session),
-      create: (body, key) => createShopRequest(session, store, body, key, { freshAddress: flags['fresh-addresses'] }),
-      intervalMs: flags.interval * 1000,
-      pollMs: flags['poll-interval'] * 1000,
-      redirectSeconds: flags['redirect-delay'],
-      reloadSeconds: flags['reload-interval'],
-      maxStreams: flags['max-streams'],
-      maxStreamsPerClient: flags['max-streams-per-client'],
-      ...(flags['shop-name'] === undefined ? {} : { shopName: flags['shop-name'] }),
-      ...(confirmations === undefined ? {} : { confirmations }),
-      webhooks: { endpoints: flags.webhook, secrets, backoffMs: flags['webhook-backoff-ms'], timeoutMs: flags['webhook-timeout-ms'] },
-      testMode: talkedToSandbox,
-      log,
-      probes,
-      drainMs: runtime.drainMs,
-    });
-    const probesShown = await runtime.listenProbes(probes);
+    const source = await shopStatusSource(session);
+    const { server, shown: probesShown } = await runtime.start([storeCheck(store), backendCheck(session)], (probes) =>
+      startShopServer({
+        host: flags.host,
+        port: flags.port,
+        ...(flags['public-url'] === undefined ? {} : { publicUrl: flags['public-url'].replace(/\/+$/, '') }),
+        token,
+        store,
+        source,
+        create: (body, key) => createShopRequest(session, store, body, key, { freshAddress: flags['fresh-addresses'] }),
+        intervalMs: flags.interval * 1000,
+        pollMs: flags['poll-interval'] * 1000,
+        redirectSeconds: flags['redirect-delay'],
+        reloadSeconds: flags['reload-interval'],
+        maxStreams: flags['max-streams'],
+        maxStreamsPerClient: flags['max-streams-per-client'],
+        ...(flags['shop-name'] === undefined ? {} : { shopName: flags['shop-name'] }),
+        ...(confirmations === undefined ? {} : { confirmations }),
+        webhooks: { endpoints: flags.webhook, secrets, backoffMs: flags['webhook-backoff-ms'], timeoutMs: flags['webhook-timeout-ms'] },
+        testMode: talkedToSandbox,
+        log,
+        probes,
+        drainMs: runtime.drainMs,
+      }),
+    );
     if (this.jsonEnabled()) {
       const started = { url: server.url, token_file: tokenFile, webhook_secret_file: secretFile, webhooks: flags.webhook, store: store.location, ...probesShown };
       process.stdout.write(`${JSON.stringify(started)}\n`);

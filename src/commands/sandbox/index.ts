@@ -26,17 +26,17 @@ GET /healthz and /readyz (its data dir writable) answer as on every server; /met
   async run(): Promise<void> {
     const { flags } = await this.parse(Sandbox);
     const runtime = new ServerRuntime(flags, { silent: flags.quiet });
-    const probes = runtime.probes([writableDirCheck('store', flags['data-dir'])]);
-    const sandbox = await startSandbox({
-      port: flags.port,
-      host: flags.host,
-      dataDir: flags['data-dir'],
-      ...(flags.thresholds === undefined ? {} : { thresholds: flags.thresholds as 'dev' | 'live' }),
-      log: runtime.log,
-      probes,
-      drainMs: runtime.drainMs,
-    });
-    const probesShown = await runtime.listenProbes(probes);
+    const { server: sandbox, shown: probesShown } = await runtime.start([writableDirCheck('store', flags['data-dir'])], (probes) =>
+      startSandbox({
+        port: flags.port,
+        host: flags.host,
+        dataDir: flags['data-dir'],
+        ...(flags.thresholds === undefined ? {} : { thresholds: flags.thresholds as 'dev' | 'live' }),
+        log: runtime.log,
+        probes,
+        drainMs: runtime.drainMs,
+      }),
+    );
     const { send, receive } = sandbox.service.thresholds;
     const info = { url: sandbox.url, ws_url: sandbox.wsUrl, data_dir: flags['data-dir'], thresholds: { send, receive }, pid: process.pid, ...probesShown };
     // A long-running server: in JSON mode its one document is printed once it listens.
