@@ -77,7 +77,7 @@ export interface Histogram {
 }
 
 /** Upper bounds for durations in seconds: a millisecond to ten seconds. */
-export const DURATION_BUCKETS: readonly number[] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const DURATION_BUCKETS: readonly number[] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 export class Metrics {
   private readonly families = new Map<string, Family>();

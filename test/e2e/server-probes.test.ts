@@ -228,14 +228,18 @@ describe('paywall and facilitator', () => {
   });
 });
 
+/** A bearer token in a private file, as --token-file takes it. */
+async function tokenFile(token: string): Promise<string> {
+  const file = join(await tempDir('nanopay-probes-token-'), 'token');
+  await writeFile(file, `${token}\n`, { mode: 0o600 });
+  return file;
+}
+
 describe('agent, serve and sandbox', () => {
   it('the agent answers /healthz and /readyz without its token, /metrics only with it', async () => {
     const { user } = await userWithWallet(sb.url, '1');
-    const dir = await tempDir('nanopay-agent-probes-');
-    const tokenFile = join(dir, 'agent.token');
     const token = 'agent-token-0123456789abcdefghijklmnopqrstuv';
-    await writeFile(tokenFile, `${token}\n`, { mode: 0o600 });
-    const agent = await startAgentProcess(user.env, ['--token-file', tokenFile]);
+    const agent = await startAgentProcess(user.env, ['--token-file', await tokenFile(token)]);
     try {
       await expectHealthy(agent.url, { wallet: 'ok', backend: 'ok' });
       expect((await get(`${agent.url}/status`)).status).toBe(401);
@@ -251,11 +255,8 @@ describe('agent, serve and sandbox', () => {
 
   it('serve answers /healthz and /readyz without its token, /metrics only with it', async () => {
     const { user } = await userWithWallet(sb.url, '1');
-    const dir = await tempDir('nanopay-serve-probes-');
-    const tokenFile = join(dir, 'serve.token');
     const token = 'serve-token-0123456789abcdefghijklmnopqrstuv';
-    await writeFile(tokenFile, `${token}\n`, { mode: 0o600 });
-    const serve = await startServe(user, ['--token-file', tokenFile]);
+    const serve = await startServe(user, ['--token-file', await tokenFile(token)]);
     try {
       await expectHealthy(serve.url, { wallet: 'ok', backend: 'ok' });
       expect((await get(`${serve.url}/metrics`)).status).toBe(401);
