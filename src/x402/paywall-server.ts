@@ -28,8 +28,8 @@ export interface PaywallServerOptions {
 
 /** Headers that belong to one connection, and ours: never forwarded either way. */
 const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'host', 'content-length', HEADERS.signature, HEADERS.legacyPayment]);
-/** fetch hands over a decoded body: its coding and length no longer apply. */
-const DECODED = new Set(['content-encoding', 'content-length', 'transfer-encoding', 'connection', 'keep-alive']);
+/** fetch hands over a decoded body: its coding and length no longer apply. The request's id is the paywall's. */
+const DECODED = new Set(['content-encoding', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'x-request-id']);
 
 interface Upstream {
   status: number;
@@ -37,12 +37,14 @@ interface Upstream {
   body: Buffer;
 }
 
-function forwardHeaders(headers: IncomingHttpHeaders): Headers {
+/** The client's headers, and the id the paywall gave the request (its log's), so the upstream's log can name it too. */
+function forwardHeaders(headers: IncomingHttpHeaders, requestId: string): Headers {
   const out = new Headers();
   for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP.has(name)) continue;
+    if (value === undefined || HOP.has(name) || name === 'x-request-id') continue;
     for (const v of Array.isArray(value) ? value : [value]) out.append(name, v);
   }
+  out.set('x-request-id', requestId);
   return out;
 }
 
@@ -50,7 +52,7 @@ async function forward(target: URL, call: Call): Promise<Upstream> {
   const hasBody = call.method !== 'GET' && call.method !== 'HEAD' && (call.rawBody?.length ?? 0) > 0;
   let response: Response;
   try {
-    response = await fetch(target, { method: call.method, headers: forwardHeaders(call.headers), redirect: 'manual', signal: call.signal, ...(hasBody ? { body: call.rawBody } : {}) });
+    response = await fetch(target, { method: call.method, headers: forwardHeaders(call.headers, String(call.response.getHeader('x-request-id'))), redirect: 'manual', signal: call.signal, ...(hasBody ? { body: call.rawBody } : {}) });
   } catch (error) {
     throw new NanoPayError('REQUEST_ERROR', `The upstream did not answer (${error instanceof Error ? error.message : String(error)})`, { status: 502 });
   }

@@ -108,7 +108,12 @@ describe('--log-format json', () => {
   });
 
   it('paywall and facilitator', async () => {
-    const upstream = createServer((_req, res) => res.end('ok'));
+    const seen: unknown[] = [];
+    const upstream = createServer((req, res) => {
+      seen.push(req.headers['x-request-id']);
+      res.setHeader('x-request-id', 'the-upstream-own-id');
+      res.end('ok');
+    });
     await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
     const env = { ...shop.user.env, NANOPAY_BACKEND: 'node', NANOPAY_NODE_URL: sb.url };
     const paywall = await startCommand<{ url: string }>(
@@ -117,7 +122,9 @@ describe('--log-format json', () => {
     );
     const facilitator = await startCommand<{ url: string }>(['facilitator', '--json', '--log-format', 'json'], env);
     try {
+      // The paywall's request id reaches the upstream, and is the only one its answer carries.
       await call(`${paywall.printed.url}/free`);
+      expect(seen).toEqual(['client-req-1']);
       await call(`${facilitator.printed.url}/supported`);
       expectRequest(await stopAndRead(paywall, [apiKey]), '/free', 200);
     } finally {
