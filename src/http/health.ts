@@ -77,7 +77,8 @@ export class Readiness {
     const timeoutMs = this.options.timeoutMs ?? 2_000;
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<string>((resolve) => {
-      timer = setTimeout(() => resolve(`no answer within ${timeoutMs} ms`), timeoutMs);
+      // Never what keeps a stopping process alive.
+      timer = setTimeout(() => resolve(`no answer within ${timeoutMs} ms`), timeoutMs).unref();
     });
     try {
       return await Promise.race([running.then(() => 'ok', reason), late]);
