@@ -112,6 +112,8 @@ const CATALOG: Record<string, CodeInfo> = {
   // The requests store (src/store/): its schema is newer than this nanopay; its PostgreSQL server cannot be reached.
   STORE_TOO_NEW: { status: 500, exit: ExitCode.GENERAL },
   STORE_UNAVAILABLE: { status: 503, exit: ExitCode.UPSTREAM },
+  // A server's /readyz: its store or backend does not answer, or it is draining (src/http/health.ts).
+  NOT_READY: { status: 503, exit: ExitCode.UPSTREAM },
   // The PostgreSQL server answered but refused the store's connection: wrong or missing password, no such user or database.
   STORE_REFUSED: { status: 503, exit: ExitCode.AUTH },
   // An unlocked session's socket or dir that is not the user's own and private: refused, never used.

@@ -2,9 +2,10 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { NanoPayError } from '../errors.js';
 import { isLoopback, refuseWebPages } from '../http/guards.js';
 import { parseOrigin } from '../http/origin.js';
+import { probeRoutes, type Probes } from '../http/probes.js';
 import { RESPONDED, startHttpServer, type Call, type HttpServer, type HttpServerOptions, type Route } from '../http/server.js';
 import { rawToXno } from '../nano/index.js';
-import { TOOL_ROUTES, routesFor } from '../toolset/http.js';
+import { TOOL_ROUTES, routesFor, toolCalls } from '../toolset/http.js';
 import { chatTurn, type ChatDeps, type ChatTurn } from './chat.js';
 import { openEventStream } from './events.js';
 import type { WalletHolder } from './wallet-holder.js';
@@ -19,6 +20,10 @@ export interface AgentOptions extends ChatDeps {
   onlyUser?: HttpServerOptions['onlyUser'];
   /** Origins whose web pages may call the agent (they get CORS headers); every other Origin is refused. */
   allowOrigins?: readonly string[];
+  /** /healthz and /readyz, and /metrics behind the same guards as the rest. */
+  probes?: Probes;
+  /** How long close() lets calls in flight (a chat turn) finish. Default 5 s. */
+  drainMs?: number;
 }
 
 export interface RunningAgent {
@@ -88,11 +93,16 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     return handle(call);
   };
 
-  const toolRoutes: Route[] = routesFor(SDK_ROUTES, async (tool, input, call) => {
-    const data = await holder.use((session) => tool.handler(session, input, call.signal));
-    if (tool.writes) holder.afterWrite();
-    return data;
-  }).map((route) => ({ ...route, handle: guarded(route.handle) }));
+  const { probes } = options;
+  const toolRoutes: Route[] = routesFor(
+    SDK_ROUTES,
+    async (tool, input, call) => {
+      const data = await holder.use((session) => tool.handler(session, input, call.signal));
+      if (tool.writes) holder.afterWrite();
+      return data;
+    },
+    probes === undefined ? undefined : toolCalls(probes.metrics),
+  ).map((route) => ({ ...route, handle: guarded(route.handle) }));
 
   const routes: Route[] = [
     ...toolRoutes,
@@ -139,6 +149,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
           return RESPONDED;
         },
       })),
+    ...(probes === undefined ? [] : probeRoutes(probes, 'guarded').map((route) => ({ ...route, handle: guarded(route.handle) }))),
   ];
 
   const server: HttpServer = await startHttpServer({
@@ -153,6 +164,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     refuseWebPages: false,
     ...(options.token === undefined ? {} : { token: options.token }),
     ...(options.onlyUser === undefined ? {} : { onlyUser: options.onlyUser }),
+    ...(probes === undefined ? {} : { metrics: probes.metrics }),
+    ...(options.drainMs === undefined ? {} : { closeGraceMs: options.drainMs }),
     log: options.log,
   });
   return { url: server.url, port: server.port, close: () => server.close() };

@@ -36,6 +36,8 @@ export interface LedgerBackend {
    * ("live", "beta", "test", "dev"), or null when it does not say.
    */
   network(): Promise<string | null>;
+  /** Resolves once the backend answers a call that costs nothing (a server's readiness): never cached. */
+  ping(): Promise<void>;
   // The service's own business: a node backend answers SERVICE_ONLY.
   paymentRequest(input: { receiveAddress: string; amount: string; redirectUrl?: string }): Promise<RemotePaymentRequest>;
   paymentStatus(transactionId: string): Promise<RemotePaymentStatus>;

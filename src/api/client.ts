@@ -258,6 +258,11 @@ export class ApiClient implements LedgerBackend {
     return { credits: Number(credits), prices };
   }
 
+  /** Reading the credits is free on the service (a status read would cost one). */
+  async ping(): Promise<void> {
+    await this.credits();
+  }
+
   async topupOffer(tier: CreditTier): Promise<RemoteTopupOffer> {
     const what = 'GET /credits/topup';
     const d = await call(this.options, { method: 'GET', path: `/credits/topup/${tier}`, safe: false });

@@ -203,6 +203,10 @@ export class NodeClient implements LedgerBackend {
     return typeof name === 'string' && /^[a-z0-9-]{1,32}$/.test(name) ? name : null;
   }
 
+  async ping(): Promise<void> {
+    await this.rpc('version', {});
+  }
+
   /**
    * One page of `account_history` (raw, newest first): `count` blocks from
    * `head` (the frontier when absent), and `previous`, where the next page

@@ -122,6 +122,6 @@ export function checkoutRoutes(watcher: CheckoutWatcher, options: CheckoutRoutes
 
   return [
     { method: 'GET', path: '/checkout/:transaction_id', handle: page },
-    { method: 'GET', path: '/checkout/:transaction_id/events', handle: events },
+    { method: 'GET', path: '/checkout/:transaction_id/events', endless: true, handle: events },
   ];
 }

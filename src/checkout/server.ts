@@ -1,3 +1,4 @@
+import type { ServerLog } from '../http/log.js';
 import { startHttpServer } from '../http/server.js';
 import type { CheckoutConfirmationSource, CheckoutObservation, CheckoutReader, CheckoutRequest } from '../ops/requests/checkout.js';
 import { DEFAULT_RELOAD_SECONDS, renderMessagePage } from './page.js';
@@ -18,7 +19,9 @@ export interface CheckoutServerOptions extends CheckoutRoutesOptions {
    */
   confirmations?: CheckoutConfirmationSource;
   /** One line per request; never a key (the paths hold transaction ids only). */
-  log?: (line: string) => void;
+  log?: ServerLog;
+  /** How long close() lets answers in flight finish (live pages get a retry hint and end at once). Default 5 s. */
+  drainMs?: number;
 }
 
 export interface CheckoutServer {
@@ -55,6 +58,7 @@ export async function startCheckoutServer(options: CheckoutServerOptions): Promi
     ],
     // Only GETs without bodies are served.
     maxBodyBytes: 0,
+    ...(options.drainMs === undefined ? {} : { closeGraceMs: options.drainMs }),
     ...(options.log === undefined ? {} : { log: options.log }),
   });
   watcher.start();

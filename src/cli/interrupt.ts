@@ -6,6 +6,8 @@ const GRACE_MS = 1500;
 
 let controller: AbortController | undefined;
 let finished = false;
+/** A server drains on SIGINT by itself (http/drain.ts): Ctrl-C neither aborts its work nor ends it after the grace. */
+let drainedByServer = false;
 let report: (error: NanoPayError) => void = () => undefined;
 
 /**
@@ -21,7 +23,7 @@ export function interruption(onForcedEnd?: (error: NanoPayError) => void): Abort
     // A lasting listener (not `once`): a second Ctrl-C while the command winds down must reach this
     // handler again rather than kill the process before it ends cleanly.
     process.on('SIGINT', () => {
-      if (own.signal.aborted) return;
+      if (drainedByServer || own.signal.aborted) return;
       own.abort();
       setTimeout(() => {
         endSpinners();
@@ -32,6 +34,11 @@ export function interruption(onForcedEnd?: (error: NanoPayError) => void): Abort
     controller = own;
   }
   return controller.signal;
+}
+
+/** The command is a server that drains on SIGINT and SIGTERM itself. */
+export function leaveSignalsToServer(): void {
+  drainedByServer = true;
 }
 
 /** The command has printed its result or error: a forced end after this prints nothing more. */

@@ -4,6 +4,6 @@ import { NanoPayError } from '../errors.js';
 export function listenAddress(value: string | undefined, variable: string): { host?: string; port?: number } {
   if (value === undefined || value === '') return {};
   const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d+)$/.exec(value);
-  if (!match) throw new NanoPayError('USAGE', `${variable} must be host:port, not "${value}"`);
+  if (!match || Number(match[3]) > 65535) throw new NanoPayError('USAGE', `${variable} must be host:port (a port up to 65535), not "${value}"`);
   return { host: match[1] ?? match[2], port: Number(match[3]) };
 }

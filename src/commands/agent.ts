@@ -6,6 +6,7 @@ import { confirmAbovePolicy, profileHolder, strictHolder, type WalletHolder } fr
 import { bearerToken } from '../cli/input/flag-file.js';
 import { listenAddress } from '../cli/listen-address.js';
 import { serverAccess } from '../cli/server-access.js';
+import { serverFlags, ServerRuntime, walletChecks } from '../cli/server-runtime.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { parseOrigin } from '../http/origin.js';
 import { xnoToRaw } from '../nano/index.js';
@@ -24,7 +25,10 @@ process (ask-above-hour --front-end agent): a spend (send, donation, top-up, pai
 without a person's yes in the last hour above it waits for an approval, which the chat's user gives with its token.
 On loopback it answers only your own user: on Linux other users' connections are refused; where the system cannot tell
 who connects, a token is required, made in agent.token (the agent's directory in strict mode, else the config dir)
-unless you give one.`;
+unless you give one. GET /healthz and /readyz answer without the token (the user check still applies; in strict mode a
+readiness check that reaches the backend unlocks the key store, at most once in 5 s); GET /metrics behind the same
+guards as the rest, or on --metrics-listen. --log-format json logs one object a line. SIGTERM or Ctrl-C drains it:
+calls in flight (a chat turn) finish within --drain-timeout, then it exits 0.`;
   static override examples = [
     'AGENT_MODE=production <%= config.bin %> agent --json',
     '<%= config.bin %> agent --port 7861 --confirm-above 1',
@@ -40,10 +44,12 @@ unless you give one.`;
     token: Flags.string({ description: 'require this bearer token (prefer --token-file: flags show in ps)', env: 'NANOPAY_AGENT_TOKEN' }),
     'token-file': Flags.string({ description: 'require the bearer token read from this file (yours, mode 0600)' }),
     'allow-other-users': Flags.boolean({ description: 'DANGER: let other users of this machine call it (no user check, no token made); give a token' }),
+    ...serverFlags,
   };
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Agent);
+    const runtime = new ServerRuntime(flags);
     const env = process.env;
     const listen = listenAddress(env.NANOPAY_AGENT_LISTEN_ADDR, 'NANOPAY_AGENT_LISTEN_ADDR');
     const token = await bearerToken(flags, 'agent');
@@ -63,33 +69,35 @@ unless you give one.`;
       tokenFile: join(strict ? agentDir : configDir(env), 'agent.token'),
       env,
     });
-    const log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
+    const { log } = runtime;
     const holder: WalletHolder = strict
       ? await strictHolder({ dir: agentDir, env, log, ...(policy === undefined ? {} : { policy }) })
       : await profileHolder({ password: this.passwordSource(flags), ...(policy === undefined ? {} : { policy }), ...(flags.profile === undefined ? {} : { profile: flags.profile }) }, log);
     const model = modelFromEnv(env);
-    const agent = await startAgent({
-      host,
-      port: flags.port ?? listen.port ?? DEFAULT_AGENT_PORT,
-      holder,
-      log,
-      ...(access.token === undefined ? {} : { token: access.token }),
-      ...(access.onlyUser === undefined ? {} : { onlyUser: access.onlyUser }),
-      ...(confirmAboveRaw === undefined ? {} : { confirmAboveRaw }),
-      ...(model === undefined ? {} : { model }),
-      allowOrigins,
-    });
+    const { server: agent, shown: probesShown } = await runtime.start(walletChecks((fn) => holder.use(fn)), (probes) =>
+      startAgent({
+        host,
+        port: flags.port ?? listen.port ?? DEFAULT_AGENT_PORT,
+        holder,
+        log,
+        ...(access.token === undefined ? {} : { token: access.token }),
+        ...(access.onlyUser === undefined ? {} : { onlyUser: access.onlyUser }),
+        ...(confirmAboveRaw === undefined ? {} : { confirmAboveRaw }),
+        ...(model === undefined ? {} : { model }),
+        allowOrigins,
+        probes,
+        drainMs: runtime.drainMs,
+      }),
+    );
     const address = await holder.address();
-    log(`nanopay agent listening on ${agent.url} (${strict ? 'strict' : 'profile wallet'}, ${model === undefined ? 'plain grammar' : `model ${model.model}`}; ${access.summary}); fund ${address}`);
+    log(`nanopay agent listening on ${agent.url} (${strict ? 'strict' : 'profile wallet'}, ${model === undefined ? 'plain grammar' : `model ${model.model}`}; ${access.summary}); fund ${address}`, {
+      event: 'listening',
+      fields: { url: agent.url, address },
+    });
     if (this.jsonEnabled()) {
-      const started = { url: agent.url, address, strict, model: model?.model ?? null, token_required: access.token !== undefined, token_file: access.tokenFile ?? null };
+      const started = { url: agent.url, address, strict, model: model?.model ?? null, token_required: access.token !== undefined, token_file: access.tokenFile ?? null, ...probesShown };
       process.stdout.write(`${JSON.stringify(started)}\n`);
     }
-    // Lasting listeners: a signal re-raised by conf's exit hook (when-exit) must not kill us mid-close.
-    await new Promise<void>((resolve) => {
-      process.on('SIGINT', () => resolve());
-      process.on('SIGTERM', () => resolve());
-    });
-    await agent.close();
+    await runtime.untilStopped(() => agent.close());
   }
 }

@@ -2,6 +2,7 @@ import { networkInterfaces } from 'node:os';
 import { Args, Flags } from '@oclif/core';
 import { openBrowser } from '../cli/open-browser.js';
 import type { PasswordFlags } from '../cli/input/password.js';
+import { runFlags, ServerRuntime } from '../cli/server-runtime.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { DEFAULT_REDIRECT_SECONDS, DEFAULT_RELOAD_SECONDS } from '../checkout/page.js';
 import { talkedToSandbox } from '../api/sandbox-mark.js';
@@ -24,7 +25,8 @@ The server only reads the request's status (once per --interval while someone lo
 viewers, and at once when a node's WebSocket reports a payment to the address) and pushes changes to the page. It holds
 the API key or the node client and no signing key, and has no route that sends, so it may face customers on a local
 network (--host 0.0.0.0). On a node backend it serves the requests nanopay keeps, paid only on the exact amount. Runs
-until Ctrl-C; logs one line per request to stderr.`;
+until SIGTERM or Ctrl-C (which drain it: open pages are told to retry, then it exits 0); logs one line per request to
+stderr (--log-format json: one object a line).`;
   static override examples = [
     '<%= config.bin %> checkout --amount 1.5 --open',
     '<%= config.bin %> checkout --amount 1.5 --redirect-url https://shop.example/thanks --host 0.0.0.0 --port 8080',
@@ -42,6 +44,7 @@ until Ctrl-C; logs one line per request to stderr.`;
     port: Flags.integer({ description: 'port (default: a free one)', default: 0, min: 0, max: 65535 }),
     interval: Flags.integer({ description: 'seconds between status reads while the page is open', default: 1, min: 1 }),
     open: Flags.boolean({ description: 'open the page in the system browser' }),
+    ...runFlags,
   };
 
   /** The session (and the key store it may have unlocked) stays in here: the server keeps only a status reader. */
@@ -58,8 +61,9 @@ until Ctrl-C; logs one line per request to stderr.`;
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Checkout);
+    const runtime = new ServerRuntime(flags);
     const { request, observation, read, confirmations } = await this.prepare(args.transaction_id, flags);
-    const log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
+    const { log } = runtime;
     const server = await startCheckoutServer({
       host: flags.host,
       port: flags.port,
@@ -70,6 +74,7 @@ until Ctrl-C; logs one line per request to stderr.`;
       // The request came from the sandbox (its answers say so): the page shows a test-mode band.
       testMode: talkedToSandbox(),
       log,
+      drainMs: runtime.drainMs,
       ...(confirmations === undefined ? {} : { confirmations }),
     });
     const url = reachableUrl(server.add(request, observation), flags.host);
@@ -85,11 +90,6 @@ until Ctrl-C; logs one line per request to stderr.`;
       const failed = await openBrowser(url);
       if (failed !== undefined) log(`not opening a browser: ${failed}`);
     }
-    // Lasting listeners: a signal re-raised by conf's exit hook (when-exit) must not kill us mid-close.
-    await new Promise<void>((resolve) => {
-      process.on('SIGINT', () => resolve());
-      process.on('SIGTERM', () => resolve());
-    });
-    await server.close();
+    await runtime.untilStopped(() => server.close());
   }
 }

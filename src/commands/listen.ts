@@ -1,4 +1,5 @@
 import { Flags } from '@oclif/core';
+import { runFlags, ServerRuntime } from '../cli/server-runtime.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { shopStatusSource, webhookSecrets } from '../cli/shop.js';
 import { startListener } from '../shop/listener.js';
@@ -9,7 +10,8 @@ export default class Listen extends SessionCommand {
   static override description = `Follows the shop's requests as checkout serve does (a status change records an event) and delivers every
 event recorded from its start, signed, to --forward-to, printing each with the endpoint's answer. It prints the signing
 secret to verify them with (verifyWebhook). It is one more destination: a checkout serve --webhook beside it still
-delivers every event to its endpoints. Runs until Ctrl-C; a listener killed stops being a destination within a minute.`;
+delivers every event to its endpoints. Runs until SIGTERM or Ctrl-C (deliveries in flight finish within --drain-timeout);
+a listener killed stops being a destination within a minute. --log-format json logs one object a line.`;
   static override examples = ['<%= config.bin %> listen --forward-to http://localhost:3000/webhooks'];
   static override flags = {
     'forward-to': Flags.string({ description: 'the local endpoint that receives the events', required: true }),
@@ -17,15 +19,17 @@ delivers every event to its endpoints. Runs until Ctrl-C; a listener killed stop
     'poll-interval': Flags.integer({ description: 'seconds between reads of every unsettled request', default: 2, min: 1 }),
     'webhook-backoff-ms': Flags.integer({ description: 'first retry wait of a webhook (doubling)', default: 1000, min: 1, hidden: true }),
     'webhook-timeout-ms': Flags.integer({ description: "an endpoint's time to answer (a delivery's lease is 5 s more)", default: 10_000, min: 100, hidden: true }),
+    ...runFlags,
   };
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Listen);
+    const runtime = new ServerRuntime(flags);
     const session = this.session(flags);
     const store = await session.dataStore();
     const { secrets } = await webhookSecrets(flags['webhook-secret-file']);
     const json = this.jsonEnabled();
-    const log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
+    const { log } = runtime;
     const listener = await startListener({
       store,
       url: flags['forward-to'],
@@ -44,11 +48,9 @@ delivers every event to its endpoints. Runs until Ctrl-C; a listener killed stop
     if (json) process.stdout.write(`${JSON.stringify({ forward_to: flags['forward-to'], webhook_secret: secrets[0] })}\n`);
     else this.log(`Ready! Your webhook signing secret is ${secrets[0] as string} (verify with verifyWebhook). Forwarding to ${flags['forward-to']}; Ctrl-C to stop.`);
     monitor.start();
-    await new Promise<void>((resolve) => {
-      process.on('SIGINT', () => resolve());
-      process.on('SIGTERM', () => resolve());
+    await runtime.untilStopped(async () => {
+      await Promise.all([monitor.stop(), listener.stop(runtime.drainMs)]);
+      await store.close();
     });
-    await monitor.stop();
-    await listener.stop();
   }
 }

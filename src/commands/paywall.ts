@@ -1,9 +1,10 @@
 import { Flags } from '@oclif/core';
+import { backendCheck, serverFlags, ServerRuntime, writableDirCheck } from '../cli/server-runtime.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { NanoPayError } from '../errors.js';
 import { normalizeAddress, rawToXno, xnoToRaw } from '../nano/index.js';
 import { parseNetwork } from '../x402/network.js';
-import { profileSettler } from '../x402/profile-settler.js';
+import { profileSettler, settlementsDir } from '../x402/profile-settler.js';
 import { Paywall, parseRoute } from '../x402/paywall.js';
 import { startPaywallServer } from '../x402/paywall-server.js';
 
@@ -21,7 +22,9 @@ settle=before or settle=after to choose the order); other requests cost --price.
 under --upstream's path: a path with dot segments (also encoded), an encoded / \ or %, a backslash or a ';' is refused
 with 400. Holds no key:
 payments go to --to (default: the active account's address) and it needs only the profile's backend (a node, or the
-sandbox). Logs one line per request to stderr; runs until Ctrl-C.`;
+sandbox). GET /healthz and GET /readyz are answered by the paywall itself (not forwarded); /metrics only on
+--metrics-listen. Logs one line per request to stderr (--log-format json: one object a line). Runs until SIGTERM or
+Ctrl-C, which drain it: requests in flight finish within --drain-timeout, then it exits 0.`;
   static override examples = [
     "<%= config.bin %> paywall --upstream http://127.0.0.1:8080 --price 0.001",
     "<%= config.bin %> paywall --upstream http://127.0.0.1:8080 --price 0 --route 'GET /premium/*=0.01' --port 4021",
@@ -34,10 +37,12 @@ sandbox). Logs one line per request to stderr; runs until Ctrl-C.`;
     network: Flags.string({ description: 'the x402 network (nano:mainnet…) when the node does not say; one that says must agree (default: x402-network)' }),
     host: Flags.string({ description: 'address to listen on', default: '127.0.0.1' }),
     port: Flags.integer({ description: 'port (default: a free one)', default: 0, min: 0, max: 65535 }),
+    ...serverFlags,
   };
 
   async run(): Promise<void> {
     const { flags } = await this.parse(PaywallCommand);
+    const runtime = new ServerRuntime(flags);
     if (!URL.canParse(flags.upstream) || !/^https?:$/.test(new URL(flags.upstream).protocol)) {
       throw new NanoPayError('USAGE', `--upstream must be an http(s) URL, not "${flags.upstream}"`);
     }
@@ -49,17 +54,15 @@ sandbox). Logs one line per request to stderr; runs until Ctrl-C.`;
     const network = await settler.network();
     const workThreshold = String((await settler.supported()).kinds[0]?.extra?.workThreshold);
     const paywall = new Paywall({ payTo, settler, workThreshold });
-    const log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
-    const server = await startPaywallServer({ host: flags.host, port: flags.port, upstream: flags.upstream, paywall, routes, defaultRaw, log });
+    const { server, shown: probesShown } = await runtime.start([writableDirCheck('store', settlementsDir(session)), backendCheck(session)], (probes) =>
+      startPaywallServer({ host: flags.host, port: flags.port, upstream: flags.upstream, paywall, routes, defaultRaw, log: runtime.log, probes, drainMs: runtime.drainMs }),
+    );
     if (this.jsonEnabled()) {
-      process.stdout.write(`${JSON.stringify({ url: server.url, upstream: flags.upstream, network, pay_to: payTo, price: rawToXno(defaultRaw), price_raw: defaultRaw.toString() })}\n`);
+      const started = { url: server.url, upstream: flags.upstream, network, pay_to: payTo, price: rawToXno(defaultRaw), price_raw: defaultRaw.toString(), ...probesShown };
+      process.stdout.write(`${JSON.stringify(started)}\n`);
     } else {
       this.log(`x402 paywall (${network}): ${server.url} -> ${flags.upstream}\nPrice: ${rawToXno(defaultRaw)} XNO per request${routes.length > 0 ? ` (and ${routes.length} priced route(s))` : ''}, paid to ${payTo}\nStop it: Ctrl-C`);
     }
-    await new Promise<void>((resolve) => {
-      process.on('SIGINT', () => resolve());
-      process.on('SIGTERM', () => resolve());
-    });
-    await server.close();
+    await runtime.untilStopped(() => server.close());
   }
 }

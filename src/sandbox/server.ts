@@ -2,6 +2,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
 import { NanoPayError } from '../errors.js';
 import { SANDBOX_HEADER } from '../api/sandbox-mark.js';
+import type { ServerLog } from '../http/log.js';
+import { probeRoutes, type Probes } from '../http/probes.js';
 import { RESPONDED, startHttpServer, type Route } from '../http/server.js';
 import { sandboxCheckout } from './checkout.js';
 import { nodeRpc } from './node-rpc.js';
@@ -18,7 +20,11 @@ export interface SandboxOptions {
   /** PoW thresholds to advertise and enforce; when absent, the stored choice, else 'dev'. */
   thresholds?: 'dev' | 'live';
   /** Receives one line per request, and internal errors. */
-  log?: (line: string) => void;
+  log?: ServerLog;
+  /** /healthz and /readyz; /metrics only on --metrics-listen. */
+  probes?: Probes;
+  /** How long close() lets requests in flight finish. Default 5 s. */
+  drainMs?: number;
 }
 
 export interface RunningSandbox {
@@ -173,8 +179,10 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
   const server = await startHttpServer({
     host: options.host ?? '127.0.0.1',
     port: options.port ?? 0,
-    routes: [...routes, ...checkout.routes],
+    routes: [...routes, ...checkout.routes, ...(options.probes === undefined ? [] : probeRoutes(options.probes, 'none'))],
     upgrade: sockets.upgrade,
+    ...(options.probes === undefined ? {} : { metrics: options.probes.metrics }),
+    ...(options.drainMs === undefined ? {} : { closeGraceMs: options.drainMs }),
     maxBodyBytes: MAX_BODY,
     requireJsonContentType: false,
     // Says what it is on every answer: nanopay's commands then mark their output as test money.

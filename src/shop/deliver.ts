@@ -30,8 +30,8 @@ export interface DeliveryAnswer {
   error?: string;
 }
 
-/** One POST, signed; resolves with the answer, never rejects. */
-function post(url: string, body: string, signature: string, timeoutMs: number): Promise<DeliveryAnswer> {
+/** One POST, signed; resolves with the answer, never rejects (cut by `signal`: no answer). */
+function post(url: string, body: string, signature: string, timeoutMs: number, signal: AbortSignal): Promise<DeliveryAnswer> {
   return new Promise((resolve) => {
     let target: URL;
     try {
@@ -46,6 +46,7 @@ function post(url: string, body: string, signature: string, timeoutMs: number): 
         method: 'POST',
         headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), [SIGNATURE_HEADER.toLowerCase()]: signature, 'user-agent': 'nanopay-webhooks/1' },
         timeout: timeoutMs,
+        signal,
       },
       (res) => {
         res.resume();
@@ -54,7 +55,7 @@ function post(url: string, body: string, signature: string, timeoutMs: number): 
       },
     );
     req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
-    req.on('error', (error: NodeJS.ErrnoException) => resolve({ url, error: error.code ?? error.message }));
+    req.on('error', (error: NodeJS.ErrnoException) => resolve({ url, error: signal.aborted ? 'cut short: the server stopped' : (error.code ?? error.message) }));
     req.end(body);
   });
 }
@@ -99,6 +100,8 @@ export class WebhookDeliverer {
   private readonly sleepers = new Set<() => void>();
 
   private readonly topic: string;
+  /** Aborted when a stop's bound runs out: the posts still waiting for an answer are cut, and their events put back. */
+  private cut = new AbortController();
 
   constructor(private readonly options: DelivererOptions) {
     this.topic = options.destination === undefined ? WEBHOOK_TOPIC : destinationTopic(options.destination);
@@ -106,6 +109,7 @@ export class WebhookDeliverer {
 
   start(): void {
     this.stopped = false;
+    this.cut = new AbortController();
     this.workers = Array.from({ length: this.options.concurrency ?? 4 }, () => this.work());
   }
 
@@ -114,10 +118,21 @@ export class WebhookDeliverer {
     for (const wake of this.sleepers) wake();
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Takes no new event, and lets the deliveries in flight finish within `graceMs`; past it they are
+   * cut and their events put back in the outbox, due at once (for this server restarted, or another).
+   */
+  async stop(graceMs = Infinity): Promise<void> {
     this.stopped = true;
     this.poke();
-    await Promise.all(this.workers);
+    const finished = Promise.all(this.workers);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => {
+      if (graceMs !== Infinity) timer = setTimeout(resolve, graceMs);
+    });
+    await Promise.race([finished, late.then(() => this.cut.abort())]);
+    clearTimeout(timer);
+    await finished;
   }
 
   private async work(): Promise<void> {
@@ -160,7 +175,8 @@ export class WebhookDeliverer {
     // A retry goes only to the endpoints that have not taken it yet (a resend goes to all).
     const already = new Set(resend === true ? [] : (state.delivered_to ?? []));
     const endpoints = this.options.endpoints.filter((url) => !already.has(url));
-    const answers = await Promise.all(endpoints.map((url) => post(url, body, signature, this.options.timeoutMs ?? TIMEOUT_MS)));
+    const answers = await Promise.all(endpoints.map((url) => post(url, body, signature, this.options.timeoutMs ?? TIMEOUT_MS, this.cut.signal)));
+    const cut = this.cut.signal.aborted;
     const deliveredTo = [...new Set([...already, ...answers.filter(ok).map((a) => a.url)])];
     const delivered = answers.every(ok);
     const attempts = state.attempts + 1;
@@ -171,8 +187,8 @@ export class WebhookDeliverer {
       await store.shop.recordDelivery(event.id, { attempts, delivered_at: now.toISOString(), last_attempt_at: now.toISOString(), last_result: lastResult, delivered_to: deliveredTo }, destination);
       return store.outbox.done(item.id);
     }
-    // A resent event gets its own retry period, from when it was resent.
-    const giveUp = now.getTime() - Math.max(event.created * 1000, resentAt ?? 0) > WEBHOOK_RETRY_PERIOD_MS;
+    // A resent event gets its own retry period, from when it was resent. One cut by a stop goes again at once.
+    const giveUp = !cut && now.getTime() - Math.max(event.created * 1000, resentAt ?? 0) > WEBHOOK_RETRY_PERIOD_MS;
     await store.shop.recordDelivery(
       event.id,
       {
@@ -189,9 +205,21 @@ export class WebhookDeliverer {
       this.options.log?.(`webhook ${event.id} given up after ${attempts} attempts (${lastResult}); nanopay webhooks resend ${event.id} tries again`);
       return store.outbox.done(item.id);
     }
-    const wait = Math.min(MAX_BACKOFF_MS, (this.options.backoffMs ?? 1000) * 2 ** Math.min(attempts - 1, 30));
+    const wait = cut ? 0 : Math.min(MAX_BACKOFF_MS, (this.options.backoffMs ?? 1000) * 2 ** Math.min(attempts - 1, 30));
     await store.outbox.retry(item.id, wait);
   }
+}
+
+/**
+ * The events not yet delivered to the live endpoints (every instance's, from the store), and how long
+ * the oldest of them has waited: since it happened, or since it was resent.
+ */
+export async function webhookBacklog(store: Store): Promise<{ pending: number; oldestSeconds: number }> {
+  const { count, oldest } = await store.outbox.backlog(WEBHOOK_TOPIC);
+  const { event_id: eventId, resent_at: resentAt } = (oldest ?? {}) as { event_id?: string; resent_at?: number };
+  const event = eventId === undefined ? undefined : await store.shop.event(eventId);
+  const since = resentAt ?? (event === undefined ? undefined : event.created * 1000);
+  return { pending: count, oldestSeconds: since === undefined ? 0 : Math.max(0, (Date.now() - since) / 1000) };
 }
 
 /** Queues event `id` to be delivered once more (same id and body, a new signature), whatever happened to it before. */

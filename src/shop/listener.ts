@@ -12,7 +12,8 @@ const LISTENER_LEASE_MS = 60_000;
 export interface Listener {
   /** New events may be due: deliver now rather than at the next look. */
   poke(): void;
-  stop(): Promise<void>;
+  /** Deliveries in flight finish within `graceMs` (then go back to the outbox), and the destination is removed. */
+  stop(graceMs?: number): Promise<void>;
 }
 
 /**
@@ -33,9 +34,9 @@ export async function startListener(options: Omit<DelivererOptions, 'endpoints' 
   deliverer.start();
   return {
     poke: () => deliverer.poke(),
-    stop: async () => {
+    stop: async (graceMs) => {
       clearInterval(renew);
-      await deliverer.stop();
+      await deliverer.stop(graceMs);
       await store.shop.removeDestination(destination);
     },
   };

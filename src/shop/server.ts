@@ -2,12 +2,15 @@ import { DEFAULT_RELOAD_SECONDS, renderMessagePage } from '../checkout/page.js';
 import { checkoutPath, checkoutRoutes, sendHtml, type CheckoutRoutesOptions } from '../checkout/routes.js';
 import { CheckoutWatcher } from '../checkout/watcher.js';
 import { NanoPayError } from '../errors.js';
+import type { ServerLog } from '../http/log.js';
+import { probeRoutes, type Probes } from '../http/probes.js';
 import { startHttpServer } from '../http/server.js';
 import type { CheckoutConfirmationSource, CheckoutRequest } from '../ops/requests/checkout.js';
 import { FINAL_STATUSES, type ShopRequest, type WebhookEvent } from '../store/shop.js';
 import type { Store } from '../store/store.js';
 import { shopApiRoutes, type ShopApiOptions } from './api.js';
 import { WebhookDeliverer, type DeliveryAnswer } from './deliver.js';
+import { shopMetrics } from './metrics.js';
 import { observationOf, ShopMonitor, type ShopStatusSource } from './monitor.js';
 
 export interface ShopServerOptions extends Omit<CheckoutRoutesOptions, 'lookup' | 'testMode'> {
@@ -29,7 +32,11 @@ export interface ShopServerOptions extends Omit<CheckoutRoutesOptions, 'lookup' 
   pollMs: number;
   confirmations?: CheckoutConfirmationSource;
   webhooks?: { endpoints: string[]; secrets: string[]; backoffMs?: number; timeoutMs?: number; onAttempt?: (event: WebhookEvent, answers: DeliveryAnswer[], delivered: boolean) => void };
-  log?: (line: string) => void;
+  log?: ServerLog;
+  /** /healthz, /readyz, and /metrics behind the API token. */
+  probes?: Probes;
+  /** How long close() lets answers and webhook deliveries in flight finish (then they are cut, the deliveries put back). Default 5 s. */
+  drainMs?: number;
 }
 
 export interface ShopServer {
@@ -64,17 +71,29 @@ const PLAUSIBLE_ID = /^[0-9a-zA-Z-]{8,64}$/;
  * store, carried out by a signer (checkout serve --refunds, nanopay refund --pending).
  */
 export async function startShopServer(options: ShopServerOptions): Promise<ShopServer> {
-  const { store } = options;
+  const { store, probes } = options;
+  const drainMs = options.drainMs ?? 5_000;
+  const counts = probes === undefined ? undefined : shopMetrics(probes.metrics, store);
+  const onAttempt = options.webhooks?.onAttempt;
   const deliverer =
     options.webhooks === undefined || options.webhooks.endpoints.length === 0
       ? undefined
-      : new WebhookDeliverer({ store, ...options.webhooks, ...(options.log === undefined ? {} : { log: options.log }) });
+      : new WebhookDeliverer({
+          store,
+          ...options.webhooks,
+          onAttempt: (event, answers, delivered) => {
+            counts?.attempted(delivered);
+            onAttempt?.(event, answers, delivered);
+          },
+          ...(options.log === undefined ? {} : { log: options.log }),
+        });
   const monitor = new ShopMonitor({
     store,
     source: options.source,
     pollMs: options.pollMs,
     // Its event is delivered at once, not at the deliverer's next look; its page shows it at once, whoever read it.
     onChange: (request) => {
+      counts?.changed(request);
       deliverer?.poke();
       watcher.observe(request.id, observationOf(request));
     },
@@ -135,6 +154,7 @@ export async function startShopServer(options: ShopServerOptions): Promise<ShopS
         refund: options.refund,
         create: async (body, key) => {
           const made = await options.create(body, key);
+          if (made.created) counts?.created();
           if (watcher.request(made.request.id) === undefined) watcher.add(pageRequest(made.request), observationOf(made.request));
           await follow(made.request.receive_address);
           return made;
@@ -145,8 +165,11 @@ export async function startShopServer(options: ShopServerOptions): Promise<ShopS
         path: '/',
         handle: ({ response }) => sendHtml(response, 404, renderMessagePage(options.shopName ?? 'nanopay checkout', 'Open the checkout link the shop gave you.')),
       },
+      ...(probes === undefined ? [] : probeRoutes(probes, { token: options.token })),
     ],
     maxBodyBytes: 16 * 1024,
+    closeGraceMs: drainMs,
+    ...(probes === undefined ? {} : { metrics: probes.metrics }),
     ...(options.log === undefined ? {} : { log: options.log }),
   });
   base.url = server.url;
@@ -163,9 +186,9 @@ export async function startShopServer(options: ShopServerOptions): Promise<ShopS
       clearInterval(pruning);
       feed?.close();
       watcher.stop();
-      await server.close();
-      await monitor.stop();
-      await deliverer?.stop();
+      // Within the bound: answers in flight finish, deliveries in flight finish or go back to the outbox (a change
+      // the monitor records meanwhile waits there for the next start).
+      await Promise.all([server.close(), deliverer?.stop(drainMs), monitor.stop()]);
     },
   };
 }

@@ -190,6 +190,16 @@ class PostgresOutbox implements Outbox {
   async retry(id: number, delayMs: number): Promise<void> {
     await this.store.query(`UPDATE outbox SET due_ms = ${NOW_MS} + $2 WHERE id = $1 AND NOT done`, [id, delayMs]);
   }
+
+  async backlog(topic: string): Promise<{ count: number; oldest?: unknown }> {
+    const result = await this.store.query<{ n: string; oldest: unknown }>(
+      'SELECT (SELECT count(*) FROM outbox WHERE topic = $1 AND NOT done) AS n, (SELECT payload FROM outbox WHERE id = (SELECT min(id) FROM outbox WHERE topic = $1 AND NOT done)) AS oldest',
+      [topic],
+    );
+    const row = result.rows[0];
+    const count = Number(row?.n ?? 0);
+    return row?.oldest === null || row?.oldest === undefined ? { count } : { count, oldest: row.oldest };
+  }
 }
 
 /**
@@ -375,6 +385,10 @@ export class PostgresStore implements Store {
       this.listeners.delete(listener);
       await listener.stop();
     };
+  }
+
+  async ping(): Promise<void> {
+    await this.query('SELECT 1', [], { retry: false });
   }
 
   async close(): Promise<void> {

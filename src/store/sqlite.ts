@@ -258,6 +258,16 @@ class SqliteOutbox implements Outbox {
   retry(id: number, delayMs: number): Promise<void> {
     return this.store.run(() => void this.store.db.prepare('UPDATE outbox SET due_ms = ? WHERE id = ? AND done = 0').run(Date.now() + delayMs, id));
   }
+
+  backlog(topic: string): Promise<{ count: number; oldest?: unknown }> {
+    const db = this.store.db;
+    return this.store.run(() => {
+      const { n, first } = db.prepare('SELECT COUNT(*) AS n, MIN(id) AS first FROM outbox WHERE topic = ? AND done = 0').get(topic) as { n: number; first: number | null };
+      if (first === null) return { count: n };
+      const row = db.prepare('SELECT payload FROM outbox WHERE id = ?').get(first) as { payload: string } | undefined;
+      return row === undefined ? { count: n } : { count: n, oldest: JSON.parse(row.payload) };
+    });
+  }
 }
 
 /**
@@ -343,6 +353,10 @@ export class SqliteStore implements Store {
     const events = emitter(this.location);
     events.on('change', onChange);
     return async () => void events.off('change', onChange);
+  }
+
+  ping(): Promise<void> {
+    return this.run(() => void this.db.prepare('SELECT MAX(version) FROM schema_migrations').get());
   }
 
   async close(): Promise<void> {

@@ -40,6 +40,8 @@ export interface Store {
    * connection). Resolves to the function that ends the subscription.
    */
   subscribe(onChange: (change: StoreChange) => void): Promise<() => Promise<void>>;
+  /** Resolves once the store answers a trivial read: a server's readiness. */
+  ping(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -103,4 +105,6 @@ export interface Outbox {
   done(id: number): Promise<void>;
   /** Not delivered: due again in `delayMs`. */
   retry(id: number, delayMs: number): Promise<void>;
+  /** How many items of `topic` are not done, and the payload of the oldest queued of them. */
+  backlog(topic: string): Promise<{ count: number; oldest?: unknown }>;
 }

@@ -1,6 +1,9 @@
 import { withSandboxMark } from '../api/sandbox-mark.js';
 import { NanoPayError } from '../errors.js';
 import { isLoopback } from '../http/guards.js';
+import type { ServerLog } from '../http/log.js';
+import type { Counter, Metrics } from '../http/metrics.js';
+import { probeRoutes, type Probes } from '../http/probes.js';
 import { startHttpServer, type Call, type HttpServerOptions, type Route } from '../http/server.js';
 import type { Session } from '../ops/session.js';
 import { checkInput, findTool, type Tool, type ToolInput } from './tools.js';
@@ -12,9 +15,13 @@ export interface ToolsetOptions {
   token?: string;
   /** When set, connections of other users are refused (see HttpServerOptions.onlyUser). */
   onlyUser?: HttpServerOptions['onlyUser'];
-  log?: (line: string) => void;
+  log?: ServerLog;
   /** Called after a tool that changed the account, e.g. to make the next block's work ahead. */
   afterWrite?: () => void;
+  /** /healthz and /readyz, and /metrics behind the same guards as the tools. */
+  probes?: Probes;
+  /** How long close() lets calls in flight finish. Default 5 s. */
+  drainMs?: number;
 }
 
 export interface RunningToolset {
@@ -57,14 +64,26 @@ export const TOOL_ROUTES: readonly ToolRoute[] = [
   { method: 'POST', path: '/http/fetch-paid', tool: 'http_fetch_paid', input: ({ body }) => body },
 ];
 
-/** HTTP routes for tool routes: each checks its input against the tool's schema, then `run`s the tool. */
-export function routesFor(tools: readonly ToolRoute[], run: (tool: Tool, input: ToolInput, call: Call) => Promise<unknown>): Route[] {
+/** The count of tool calls by tool and result (ok, error): payments are the calls of wallet.send, donate.send, credits.topup. */
+export function toolCalls(metrics: Metrics): Counter {
+  return metrics.counter('nanopay_tool_calls_total', 'Tool calls over HTTP, by tool and result (ok, error)', []);
+}
+
+/** HTTP routes for tool routes: each checks its input against the tool's schema, then `run`s the tool (counted into `calls`). */
+export function routesFor(tools: readonly ToolRoute[], run: (tool: Tool, input: ToolInput, call: Call) => Promise<unknown>, calls?: Counter): Route[] {
   return tools.map((route) => ({
     method: route.method,
     path: route.path,
-    handle: (call) => {
+    handle: async (call) => {
       const tool = findTool(route.tool);
-      return run(tool, checkInput(tool, route.input(call)), call);
+      try {
+        const data = await run(tool, checkInput(tool, route.input(call)), call);
+        calls?.inc({ tool: tool.name, result: 'ok' });
+        return data;
+      } catch (error) {
+        calls?.inc({ tool: tool.name, result: 'error' });
+        throw error;
+      }
     },
   }));
 }
@@ -78,15 +97,22 @@ export async function startToolset(session: Session, options: ToolsetOptions): P
   if (!isLoopback(options.host) && options.token === undefined) {
     throw new NanoPayError('USAGE', `Listening on ${options.host} (not loopback) requires a token`, { hint: 'Pass --token-file or set NANOPAY_TOOLSET_TOKEN.' });
   }
-  const routes = routesFor(TOOL_ROUTES, async (tool, input, call) => {
-    const data = await tool.handler(session, input, call.signal);
-    if (tool.writes) options.afterWrite?.();
-    return data;
-  });
+  const { probes } = options;
+  const routes = routesFor(
+    TOOL_ROUTES,
+    async (tool, input, call) => {
+      const data = await tool.handler(session, input, call.signal);
+      if (tool.writes) options.afterWrite?.();
+      return data;
+    },
+    probes === undefined ? undefined : toolCalls(probes.metrics),
+  );
   const server = await startHttpServer({
     host: options.host,
     port: options.port,
-    routes,
+    routes: [...routes, ...(probes === undefined ? [] : probeRoutes(probes, 'guarded'))],
+    ...(probes === undefined ? {} : { metrics: probes.metrics }),
+    ...(options.drainMs === undefined ? {} : { closeGraceMs: options.drainMs }),
     // As the CLI's --json: answers that used the sandbox's say so.
     envelope: withSandboxMark,
     maxBodyBytes: MAX_BODY,

@@ -1,3 +1,5 @@
+import type { ServerLog } from '../http/log.js';
+import { probeRoutes, type Probes } from '../http/probes.js';
 import { RESPONDED, startHttpServer, type Call, type HttpServer, type Route } from '../http/server.js';
 import { sendJson } from '../http/respond.js';
 import { X402Refusal } from './nano-exact.js';
@@ -7,7 +9,11 @@ export interface FacilitatorServerOptions {
   host: string;
   port: number;
   settler: NanoSettler;
-  log?: (line: string) => void;
+  log?: ServerLog;
+  /** /healthz and /readyz, and the payments counted; /metrics is on --metrics-listen only (this server has no token). */
+  probes?: Probes;
+  /** How long close() lets requests in flight (a settlement awaiting its confirmation) finish. Default 5 s. */
+  drainMs?: number;
 }
 
 /** Answers as the reference shapes are, bare JSON (no envelope): HTTPFacilitatorClient reads them as they are. */
@@ -25,7 +31,9 @@ function bare(handle: (call: Call) => Promise<unknown>): Route['handle'] {
  * success:false and its reason, as the reference facilitators do.
  */
 export function startFacilitatorServer(options: FacilitatorServerOptions): Promise<HttpServer> {
-  const { settler } = options;
+  const { settler, probes } = options;
+  const verdicts = probes?.metrics.counter('nanopay_x402_verifications_total', 'Payments checked on /verify, by result (valid, invalid)', [{ result: 'valid' }, { result: 'invalid' }]);
+  const payments = probes?.metrics.counter('nanopay_payments_total', 'Payments settled on /settle, by result (settled, failed)', [{ result: 'settled' }, { result: 'failed' }]);
   const routes: Route[] = [
     { method: 'GET', path: '/supported', handle: bare(() => settler.supported()) },
     {
@@ -34,10 +42,13 @@ export function startFacilitatorServer(options: FacilitatorServerOptions): Promi
       handle: bare(async (call) => {
         try {
           const { payment, requirements } = facilitatorRequest(call.body);
-          return await settler.verify(payment, requirements);
+          const verdict = await settler.verify(payment, requirements);
+          verdicts?.inc({ result: verdict.isValid ? 'valid' : 'invalid' });
+          return verdict;
         } catch (error) {
-          if (error instanceof X402Refusal) return { isValid: false, invalidReason: error.reason, invalidMessage: error.message };
-          throw error;
+          if (!(error instanceof X402Refusal)) throw error;
+          verdicts?.inc({ result: 'invalid' });
+          return { isValid: false, invalidReason: error.reason, invalidMessage: error.message };
         }
       }),
     },
@@ -47,13 +58,23 @@ export function startFacilitatorServer(options: FacilitatorServerOptions): Promi
       handle: bare(async (call) => {
         try {
           const { payment, requirements } = facilitatorRequest(call.body);
-          return await settler.settle(payment, requirements);
+          const settlement = await settler.settle(payment, requirements);
+          payments?.inc({ result: settlement.success ? 'settled' : 'failed' });
+          return settlement;
         } catch (error) {
-          if (error instanceof X402Refusal) return { success: false, errorReason: error.reason, errorMessage: error.message, transaction: '', network: await settler.network() };
-          throw error;
+          if (!(error instanceof X402Refusal)) throw error;
+          payments?.inc({ result: 'failed' });
+          return { success: false, errorReason: error.reason, errorMessage: error.message, transaction: '', network: await settler.network() };
         }
       }),
     },
   ];
-  return startHttpServer({ host: options.host, port: options.port, routes, ...(options.log === undefined ? {} : { log: options.log }) });
+  return startHttpServer({
+    host: options.host,
+    port: options.port,
+    routes: [...routes, ...(probes === undefined ? [] : probeRoutes(probes, 'none'))],
+    ...(probes === undefined ? {} : { metrics: probes.metrics }),
+    ...(options.drainMs === undefined ? {} : { closeGraceMs: options.drainMs }),
+    ...(options.log === undefined ? {} : { log: options.log }),
+  });
 }

@@ -1,5 +1,7 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { NanoPayError } from '../errors.js';
+import type { ServerLog } from '../http/log.js';
+import { probeRoutes, type Probes } from '../http/probes.js';
 import { RESPONDED, startHttpServer, type Call, type HttpServer } from '../http/server.js';
 import { sendJson } from '../http/respond.js';
 import { HEADERS, type SettleResponse } from './protocol.js';
@@ -15,15 +17,19 @@ export interface PaywallServerOptions {
   routes: readonly PricedRoute[];
   /** The price of a request no route names (0: free). */
   defaultRaw: bigint;
-  log?: (line: string) => void;
+  log?: ServerLog;
   /** Largest request body forwarded. Default 1 MiB. */
   maxBodyBytes?: number;
+  /** /healthz and /readyz (not forwarded), and the payments counted; /metrics is on --metrics-listen only. */
+  probes?: Probes;
+  /** How long close() lets requests in flight finish. Default 5 s. */
+  drainMs?: number;
 }
 
 /** Headers that belong to one connection, and ours: never forwarded either way. */
 const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'host', 'content-length', HEADERS.signature, HEADERS.legacyPayment]);
-/** fetch hands over a decoded body: its coding and length no longer apply. */
-const DECODED = new Set(['content-encoding', 'content-length', 'transfer-encoding', 'connection', 'keep-alive']);
+/** fetch hands over a decoded body: its coding and length no longer apply. The request's id is the paywall's. */
+const DECODED = new Set(['content-encoding', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'x-request-id']);
 
 interface Upstream {
   status: number;
@@ -31,12 +37,14 @@ interface Upstream {
   body: Buffer;
 }
 
-function forwardHeaders(headers: IncomingHttpHeaders): Headers {
+/** The client's headers, and the id the paywall gave the request (its log's), so the upstream's log can name it too. */
+function forwardHeaders(headers: IncomingHttpHeaders, requestId: string): Headers {
   const out = new Headers();
   for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP.has(name)) continue;
+    if (value === undefined || HOP.has(name) || name === 'x-request-id') continue;
     for (const v of Array.isArray(value) ? value : [value]) out.append(name, v);
   }
+  out.set('x-request-id', requestId);
   return out;
 }
 
@@ -44,7 +52,7 @@ async function forward(target: URL, call: Call): Promise<Upstream> {
   const hasBody = call.method !== 'GET' && call.method !== 'HEAD' && (call.rawBody?.length ?? 0) > 0;
   let response: Response;
   try {
-    response = await fetch(target, { method: call.method, headers: forwardHeaders(call.headers), redirect: 'manual', signal: call.signal, ...(hasBody ? { body: call.rawBody } : {}) });
+    response = await fetch(target, { method: call.method, headers: forwardHeaders(call.headers, String(call.response.getHeader('x-request-id'))), redirect: 'manual', signal: call.signal, ...(hasBody ? { body: call.rawBody } : {}) });
   } catch (error) {
     throw new NanoPayError('REQUEST_ERROR', `The upstream did not answer (${error instanceof Error ? error.message : String(error)})`, { status: 502 });
   }
@@ -87,14 +95,20 @@ function queryOf(target: string | undefined): string {
 export function startPaywallServer(options: PaywallServerOptions): Promise<HttpServer> {
   const upstream = new URL(options.upstream);
   const { paywall } = options;
-  const log = options.log ?? ((): void => undefined);
+  const log: ServerLog = options.log ?? ((): void => undefined);
+  const payments = options.probes?.metrics.counter('nanopay_payments_total', 'x402 payments this paywall settled, by result (settled, or failed: not published)', [
+    { result: 'settled' },
+    { result: 'failed' },
+  ]);
   const paidHeaders = (settlement: SettleResponse): Record<string, string> => ({ ...settlementHeader(settlement), 'access-control-expose-headers': 'PAYMENT-RESPONSE' });
   return startHttpServer({
     host: options.host,
     port: options.port,
-    routes: [],
+    routes: options.probes === undefined ? [] : probeRoutes(options.probes, 'none'),
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
     log,
+    ...(options.probes === undefined ? {} : { metrics: options.probes.metrics }),
+    ...(options.drainMs === undefined ? {} : { closeGraceMs: options.drainMs }),
     fallback: async (call) => {
       const path = canonicalPath(call.path);
       const target = upstreamTarget(upstream, path, queryOf(call.request.url));
@@ -106,11 +120,19 @@ export function startPaywallServer(options: PaywallServerOptions): Promise<HttpS
       if (!admission.paid) return challenge(call.response, admission.headers);
       const settle = async (): Promise<SettleResponse | undefined> => {
         const settlement = await paywall.settle(admission.verified);
+        payments?.inc({ result: settlement.success ? 'settled' : 'failed' });
         if (settlement.success) {
-          log(`settled ${settlement.transaction} (${settlement.amount ?? '?'} raw from ${settlement.payer ?? '?'})`);
+          log(`settled ${settlement.transaction} (${settlement.amount ?? '?'} raw from ${settlement.payer ?? '?'})`, {
+            event: 'payment_settled',
+            fields: { block: settlement.transaction, amount_raw: settlement.amount, payer: settlement.payer },
+          });
           return settlement;
         }
-        log(`settlement failed for ${admission.verified.cheque.hash}: ${settlement.errorReason ?? 'unknown'}`);
+        log(`settlement failed for ${admission.verified.cheque.hash}: ${settlement.errorReason ?? 'unknown'}`, {
+          event: 'payment_failed',
+          level: 'warn',
+          fields: { block: admission.verified.cheque.hash, reason: settlement.errorReason },
+        });
         challenge(call.response, settlementHeader(settlement));
         return undefined;
       };

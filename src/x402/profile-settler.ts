@@ -38,6 +38,11 @@ function confirmationsOf(session: Session): FacilitatorOptions['confirmation'] {
   };
 }
 
+/** The settlement record's dir (one file per claimed previous). */
+export function settlementsDir(session: Session): string {
+  return join(stateDir(session.dir, 'x402'), 'settlements');
+}
+
 /**
  * A settler on the profile's ledger backend (a node, or the service) with the
  * settlement record under the profile's config dir, on the network the
@@ -49,7 +54,7 @@ function confirmationsOf(session: Session): FacilitatorOptions['confirmation'] {
 export async function profileSettler(session: Session, options: FacilitatorOptions = {}): Promise<NanoSettler> {
   const network = options.network ?? session.profile().x402Network;
   const confirmation = confirmationsOf(session);
-  const settler = new NanoSettler(await session.api(), new FileSettlementRecord(join(stateDir(session.dir, 'x402'), 'settlements')), {
+  const settler = new NanoSettler(await session.api(), new FileSettlementRecord(settlementsDir(session)), {
     ...(confirmation === undefined ? {} : { confirmation }),
     ...options,
     ...(network === undefined ? {} : { network }),

@@ -7,6 +7,7 @@ import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../src/work/index.js';
 import { backendUser, fundedUser } from '../helpers/backend-users.js';
 import { postgresUnavailable, startPostgres, type PostgresCluster } from '../helpers/postgres.js';
+import { parsePrometheus, sampleValue, type PromFamily } from '../helpers/prometheus.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { startCommand, type RunningCommand } from '../helpers/serve.js';
 import { startWebhookReceiver, until, type WebhookReceiver } from '../helpers/webhook-receiver.js';
@@ -80,6 +81,40 @@ describe.skipIf(skip !== undefined)('two shop servers on one PostgreSQL', () => 
     expect(JSON.parse(cli.stdout)).toMatchObject([{ id: made.data.id, order_id: 'PG-1', status: 'paid', payer_accounts: [payer.address] }]);
     const api = await fetch(`${b.printed.url}/api/v1/requests/export?format=json`, { headers: { authorization: `Bearer ${token}` } });
     expect(await api.text()).toBe(cli.stdout);
+  });
+
+  it('each is ready on the shared store, and both show its webhook backlog and the age of its oldest event', async () => {
+    const url = await cluster.createDatabase(`shop_${randomUUID().replaceAll('-', '')}`);
+    const merchant = await backendUser(sb, 'node');
+    const payer = await fundedUser(sb, 'node', '2');
+    let secret = '';
+    const down = await startWebhookReceiver(() => secret);
+    down.down = true;
+    const env = { ...merchant.user.env, NANOPAY_DATABASE_URL: url };
+    const pair: RunningCommand<Printed>[] = [];
+    try {
+      for (let i = 0; i < 2; i++) pair.push(await startCommand<Printed>(['checkout', 'serve', '--json', '--webhook', down.url, '--poll-interval', '1', '--webhook-backoff-ms', '100'], env));
+      const [a, b] = pair as [RunningCommand<Printed>, RunningCommand<Printed>];
+      const token = readFileSync(a.printed.token_file, 'utf8').trim();
+      secret = readFileSync(a.printed.webhook_secret_file, 'utf8').trim();
+      const scrape = async (server: RunningCommand<Printed>): Promise<Map<string, PromFamily>> =>
+        parsePrometheus(await (await fetch(`${server.printed.url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).text());
+      for (const server of pair) {
+        expect(await (await fetch(`${server.printed.url}/readyz`)).json()).toEqual({ success: true, data: { status: 'ready', checks: { store: 'ok', backend: 'ok' } }, error: null });
+      }
+      const made = (await (
+        await fetch(`${a.printed.url}/api/v1/requests`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ amount: '0.41' }) })
+      ).json()) as { data: { uri: string } };
+      await payUri(payer.session, made.data.uri, {});
+      for (const server of pair) await until(async () => sampleValue(await scrape(server), 'nanopay_webhook_backlog') === 1, 'the backlog of the shared store');
+      expect(sampleValue(await scrape(b), 'nanopay_webhook_oldest_pending_seconds')).toBeGreaterThan(0);
+      down.down = false;
+      for (const server of pair) await until(async () => sampleValue(await scrape(server), 'nanopay_webhook_backlog') === 0, 'the backlog delivered');
+      expect(sampleValue(await scrape(a), 'nanopay_store_operation_seconds_count', { op: 'shop.create' })).toBe(1);
+    } finally {
+      for (const server of pair) await server.stop();
+      await down.close();
+    }
   });
 });
 

@@ -1,6 +1,7 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NanoPayError } from '../../src/errors.js';
+import type { LogEntry } from '../../src/http/log.js';
 import { RESPONDED, startHttpServer, type HttpServer, type HttpServerOptions, type Route } from '../../src/http/server.js';
 import { disconnectMidBody, expectEnvelopeError, httpCall, rawHttp, sendHostileRequests } from '../helpers/raw-http.js';
 
@@ -43,6 +44,7 @@ const ROUTES: Route[] = [
   {
     method: 'GET',
     path: '/events',
+    endless: true,
     handle: ({ response, signal }) => {
       response.writeHead(200, { 'content-type': 'text/event-stream' });
       response.write('data: first\n\n');
@@ -250,6 +252,52 @@ describe('the log', () => {
     ]);
     expect(lines.join('\n')).not.toMatch(/sekrit|sk_live_abc/);
   });
+
+  it('masks a secret parameter whatever the method asked, in the log and in the answer', async () => {
+    const before = lines.length;
+    const wrongMethod = await httpCall(server.url, 'POST', '/keys/sk_live_xyz/page');
+    expectEnvelopeError(wrongMethod, 405, 'NOT_FOUND');
+    for (let i = 0; i < 100 && lines.length < before + 1; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(lines.slice(before)).toEqual([expect.stringMatching(/^POST \/keys\/\*\*\*\/page 405 \d+ms$/)]);
+    expect(JSON.stringify(wrongMethod.body)).not.toContain('sk_live_xyz');
+  });
+
+  it("gives every request an id, the client's X-Request-Id when well-formed and short, in the answer and the structured line", async () => {
+    const entries: { line: string; entry?: LogEntry }[] = [];
+    const logged = await start({ log: (line, entry) => entries.push({ line, ...(entry === undefined ? {} : { entry }) }) });
+    try {
+      const chosen = await httpCall(logged.url, 'GET', '/things/1', { headers: { 'x-request-id': 'shop-7f3a.42' } });
+      expect(chosen.headers['x-request-id']).toBe('shop-7f3a.42');
+      for (const hostile of ['a'.repeat(65), 'x"},{"level":"error', 'has space']) {
+        const made = await httpCall(logged.url, 'GET', '/things/2', { headers: { 'x-request-id': hostile } });
+        expect(made.headers['x-request-id']).toMatch(/^[0-9a-f]{16}$/);
+      }
+      const plain = await httpCall(logged.url, 'GET', '/nothing');
+      expect(plain.headers['x-request-id']).toMatch(/^[0-9a-f]{16}$/);
+      for (let i = 0; i < 100 && entries.length < 5; i++) await new Promise((r) => setTimeout(r, 10));
+      const requests = entries.filter((e) => e.entry?.event === 'request').map((e) => e.entry?.fields);
+      expect(requests[0]).toMatchObject({ request_id: 'shop-7f3a.42', method: 'GET', path: '/things/1', status: 200 });
+      expect(requests.at(-1)).toMatchObject({ request_id: plain.headers['x-request-id'], path: '/nothing', status: 404 });
+      expect(new Set(requests.map((f) => f?.request_id)).size).toBe(5);
+    } finally {
+      await logged.close();
+    }
+  });
+});
+
+describe('public routes', () => {
+  it('are answered without the token; every other route still needs it', async () => {
+    const guarded = await start({ token: 'the-token-of-this-server', routes: [...ROUTES, { method: 'GET', path: '/healthz', public: true, handle: () => ({ status: 'ok' }) }] });
+    try {
+      expect((await httpCall(guarded.url, 'GET', '/healthz')).body).toEqual({ success: true, data: { status: 'ok' }, error: null });
+      expectEnvelopeError(await httpCall(guarded.url, 'POST', '/healthz'), 401, 'UNAUTHORIZED');
+      expectEnvelopeError(await httpCall(guarded.url, 'GET', '/things/1'), 401, 'UNAUTHORIZED');
+      expectEnvelopeError(await httpCall(guarded.url, 'GET', '/nothing'), 401, 'UNAUTHORIZED');
+      expect((await httpCall(guarded.url, 'GET', '/things/1', { headers: { authorization: 'Bearer the-token-of-this-server' } })).status).toBe(200);
+    } finally {
+      await guarded.close();
+    }
+  });
 });
 
 describe('listening and closing', () => {
@@ -259,7 +307,7 @@ describe('listening and closing', () => {
     expect(failure).toMatchObject({ code: 'CONFLICT' });
   });
 
-  it('close() ends idle keep-alive connections, lets an answer in flight finish and stops streams', async () => {
+  it('close() ends idle keep-alive connections, lets an answer in flight finish and stops endless streams with a retry hint', async () => {
     const closing = await start();
     const { Agent } = await import('node:http');
     const agent = new Agent({ keepAlive: true });
@@ -285,12 +333,34 @@ describe('listening and closing', () => {
     await streaming.promise;
 
     const closed = closing.close();
-    expect((await stream).text).toBe('data: first\n\n');
+    expect((await stream).text).toBe('data: first\n\nretry: 3000\n\n');
     slowGate.open();
     expect(await slow).toEqual({ status: 200, connection: 'close', text: JSON.stringify({ success: true, data: { finished: true }, error: null }) });
     await closed;
     agent.destroy();
     // A new connection: a pooled one may still be seen as open by the client for a moment (ECONNRESET), which says nothing of listening.
     await expect(get('/things/1', undefined, false)).rejects.toThrow(/ECONNREFUSED/);
+  });
+
+  it("close() does not cut an answer in flight until the grace runs out, then aborts its handler's signal", async () => {
+    const started = gate();
+    let seen: AbortSignal | undefined;
+    const held: Route = {
+      method: 'GET',
+      path: '/held',
+      handle: ({ signal }) => {
+        seen = signal;
+        started.open();
+        return new Promise((resolve) => signal.addEventListener('abort', () => resolve({ cut: true })));
+      },
+    };
+    const closing = await start({ routes: [held], closeGraceMs: 200 });
+    const answer = httpCall(closing.url, 'GET', '/held').catch((error: Error) => error);
+    await started.promise;
+    const closed = closing.close();
+    expect(seen?.aborted).toBe(false);
+    await closed;
+    expect(seen?.aborted).toBe(true);
+    expect(await answer).toBeInstanceOf(Error);
   });
 });

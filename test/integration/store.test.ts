@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NanoPayError } from '../../src/errors.js';
+import { resendWebhook, webhookBacklog } from '../../src/shop/deliver.js';
 import { PostgresStore } from '../../src/store/postgres.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import type { Store, StoreChange } from '../../src/store/store.js';
@@ -292,6 +293,50 @@ describe.each(kinds)('the $name store', (kind) => {
     await store.shop.recordDelivery(e1id, { attempts: 1, delivered_at: new Date().toISOString(), last_result: '200' });
     expect(await other.shop.earlierPending(r.id, 2)).toBe(false);
     expect((await other.shop.event(e1id))?.delivery).toMatchObject({ attempts: 1, last_result: '200' });
+  });
+
+  test("the webhook backlog: every instance's undelivered events, and how long the oldest has waited", async () => {
+    const { store, another } = await kind.fresh();
+    const other = await another();
+    expect(await webhookBacklog(store)).toEqual({ pending: 0, oldestSeconds: 0 });
+    const now = Math.floor(Date.now() / 1000);
+    const events: WebhookEvent[] = [];
+    for (const [i, age] of [600, 60].entries()) {
+      const r = shopRequest();
+      await store.shop.create(r);
+      const paid = { ...r, status: 'paid' as const, events: 1 };
+      const event = { ...webhookEvent(paid, 1), created: now - age };
+      events.push(event);
+      expect(await (i === 0 ? store : other).shop.change('waiting', paid, event)).toBe(true);
+    }
+    await store.outbox.enqueue('other', { n: 1 });
+    const both = await webhookBacklog(other);
+    expect(both.pending).toBe(2);
+    expect(both.oldestSeconds).toBeGreaterThanOrEqual(600);
+    expect(both.oldestSeconds).toBeLessThan(6000);
+    // The oldest delivered: the next one is the oldest.
+    const first = await store.outbox.claim('webhook', 60_000);
+    expect(first?.payload).toEqual({ event_id: events[0]?.id });
+    await store.outbox.done((first as { id: number }).id);
+    const one = await webhookBacklog(store);
+    expect(one.pending).toBe(1);
+    expect(one.oldestSeconds).toBeGreaterThanOrEqual(60);
+    expect(one.oldestSeconds).toBeLessThan(600);
+    const second = await other.outbox.claim('webhook', 60_000);
+    await other.outbox.done((second as { id: number }).id);
+    // A resent event waits from when it was resent.
+    await resendWebhook(store, events[0]?.id as string);
+    const resent = await webhookBacklog(other);
+    expect(resent.pending).toBe(1);
+    expect(resent.oldestSeconds).toBeLessThan(60);
+  });
+
+  test('answers a ping while open, and fails it once closed', async () => {
+    const { another } = await kind.fresh();
+    const own = await another();
+    await expect(own.ping()).resolves.toBeUndefined();
+    await own.close();
+    await expect(own.ping()).rejects.toThrow();
   });
 
   test('expired shop requests stay unsettled while a late payment may still come, then not', async () => {

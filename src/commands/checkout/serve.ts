@@ -1,6 +1,7 @@
 import { Flags } from '@oclif/core';
 import { talkedToSandbox } from '../../api/sandbox-mark.js';
 import { NanoPayError } from '../../errors.js';
+import { backendCheck, serverFlags, ServerRuntime, storeCheck } from '../../cli/server-runtime.js';
 import { SessionCommand } from '../../cli/session-command.js';
 import { shopStatusSource, shopToken, webhookSecrets } from '../../cli/shop.js';
 import { DEFAULT_REDIRECT_SECONDS, DEFAULT_RELOAD_SECONDS } from '../../checkout/page.js';
@@ -20,7 +21,10 @@ read-only. Every change of a request's status (paid, paid late, underpaid, overp
 or the service reports it, is recorded with an event in the store and delivered to each --webhook URL, signed
 (Nanopay-Signature) with the secret in --webhook-secret-file, retried for 3 days. Refunds ordered through the API
 (POST /api/v1/requests/ID/refunds) wait in the store for a signer: --refunds makes this server one, else nanopay refund --pending.
---sweep-to sweeps the fresh accounts every --sweep-every. Runs until Ctrl-C; logs to stderr.`;
+--sweep-to sweeps the fresh accounts every --sweep-every. GET /healthz and /readyz answer
+without a token, GET /metrics (Prometheus) with it, or without one on --metrics-listen. Logs to stderr (--log-format json:
+one object a line). Runs until SIGTERM or Ctrl-C, which drain it: answers and deliveries in flight finish within
+--drain-timeout (a delivery cut then goes again), then it exits 0; a second signal stops it at once.`;
   static override examples = [
     '<%= config.bin %> checkout serve --port 8080 --public-url https://pay.shop.example --webhook https://shop.example/nanopay-webhook',
     '<%= config.bin %> checkout serve --token-file ./shop.token --webhook http://127.0.0.1:3000/hooks --json',
@@ -50,12 +54,14 @@ or the service reports it, is recorded with an event in the store and delivered 
     'sweep-min': Flags.string({ description: 'with --sweep-to: leave balances below this many XNO' }),
     'webhook-backoff-ms': Flags.integer({ description: 'first retry wait of a webhook (doubling)', default: 1000, min: 1, hidden: true }),
     'webhook-timeout-ms': Flags.integer({ description: "an endpoint's time to answer (a delivery's lease is 5 s more)", default: 10_000, min: 100, hidden: true }),
+    ...serverFlags,
   };
 
   async run(): Promise<void> {
     const { flags } = await this.parse(CheckoutServe);
+    const runtime = new ServerRuntime(flags);
     const session = this.session(flags);
-    const store = await session.dataStore();
+    const store = runtime.timed(await session.dataStore());
     if (flags['fresh-addresses']) {
       if (session.backendKind() !== 'node') throw new NanoPayError('USAGE', '--fresh-addresses is for the node backend (the service keeps its requests)');
       // Unlocked now (a prompt, scrypt), not at the first customer's request.
@@ -67,7 +73,7 @@ or the service reports it, is recorded with an event in the store and delivered 
     if (flags.refunds || sweepEvery !== undefined) await session.account();
     const { token, file: tokenFile } = await shopToken(flags['token-file']);
     const { secrets, file: secretFile } = await webhookSecrets(flags['webhook-secret-file']);
-    const log = (line: string): void => void process.stderr.write(`${new Date().toISOString()} ${line}\n`);
+    const { log } = runtime;
     const confirmations = checkoutConfirmations(session);
     const signer = startShopSigner(session, {
       refunds: flags.refunds,
@@ -75,50 +81,54 @@ or the service reports it, is recorded with an event in the store and delivered 
       pollMs: flags['poll-interval'] * 1000,
       log,
     });
-    const server = await startShopServer({
-      host: flags.host,
-      port: flags.port,
-      ...(flags['public-url'] === undefined ? {} : { publicUrl: flags['public-url'].replace(/\/+$/, '') }),
-      token,
-      store,
-      source: await shopStatusSource(session),
-      create: (body, key) => createShopRequest(session, store, body, key, { freshAddress: flags['fresh-addresses'] }),
-      refund: async (id, body, key) => {
-        const ordered = await orderRefund(session, store, {
-          requestId: id,
-          ...(typeof body.amount === 'string' ? { amount: { xno: body.amount } } : {}),
-          ...(typeof body.to === 'string' ? { to: body.to } : {}),
-          ...(key === undefined ? {} : { key }),
-        });
-        signer.poke();
-        return ordered;
-      },
-      intervalMs: flags.interval * 1000,
-      pollMs: flags['poll-interval'] * 1000,
-      redirectSeconds: flags['redirect-delay'],
-      reloadSeconds: flags['reload-interval'],
-      maxStreams: flags['max-streams'],
-      maxStreamsPerClient: flags['max-streams-per-client'],
-      ...(flags['shop-name'] === undefined ? {} : { shopName: flags['shop-name'] }),
-      ...(confirmations === undefined ? {} : { confirmations }),
-      webhooks: { endpoints: flags.webhook, secrets, backoffMs: flags['webhook-backoff-ms'], timeoutMs: flags['webhook-timeout-ms'] },
-      testMode: talkedToSandbox,
-      log,
-    });
+    const source = await shopStatusSource(session);
+    const { server, shown: probesShown } = await runtime.start([storeCheck(store), backendCheck(session)], (probes) =>
+      startShopServer({
+        host: flags.host,
+        port: flags.port,
+        ...(flags['public-url'] === undefined ? {} : { publicUrl: flags['public-url'].replace(/\/+$/, '') }),
+        token,
+        store,
+        source,
+        create: (body, key) => createShopRequest(session, store, body, key, { freshAddress: flags['fresh-addresses'] }),
+        refund: async (id, body, key) => {
+          const ordered = await orderRefund(session, store, {
+            requestId: id,
+            ...(typeof body.amount === 'string' ? { amount: { xno: body.amount } } : {}),
+            ...(typeof body.to === 'string' ? { to: body.to } : {}),
+            ...(key === undefined ? {} : { key }),
+          });
+          signer.poke();
+          return ordered;
+        },
+        intervalMs: flags.interval * 1000,
+        pollMs: flags['poll-interval'] * 1000,
+        redirectSeconds: flags['redirect-delay'],
+        reloadSeconds: flags['reload-interval'],
+        maxStreams: flags['max-streams'],
+        maxStreamsPerClient: flags['max-streams-per-client'],
+        ...(flags['shop-name'] === undefined ? {} : { shopName: flags['shop-name'] }),
+        ...(confirmations === undefined ? {} : { confirmations }),
+        webhooks: { endpoints: flags.webhook, secrets, backoffMs: flags['webhook-backoff-ms'], timeoutMs: flags['webhook-timeout-ms'] },
+        testMode: talkedToSandbox,
+        log,
+        probes,
+        drainMs: runtime.drainMs,
+      }),
+    );
     if (this.jsonEnabled()) {
-      process.stdout.write(`${JSON.stringify({ url: server.url, token_file: tokenFile, webhook_secret_file: secretFile, webhooks: flags.webhook, store: store.location })}\n`);
+      const started = { url: server.url, token_file: tokenFile, webhook_secret_file: secretFile, webhooks: flags.webhook, store: store.location, ...probesShown };
+      process.stdout.write(`${JSON.stringify(started)}\n`);
     } else {
       this.log(`Shop server: ${server.url} (API: ${server.url}/api/v1/requests)`);
       this.log(`API token: in ${tokenFile} (Authorization: Bearer <token>)`);
       this.log(flags.webhook.length === 0 ? 'Webhooks: none (--webhook URL; events wait in the store)' : `Webhooks: ${flags.webhook.join(', ')}, signed with the secret in ${secretFile}`);
       this.log('Stop it: Ctrl-C');
     }
-    await new Promise<void>((resolve) => {
-      process.on('SIGINT', () => resolve());
-      process.on('SIGTERM', () => resolve());
+    await runtime.untilStopped(async () => {
+      await server.close();
+      await signer.stop();
+      await store.close();
     });
-    await server.close();
-    await signer.stop();
-    await store.close();
   }
 }

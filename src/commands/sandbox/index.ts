@@ -1,5 +1,6 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
+import { serverFlags, ServerRuntime, writableDirCheck } from '../../cli/server-runtime.js';
 import { startSandbox } from '../../sandbox/index.js';
 
 export default class Sandbox extends BaseCommand {
@@ -7,7 +8,8 @@ export default class Sandbox extends BaseCommand {
   static override description = `Starts in the foreground and keeps its ledger, keys and credits in --data-dir across restarts.
 Point nanopay at it with NANOPAY_API_URL=<url>, and get test funds from its faucet with sandbox fund. To keep using the same
 terminal, run it in the background without its request log (<%= config.bin %> sandbox --quiet &), and stop it with kill %1 or
-kill PID (it prints its PID). With --json it prints one document once it listens: {url, ws_url, data_dir, thresholds, pid}.`;
+kill PID (it prints its PID). With --json it prints one document once it listens: {url, ws_url, data_dir, thresholds, pid}.
+GET /healthz and /readyz (its data dir writable) answer as on every server; /metrics on --metrics-listen.`;
   static override examples = ['<%= config.bin %> sandbox', '<%= config.bin %> sandbox --quiet &', '<%= config.bin %> sandbox --port 7070 --thresholds live'];
   static override flags = {
     port: Flags.integer({ description: 'port to listen on (0 picks a free one)', default: 7076, min: 0, max: 65535 }),
@@ -17,20 +19,26 @@ kill PID (it prints its PID). With --json it prints one document once it listens
       description: 'proof-of-work thresholds: the node dev network (fast, the default for a new ledger) or the live network; a restart keeps the ledger\'s unless given',
       options: ['dev', 'live'],
     }),
-    quiet: Flags.boolean({ description: 'do not log each request to stderr' }),
+    quiet: Flags.boolean({ description: 'do not log to stderr' }),
+    ...serverFlags,
   };
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Sandbox);
-    const sandbox = await startSandbox({
-      port: flags.port,
-      host: flags.host,
-      dataDir: flags['data-dir'],
-      ...(flags.thresholds === undefined ? {} : { thresholds: flags.thresholds as 'dev' | 'live' }),
-      log: flags.quiet ? undefined : (line) => process.stderr.write(`${line}\n`),
-    });
+    const runtime = new ServerRuntime(flags, { silent: flags.quiet });
+    const { server: sandbox, shown: probesShown } = await runtime.start([writableDirCheck('store', flags['data-dir'])], (probes) =>
+      startSandbox({
+        port: flags.port,
+        host: flags.host,
+        dataDir: flags['data-dir'],
+        ...(flags.thresholds === undefined ? {} : { thresholds: flags.thresholds as 'dev' | 'live' }),
+        log: runtime.log,
+        probes,
+        drainMs: runtime.drainMs,
+      }),
+    );
     const { send, receive } = sandbox.service.thresholds;
-    const info = { url: sandbox.url, ws_url: sandbox.wsUrl, data_dir: flags['data-dir'], thresholds: { send, receive }, pid: process.pid };
+    const info = { url: sandbox.url, ws_url: sandbox.wsUrl, data_dir: flags['data-dir'], thresholds: { send, receive }, pid: process.pid, ...probesShown };
     // A long-running server: in JSON mode its one document is printed once it listens.
     if (this.jsonEnabled()) {
       process.stdout.write(`${JSON.stringify(info)}\n`);
@@ -41,11 +49,6 @@ kill PID (it prints its PID). With --json it prints one document once it listens
       this.log(`Try it:   curl -s -X POST ${sandbox.url}/wallet/create`);
       this.log(`Stop it:  Ctrl-C, or kill ${process.pid}`);
     }
-    await new Promise<void>((resolve) => {
-      const stop = (): void => resolve();
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
-    });
-    await sandbox.close();
+    await runtime.untilStopped(() => sandbox.close());
   }
 }
