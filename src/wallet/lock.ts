@@ -107,6 +107,35 @@ export function withAccountLock<T>(lockDir: string, address: string, fn: () => P
   return withFileLock(join(lockDir, `${address}.lock`), { code: 'ACCOUNT_BUSY', what: 'this account' }, fn, options);
 }
 
+/**
+ * A lease on `path`, taken at once or not at all: the file names this process
+ * and when the lease ends (`untilMs`). Until then only its holder gives it
+ * back; a lease whose process died on this host, or whose time passed, is
+ * taken over. Resolves to the release (which removes the file only while it
+ * is still this lease), or undefined when another holds it.
+ */
+export async function tryLease(path: string, untilMs: number): Promise<(() => Promise<void>) | undefined> {
+  const content = `${process.pid}\n${hostname()}\n${new Date().toISOString()}\n${untilMs}\n${randomBytes(8).toString('hex')}`;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const handle = await open(path, 'wx', 0o600);
+      await handle.writeFile(content);
+      await handle.close();
+      return async () => {
+        if ((await readFile(path, 'utf8').catch(() => '')) === content) await rm(path, { force: true });
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') await ensurePrivateDir(dirname(path));
+      else if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    const holder = await readFile(path, 'utf8').catch(() => '');
+    const until = Number(holder.split('\n')[3]);
+    if (holder !== '' && (isStale(holder) || (Number.isFinite(until) && until < Date.now()))) await takeOverStale(path, holder);
+    else if (holder !== '') return undefined;
+  }
+  return undefined;
+}
+
 /** Runs `fn` as the key store's only writer, so that no write is lost to another's. */
 export function withKeystoreLock<T>(keystorePath: string, fn: () => Promise<T>, options: LockOptions = {}): Promise<T> {
   return withFileLock(`${keystorePath}.lock`, { code: 'STORE_BUSY', what: 'the key store' }, fn, options);
