@@ -2,7 +2,10 @@
 // request path, as `work precache` does after each payment): the latency of a paid request against the same request
 // unpaid (a free route of the same paywall), and the sustained paid requests per second from 20 payer accounts.
 // Afterwards the ledger is counted: every block that got a 200 must be on it once, and no other block of the payers
-// may have reached the merchant (0 double settlements, 0 lost payments). A benchmark, not a test: it prints figures.
+// may have reached the merchant (0 double settlements, 0 lost payments). Then the one-wallet case: nanopay's own client
+// (the SDK's fetchWithPayment, the whole guarded path: policy, journal, lock, signing, the ledger's confirmation) paying
+// from one wallet with 8 payment lanes: its paid − unpaid latency, and the paid requests per second of 8 callers at once,
+// counted on the ledger the same way. A benchmark, not a test: it prints figures.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -10,6 +13,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { NanoPay } from '../dist/index.js';
+import { KeyStore } from '../dist/wallet/keystore.js';
 import { addressToPublicKey, buildReceiveBlock, buildSendBlock, deriveAccount, generateSeed, hashBlock, linkAsAccount, signBlock, workRoot } from '../dist/nano/index.js';
 import { startSandbox } from '../dist/sandbox/index.js';
 import { generateWork, shutdownWorkers } from '../dist/work/index.js';
@@ -18,6 +25,7 @@ import { encodeHeader, decodeHeader } from '../dist/x402/protocol.js';
 const PAYERS = Number(process.env.BENCH_PAYERS ?? 20);
 const LATENCY_RUNS = Number(process.env.BENCH_LATENCY_RUNS ?? 200);
 const LOAD_SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? 10);
+const LANES = Number(process.env.BENCH_LANES ?? 8);
 const BIN = fileURLToPath(new URL('../bin/run.js', import.meta.url));
 const root = mkdtempSync(join(tmpdir(), 'nanopay-bench-x402-'));
 
@@ -147,6 +155,77 @@ console.log(`| paid − unpaid | ${f(p.median - u.median)} | ${f(p.p99 - u.p99)}
 console.log(`Sustained: ${done} paid requests in ${loadSeconds.toFixed(1)} s from ${PAYERS} payers = ${(done / loadSeconds).toFixed(0)} paid req/s`);
 console.log(`Ledger: ${onLedger.length} payments to the merchant, ${settledOk.size} answered 200; double settlements ${double}, lost payments ${lost}, 200s without a block ${unsettled200}, failures ${failures.length}`);
 if (failures.length > 0) console.log(failures.slice(0, 5).join('\n'));
+
+// One wallet, LANES payment lanes, nanopay's own client.
+const walletDir = join(root, 'one-wallet');
+const password = 'bench password';
+await KeyStore.create(join(walletDir, 'keystore.json'), password, 2 ** 10);
+// Work made on this machine (dev thresholds), not asked of the sandbox's node, which would make it in this very process.
+const nanopay = new NanoPay({ password, env: { ...inherited, HOME: walletDir, NANOPAY_CONFIG_DIR: walletDir, NANOPAY_BACKEND: 'node', NANOPAY_NODE_URL: sandbox.url, NANO_WORK_MODE: 'cpu' } });
+const main = await nanopay.createWallet();
+sandbox.service.fund(main.address, '100');
+await nanopay.receive();
+const lanes = await nanopay.setLanes(LANES, { fund: '5' });
+const laneSet = new Set(lanes.lanes.map((l) => l.address));
+const paidOk = new Set();
+const laneFailures = [];
+async function lanePaid() {
+  const started = performance.now();
+  try {
+    const { response, payment } = await nanopay.fetchWithPayment(`${paywallUrl}/paid`, {}, { maxXno: '0.01' });
+    await response.arrayBuffer();
+    if (response.status !== 200 || payment === undefined) laneFailures.push(`HTTP ${response.status}`);
+    else if (paidOk.has(payment.hash)) laneFailures.push(`${payment.hash} paid twice`);
+    else paidOk.add(payment.hash);
+  } catch (error) {
+    laneFailures.push(error.code ?? error.message);
+  }
+  return performance.now() - started;
+}
+for (let i = 0; i < 10; i++) await lanePaid();
+const laneUnpaid = [];
+const lanePaidMs = [];
+for (let i = 0; i < LATENCY_RUNS; i++) {
+  laneUnpaid.push(await unpaidRequest());
+  lanePaidMs.push(await lanePaid());
+}
+/** CPU time (ms) a process of this host used so far, from /proc (Linux): user and system, in clock ticks of 10 ms. */
+const cpuOf = (pid) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
+const cpuBefore = { here: cpuOf(process.pid), paywall: cpuOf(paywall.pid) };
+let laneDone = 0;
+const laneUntil = performance.now() + LOAD_SECONDS * 1000;
+const laneStarted = performance.now();
+await Promise.all(
+  Array.from({ length: LANES }, async () => {
+    while (performance.now() < laneUntil) {
+      await lanePaid();
+      laneDone++;
+    }
+  }),
+);
+const laneSeconds = (performance.now() - laneStarted) / 1000;
+await nanopay.lanesIdle();
+const cpuPer = { here: (cpuOf(process.pid) - cpuBefore.here) / laneDone, paywall: (cpuOf(paywall.pid) - cpuBefore.paywall) / laneDone };
+const fromLanes = [...sandbox.service.ledger.blocks.values()].filter((b) => b.subtype === 'send' && laneSet.has(b.account) && b.block.link.toUpperCase() === merchantKey);
+const laneHashes = new Set(fromLanes.map((b) => b.hash));
+const lu = stats(laneUnpaid);
+const lp = stats(lanePaidMs);
+console.log('');
+console.log(`One wallet, ${LANES} lanes, nanopay's client (SDK fetchWithPayment: 402, policy, journal, sign, present, confirmation seen), ${LATENCY_RUNS} sequential requests each way`);
+console.log('| request | median | p99 |');
+console.log('|---|---|---|');
+console.log(`| unpaid (free route, proxied) | ${f(lu.median)} | ${f(lu.p99)} |`);
+console.log(`| paid from a lane (the whole client path) | ${f(lp.median)} | ${f(lp.p99)} |`);
+console.log(`| paid − unpaid | ${f(lp.median - lu.median)} | ${f(lp.p99 - lu.p99)} |`);
+console.log(`Sustained: ${laneDone} paid requests in ${laneSeconds.toFixed(1)} s from one wallet (${LANES} callers at once) = ${(laneDone / laneSeconds).toFixed(0)} paid req/s`);
+console.log(`CPU per paid request: ${cpuPer.here.toFixed(1)} ms in this process (nanopay's client and the sandbox), ${cpuPer.paywall.toFixed(1)} ms in the paywall (2 cores: at most ${(2000 / (cpuPer.here + cpuPer.paywall)).toFixed(0)} paid req/s)`);
+console.log(`Ledger: ${fromLanes.length} payments from the lanes to the merchant, ${paidOk.size} paid; double payments ${fromLanes.length - laneHashes.size}, lost ${[...laneHashes].filter((h) => !paidOk.has(h)).length}, paid without a block ${[...paidOk].filter((h) => !laneHashes.has(h)).length}, failures ${laneFailures.length}`);
+if (laneFailures.length > 0) console.log(laneFailures.slice(0, 5).join('\n'));
+console.log(`Load average (1, 5, 15 min) at the end: ${loadavg().map((l) => l.toFixed(2)).join(', ')}`);
+await nanopay.session.close();
 
 paywall.kill('SIGTERM');
 await new Promise((resolve) => paywall.once('close', resolve));

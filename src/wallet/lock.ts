@@ -49,6 +49,15 @@ interface Held {
   what: string;
 }
 
+/** Lock dirs this process made or found private already: checked once, not at every lock. */
+const checkedDirs = new Set<string>();
+
+async function privateLockDir(dir: string): Promise<void> {
+  if (checkedDirs.has(dir)) return;
+  await ensurePrivateDir(dir);
+  checkedDirs.add(dir);
+}
+
 async function acquireFile(path: string, held: Held, timeoutMs: number, signal?: AbortSignal): Promise<() => Promise<void>> {
   const deadline = Date.now() + timeoutMs;
   const content = `${process.pid}\n${hostname()}\n${new Date().toISOString()}`;
@@ -59,6 +68,11 @@ async function acquireFile(path: string, held: Held, timeoutMs: number, signal?:
       await handle.close();
       return () => rm(path, { force: true });
     } catch (error) {
+      // The lock dir went away since it was checked: made (and checked) again.
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT' && checkedDirs.delete(dirname(path))) {
+        await privateLockDir(dirname(path));
+        continue;
+      }
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
     const holder = await readFile(path, 'utf8').catch(() => '');
@@ -89,7 +103,7 @@ async function withFileLock<T>(path: string, held: Held, fn: () => Promise<T>, o
   queues.set(path, mine);
   await previous;
   try {
-    await ensurePrivateDir(dirname(path));
+    await privateLockDir(dirname(path));
     const release = await acquireFile(path, held, options.timeoutMs ?? 120_000, options.signal);
     try {
       return await fn();

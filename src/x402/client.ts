@@ -376,7 +376,7 @@ export async function fetchWithPayment(session: Session, input: string | URL, in
       const again = await presentAgain(ctx, signer, c, options.id, waitMs);
       if (again !== undefined) return again;
     }
-    await frontierConfirmed(ctx, signer, waitMs, signal);
+    if (payer.confirmedHead !== true) await frontierConfirmed(ctx, signer, waitMs, signal);
     const autoPay = BigInt(session.profile().x402AutoPay ?? '0');
     const confirm = amountRaw <= autoPay ? undefined : options.confirm;
     const threshold = statedThreshold(chosen);
@@ -437,7 +437,7 @@ export async function signCheque(session: Session, requirements: PaymentRequirem
         return { ...entry.block, link_as_account: linkAsAccount(entry.block.link) } as StateBlock;
       }
     }
-    await frontierConfirmed(ctx, signer, 15_000, options.signal);
+    if (payer.confirmedHead !== true) await frontierConfirmed(ctx, signer, 15_000, options.signal);
     const threshold = statedThreshold(chosen);
     let handed: StateBlock | undefined;
     await move(ctx, {

@@ -1,6 +1,6 @@
 import { readAccountHead, receiveAllPending } from '../ledger/chain.js';
 import { provedReceivable } from '../ledger/proofs.js';
-import { settleJournal } from '../ledger/recovery.js';
+import { recordLanded, settleJournal } from '../ledger/recovery.js';
 import { move } from '../spending/movement.js';
 import { stateDir } from '../../wallet/paths.js';
 import type { OpsContext, Signer } from '../context.js';
@@ -108,23 +108,33 @@ class Keeper {
    * Resolves a cheque a lane handed out, in the background, after `first`
    * (a wait for it to be seen confirmed): recorded paid when the ledger shows
    * it, else cancelled by a block of the lane on its previous; then the lane
-   * is given back, and refilled when low. False when no lane of this process
-   * holds that cheque.
+   * is given back, and refilled when low. With `seenPaid` (the caller saw it
+   * confirmed) it is recorded paid at once. False when no lane of this
+   * process holds that cheque.
    */
-  settleHanded(hash: string, first?: (ctx: OpsContext) => Promise<unknown>): boolean {
+  settleHanded(hash: string, first?: (ctx: OpsContext) => Promise<unknown>, seenPaid = false): boolean {
     const handed = this.handed.get(hash);
     if (handed === undefined) return false;
     this.handed.delete(hash);
     clearTimeout(handed.timer);
     const { claim, set } = handed;
+    const address = claim.lane.address;
     this.spawn(async () => {
       let balance: bigint | undefined;
       try {
         const ctx = await this.session.context();
         const signer = await laneSigner(this.session, set, claim.lane);
         await first?.(ctx);
-        await ctx.lock(claim.lane.address, () => settleJournal(ctx, claim.lane.address, signer));
-        balance = (await readAccountHead(ctx, claim.lane.address)).state.balance;
+        balance = await ctx.lock(address, async () => {
+          const entry = await ctx.journal.read(address);
+          if (seenPaid && entry?.hash === hash) {
+            await recordLanded(ctx, entry);
+            await ctx.journal.clear(address);
+            return BigInt(entry.block.balance);
+          }
+          const settled = await settleJournal(ctx, address, signer);
+          return settled.outcome === 'confirmed' && settled.entry?.hash === hash ? BigInt(settled.entry.block.balance) : undefined;
+        });
       } finally {
         await claim.release();
       }

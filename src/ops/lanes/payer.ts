@@ -34,6 +34,8 @@ export interface Payer {
   lane?: Lane;
   /** For a lane: the wallet's funding account, the one approvals are bound to. */
   payer?: string;
+  /** The lane's frontier was seen confirmed when it was taken (sellers refuse a payment on one that is not). */
+  confirmedHead?: boolean;
   /** The payment is over: the lane is given back, and refilled in the background when `balanceAfterRaw` is below half its fund. */
   done(balanceAfterRaw?: bigint): Promise<void>;
   /** The signed cheque `hash` leaves with a client library: the lane stays claimed until it resolves (settleHandedCheque), or until `untilMs`. */
@@ -60,21 +62,20 @@ async function laneOfId(ctx: OpsContext, set: LaneSet, id: string): Promise<Lane
  * refill waiting for it is received when it holds too little. False (and a
  * refill asked for) when it still holds too little.
  */
-async function ready(session: Session, ctx: OpsContext, set: LaneSet, lane: Lane, amountRaw: bigint): Promise<boolean> {
+async function ready(session: Session, ctx: OpsContext, set: LaneSet, lane: Lane, amountRaw: bigint): Promise<{ fits: boolean; confirmed: boolean }> {
   const signer = await laneSigner(session, set, lane);
   if ((await ctx.journal.read(lane.address)) !== undefined) await ctx.lock(lane.address, () => settleJournal(ctx, lane.address, signer));
-  // The backend's word is enough to choose a lane: the payment plans on the verified head, and refuses to overspend there.
-  let balance = (await ctx.api.accountInfo(lane.address))?.balanceRaw ?? 0n;
-  if (balance < amountRaw && (await ctx.api.pending(lane.address)).length > 0) {
+  let head = await readAccountHead(ctx, lane.address);
+  if (head.state.balance < amountRaw && (await ctx.api.pending(lane.address)).length > 0) {
     await receiveOnLane(ctx, signer);
-    balance = (await readAccountHead(ctx, lane.address)).state.balance;
+    head = await readAccountHead(ctx, lane.address);
   }
-  if (balance >= amountRaw) return true;
-  keeperOf(session).refillIfLow(set, lane, balance, amountRaw);
-  return false;
+  if (head.state.balance >= amountRaw) return { fits: true, confirmed: head.confirmed };
+  keeperOf(session).refillIfLow(set, lane, head.state.balance, amountRaw);
+  return { fits: false, confirmed: head.confirmed };
 }
 
-async function lanePayer(session: Session, set: LaneSet, claim: LaneClaim): Promise<Payer> {
+async function lanePayer(session: Session, set: LaneSet, claim: LaneClaim, confirmedHead = false): Promise<Payer> {
   try {
     const signer = await laneSigner(session, set, claim.lane);
     const payer = (await fundingSigner(session, set)).address;
@@ -83,6 +84,7 @@ async function lanePayer(session: Session, set: LaneSet, claim: LaneClaim): Prom
       signer,
       lane: claim.lane,
       payer,
+      confirmedHead,
       done: async (balanceAfterRaw) => {
         await claim.release();
         if (balanceAfterRaw !== undefined) keeper.refillIfLow(set, claim.lane, balanceAfterRaw);
@@ -90,7 +92,7 @@ async function lanePayer(session: Session, set: LaneSet, claim: LaneClaim): Prom
       handOut: (hash, untilMs) => keeper.handOut(claim, set, hash, untilMs),
       paid: (hash) => {
         keeper.handOut(claim, set, hash, Date.now() + PAID_LEASE_MS);
-        return keeper.settleHanded(hash);
+        return keeper.settleHanded(hash, undefined, true);
       },
     };
   } catch (error) {
@@ -133,13 +135,13 @@ export async function payerFor(session: Session, ctx: OpsContext, input: PayerIn
     for (const lane of rotated(set.lanes)) {
       const claim = await tryClaim(dir, lane, until());
       if (claim === undefined) continue;
-      let fits = false;
+      let readied = { fits: false, confirmed: false };
       try {
-        fits = await ready(session, ctx, set, lane, input.amountRaw);
+        readied = await ready(session, ctx, set, lane, input.amountRaw);
       } finally {
-        if (!fits) await claim.release();
+        if (!readied.fits) await claim.release();
       }
-      if (fits) return lanePayer(session, set, claim);
+      if (readied.fits) return lanePayer(session, set, claim, readied.confirmed);
       short.push(lane);
     }
     // Every lane too poor, and no refill on its way: the funding account cannot pay for them.

@@ -161,7 +161,7 @@ function spendRequest<A>(m: Movement<A>, to: string): SpendRequest {
 /**
  * Moves money, guarded at every step: the spending policy judges the spend
  * before any question (refused, or held for a person's yes); the preview is
- * built on the verified head; the user confirms; then, holding the account
+ * built on the verified head; the user confirms (when asked); then, holding the account
  * lock, any earlier entry is settled, the send is planned again on the fresh
  * head, and the block is signed, judged again and journaled in one hold of the
  * profile's spending lock (so it counts at once), submitted and recorded
@@ -195,9 +195,10 @@ export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<M
     return planned(first, m.signer.address, { hash: null, dryRun: true, policy: { outcome: verdict.outcome, ...(verdict.rule === undefined ? {} : { rule: verdict.rule, message: verdict.message as string }) } });
   }
   const { attended } = await screenSpend(ctx, request);
-  const first = await planSend(ctx, m.signer.address, to, m.amountRaw);
-  if (!attended && m.confirm !== undefined && !(await m.confirm(preview(m.signer.address, to, m.amountRaw, first.head.state.balance, m.contact)))) {
-    throw new NanoPayError('DECLINED', 'Declined; nothing was signed');
+  // A person asked sees a preview planned on the verified head; without one, the plan made holding the lock is the only one.
+  if (!attended && m.confirm !== undefined) {
+    const first = await planSend(ctx, m.signer.address, to, m.amountRaw);
+    if (!(await m.confirm(preview(m.signer.address, to, m.amountRaw, first.head.state.balance, m.contact)))) throw new NanoPayError('DECLINED', 'Declined; nothing was signed');
   }
 
   return ctx.lock(m.signer.address, async () => {
