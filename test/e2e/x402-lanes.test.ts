@@ -13,9 +13,9 @@ import { NanoPay } from '../../src/sdk/nanopay.js';
 import { nanoExactClientScheme } from '../../src/x402/schemes.js';
 import { BIN, PASSWORD, type CliUser } from '../helpers/cli.js';
 import { fundedUser } from '../helpers/backend-users.js';
-import { nodeMerchantAndCustomer } from '../helpers/node-users.js';
 import { ledger, sandbox } from '../helpers/sandbox.js';
-import { startCommand, type RunningCommand } from '../helpers/serve.js';
+import type { RunningCommand } from '../helpers/serve.js';
+import { paywallShop } from '../helpers/x402.js';
 
 /** An API to sell: /data answers at once; /hold/… waits until the test answers it. */
 interface Upstream {
@@ -42,8 +42,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => up.server.listen(0, '127.0.0.1', resolve));
   up.url = `http://127.0.0.1:${(up.server.address() as AddressInfo).port}`;
-  ({ merchant, customer, merchantAddress } = await nodeMerchantAndCustomer(sb, {}));
-  paywall = await startCommand(['paywall', '--upstream', up.url, '--price', PRICE, '--route', 'GET /free=0', '--to', merchantAddress, '--json'], merchant.env);
+  ({ merchant, customer, merchantAddress, paywall } = await paywallShop(sb, up.url, PRICE));
   node = new NodeClient({ url: sb.url });
 });
 afterAll(async () => {
