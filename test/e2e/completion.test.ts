@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { newUser, type CliUser } from '../helpers/cli.js';
+import { tempDirSync } from '../helpers/temp.js';
 
 interface ManifestFlag {
   name: string;
@@ -143,20 +144,23 @@ describe('nanopay completion fish', () => {
   });
 });
 
-// fish itself, where it is installed (Debian: apt-get install fish); CI installs it (.ci/run).
-const fish = spawnSync('fish', ['--version']).status === 0;
+// fish itself, where it is installed (Debian: apt-get install fish); CI installs it (.ci/run). It makes its own
+// config dir at start, even for --version: a temporary one, not the user's (npm test reports one left in its TMPDIR).
+const fishHome = tempDirSync('nanopay-fish-');
+const fishEnv = { ...process.env, XDG_CONFIG_HOME: join(fishHome, 'config'), XDG_DATA_HOME: join(fishHome, 'data') };
+const fish = spawnSync('fish', ['--version'], { env: fishEnv }).status === 0;
 if (!fish && process.env.CI === undefined) console.warn('completion.test.ts: fish is not installed, so the script was not run in fish (apt-get install fish)');
 
 describe.skipIf(!fish && process.env.CI === undefined)('the script in fish', () => {
   const file = (): string => join(user.configDir, 'nanopay.fish');
   beforeAll(() => writeFile(file(), script));
   const complete = async (line: string): Promise<string[]> => {
-    const out = execFileSync('fish', ['--no-config', '-c', `source ${file()}; complete -C '${line}'`], { encoding: 'utf8' });
+    const out = execFileSync('fish', ['--no-config', '-c', `source ${file()}; complete -C '${line}'`], { encoding: 'utf8', env: fishEnv });
     return out.split('\n').filter((l) => l !== '').map((l) => l.split('\t')[0]!);
   };
 
   it('is valid fish', () => {
-    const check = spawnSync('fish', ['--no-config', '--no-execute', file()], { encoding: 'utf8' });
+    const check = spawnSync('fish', ['--no-config', '--no-execute', file()], { encoding: 'utf8', env: fishEnv });
     expect(check.stderr).toBe('');
     expect(check.status).toBe(0);
   });
