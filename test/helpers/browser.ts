@@ -2,10 +2,12 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import jsqr from 'jsqr';
 import { PNG } from 'pngjs';
 import type { CliUser } from './cli.js';
 import { startCommand } from './serve.js';
+import { tempDir } from './temp.js';
 
 // jsqr is CommonJS: under NodeNext its typed default export sits on `.default`.
 const jsQR = jsqr.default;
@@ -27,8 +29,11 @@ export async function launchChromium(): Promise<import('playwright-core').Browse
   // require, not import(): Node's import() of this CommonJS package scans its 3.6 MB bundle for export names first
   // (0.3 s of CPU, measured here).
   const { chromium } = createRequire(import.meta.url)('playwright-core') as typeof import('playwright-core');
+  // Chromium makes XDG_CONFIG_HOME/chromium (its crash reports) at start: a temporary one, not the user's.
+  const home = await tempDir('nanopay-chromium-');
   return chromium.launch({
     executablePath: CHROMIUM,
+    env: { ...process.env, XDG_CONFIG_HOME: join(home, 'config'), XDG_CACHE_HOME: join(home, 'cache') },
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
 }
