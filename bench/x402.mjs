@@ -156,14 +156,33 @@ console.log(`Sustained: ${done} paid requests in ${loadSeconds.toFixed(1)} s fro
 console.log(`Ledger: ${onLedger.length} payments to the merchant, ${settledOk.size} answered 200; double settlements ${double}, lost payments ${lost}, 200s without a block ${unsettled200}, failures ${failures.length}`);
 if (failures.length > 0) console.log(failures.slice(0, 5).join('\n'));
 
-// One wallet, LANES payment lanes, nanopay's own client.
+// One wallet, LANES payment lanes, nanopay's own client. Here the sandbox (the node) and the paywall are processes
+// of their own, so the CPU each of the three spends on a payment is measured apart.
+/** Starts `nanopay ARGS --json` and resolves to the child and its first line, parsed. */
+async function started(args, env) {
+  const child = spawn(process.execPath, [BIN, ...args, '--json'], { env, stdio: ['ignore', 'pipe', 'ignore'] });
+  const printed = await new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      if (out.includes('\n')) resolve(JSON.parse(out.split('\n')[0]));
+    });
+    child.on('close', (code) => reject(new Error(`nanopay ${args[0]} exited ${code}`)));
+  });
+  return { child, printed };
+}
+const node = await started(['sandbox', '--port', '0', '--data-dir', join(root, 'node'), '--quiet'], env);
+const nodeUrl = node.printed.url;
+const laneMerchant = deriveAccount({ seed: generateSeed(), index: 0 }).address;
+const lanePaywall = await started(['paywall', '--upstream', upstreamUrl, '--price', '0.001', '--route', 'GET /free=0', '--to', laneMerchant], { ...env, NANOPAY_NODE_URL: nodeUrl });
+const lanePaywallUrl = lanePaywall.printed.url;
 const walletDir = join(root, 'one-wallet');
 const password = 'bench password';
 await KeyStore.create(join(walletDir, 'keystore.json'), password, 2 ** 10);
-// Work made on this machine (dev thresholds), not asked of the sandbox's node, which would make it in this very process.
-const nanopay = new NanoPay({ password, env: { ...inherited, HOME: walletDir, NANOPAY_CONFIG_DIR: walletDir, NANOPAY_BACKEND: 'node', NANOPAY_NODE_URL: sandbox.url, NANO_WORK_MODE: 'cpu' } });
+// Work made on this machine (dev thresholds), not asked of the sandbox's node.
+const nanopay = new NanoPay({ password, env: { ...inherited, HOME: walletDir, NANOPAY_CONFIG_DIR: walletDir, NANOPAY_BACKEND: 'node', NANOPAY_NODE_URL: nodeUrl, NANO_WORK_MODE: 'cpu' } });
 const main = await nanopay.createWallet();
-sandbox.service.fund(main.address, '100');
+await fetch(`${nodeUrl}/sandbox/fund`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ address: main.address, amount: '100' }) });
 await nanopay.receive();
 const lanes = await nanopay.setLanes(LANES, { fund: '5' });
 const laneSet = new Set(lanes.lanes.map((l) => l.address));
@@ -172,7 +191,7 @@ const laneFailures = [];
 async function lanePaid() {
   const started = performance.now();
   try {
-    const { response, payment } = await nanopay.fetchWithPayment(`${paywallUrl}/paid`, {}, { maxXno: '0.01' });
+    const { response, payment } = await nanopay.fetchWithPayment(`${lanePaywallUrl}/paid`, {}, { maxXno: '0.01' });
     await response.arrayBuffer();
     if (response.status !== 200 || payment === undefined) laneFailures.push(`HTTP ${response.status}`);
     else if (paidOk.has(payment.hash)) laneFailures.push(`${payment.hash} paid twice`);
@@ -182,11 +201,17 @@ async function lanePaid() {
   }
   return performance.now() - started;
 }
+async function laneUnpaidRequest() {
+  const started = performance.now();
+  const r = await fetch(`${lanePaywallUrl}/free`);
+  await r.arrayBuffer();
+  return performance.now() - started;
+}
 for (let i = 0; i < 10; i++) await lanePaid();
 const laneUnpaid = [];
 const lanePaidMs = [];
 for (let i = 0; i < LATENCY_RUNS; i++) {
-  laneUnpaid.push(await unpaidRequest());
+  laneUnpaid.push(await laneUnpaidRequest());
   lanePaidMs.push(await lanePaid());
 }
 /** CPU time (ms) a process of this host used so far, from /proc (Linux): user and system, in clock ticks of 10 ms. */
@@ -194,7 +219,8 @@ const cpuOf = (pid) => {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10;
 };
-const cpuBefore = { here: cpuOf(process.pid), paywall: cpuOf(paywall.pid) };
+await nanopay.lanesIdle();
+const cpuBefore = { client: cpuOf(process.pid), node: cpuOf(node.child.pid), paywall: cpuOf(lanePaywall.child.pid) };
 let laneDone = 0;
 const laneUntil = performance.now() + LOAD_SECONDS * 1000;
 const laneStarted = performance.now();
@@ -208,11 +234,14 @@ await Promise.all(
 );
 const laneSeconds = (performance.now() - laneStarted) / 1000;
 await nanopay.lanesIdle();
-const cpuPer = { here: (cpuOf(process.pid) - cpuBefore.here) / laneDone, paywall: (cpuOf(paywall.pid) - cpuBefore.paywall) / laneDone };
-const fromLanes = [...sandbox.service.ledger.blocks.values()].filter((b) => b.subtype === 'send' && laneSet.has(b.account) && b.block.link.toUpperCase() === merchantKey);
+const cpuPer = Object.fromEntries(Object.entries({ client: process.pid, node: node.child.pid, paywall: lanePaywall.child.pid }).map(([name, pid]) => [name, (cpuOf(pid) - cpuBefore[name]) / laneDone]));
+const laneKey = addressToPublicKey(laneMerchant);
+const dump = (await (await fetch(`${nodeUrl}/sandbox/ledger`)).json()).data;
+const fromLanes = dump.blocks.filter((b) => b.subtype === 'send' && laneSet.has(b.account) && b.link.toUpperCase() === laneKey);
 const laneHashes = new Set(fromLanes.map((b) => b.hash));
 const lu = stats(laneUnpaid);
 const lp = stats(lanePaidMs);
+const cpuTotal = cpuPer.client + cpuPer.node + cpuPer.paywall;
 console.log('');
 console.log(`One wallet, ${LANES} lanes, nanopay's client (SDK fetchWithPayment: 402, policy, journal, sign, present, confirmation seen), ${LATENCY_RUNS} sequential requests each way`);
 console.log('| request | median | p99 |');
@@ -221,11 +250,15 @@ console.log(`| unpaid (free route, proxied) | ${f(lu.median)} | ${f(lu.p99)} |`)
 console.log(`| paid from a lane (the whole client path) | ${f(lp.median)} | ${f(lp.p99)} |`);
 console.log(`| paid − unpaid | ${f(lp.median - lu.median)} | ${f(lp.p99 - lu.p99)} |`);
 console.log(`Sustained: ${laneDone} paid requests in ${laneSeconds.toFixed(1)} s from one wallet (${LANES} callers at once) = ${(laneDone / laneSeconds).toFixed(0)} paid req/s`);
-console.log(`CPU per paid request: ${cpuPer.here.toFixed(1)} ms in this process (nanopay's client and the sandbox), ${cpuPer.paywall.toFixed(1)} ms in the paywall (2 cores: at most ${(2000 / (cpuPer.here + cpuPer.paywall)).toFixed(0)} paid req/s)`);
+console.log(`CPU per paid request: client ${cpuPer.client.toFixed(1)} ms, node (sandbox) ${cpuPer.node.toFixed(1)} ms, paywall ${cpuPer.paywall.toFixed(1)} ms (all three on 2 cores: at most ${(2000 / cpuTotal).toFixed(0)} paid req/s)`);
 console.log(`Ledger: ${fromLanes.length} payments from the lanes to the merchant, ${paidOk.size} paid; double payments ${fromLanes.length - laneHashes.size}, lost ${[...laneHashes].filter((h) => !paidOk.has(h)).length}, paid without a block ${[...paidOk].filter((h) => !laneHashes.has(h)).length}, failures ${laneFailures.length}`);
 if (laneFailures.length > 0) console.log(laneFailures.slice(0, 5).join('\n'));
 console.log(`Load average (1, 5, 15 min) at the end: ${loadavg().map((l) => l.toFixed(2)).join(', ')}`);
 await nanopay.session.close();
+for (const child of [lanePaywall.child, node.child]) {
+  child.kill('SIGTERM');
+  await new Promise((resolve) => child.once('close', resolve));
+}
 
 paywall.kill('SIGTERM');
 await new Promise((resolve) => paywall.once('close', resolve));

@@ -68,12 +68,15 @@ const EPOCH_LINKS = new Set(['65706F636820763120626C6F636B0000000000000000000000
 const verifiedSignatures = new Set<string>();
 const VERIFIED_KEPT = 10_000;
 
-function signedByOwner(block: StateBlock, hash: string): boolean {
-  const key = `${hash}${block.signature ?? ''}`;
-  if (verifiedSignatures.has(key)) return true;
-  if (!verifyBlock(block)) return false;
+function rememberVerified(hash: string, signature: string): void {
   if (verifiedSignatures.size >= VERIFIED_KEPT) verifiedSignatures.delete(verifiedSignatures.values().next().value as string);
-  verifiedSignatures.add(key);
+  verifiedSignatures.add(`${hash}${signature}`);
+}
+
+function signedByOwner(block: StateBlock, hash: string): boolean {
+  if (verifiedSignatures.has(`${hash}${block.signature ?? ''}`)) return true;
+  if (!verifyBlock(block)) return false;
+  rememberVerified(hash, block.signature as string);
   return true;
 }
 
@@ -172,6 +175,9 @@ export async function signAndJournal(
   const work = await ctx.work(workRoot(block), threshold, ctx.signal);
   const signed: StateBlock = { ...block, signature: await signer.sign(block), work };
   const entry: JournalEntry = { hash: hashBlock(signed), subtype, block: signed, createdAt: new Date(ctx.now()).toISOString(), ...note };
+  // Signed here by the account's own key (an unlocked session's signature is verified as it comes): once the block
+  // is the account's head, reading it back need not verify it again.
+  if (sameAccount(block.account, signer.address)) rememberVerified(entry.hash, signed.signature as string);
   await journal(entry);
   return entry;
 }
