@@ -4,8 +4,9 @@
 // Afterwards the ledger is counted: every block that got a 200 must be on it once, and no other block of the payers
 // may have reached the merchant (0 double settlements, 0 lost payments). Then the one-wallet case: nanopay's own client
 // (the SDK's fetchWithPayment, the whole guarded path: policy, journal, lock, signing, the ledger's confirmation) paying
-// from one wallet with 8 payment lanes: its paid − unpaid latency, and the paid requests per second of 8 callers at once,
-// counted on the ledger the same way. A benchmark, not a test: it prints figures.
+// from one wallet with 8 payment lanes (BENCH_LANES), its node (the sandbox) and its paywall each a process of its own:
+// its paid − unpaid latency, the paid requests per second of 8 callers at once, the CPU each process spends per paid
+// request, and the ledger counted the same way. A benchmark, not a test: it prints figures, and the load average.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -171,8 +172,17 @@ async function started(args, env) {
   });
   return { child, printed };
 }
-const node = await started(['sandbox', '--port', '0', '--data-dir', join(root, 'node'), '--quiet'], env);
-const nodeUrl = node.printed.url;
+// The sandbox as the first half runs it (state in memory, nothing written per block), in a process of its own.
+const sandboxModule = new URL('../dist/sandbox/index.js', import.meta.url).href;
+const node = { child: spawn(process.execPath, ['--input-type=module', '-e', `const s = await (await import('${sandboxModule}')).startSandbox({ port: 0 }); console.log(JSON.stringify({ url: s.url }));`], { stdio: ['ignore', 'pipe', 'inherit'] }) };
+const nodeUrl = await new Promise((resolve, reject) => {
+  let out = '';
+  node.child.stdout.on('data', (d) => {
+    out += d;
+    if (out.includes('\n')) resolve(JSON.parse(out.split('\n')[0]).url);
+  });
+  node.child.on('close', (code) => reject(new Error(`the sandbox exited ${code}`)));
+});
 const laneMerchant = deriveAccount({ seed: generateSeed(), index: 0 }).address;
 const lanePaywall = await started(['paywall', '--upstream', upstreamUrl, '--price', '0.001', '--route', 'GET /free=0', '--to', laneMerchant], { ...env, NANOPAY_NODE_URL: nodeUrl });
 const lanePaywallUrl = lanePaywall.printed.url;
