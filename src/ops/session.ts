@@ -5,7 +5,7 @@ import { NodeClient } from '../api/node-client.js';
 import { NanoPayError } from '../errors.js';
 import { DEFAULT_REPRESENTATIVE, isValidAddress, normalizeAddress, type Account } from '../nano/index.js';
 import { WorkCache, providerSettings, workProvider, type WorkObserver } from '../work/index.js';
-import { ConfigStore, isLaneIndex, type ProfileRecord, type WalletRecord } from '../wallet/config.js';
+import { ConfigStore, refuseLaneIndex, type ProfileRecord, type WalletRecord } from '../wallet/config.js';
 import { ContactStore } from '../wallet/contacts.js';
 import { HistoryLog } from '../wallet/history-log.js';
 import { Journal } from '../wallet/journal.js';
@@ -376,9 +376,7 @@ export class Session {
     const record = profile.wallets[wallet];
     if (record === undefined) throw new NanoPayError('NOT_FOUND', `No wallet named "${wallet}" in profile "${this.profileName}"`);
     const picked = index ?? (walletName === undefined ? profile.activeAccount : undefined) ?? 0;
-    if (isLaneIndex(picked)) {
-      throw new NanoPayError('USAGE', `Account ${picked} of a wallet is one of its payment lanes, which only nanopay lanes and x402 payments use`, { hint: 'Name an account below 2147418112, or see the lanes with: nanopay lanes' });
-    }
+    refuseLaneIndex(picked);
     return { wallet, record, index: picked };
   }
 

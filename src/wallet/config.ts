@@ -29,6 +29,14 @@ export const LANE_BASE = 0x7fff0000;
 /** Whether an account index is reserved for payment lanes. */
 export const isLaneIndex = (index: number): boolean => index >= LANE_BASE;
 
+/** Refuses a lane's index where an account is named (--account, wallet use): lanes are nanopay lanes' own. */
+export function refuseLaneIndex(index: number): void {
+  if (!isLaneIndex(index)) return;
+  throw new NanoPayError('USAGE', `Account ${index} of a wallet is one of its payment lanes, which only nanopay lanes and x402 payments use`, {
+    hint: `Name an account below ${LANE_BASE}, or see the lanes with: nanopay lanes`,
+  });
+}
+
 /** A pool of the wallet's own accounts kept funded for parallel x402 payments (ops/lanes/). */
 export interface LaneSettings {
   /** How many lanes: the accounts LANE_BASE … LANE_BASE + count − 1. */

@@ -139,6 +139,8 @@ describe('payment lanes: parallel x402 payments from one wallet (issue 32, part 
     // A lane is no account to name: --account refuses lane indexes.
     const named = await customer.run(['send', merchantAddress, '0.001', '--yes', '--account', String(0x7fff0000)]);
     expect([named.code, named.stderr]).toEqual([2, expect.stringMatching(/payment lanes/)]);
+    const used = await customer.run(['wallet', 'use', 'default', '--account', String(0x7fff0001)]);
+    expect([used.code, used.stderr]).toEqual([2, expect.stringMatching(/payment lanes/)]);
   });
 
   it('20 concurrent requests through @x402/fetch from one wallet against nanopay paywall: all paid exactly once, none refused', async () => {
