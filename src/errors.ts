@@ -90,6 +90,8 @@ const CATALOG: Record<string, CodeInfo> = {
   IDEMPOTENCY_MISMATCH: conflict,
   // An x402 payment handed to a server and not yet resolved (seen on the ledger, or cancelled).
   CHEQUE_OUTSTANDING: conflict,
+  // Every payment lane of the wallet stayed busy (an outstanding cheque each, or held by other payments) for the whole wait.
+  LANES_BUSY: conflict,
   // x402: no acceptable Nano requirement, or over the maximum (or no maximum set).
   X402_UNPAYABLE: { status: 402, exit: ExitCode.LIMIT },
   // A contact added again with another address, not confirmed: where @NAME pays would change.

@@ -31,6 +31,8 @@ export { workValue, validateWork, generateWork, shutdownWorkers, LIVE_THRESHOLDS
 export { NanoPay, type NanoPayOptions } from './sdk/nanopay.js';
 export { nanoExactClientScheme, nanoExactServerScheme } from './x402/schemes.js';
 export type { PaidFetch, PaidFetchOptions, X402Payment } from './x402/client.js';
+export type { X402Quote } from './x402/quote.js';
+export type { LanesResult, LanesSetResult, LaneShown } from './ops/lanes/lanes.js';
 export type { X402Middleware, RequestPrice } from './x402/middleware.js';
 export { AgentClient, AgentError } from './sdk/agent-client.js';
 export { verifyWebhook, signWebhook, SIGNATURE_HEADER, type VerifyWebhookOptions } from './shop/signature.js';

@@ -197,6 +197,10 @@ function describe(name: string, data: Record<string, unknown>): string {
     case 'donate.send':
       return `Donated ${d('amount')} XNO. ${d('message')}`;
     case 'http_fetch_paid': {
+      if (data.dry_run === true) {
+        if (data.payment_required !== true) return `HTTP ${d('status')}: no payment asked; nothing was paid.`;
+        return `It asks ${d('amount')} XNO to ${d('pay_to')} on ${d('network')}; the policy would ${d('decision')}${data.rule === undefined ? '' : ` (rule ${d('rule')})`}. Nothing was paid.`;
+      }
       const paid = data.payment as { amount?: string; pay_to?: string; hash?: string } | null;
       return `HTTP ${d('status')}${paid === null ? '' : `; paid ${paid.amount ?? '?'} XNO to ${paid.pay_to ?? '?'} (block ${paid.hash ?? '?'})`}.`;
     }

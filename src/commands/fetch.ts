@@ -5,7 +5,9 @@ import { SessionCommand } from '../cli/session-command.js';
 import { NanoPayError } from '../errors.js';
 import type { Confirm } from '../ops/spending/movement.js';
 import { precacheAfter } from '../ops/account/work.js';
+import { lanesIdle } from '../ops/lanes/keeper.js';
 import { fetchWithPayment, type X402Payment } from '../x402/client.js';
+import { quoteX402, type X402Quote } from '../x402/quote.js';
 
 function header(line: string): [string, string] {
   const colon = line.indexOf(':');
@@ -37,10 +39,15 @@ block stays outstanding: a rerun with the same --id presents the same block agai
 receive cancels it (a block of ours on the same previous), so it is never paid twice. On a terminal it asks before paying
 more than x402-auto-pay, unless --yes. Redirects are followed within the URL's origin only; one to another origin (another
 host, port or scheme) is returned as it is (--json: "redirect"), and the payment goes only to the URL that asked for it.
-A server that asks for work harder than 64 times the live send threshold's is refused, and the work is bounded by --timeout.`;
+A server that asks for work harder than 64 times the live send threshold's is refused, and the work is bounded by --timeout.
+With payment lanes (nanopay lanes set), each paid request takes a free lane, so fetches in several processes pay at once.
+--dry-run sends the request unpaid and prints what the server asks (amount, payee, network) and whether the spending
+policy would allow it (allow), hold it for an approval (ask) or refuse it (deny, with the rule); nothing is signed,
+journaled or recorded.`;
   static override examples = [
     '<%= config.bin %> fetch http://127.0.0.1:4021/report --max 0.01',
     "<%= config.bin %> fetch https://api.example/v1/q -X POST -H 'Content-Type: application/json' -d '{\"q\":1}' --max 0.001 --yes --id q-1 --json",
+    '<%= config.bin %> fetch http://127.0.0.1:4021/report --max 0.01 --dry-run',
   ];
   static override args = { url: Args.string({ ignoreStdin: true, description: 'the URL', required: true }) };
   static override flags = {
@@ -56,6 +63,7 @@ A server that asks for work harder than 64 times the live send threshold's is re
     precache: Flags.boolean({ description: 'after paying, make the work for the account\'s next block now, so the next payment does not wait' }),
     wallet: Flags.string({ description: 'wallet to pay from instead of the active one' }),
     account: Flags.integer({ description: 'account index within the wallet', min: 0 }),
+    'dry-run': Flags.boolean({ description: 'pay nothing: print what the server asks and whether the spending policy would allow it' }),
   };
 
   async run(): Promise<unknown> {
@@ -67,6 +75,7 @@ A server that asks for work harder than 64 times the live send threshold's is re
       ...(body === undefined ? {} : { body }),
     };
     const session = this.session(flags);
+    if (flags['dry-run']) return this.quote(session, args.url, init, flags);
     const { response, payment, redirect } = await fetchWithPayment(session, args.url, init, {
       signal: this.signal,
       ...(flags.max === undefined ? {} : { maxXno: flags.max }),
@@ -82,17 +91,44 @@ A server that asks for work harder than 64 times the live send threshold's is re
     if (payment !== undefined && !this.jsonEnabled()) process.stderr.write(`${paidText(payment)}\n`);
     if (redirect !== undefined && !this.jsonEnabled()) process.stderr.write(`Not followed: HTTP ${response.status} to ${redirect}, another origin (nothing is paid or sent there; fetch that URL to go on)\n`);
     if (this.jsonEnabled()) {
-      return {
+      this.logJson({
         status: response.status,
         ...(flags.output === undefined ? { body: bytes.toString('utf8') } : { output: flags.output }),
         payment: payment ?? null,
         ...(redirect === undefined ? {} : { redirect: { location: redirect, followed: false } }),
-      };
-    }
-    if (flags.output === undefined) process.stdout.write(bytes);
-    if (response.status >= 400) process.exitCode = response.status >= 500 ? 5 : 1;
+      });
+    } else if (flags.output === undefined) process.stdout.write(bytes);
+    if (!this.jsonEnabled() && response.status >= 400) process.exitCode = response.status >= 500 ? 5 : 1;
+    // A lane left low is refilled before the process ends (after the answer was written).
+    await lanesIdle(session);
     return undefined;
   }
+
+  private async quote(session: ReturnType<Fetch['session']>, url: string, init: RequestInit, flags: { max?: string; approval?: string; wallet?: string; account?: number }): Promise<X402Quote> {
+    const quote = await quoteX402(session, url, init, {
+      signal: this.signal,
+      ...(flags.max === undefined ? {} : { maxXno: flags.max }),
+      ...(flags.approval === undefined ? {} : { approval: flags.approval }),
+      ...(flags.wallet === undefined ? {} : { wallet: flags.wallet }),
+      ...(flags.account === undefined ? {} : { index: flags.account }),
+    });
+    this.log(quoteText(quote));
+    return quote;
+  }
+}
+
+function quoteText(q: X402Quote): string {
+  if (!q.payment_required) return `${q.url} asks for no payment (HTTP ${q.status}); nothing was paid (dry run).${q.redirect === undefined ? '' : ` It redirects to ${q.redirect}, another origin.`}`;
+  const asks = q.amount === undefined ? `${q.url} asks for payment, but offers nothing in Nano` : `${q.url} asks for ${q.amount} XNO (${q.amount_raw} raw) to ${q.pay_to} on ${q.network}`;
+  const verdict =
+    q.decision === 'allow'
+      ? 'The spending policy allows it: fetch without --dry-run pays it.'
+      : q.decision === 'ask'
+        ? `It would wait for a person's approval (rule: ${q.rule}): ${q.message}`
+        : `It would not be paid${q.rule === undefined ? '' : ` (rule: ${q.rule})`}: ${q.message}`;
+  return `${asks}.
+${verdict}
+Nothing was paid (dry run).`;
 }
 
 function paidText(p: X402Payment): string {

@@ -29,7 +29,8 @@ const PREAMBLE = bigintToBytes(6n, 32);
 
 /** A link is 64 hex, or an address standing for its public key. */
 function linkBytes(link: string): Uint8Array {
-  const hex = isValidAddress(link) ? addressToPublicKey(link) : link;
+  // Only a link with an address prefix is tried as one: a refused address is an exception, and hashes come by the thousand.
+  const hex = /^(nano|xrb)_/.test(link) && isValidAddress(link) ? addressToPublicKey(link) : link;
   return hexToBytes(hex, 32, 'Block link', 'INVALID_BLOCK');
 }
 

@@ -5,7 +5,7 @@ import { NodeClient } from '../api/node-client.js';
 import { NanoPayError } from '../errors.js';
 import { DEFAULT_REPRESENTATIVE, isValidAddress, normalizeAddress, type Account } from '../nano/index.js';
 import { WorkCache, providerSettings, workProvider, type WorkObserver } from '../work/index.js';
-import { ConfigStore, type ProfileRecord, type WalletRecord } from '../wallet/config.js';
+import { ConfigStore, refuseLaneIndex, type ProfileRecord, type WalletRecord } from '../wallet/config.js';
 import { ContactStore } from '../wallet/contacts.js';
 import { HistoryLog } from '../wallet/history-log.js';
 import { Journal } from '../wallet/journal.js';
@@ -375,7 +375,9 @@ export class Session {
     }
     const record = profile.wallets[wallet];
     if (record === undefined) throw new NanoPayError('NOT_FOUND', `No wallet named "${wallet}" in profile "${this.profileName}"`);
-    return { wallet, record, index: index ?? (walletName === undefined ? profile.activeAccount : undefined) ?? 0 };
+    const picked = index ?? (walletName === undefined ? profile.activeAccount : undefined) ?? 0;
+    refuseLaneIndex(picked);
+    return { wallet, record, index: picked };
   }
 
   /** The account a command signs for: through the unlocked session when one runs, else with the password. */

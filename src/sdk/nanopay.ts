@@ -9,6 +9,9 @@ import { addContact, listContacts, removeContact, type Contact, type ContactAdde
 import { send, type SendResult } from '../ops/spending/send.js';
 import { Session, type SessionOptions } from '../ops/session.js';
 import { fetchWithPayment, type PaidFetch, type PaidFetchOptions } from '../x402/client.js';
+import { quoteX402, type X402Quote } from '../x402/quote.js';
+import { lanesIdle } from '../ops/lanes/keeper.js';
+import { setLanes, showLanes, type LanesResult, type LanesSetResult } from '../ops/lanes/lanes.js';
 import { parseNetwork } from '../x402/network.js';
 import { profileSettler } from '../x402/profile-settler.js';
 import { x402Middleware, type RequestPrice, type X402Middleware } from '../x402/middleware.js';
@@ -134,6 +137,34 @@ export class NanoPay {
    */
   fetchWithPayment(input: string | URL, init: RequestInit = {}, options: PaidFetchOptions = {}): Promise<PaidFetch> {
     return fetchWithPayment(this.session, input, init, options);
+  }
+
+  /**
+   * What a server asks for a request and whether the spending policy would
+   * allow paying it, like `nanopay fetch --dry-run`: the request is sent
+   * unpaid; nothing is signed, journaled or recorded.
+   */
+  quote(input: string | URL, init: RequestInit = {}, options: Pick<PaidFetchOptions, 'maxXno' | 'wallet' | 'index' | 'approval' | 'signal'> = {}): Promise<X402Quote> {
+    return quoteX402(this.session, input, init, options);
+  }
+
+  /**
+   * Keeps `count` payment lanes funded with `fund` XNO each, like `nanopay
+   * lanes set`: concurrent fetchWithPayment calls (and @x402/fetch with
+   * nanoExactClientScheme) then pay in parallel, one cheque per lane.
+   */
+  setLanes(count: number, options: { fund?: string; wallet?: string } = {}): Promise<LanesSetResult> {
+    return setLanes(this.session, { count, ...(options.fund === undefined ? {} : { fundXno: options.fund }), ...(options.wallet === undefined ? {} : { wallet: options.wallet }) });
+  }
+
+  /** The wallet's payment lanes, like `nanopay lanes`. */
+  lanes(options: { wallet?: string } = {}): Promise<LanesResult> {
+    return showLanes(this.session, options);
+  }
+
+  /** Resolves when the lanes' background work is done: refills, and cheques handed to @x402/fetch resolved (paid, or cancelled). */
+  lanesIdle(): Promise<void> {
+    return lanesIdle(this.session);
   }
 
   /**

@@ -8,6 +8,7 @@ import { send } from '../ops/spending/send.js';
 import type { Session } from '../ops/session.js';
 import { refuseLocalUrl } from '../x402/local-hosts.js';
 import { fetchWithPayment } from '../x402/client.js';
+import { quoteX402 } from '../x402/quote.js';
 
 /** A JSON Schema for a tool's input: an object of string or boolean properties. */
 export interface InputSchema {
@@ -201,7 +202,7 @@ export const TOOLS: Tool[] = [
     title: 'Fetch a URL, paying for it (x402)',
     annotations: SPEND,
     description:
-      'Fetch an HTTP URL, paying an HTTP 402 (x402) in Nano from the toolset wallet, at most max_xno. Spending limits apply; the payment counts only once the ledger shows it, and a rerun with the same id never pays twice.',
+      'Fetch an HTTP URL, paying an HTTP 402 (x402) in Nano from the toolset wallet, at most max_xno. Spending limits apply; the payment counts only once the ledger shows it, and a rerun with the same id never pays twice. With dry_run it pays nothing: it answers what the server asks (amount, pay_to, network) and the decision the spending policy would make (allow, ask: held for a person\'s approval, deny: with the rule).',
     inputSchema: schema(
       {
         url: str('the http(s) URL'),
@@ -210,6 +211,7 @@ export const TOOLS: Tool[] = [
         body: str('request body (sent as text)'),
         content_type: str('Content-Type of the body'),
         id: str('idempotency key: a rerun with it presents the same payment, never a second one'),
+        dry_run: { type: 'boolean', description: 'pay nothing: answer what the server asks and whether the spending policy would allow it' },
         ...APPROVAL_ID,
       },
       ['url', 'max_xno'],
@@ -226,6 +228,9 @@ export const TOOLS: Tool[] = [
         ...(typeof input.body === 'string' ? { body: input.body } : {}),
         ...(typeof input.content_type === 'string' ? { headers: { 'content-type': input.content_type } } : {}),
       };
+      if (input.dry_run === true) {
+        return { ...(await quoteX402(session, url, init, { maxXno: text(input, 'max_xno'), ...approvalOf(input), ...(signal === undefined ? {} : { signal }) })) };
+      }
       const { response, payment } = await fetchWithPayment(session, url, init, {
         maxXno: text(input, 'max_xno'),
         ...approvalOf(input),

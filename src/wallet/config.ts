@@ -13,6 +13,40 @@ export interface WalletRecord {
   accounts: Record<string, string>;
   /** Made by the remote service (POST /wallet/create) rather than locally. */
   remote?: boolean;
+  /** The wallet's payment lanes (nanopay lanes set), when it has some. */
+  lanes?: LaneSettings;
+}
+
+/**
+ * The account index of lane 0: far above the indexes accounts and fresh
+ * request addresses take (0, 1, 2, … counted up from the highest in use), so
+ * a lane is never handed out as anything else; indexes from here on are
+ * reserved for lanes (--account refuses them). Below 2^31, so every kind of
+ * wallet derives them (BIP44's hardened indexes included).
+ */
+export const LANE_BASE = 0x7fff0000;
+
+/** Whether an account index is reserved for payment lanes. */
+export const isLaneIndex = (index: number): boolean => index >= LANE_BASE;
+
+/** Refuses a lane's index where an account is named (--account, wallet use): lanes are nanopay lanes' own. */
+export function refuseLaneIndex(index: number): void {
+  if (!isLaneIndex(index)) return;
+  throw new NanoPayError('USAGE', `Account ${index} of a wallet is one of its payment lanes, which only nanopay lanes and x402 payments use`, {
+    hint: `Name an account below ${LANE_BASE}, or see the lanes with: nanopay lanes`,
+  });
+}
+
+/** A pool of the wallet's own accounts kept funded for parallel x402 payments (ops/lanes/). */
+export interface LaneSettings {
+  /** How many lanes: the accounts LANE_BASE … LANE_BASE + count − 1. */
+  count: number;
+  /** What each lane is kept funded with, in raw. */
+  fundRaw: string;
+  /** The account index lanes are funded from and emptied into. */
+  from: number;
+  /** The lanes' addresses by lane number, so they are shown without unlocking. */
+  accounts: Record<string, string>;
 }
 
 /** The settings of versions before the spending policy; read as its rules (ops/spending/policy.ts), never written again. */

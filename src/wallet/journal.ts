@@ -36,6 +36,8 @@ export interface JournalEntry {
    * account moves again: presented again under its `sendId`, or superseded.
    */
   chequeFor?: string;
+  /** A send between the wallet's own accounts (a payment lane funded or emptied): no spend, never counted toward budgets. */
+  ownTransfer?: true;
   /** The cheque this block (a change on the same previous) cancels: if the cheque landed first after all, it is recorded as paid. */
   supersedes?: JournalEntry;
 }

@@ -49,6 +49,15 @@ interface Held {
   what: string;
 }
 
+/** Lock dirs this process made or found private already: checked once, not at every lock. */
+const checkedDirs = new Set<string>();
+
+async function privateLockDir(dir: string): Promise<void> {
+  if (checkedDirs.has(dir)) return;
+  await ensurePrivateDir(dir);
+  checkedDirs.add(dir);
+}
+
 async function acquireFile(path: string, held: Held, timeoutMs: number, signal?: AbortSignal): Promise<() => Promise<void>> {
   const deadline = Date.now() + timeoutMs;
   const content = `${process.pid}\n${hostname()}\n${new Date().toISOString()}`;
@@ -59,6 +68,11 @@ async function acquireFile(path: string, held: Held, timeoutMs: number, signal?:
       await handle.close();
       return () => rm(path, { force: true });
     } catch (error) {
+      // The lock dir went away since it was checked: made (and checked) again.
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT' && checkedDirs.delete(dirname(path))) {
+        await privateLockDir(dirname(path));
+        continue;
+      }
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
     const holder = await readFile(path, 'utf8').catch(() => '');
@@ -89,7 +103,7 @@ async function withFileLock<T>(path: string, held: Held, fn: () => Promise<T>, o
   queues.set(path, mine);
   await previous;
   try {
-    await ensurePrivateDir(dirname(path));
+    await privateLockDir(dirname(path));
     const release = await acquireFile(path, held, options.timeoutMs ?? 120_000, options.signal);
     try {
       return await fn();
@@ -105,6 +119,35 @@ async function withFileLock<T>(path: string, held: Held, fn: () => Promise<T>, o
 /** Runs `fn` as the account's only writer: its blocks are built and published one at a time. */
 export function withAccountLock<T>(lockDir: string, address: string, fn: () => Promise<T>, options: LockOptions = {}): Promise<T> {
   return withFileLock(join(lockDir, `${address}.lock`), { code: 'ACCOUNT_BUSY', what: 'this account' }, fn, options);
+}
+
+/**
+ * A lease on `path`, taken at once or not at all: the file names this process
+ * and when the lease ends (`untilMs`). Until then only its holder gives it
+ * back; a lease whose process died on this host, or whose time passed, is
+ * taken over. Resolves to the release (which removes the file only while it
+ * is still this lease), or undefined when another holds it.
+ */
+export async function tryLease(path: string, untilMs: number): Promise<(() => Promise<void>) | undefined> {
+  const content = `${process.pid}\n${hostname()}\n${new Date().toISOString()}\n${untilMs}\n${randomBytes(8).toString('hex')}`;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const handle = await open(path, 'wx', 0o600);
+      await handle.writeFile(content);
+      await handle.close();
+      return async () => {
+        if ((await readFile(path, 'utf8').catch(() => '')) === content) await rm(path, { force: true });
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') await ensurePrivateDir(dirname(path));
+      else if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    const holder = await readFile(path, 'utf8').catch(() => '');
+    const until = Number(holder.split('\n')[3]);
+    if (holder !== '' && (isStale(holder) || (Number.isFinite(until) && until < Date.now()))) await takeOverStale(path, holder);
+    else if (holder !== '') return undefined;
+  }
+  return undefined;
 }
 
 /** Runs `fn` as the key store's only writer, so that no write is lost to another's. */

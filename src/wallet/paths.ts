@@ -10,4 +10,4 @@ export function configDir(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 export const keystorePath = (dir: string): string => join(dir, 'keystore.json');
-export const stateDir = (dir: string, kind: 'locks' | 'journal' | 'sends' | 'requests' | 'store' | 'contacts' | 'history' | 'x402'): string => join(dir, kind);
+export const stateDir = (dir: string, kind: 'locks' | 'journal' | 'sends' | 'requests' | 'store' | 'contacts' | 'history' | 'x402' | 'lanes'): string => join(dir, kind);

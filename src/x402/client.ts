@@ -6,7 +6,8 @@ import { MAX_RAW, hashBlock, isValidAddress, linkAsAccount, normalizeAddress, ra
 import type { OpsContext, Signer } from '../ops/context.js';
 import { recordLanded, settleJournal } from '../ops/ledger/recovery.js';
 import type { Session } from '../ops/session.js';
-import { move, type Confirm } from '../ops/spending/movement.js';
+import { move, type Confirm, type Moved } from '../ops/spending/movement.js';
+import { payerFor, settleHandedCheque, type Payer } from '../ops/lanes/payer.js';
 import { xnoAndRaw } from '../ops/money.js';
 import { parseThreshold } from '../work/index.js';
 import { backendNetwork } from './network.js';
@@ -68,7 +69,7 @@ export interface PaidFetch {
  * spending policy's maximum for x402 payments (x402-max) decides, as it does
  * anyway; with neither, nothing is paid, never unbounded.
  */
-function maximum(session: Session, maxXno: string | undefined): bigint {
+export function maximum(session: Session, maxXno: string | undefined): bigint {
   if (maxXno !== undefined) return xnoToRaw(maxXno);
   if (session.policy().frontEnds?.x402?.perSend !== undefined) return MAX_RAW;
   throw new NanoPayError('X402_UNPAYABLE', 'The server asks for payment (HTTP 402), and no maximum is set, so nothing was paid', {
@@ -88,7 +89,7 @@ const WORK_BOUND = 'ffffffffe0000000';
  * its backend's) within the maximum, kept verbatim to be echoed. A requirement
  * on another network is never paid: test money is not real money, nor the reverse.
  */
-function choose(required: PaymentRequired, maxRaw: bigint, network: string): PaymentRequirements {
+export function choose(required: PaymentRequired, maxRaw: bigint, network: string): PaymentRequirements {
   const nanoOffers = required.accepts.filter((a) => a.scheme === X402_SCHEME && a.asset === X402_ASSET && isValidAddress(a.payTo) && BigInt(a.amount) > 0n);
   if (nanoOffers.length === 0) {
     const offered = required.accepts.map((a) => `${a.scheme} ${a.network} ${a.asset}`).join('; ');
@@ -118,7 +119,7 @@ function choose(required: PaymentRequired, maxRaw: bigint, network: string): Pay
   return cheapest;
 }
 
-function readRequired(response: Response): PaymentRequired {
+export function readRequired(response: Response): PaymentRequired {
   const header = response.headers.get(HEADERS.required);
   if (header === null) throw new NanoPayError('X402_UNPAYABLE', 'The server answered 402 without a PAYMENT-REQUIRED header (x402 v2); nothing was paid');
   return parsePaymentRequired(decodeHeader(header, 'PAYMENT-REQUIRED'));
@@ -175,7 +176,7 @@ function redirectOf(response: Response, from: string): string | undefined {
  * paid to, or sent to, a host the user did not name. With `redirect:
  * "manual"` (the toolset) no redirect is followed.
  */
-async function reach(url: string, init: RequestInit, signal: AbortSignal | undefined): Promise<Reached> {
+export async function reach(url: string, init: RequestInit, signal: AbortSignal | undefined): Promise<Reached> {
   let current: Reached | undefined;
   let at = { url, init };
   for (let hops = 0; ; hops++) {
@@ -194,7 +195,7 @@ async function reach(url: string, init: RequestInit, signal: AbortSignal | undef
 }
 
 /** The network the payer's backend is on (the x402-network setting names it for a node that does not say). */
-function payerNetwork(session: Session, ctx: OpsContext): Promise<string> {
+export function payerNetwork(session: Session, ctx: OpsContext): Promise<string> {
   return backendNetwork(ctx.api, session.profile().x402Network);
 }
 
@@ -311,10 +312,33 @@ async function presentAgain(ctx: OpsContext, signer: Signer, c: Challenge, id: s
   });
 }
 
-/** What the spending policy sees of an x402 payment: the host it pays (rules by host), and the requirement an approval is bound to. */
-function x402Spend(url: string | undefined, requirement: PaymentRequirements, approval: string | undefined): { kind: 'x402'; host?: string; requirement: PaymentRequirements; approvalId?: string } {
+/**
+ * What the spending policy sees of an x402 payment: the host it pays (rules
+ * by host), the requirement an approval is bound to, and for a lane the
+ * account it pays for (approvals bind to that, whichever lane pays).
+ */
+export function x402Spend(url: string | undefined, requirement: PaymentRequirements, approval: string | undefined, payer: string | undefined): { kind: 'x402'; host?: string; requirement: PaymentRequirements; approvalId?: string; payer?: string } {
   const host = url !== undefined && URL.canParse(url) ? new URL(url).host : undefined;
-  return { kind: 'x402', requirement, ...(host === undefined ? {} : { host }), ...(approval === undefined ? {} : { approvalId: approval }) };
+  return { kind: 'x402', requirement, ...(host === undefined ? {} : { host }), ...(approval === undefined ? {} : { approvalId: approval }), ...(payer === undefined ? {} : { payer }) };
+}
+
+/**
+ * How long a lane stays claimed for one payment at most: the server's time to
+ * answer (maxTimeoutSeconds, bounded) and a minute more. A holder that dies
+ * frees it at once; one that hangs, at the end of this.
+ */
+const leaseOf = (requirement: PaymentRequirements): number => (Math.min(requirement.maxTimeoutSeconds, 600) + 60) * 1000;
+
+/** The account that signs this payment: a free lane of the wallet when it has lanes (see payerFor), else the account. */
+function payerOf(session: Session, ctx: OpsContext, options: Pick<PaidFetchOptions, 'wallet' | 'index' | 'id' | 'signal'>, chosen: PaymentRequirements): Promise<Payer> {
+  return payerFor(session, ctx, {
+    amountRaw: BigInt(chosen.amount),
+    leaseMs: leaseOf(chosen),
+    ...(options.wallet === undefined ? {} : { wallet: options.wallet }),
+    ...(options.index === undefined ? {} : { index: options.index }),
+    ...(options.id === undefined ? {} : { id: options.id }),
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+  });
 }
 
 /**
@@ -343,36 +367,46 @@ export async function fetchWithPayment(session: Session, input: string | URL, in
   const amountRaw = BigInt(chosen.amount);
   const c: Challenge = { url, init: reached.init, required, chosen };
   const waitMs = options.settleWaitMs ?? 15_000;
-  const signer = await session.account(options.wallet, options.index);
-  if (options.id !== undefined) {
-    const again = await presentAgain(ctx, signer, c, options.id, waitMs);
-    if (again !== undefined) return again;
+  const payer = await payerOf(session, ctx, options, chosen);
+  let moved: Moved<void> | undefined;
+  let recording = false;
+  try {
+    const signer = payer.signer;
+    if (options.id !== undefined) {
+      const again = await presentAgain(ctx, signer, c, options.id, waitMs);
+      if (again !== undefined) return again;
+    }
+    if (payer.confirmedHead !== true) await frontierConfirmed(ctx, signer, waitMs, signal);
+    const autoPay = BigInt(session.profile().x402AutoPay ?? '0');
+    const confirm = amountRaw <= autoPay ? undefined : options.confirm;
+    const threshold = statedThreshold(chosen);
+    let presented: Presented | undefined;
+    moved = await move(ctx, {
+      signer,
+      to: chosen.payTo,
+      amountRaw,
+      note: { chequeFor: url },
+      spend: x402Spend(url, chosen, options.approval, payer.payer),
+      ...(threshold === undefined ? {} : { workThreshold: threshold }),
+      submit: async (block) => {
+        presented = await present(ctx, c, block, waitMs);
+      },
+      // A lane's paid cheque is recorded after the answer is handed back (payer.paid), still holding the lane.
+      ...(payer.lane === undefined ? {} : { outstanding: true }),
+      ...(options.id === undefined ? {} : { id: options.id }),
+      ...(confirm === undefined ? {} : { confirm }),
+    });
+    const hash = moved.hash as string;
+    const made = { hash, block: { account: moved.from, link: moved.to } as StateBlock };
+    if (presented === undefined) {
+      // Paid before under this id (recorded): nothing moved, and there is no block left to present.
+      return { response: new Response(firstBody, { status: first.status, headers: first.headers }), payment: paymentOf(made, moved.amountRaw, null, true) };
+    }
+    recording = payer.paid(hash);
+    return { response: presented.response, payment: paymentOf(made, moved.amountRaw, presented.settlement, false), ...(presented.redirect === undefined ? {} : { redirect: presented.redirect }) };
+  } finally {
+    if (!recording) await payer.done(moved?.repeated === false ? moved.balanceAfterRaw : undefined);
   }
-  await frontierConfirmed(ctx, signer, waitMs, signal);
-  const autoPay = BigInt(session.profile().x402AutoPay ?? '0');
-  const confirm = amountRaw <= autoPay ? undefined : options.confirm;
-  const threshold = statedThreshold(chosen);
-  let presented: Presented | undefined;
-  const moved = await move(ctx, {
-    signer,
-    to: chosen.payTo,
-    amountRaw,
-    note: { chequeFor: url },
-    spend: x402Spend(url, chosen, options.approval),
-    ...(threshold === undefined ? {} : { workThreshold: threshold }),
-    submit: async (block) => {
-      presented = await present(ctx, c, block, waitMs);
-    },
-    ...(options.id === undefined ? {} : { id: options.id }),
-    ...(confirm === undefined ? {} : { confirm }),
-  });
-  const hash = moved.hash as string;
-  const made = { hash, block: { account: moved.from, link: moved.to } as StateBlock };
-  if (presented === undefined) {
-    // Paid before under this id (recorded): nothing moved, and there is no block left to present.
-    return { response: new Response(firstBody, { status: first.status, headers: first.headers }), payment: paymentOf(made, moved.amountRaw, null, true) };
-  }
-  return { response: presented.response, payment: paymentOf(made, moved.amountRaw, presented.settlement, false), ...(presented.redirect === undefined ? {} : { redirect: presented.redirect }) };
 }
 
 /**
@@ -387,36 +421,64 @@ export async function signCheque(session: Session, requirements: PaymentRequirem
   const ctx = boundedWork(await session.context(options.signal), session.workBoundMs());
   const chosen = choose({ x402Version: 2, resource: { url: '' }, accepts: [requirements] }, maxRaw, await payerNetwork(session, ctx));
   const amountRaw = BigInt(chosen.amount);
-  const signer = await session.account(options.wallet, options.index);
   const autoPay = BigInt(session.profile().x402AutoPay ?? '0');
   const confirm = amountRaw <= autoPay ? undefined : options.confirm;
-  if (options.id !== undefined) {
-    // The cheque already made under this id is handed over again, never a second one.
-    const entry = await ctx.journal.read(signer.address);
-    if (entry?.chequeFor !== undefined && entry.sendId === options.id) {
-      if (linkAsAccount(entry.block.link) !== normalizeAddress(chosen.payTo) || entry.amountRaw !== chosen.amount) {
-        throw new NanoPayError('IDEMPOTENCY_MISMATCH', `The key "${options.id}" holds a payment of ${entry.amountRaw ?? '?'} raw to ${linkAsAccount(entry.block.link)}; nothing was signed`);
+  const payer = await payerOf(session, ctx, options, chosen);
+  try {
+    const signer = payer.signer;
+    if (options.id !== undefined) {
+      // The cheque already made under this id is handed over again, never a second one.
+      const entry = await ctx.journal.read(signer.address);
+      if (entry?.chequeFor !== undefined && entry.sendId === options.id) {
+        if (linkAsAccount(entry.block.link) !== normalizeAddress(chosen.payTo) || entry.amountRaw !== chosen.amount) {
+          throw new NanoPayError('IDEMPOTENCY_MISMATCH', `The key "${options.id}" holds a payment of ${entry.amountRaw ?? '?'} raw to ${linkAsAccount(entry.block.link)}; nothing was signed`);
+        }
+        payer.handOut(entry.hash, Date.now() + leaseOf(chosen));
+        return { ...entry.block, link_as_account: linkAsAccount(entry.block.link) } as StateBlock;
       }
-      return { ...entry.block, link_as_account: linkAsAccount(entry.block.link) } as StateBlock;
     }
+    if (payer.confirmedHead !== true) await frontierConfirmed(ctx, signer, 15_000, options.signal);
+    const threshold = statedThreshold(chosen);
+    let handed: StateBlock | undefined;
+    await move(ctx, {
+      signer,
+      to: chosen.payTo,
+      amountRaw,
+      outstanding: true,
+      spend: x402Spend(options.chequeFor, chosen, options.approval, payer.payer),
+      ...(threshold === undefined ? {} : { workThreshold: threshold }),
+      note: { chequeFor: options.chequeFor ?? `x402 ${chosen.network} ${chosen.payTo}` },
+      submit: async (block) => {
+        handed = block;
+      },
+      ...(options.id === undefined ? {} : { id: options.id }),
+      ...(confirm === undefined ? {} : { confirm }),
+    });
+    if (handed === undefined) throw new NanoPayError('IDEMPOTENCY_MISMATCH', `The key "${options.id ?? ''}" was already used for a payment that landed; nothing was signed`, { hint: 'Use a new id for a new payment.' });
+    // A lane stays claimed until the cheque resolves: its answer (chequeAnswered), or the lease's end.
+    payer.handOut(hashBlock(handed), Date.now() + leaseOf(chosen));
+    return { ...handed, link_as_account: linkAsAccount(handed.link) } as StateBlock;
+  } catch (error) {
+    await payer.done();
+    throw error;
   }
-  await frontierConfirmed(ctx, signer, 15_000, options.signal);
-  const threshold = statedThreshold(chosen);
-  let handed: StateBlock | undefined;
-  await move(ctx, {
-    signer,
-    to: chosen.payTo,
-    amountRaw,
-    outstanding: true,
-    spend: x402Spend(options.chequeFor, chosen, options.approval),
-    ...(threshold === undefined ? {} : { workThreshold: threshold }),
-    note: { chequeFor: options.chequeFor ?? `x402 ${chosen.network} ${chosen.payTo}` },
-    submit: async (block) => {
-      handed = block;
-    },
-    ...(options.id === undefined ? {} : { id: options.id }),
-    ...(confirm === undefined ? {} : { confirm }),
-  });
-  if (handed === undefined) throw new NanoPayError('IDEMPOTENCY_MISMATCH', `The key "${options.id ?? ''}" was already used for a payment that landed; nothing was signed`, { hint: 'Use a new id for a new payment.' });
-  return { ...handed, link_as_account: linkAsAccount(handed.link) } as StateBlock;
+}
+
+/**
+ * The answer to a request that carried a cheque signCheque made (a client
+ * library saw it: @x402/fetch's onPaymentResponse): a cheque of a lane is
+ * resolved at once, in the background, so the lane is free for the next
+ * payment: seen confirmed (watched a while when the server says it settled),
+ * it is recorded paid; otherwise it is cancelled. Any other cheque is left
+ * to its account's next block, as before.
+ */
+export function chequeAnswered(session: Session, block: unknown, settlement: SettleResponse | undefined, waitMs = 15_000): void {
+  let hash: string;
+  try {
+    hash = hashBlock(block as StateBlock);
+  } catch {
+    return;
+  }
+  const claimed = settlement?.success === true && settlement.transaction.toUpperCase() === hash;
+  settleHandedCheque(session, hash, async (ctx) => seenConfirmed(ctx.api, hash, claimed ? waitMs : 0));
 }

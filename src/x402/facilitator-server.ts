@@ -1,5 +1,6 @@
 import type { ServerLog } from '../http/log.js';
 import { probeRoutes, type Probes } from '../http/probes.js';
+import { NanoPayError } from '../errors.js';
 import { RESPONDED, startHttpServer, type Call, type HttpServer, type Route } from '../http/server.js';
 import { sendJson } from '../http/respond.js';
 import { X402Refusal } from './nano-exact.js';
@@ -26,8 +27,8 @@ function bare(handle: (call: Call) => Promise<unknown>): Route['handle'] {
 
 /**
  * `nanopay facilitator`: POST /verify, POST /settle and GET /supported of the
- * x402 facilitator API for the Nano exact scheme, on the one HTTP server
- * module. A payment that fails a check is answered 200 with isValid:false or
+ * x402 facilitator API for the Nano exact scheme, and GET /settlements/:hash
+ * (where a settlement stands), on the one HTTP server module. A payment that fails a check is answered 200 with isValid:false or
  * success:false and its reason, as the reference facilitators do.
  */
 export function startFacilitatorServer(options: FacilitatorServerOptions): Promise<HttpServer> {
@@ -36,6 +37,16 @@ export function startFacilitatorServer(options: FacilitatorServerOptions): Promi
   const payments = probes?.metrics.counter('nanopay_payments_total', 'Payments settled on /settle, by result (settled, failed)', [{ result: 'settled' }, { result: 'failed' }]);
   const routes: Route[] = [
     { method: 'GET', path: '/supported', handle: bare(() => settler.supported()) },
+    {
+      // For a caller that lost a settlement's answer: asks, never settles, so it cannot make this server publish anything.
+      method: 'GET',
+      path: '/settlements/:hash',
+      handle: bare(async (call) => {
+        const hash = call.params.hash ?? '';
+        if (!/^[0-9A-Fa-f]{64}$/.test(hash)) throw new NanoPayError('INVALID_HEX', 'A settlement is asked for by its block hash: 64 hex digits');
+        return settler.status(hash.toUpperCase());
+      }),
+    },
     {
       method: 'POST',
       path: '/verify',

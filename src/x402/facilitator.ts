@@ -41,6 +41,17 @@ export interface FacilitatorOptions {
   wait?: (ms: number) => Promise<void>;
 }
 
+/** Where a settlement stands (GET /settlements/:hash of the facilitator). */
+export interface SettlementStatus {
+  /** The block hash asked about. */
+  transaction: string;
+  status: 'settled' | 'pending' | 'refused' | 'unknown';
+  network: string;
+  /** When it was settled, or claimed (pending). */
+  at?: string;
+  reason?: string;
+}
+
 /** A verified payment, ready to settle. */
 export interface Verified {
   cheque: NanoCheque;
@@ -205,8 +216,9 @@ export class NanoSettler {
     } catch (error) {
       if (!(error instanceof NanoPayError && error.code === 'BLOCK_EXISTS')) {
         if (isDefinitiveRejection(error)) {
-          await this.record.release(previous);
-          return failed('invalid_transaction_state', `The ledger refused the block: ${(error as Error).message}`);
+          const message = `The ledger refused the block: ${(error as Error).message}`;
+          await this.record.refuse(previous, hash, message);
+          return failed('invalid_transaction_state', message);
         }
         // Unknown outcome: the claim stays, so the block is never settled twice.
         return failed('settlement_pending', `Publishing ${hash} had no clear outcome: ${error instanceof Error ? error.message : String(error)}`, hash);
@@ -215,6 +227,29 @@ export class NanoSettler {
     if (!(await this.confirmed(verified, heard))) return failed('settlement_pending', `The block ${hash} was published but not confirmed within ${this.timeoutMs(verified)} ms`, hash);
     if (!(await this.record.settle(previous, hash, new Date(this.now())))) return failed('transaction_already_settled', `A block on ${previous} was already settled`);
     return { success: true, payer, transaction: hash, network, amount: verified.requirements.amount };
+  }
+
+  /**
+   * Where a settlement of the block `hash` stands, for a caller that lost the
+   * answer (it timed out): settled (this settler settled it, or claimed it and
+   * the ledger shows it confirmed), pending (claimed, published or being
+   * published, not yet seen confirmed: present the same block again, never a
+   * new one), refused (the ledger refused it for good: it can never land), or
+   * unknown (never claimed here: this settler published nothing of it). Reads
+   * only: the record and, for a pending claim, the ledger.
+   */
+  async status(hash: string): Promise<SettlementStatus> {
+    const network = await this.network();
+    const claimed = await this.record.lookup(hash);
+    const answer = (status: SettlementStatus['status'], more: Partial<SettlementStatus> = {}): SettlementStatus => ({ transaction: hash, status, network, ...more });
+    if (claimed === undefined) return answer('unknown');
+    if (claimed.refused !== undefined) return answer('refused', { reason: claimed.refused });
+    const entry = await this.record.read(claimed.previous);
+    if (entry === undefined || entry.hash !== hash) return answer('refused', { reason: `Another block on its previous ${claimed.previous} took its place` });
+    if (entry.state === 'settled') return answer('settled', { at: entry.at });
+    const info = await this.ledger.blockInfo(hash).catch(() => undefined);
+    if (info?.confirmed === true) return answer('settled', { reason: 'Confirmed on the ledger; its settlement here was cut short' });
+    return answer('pending', { at: entry.at, reason: entry.abandoned === true ? 'Its settlement was cut short: present the same block to /settle again' : 'Published or being published, not yet seen confirmed' });
   }
 
   /** The requirement's maxTimeoutSeconds, within confirmTimeoutMs. */

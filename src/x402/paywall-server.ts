@@ -7,6 +7,7 @@ import { sendJson } from '../http/respond.js';
 import { HEADERS, type SettleResponse } from './protocol.js';
 import { routeFor, settleOrder, settlementHeader, type Paywall, type PricedRoute } from './paywall.js';
 import { canonicalPath, upstreamTarget } from './request-path.js';
+import { discoveryManifest } from './discovery.js';
 
 export interface PaywallServerOptions {
   host: string;
@@ -101,10 +102,20 @@ export function startPaywallServer(options: PaywallServerOptions): Promise<HttpS
     { result: 'failed' },
   ]);
   const paidHeaders = (settlement: SettleResponse): Record<string, string> => ({ ...settlementHeader(settlement), 'access-control-expose-headers': 'PAYMENT-RESPONSE' });
+  const started = Math.floor(Date.now() / 1000);
+  // What it sells, unpaid, before any route or the upstream: the x402 discovery manifest.
+  const discovery = async (call: Call): Promise<typeof RESPONDED> => {
+    sendJson(call.response, 200, await discoveryManifest(`http://${call.headers.host ?? `${options.host}:${options.port}`}`, paywall, options.routes, options.defaultRaw, started));
+    return RESPONDED;
+  };
   return startHttpServer({
     host: options.host,
     port: options.port,
-    routes: options.probes === undefined ? [] : probeRoutes(options.probes, 'none'),
+    routes: [
+      { method: 'GET', path: '/.well-known/x402', handle: discovery },
+      { method: 'GET', path: '/.well-known/x402.json', handle: discovery },
+      ...(options.probes === undefined ? [] : probeRoutes(options.probes, 'none')),
+    ],
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
     log,
     ...(options.probes === undefined ? {} : { metrics: options.probes.metrics }),

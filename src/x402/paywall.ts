@@ -91,6 +91,11 @@ export class Paywall {
     return nanoRequirement(this.payTo, priceRaw, network, this.options.workThreshold, this.options.maxTimeoutSeconds ?? 300);
   }
 
+  /** The requirement a request of this price gets in its 402 (as /.well-known/x402 lists it). */
+  async requirementFor(priceRaw: bigint): Promise<PaymentRequirements> {
+    return this.requirement(priceRaw, await this.options.settler.network());
+  }
+
   private challenge(resourceUrl: string, requirement: PaymentRequirements, error: string): Admission {
     const required: PaymentRequired = {
       x402Version: X402_VERSION,

@@ -1,8 +1,8 @@
 import { NanoPayError } from '../errors.js';
 import { xnoToRaw } from '../nano/index.js';
 import type { NanoPay } from '../sdk/nanopay.js';
-import { signCheque, type PaidFetchOptions } from './client.js';
-import { X402_ASSET, X402_SCHEME, parseRequirements, type PaymentRequirements, type SupportedKind } from './protocol.js';
+import { chequeAnswered, signCheque, type PaidFetchOptions } from './client.js';
+import { X402_ASSET, X402_SCHEME, parseRequirements, type PaymentRequirements, type SettleResponse, type SupportedKind } from './protocol.js';
 
 /**
  * The Nano exact scheme for the reference x402 packages, shaped as their
@@ -33,13 +33,23 @@ export const nanoExactServerScheme = {
   },
 };
 
-/** The client side: signs the payer's send as a cheque through nanopay's guarded money path, within `maxXno`. */
+/**
+ * The client side: signs the payer's send as a cheque through nanopay's
+ * guarded money path, within `maxXno` (from a free payment lane when the
+ * wallet has lanes). The answer to the paid request (the client's
+ * onPaymentResponse hook) resolves a lane's cheque at once, freeing the lane.
+ */
 export function nanoExactClientScheme(nanopay: NanoPay, options: Omit<PaidFetchOptions, 'settleWaitMs'>) {
   return {
     scheme: X402_SCHEME,
     async createPaymentPayload(x402Version: number, requirements: unknown): Promise<{ x402Version: number; payload: Record<string, unknown> }> {
       const block = await signCheque(nanopay.session, parseRequirements(requirements), options);
       return { x402Version, payload: { block } };
+    },
+    schemeHooks: {
+      async onPaymentResponse(answer: { paymentPayload: { payload: Record<string, unknown> }; settleResponse?: SettleResponse }): Promise<void> {
+        chequeAnswered(nanopay.session, answer.paymentPayload.payload.block, answer.settleResponse);
+      },
     },
   };
 }

@@ -36,8 +36,16 @@ export interface SettlementRecord {
   read(previous: string): Promise<SettlementEntry | undefined>;
   /** Marks `previous` settled by `hash`, once: true for the one call that did, false when it already was. */
   settle(previous: string, hash: string, now: Date): Promise<boolean>;
-  /** Drops a claim whose block the ledger refused for good: it can never land. */
-  release(previous: string): Promise<void>;
+  /** Drops a claim whose block the ledger refused for good (it can never land), remembering why for lookup. */
+  refuse(previous: string, hash: string, reason: string): Promise<void>;
+  /** The previous a block this record claimed builds on, and why it was refused if it was; undefined for a block never claimed here. */
+  lookup(hash: string): Promise<ClaimedBlock | undefined>;
+}
+
+/** A block a settlement record claimed: the previous its claim is under, and the refusal that dropped it. */
+export interface ClaimedBlock {
+  previous: string;
+  refused?: string;
 }
 
 const HASH = /^[0-9A-F]{64}$/;
@@ -57,9 +65,9 @@ export class FileSettlementRecord implements SettlementRecord {
 
   constructor(private readonly dir: string) {}
 
-  private path(previous: string, kind: 'claim' | 'settled' = 'claim'): string {
+  private path(previous: string, kind: 'claim' | 'settled' | 'block' = 'claim'): string {
     if (!HASH.test(previous)) throw new Error(`not a block hash: ${previous}`);
-    return join(this.dir, `${previous}.${kind === 'claim' ? 'json' : 'settled'}`);
+    return join(this.dir, `${previous}.${kind === 'claim' ? 'json' : kind}`);
   }
 
   /** Creates `path` only if it does not exist (O_EXCL): false when it did. */
@@ -86,12 +94,15 @@ export class FileSettlementRecord implements SettlementRecord {
 
   async claim(previous: string, hash: string, now: Date): Promise<true | SettlementEntry> {
     const claim: ClaimFile = { hash, state: 'pending', at: now.toISOString(), pid: process.pid, host: hostname() };
-    if (await this.create(this.path(previous), claim)) return true;
-    // A claim being written this instant reads as empty: pending, by someone else.
-    const found = (await this.read(previous)) ?? { hash: '', state: 'pending', at: now.toISOString() };
-    if (found.state !== 'pending' || found.abandoned !== true || found.hash !== hash) return found;
-    // Cut short by a crash: taken over. Two takers at once both settle the same block; the settled mark lets one answer success.
-    await writeFile(this.path(previous), JSON.stringify(claim), { mode: 0o600 });
+    if (!(await this.create(this.path(previous), claim))) {
+      // A claim being written this instant reads as empty: pending, by someone else.
+      const found = (await this.read(previous)) ?? { hash: '', state: 'pending', at: now.toISOString() };
+      if (found.state !== 'pending' || found.abandoned !== true || found.hash !== hash) return found;
+      // Cut short by a crash: taken over. Two takers at once both settle the same block; the settled mark lets one answer success.
+      await writeFile(this.path(previous), JSON.stringify(claim), { mode: 0o600 });
+    }
+    // Written before anything is published: a block the record answers for by its hash (lookup).
+    await writeFile(this.path(hash, 'block'), JSON.stringify({ previous } satisfies ClaimedBlock), { mode: 0o600 });
     return true;
   }
 
@@ -110,7 +121,13 @@ export class FileSettlementRecord implements SettlementRecord {
     return this.create(this.path(previous, 'settled'), { hash, state: 'settled', at: now.toISOString() });
   }
 
-  async release(previous: string): Promise<void> {
+  async refuse(previous: string, hash: string, reason: string): Promise<void> {
+    await writeFile(this.path(hash, 'block'), JSON.stringify({ previous, refused: reason } satisfies ClaimedBlock), { mode: 0o600 });
     await rm(this.path(previous), { force: true });
+  }
+
+  async lookup(hash: string): Promise<ClaimedBlock | undefined> {
+    const text = await readIfExists(this.path(hash, 'block'));
+    return text === undefined || text.trim() === '' ? undefined : (JSON.parse(text) as ClaimedBlock);
   }
 }

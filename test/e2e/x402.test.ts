@@ -9,9 +9,8 @@ import { NodeClient } from '../../src/api/node-client.js';
 import { xnoToRaw } from '../../src/nano/index.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { BIN, PASSWORD, userWithWallet, type CliUser } from '../helpers/cli.js';
-import { nodeMerchantAndCustomer } from '../helpers/node-users.js';
 import { sandbox } from '../helpers/sandbox.js';
-import { startCommand, type RunningCommand } from '../helpers/serve.js';
+import type { RunningCommand } from '../helpers/serve.js';
 import { onTerminal, ptyMissing } from '../helpers/pty.js';
 import { userSession } from '../helpers/backend-users.js';
 import { findTool, runTool } from '../../src/toolset/tools.js';
@@ -24,7 +23,7 @@ import { Session } from '../../src/ops/session.js';
 import { nanoRequirement } from '../../src/x402/nano-exact.js';
 import { x402Middleware } from '../../src/x402/middleware.js';
 import { Paywall } from '../../src/x402/paywall.js';
-import { sandboxSettler } from '../helpers/x402.js';
+import { paywallShop, sandboxSettler } from '../helpers/x402.js';
 
 /** An API to sell: /report answers, /fail fails, /hold waits until the test lets it answer (with `held`'s status). */
 interface Upstream {
@@ -61,8 +60,7 @@ const PRICE = '0.001';
 beforeAll(async () => {
   sb = await sandbox();
   up = await startUpstream();
-  ({ merchant, customer, merchantAddress } = await nodeMerchantAndCustomer(sb, {}));
-  paywall = await startCommand(['paywall', '--upstream', up.url, '--price', PRICE, '--route', 'GET /free=0', '--to', merchantAddress, '--json'], merchant.env);
+  ({ merchant, customer, merchantAddress, paywall } = await paywallShop(sb, up.url, PRICE));
   node = new NodeClient({ url: sb.url });
 });
 afterAll(async () => {

@@ -4,7 +4,11 @@ import { NanoSettler } from '../../src/x402/facilitator.js';
 import { nanoRequirement } from '../../src/x402/nano-exact.js';
 import { FileSettlementRecord } from '../../src/x402/settlements.js';
 import type { PaymentPayload, PaymentRequirements } from '../../src/x402/protocol.js';
+import type { RunningSandbox } from '../../src/sandbox/index.js';
+import type { CliUser } from './cli.js';
 import { newAccount, type SandboxClient } from './chain.js';
+import { nodeMerchantAndCustomer } from './node-users.js';
+import { startCommand, type RunningCommand } from './serve.js';
 import { tempDir } from './temp.js';
 
 /** A payer opened on the sandbox with `xno` XNO, and a fresh payee. */
@@ -32,4 +36,11 @@ export async function sandboxSettler(url: string): Promise<{ settler: NanoSettle
   const dir = await tempDir('nanopay-x402-');
   const node = new NodeClient({ url });
   return { settler: new NanoSettler(node, new FileSettlementRecord(dir), { pollMs: 10 }), dir, node };
+}
+
+/** A merchant running `nanopay paywall` in front of `upstream` at `price` XNO (GET /free free), and a customer holding 10 XNO, on the sandbox's node side. */
+export async function paywallShop(sb: RunningSandbox, upstream: string, price: string): Promise<{ merchant: CliUser; customer: CliUser; merchantAddress: string; paywall: RunningCommand<{ url: string; pay_to: string; price_raw: string }> }> {
+  const { merchant, customer, merchantAddress } = await nodeMerchantAndCustomer(sb, {});
+  const paywall = await startCommand<{ url: string; pay_to: string; price_raw: string }>(['paywall', '--upstream', upstream, '--price', price, '--route', 'GET /free=0', '--to', merchantAddress, '--json'], merchant.env);
+  return { merchant, customer, merchantAddress, paywall };
 }

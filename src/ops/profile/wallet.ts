@@ -1,7 +1,7 @@
 import { serviceOnly } from '../../api/backend.js';
 import { NanoPayError } from '../../errors.js';
 import { deriveAccount, generateSeed, type AccountSource } from '../../nano/index.js';
-import type { WalletKind, WalletRecord } from '../../wallet/config.js';
+import { refuseLaneIndex, type WalletKind, type WalletRecord } from '../../wallet/config.js';
 import { secretIds, type Session } from '../session.js';
 
 export interface WalletSummary {
@@ -144,6 +144,7 @@ function requireWallet(session: Session, name: string): WalletRecord {
 export async function useWallet(session: Session, input: { name: string; index?: number }): Promise<WalletSummary> {
   const record = requireWallet(session, input.name);
   const index = input.index ?? 0;
+  refuseLaneIndex(index);
   let address = record.accounts[String(index)];
   if (address === undefined) address = (await session.derive(input.name, record, index)).address;
   const profile = session.updateProfile((p) => {

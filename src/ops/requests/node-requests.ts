@@ -3,6 +3,7 @@ import type { NodeClient } from '../../api/node-client.js';
 import { NanoPayError } from '../../errors.js';
 import { MAX_RAW, normalizeAddress } from '../../nano/index.js';
 import type { RequestRecord } from '../../wallet/requests.js';
+import { isLaneIndex } from '../../wallet/config.js';
 import { receivedSources } from '../ledger/chain.js';
 import { provedPayment, provedReceivable, type ProvedSend } from '../ledger/proofs.js';
 import { xnoAndRaw } from '../money.js';
@@ -46,7 +47,8 @@ async function unusedAccount(session: Session, node: NodeClient, store: Store): 
   if (record?.kind === 'private-key') throw new NanoPayError('INVALID_REQUEST', 'A wallet imported from a private key has one account only: --fresh-address needs a seed or mnemonic wallet');
   const known = Object.keys(record?.accounts ?? {}).map(Number);
   const highest = (await store.requests.freshIndexes(active.wallet)).reduce((max, index) => Math.max(max, index), Math.max(active.index, ...known));
-  for (let index = highest + 1, tries = 0; tries < 50; index++, tries++) {
+  // Lane indexes are the wallet's payment lanes, never a request's address.
+  for (let index = highest + 1, tries = 0; tries < 50 && !isLaneIndex(index); index++, tries++) {
     const account = await session.account(active.wallet, index);
     if ((await node.accountInfo(account.address)) !== null || (await node.receivable(account.address)).length > 0) continue;
     session.updateProfile((p) => {

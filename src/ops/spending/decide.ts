@@ -12,6 +12,8 @@ export { withSpendingLock } from './spend-log.js';
 export interface SpendRequest {
   /** The account that pays. */
   account: string;
+  /** The account the spend is made for when another account of its wallet signs it (a payment lane): approvals are bound to it. */
+  payer?: string;
   /** The recipient's address. */
   to: string;
   /** The contact the recipient was named as. */
@@ -36,14 +38,14 @@ export interface SpendDecision {
 const DEFAULT_APPROVAL_TTL_S = 60 * 60;
 
 /** The digest of exactly what an approval lets run: front end, kind, account, recipient, host, amount, requirement. */
-function bindingOf(frontEnd: string, spend: Pick<SpendRequest, 'kind' | 'account' | 'to' | 'host' | 'amountRaw' | 'requirement'>): string {
+function bindingOf(frontEnd: string, spend: Pick<SpendRequest, 'kind' | 'account' | 'payer' | 'to' | 'host' | 'amountRaw' | 'requirement'>): string {
   const canonical = (value: unknown): unknown =>
     Array.isArray(value)
       ? value.map(canonical)
       : typeof value === 'object' && value !== null
         ? Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical((value as Record<string, unknown>)[k])]))
         : value;
-  const bound = [frontEnd, spend.kind, spend.account, spend.to, spend.host ?? null, spend.amountRaw.toString(), canonical(spend.requirement ?? null)];
+  const bound = [frontEnd, spend.kind, spend.payer ?? spend.account, spend.to, spend.host ?? null, spend.amountRaw.toString(), canonical(spend.requirement ?? null)];
   return createHash('sha256').update(JSON.stringify(bound)).digest('hex');
 }
 
@@ -171,6 +173,7 @@ async function hold(ctx: OpsContext, spend: SpendRequest, verdict: Verdict): Pro
       created_at: new Date(now).toISOString(),
       expires_at: new Date(now + (ctx.policy.approvalTtlS ?? DEFAULT_APPROVAL_TTL_S) * 1000).toISOString(),
       ...spendFields(ctx, spend),
+      account: spend.payer ?? spend.account,
       ...(spend.requirement === undefined ? {} : { requirement: spend.requirement }),
       rule: verdict.rule as string,
       message: verdict.message as string,

@@ -47,7 +47,14 @@ export interface Movement<A> {
    * kind (by default from `kind` and `note`), the host and requirement of an
    * x402 payment, and the approval the caller got for this spend.
    */
-  spend?: { kind?: SpendKind; host?: string; requirement?: unknown; approvalId?: string };
+  spend?: { kind?: SpendKind; host?: string; requirement?: unknown; approvalId?: string; payer?: string };
+  /**
+   * The recipient is another account of the same wallet, which this signer
+   * signs for (a payment lane funded or emptied): no spend, so the spending
+   * policy does not judge it and budgets never count it. Only ops/lanes sets
+   * it, with an account it derived from the wallet's own secret.
+   */
+  ownAccount?: Signer;
   /** What the entry carries to finish its purpose after a crash (a top-up's transaction id). */
   note?: BlockNote;
   /** How the signed block reaches the ledger; the API's publish by default. */
@@ -153,13 +160,14 @@ function spendRequest<A>(m: Movement<A>, to: string): SpendRequest {
     ...(m.spend?.host === undefined ? {} : { host: m.spend.host.toLowerCase() }),
     ...(m.spend?.requirement === undefined ? {} : { requirement: m.spend.requirement }),
     ...(m.spend?.approvalId === undefined ? {} : { approvalId: m.spend.approvalId }),
+    ...(m.spend?.payer === undefined ? {} : { payer: m.spend.payer }),
   };
 }
 
 /**
  * Moves money, guarded at every step: the spending policy judges the spend
  * before any question (refused, or held for a person's yes); the preview is
- * built on the verified head; the user confirms; then, holding the account
+ * built on the verified head; the user confirms (when asked); then, holding the account
  * lock, any earlier entry is settled, the send is planned again on the fresh
  * head, and the block is signed, judged again and journaled in one hold of the
  * profile's spending lock (so it counts at once), submitted and recorded
@@ -168,6 +176,7 @@ function spendRequest<A>(m: Movement<A>, to: string): SpendRequest {
 export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<Moved<A>> {
   const to = normalizeAddress(m.to);
   if (m.amountRaw <= 0n) throw new NanoPayError('INVALID_NUMBER_FORMAT', 'The amount must be greater than zero');
+  if (m.ownAccount !== undefined) return moveWithin(ctx, m, to, m.ownAccount);
   let repeat = await earlier(ctx, m, to);
   const pending = await ctx.journal.read(m.signer.address);
   // A block signed under this very key and not yet settled (a run killed after signing): it is this payment.
@@ -192,9 +201,10 @@ export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<M
     return planned(first, m.signer.address, { hash: null, dryRun: true, policy: { outcome: verdict.outcome, ...(verdict.rule === undefined ? {} : { rule: verdict.rule, message: verdict.message as string }) } });
   }
   const { attended } = await screenSpend(ctx, request);
-  const first = await planSend(ctx, m.signer.address, to, m.amountRaw);
-  if (!attended && m.confirm !== undefined && !(await m.confirm(preview(m.signer.address, to, m.amountRaw, first.head.state.balance, m.contact)))) {
-    throw new NanoPayError('DECLINED', 'Declined; nothing was signed');
+  // A person asked sees a preview planned on the verified head; without one, the plan made holding the lock is the only one.
+  if (!attended && m.confirm !== undefined) {
+    const first = await planSend(ctx, m.signer.address, to, m.amountRaw);
+    if (!(await m.confirm(preview(m.signer.address, to, m.amountRaw, first.head.state.balance, m.contact)))) throw new NanoPayError('DECLINED', 'Declined; nothing was signed');
   }
 
   return ctx.lock(m.signer.address, async () => {
@@ -222,5 +232,24 @@ export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<M
     await m.landed?.(answer, entry, plan);
     await ctx.journal.clear(m.signer.address);
     return planned(plan, m.signer.address, { hash: entry.hash, dryRun: false, ...(answer === undefined ? {} : { answer }) });
+  });
+}
+
+/**
+ * A send to another account of the wallet (`own` signs for the recipient):
+ * not a spend, so no policy decision and nothing that counts; otherwise the
+ * same guarded steps (account lock, the earlier entry settled, planned on the
+ * fresh head, journaled before it leaves, recorded before the entry goes).
+ */
+async function moveWithin<A>(ctx: OpsContext, m: Movement<A>, to: string, own: Signer): Promise<Moved<A>> {
+  if (normalizeAddress(own.address) !== to) throw new NanoPayError('INTERNAL_ERROR', `A send between own accounts must go to the account it signs for (${own.address}), not ${to}`);
+  return ctx.lock(m.signer.address, async () => {
+    await settleJournal(ctx, m.signer.address, m.signer);
+    const plan = await planSend(ctx, m.signer.address, to, m.amountRaw);
+    const entry = await signAndJournal(ctx, m.signer, sendBlockOf(plan), 'send', plan.head.thresholds, { amountRaw: m.amountRaw.toString(), profile: ctx.profile, ownTransfer: true });
+    await submitEntry(ctx, entry, publishTo(ctx, entry));
+    await recordLanded(ctx, entry);
+    await ctx.journal.clear(m.signer.address);
+    return planned<A>(plan, m.signer.address, { hash: entry.hash, dryRun: false });
   });
 }

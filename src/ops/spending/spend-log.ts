@@ -15,6 +15,7 @@ export const recordId = (): string => randomBytes(12).toString('hex');
  * superseding change cancels (which counts until the cancellation is certain).
  */
 function spendOf(entry: JournalEntry): JournalEntry | undefined {
+  if (entry.ownTransfer === true) return undefined;
   if (entry.subtype === 'send' && entry.amountRaw !== undefined) return entry;
   return entry.supersedes === undefined ? undefined : spendOf(entry.supersedes);
 }
@@ -52,7 +53,7 @@ export async function countedSpends(ctx: OpsContext, sinceMs: number): Promise<C
  * gets one, so it counts.
  */
 export async function markSpend(ctx: OpsContext, entry: JournalEntry, status: SpendStatus): Promise<void> {
-  if (entry.subtype !== 'send' || entry.amountRaw === undefined) return;
+  if (entry.subtype !== 'send' || entry.amountRaw === undefined || entry.ownTransfer === true) return;
   const profile = entry.profile ?? ctx.profile;
   const audit = (await ctx.store()).audit;
   const at = new Date(ctx.now()).toISOString();
