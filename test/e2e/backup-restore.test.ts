@@ -9,8 +9,9 @@ import { KeyStore } from '../../src/wallet/keystore.js';
 import { keystorePath } from '../../src/wallet/paths.js';
 import { shutdownWorkers } from '../../src/work/index.js';
 import { fundedUser } from '../helpers/backend-users.js';
-import { BIN, PASSWORD, runCli, runCommand, type RunResult } from '../helpers/cli.js';
-import { docBlocks, type DocBlock } from '../helpers/docs.js';
+import { BIN, PASSWORD, newUser, runCli, runCommand, type RunResult } from '../helpers/cli.js';
+import { docBlocks, docText, type DocBlock } from '../helpers/docs.js';
+import { postgresUnavailable, startPostgres } from '../helpers/postgres.js';
 import { onTerminal, ptyMissing } from '../helpers/pty.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { startCommand, type RunningCommand } from '../helpers/serve.js';
@@ -34,6 +35,12 @@ const exportBlock = block('nanopay wallet export main');
 const importBlock = block('nanopay wallet import --name main');
 const backupBlock = block('.backup');
 const restoreBlock = block('tar -xzf backup/config.tgz');
+
+/** The guide's PostgreSQL commands, written inline: the dump on the old machine, the restore into an empty database. */
+const inline = (program: string): string => new RegExp(`\`(${program} [^\`]*)\``).exec(docText('docs/operations.md'))?.[1] as string;
+const pgDump = inline('pg_dump');
+const pgRestore = inline('pg_restore');
+const pgMissing = postgresUnavailable();
 
 const sqliteMissing = spawnSync('sqlite3', ['-version']).status === 0 ? undefined : 'the sqlite3 command is not installed (apt-get install sqlite3)';
 if (sqliteMissing !== undefined && process.env.CI === 'true') throw new Error(`The backup test needs sqlite3 in CI: ${sqliteMissing}`);
@@ -236,4 +243,47 @@ describe('docs/operations.md: backups and restore', () => {
     expect(mainOf(await paper.json(['wallet', 'list']))).toEqual(mainOf(before.wallets));
     expect((await paper.json<{ value: string }>(['config', 'get', 'api-key', '--reveal'])).value).toBe(before.apiKey);
   }, 120_000);
+
+  it.skipIf(pgMissing !== undefined)('a PostgreSQL store, dumped and restored into an empty database as the guide says, holds the same requests', async () => {
+    expect(pgDump).toContain('"$NANOPAY_DATABASE_URL"');
+    expect(pgRestore).toContain('"$NANOPAY_DATABASE_URL"');
+    const cluster = await startPostgres();
+    try {
+      const from = await cluster.createDatabase('shop_before');
+      const user = await newUser(sb.url, { NANOPAY_BACKEND: 'node', NANOPAY_NODE_URL: sb.url, NANOPAY_DATABASE_URL: from });
+      expect((await user.run(['wallet', 'create'])).code).toBe(0);
+      const made = await user.json<{ transaction_id: string; uri: string }>(['request', '0.2', '--no-qr']);
+      const payer = await fundedUser(sb, 'node', '1');
+      await payUri(payer.session, made.uri, {});
+      const server = await startCommand<{ url: string; token_file: string }>(['checkout', 'serve', '--json', '--port', '0'], user.env);
+      try {
+        const token = readFileSync(server.printed.token_file, 'utf8').trim();
+        const created = await fetch(`${server.printed.url}/api/v1/requests`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ amount: '0.3', order_id: 'order-8' }) });
+        expect(created.status).toBe(200);
+      } finally {
+        await server.stop();
+      }
+      const seen = async (env: NodeJS.ProcessEnv): Promise<unknown[]> => {
+        const status = await user.json<Record<string, unknown>>(['status', made.transaction_id], { env });
+        const exported = await user.run(['requests', 'export', '--format', 'json'], { env });
+        expect(exported.code, exported.stderr).toBe(0);
+        return [{ ...status, sandbox: undefined }, JSON.parse(exported.stdout)];
+      };
+      const before = await seen({});
+      expect(before[0]).toMatchObject({ status: 'paid' });
+      expect(before[1]).toHaveLength(1);
+
+      const work = await tempDir('nanopay-pg-backup-');
+      await mkdir(join(work, 'backup'));
+      const to = await cluster.createDatabase('shop_after');
+      const bash = (code: string, url: string): Promise<RunResult> => runCommand('bash', ['-c', `set -eo pipefail\n${code}`], { cwd: work, env: { PATH: process.env.PATH, HOME: work, NANOPAY_DATABASE_URL: url } });
+      const dumped = await bash(pgDump, from);
+      expect(dumped.code, dumped.stderr).toBe(0);
+      const restored = await bash(pgRestore, to);
+      expect(restored.code, restored.stderr).toBe(0);
+      expect(await seen({ NANOPAY_DATABASE_URL: to })).toEqual(before);
+    } finally {
+      await cluster.stop();
+    }
+  }, 180_000);
 });
