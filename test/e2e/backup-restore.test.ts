@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdir, symlink, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { payUri } from '../../src/ops/requests/payments.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
@@ -9,8 +9,8 @@ import { KeyStore } from '../../src/wallet/keystore.js';
 import { keystorePath } from '../../src/wallet/paths.js';
 import { shutdownWorkers } from '../../src/work/index.js';
 import { fundedUser } from '../helpers/backend-users.js';
-import { BIN, PASSWORD, newUser, runCli, runCommand, type RunResult } from '../helpers/cli.js';
-import { docBlocks, docText, type DocBlock } from '../helpers/docs.js';
+import { PASSWORD, newUser, runCli, runCommand, type RunResult } from '../helpers/cli.js';
+import { docBlocks, docText, pathWithNanopay, type DocBlock } from '../helpers/docs.js';
 import { postgresUnavailable, startPostgres } from '../helpers/postgres.js';
 import { onTerminal, ptyMissing } from '../helpers/pty.js';
 import { sandbox } from '../helpers/sandbox.js';
@@ -72,11 +72,8 @@ interface Machine {
 
 async function machine(root: string, name: string): Promise<Machine> {
   const home = join(root, name);
-  const bin = join(home, 'bin');
-  await mkdir(bin, { recursive: true });
-  await symlink(BIN, join(bin, 'nanopay'));
   // No NANOPAY_CONFIG_DIR and no XDG_CONFIG_HOME: the default config dir, as the guide's DIR= line finds it.
-  const env: NodeJS.ProcessEnv = { PATH: `${bin}:${dirname(process.execPath)}:${process.env.PATH ?? ''}`, HOME: home, NANOPAY_PASSWORD: PASSWORD, NANOPAY_API_URL: sb.url, NO_COLOR: '1' };
+  const env: NodeJS.ProcessEnv = { PATH: await pathWithNanopay(home), HOME: home, NANOPAY_PASSWORD: PASSWORD, NANOPAY_API_URL: sb.url, NO_COLOR: '1' };
   const run = (args: string[], input?: string): Promise<RunResult> => runCli(args, env, input === undefined ? {} : { input });
   return {
     home,

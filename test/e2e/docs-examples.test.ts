@@ -1,10 +1,10 @@
-import { mkdir, symlink, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../src/work/index.js';
-import { BIN, runCommand } from '../helpers/cli.js';
-import { DOCS, docBlocks, fencedBlocks, type DocBlock } from '../helpers/docs.js';
+import { runCommand } from '../helpers/cli.js';
+import { DOCS, docBlocks, fencedBlocks, pathWithNanopay, type DocBlock } from '../helpers/docs.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { tempDir } from '../helpers/temp.js';
 
@@ -30,15 +30,12 @@ afterAll(async () => {
 
 async function runBlock(block: DocBlock): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const dir = await tempDir('nanopay-doc-example-');
-  const bin = join(dir, 'bin');
-  await mkdir(bin);
-  await symlink(BIN, join(bin, 'nanopay'));
   // The fish user's completions directory, which fish makes (the completion example writes into it).
   await mkdir(join(dir, 'home', '.config', 'fish', 'completions'), { recursive: true });
   const address = new URL(sb.url).host;
   await writeFile(join(dir, 'example.sh'), `set -eo pipefail\n${block.code.replaceAll(DEFAULT_SANDBOX, address)}`);
   const env = {
-    PATH: `${bin}:${dirname(process.execPath)}:${process.env.PATH ?? ''}`,
+    PATH: await pathWithNanopay(dir),
     HOME: join(dir, 'home'),
     NANOPAY_CONFIG_DIR: join(dir, 'config'),
     NANOPAY_API_URL: sb.url,

@@ -1,6 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdir, symlink } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { BIN } from './cli.js';
 
 /**
  * The docs' fenced code blocks, and what each says about itself in its info string (docs/development.md, "The docs"):
@@ -64,4 +66,12 @@ export function docBlocks(file: string, test: string): DocBlock[] {
   const found = fencedBlocks(file).filter((block) => block.attrs.test === test);
   if (found.length === 0) throw new Error(`${file} has no code block marked test=${test}`);
   return found;
+}
+
+/** A PATH on which `nanopay` is the built CLI (a link in `dir`/bin) and `node` this test's Node.js, as a reader's shell has them. */
+export async function pathWithNanopay(dir: string): Promise<string> {
+  const bin = join(dir, 'bin');
+  await mkdir(bin, { recursive: true });
+  await symlink(BIN, join(bin, 'nanopay'));
+  return `${bin}:${dirname(process.execPath)}:${process.env.PATH ?? ''}`;
 }
