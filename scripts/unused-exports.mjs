@@ -2,7 +2,7 @@
 // dead code, or code kept alive only by tests. Types stay free to export: they describe the signatures of what
 // is used. Entry points are the roots: the SDK (src/index.ts, whose exports the README documents), the commands,
 // hooks and help class (loaded by oclif), and the programs started by file (the CLI entry, the demo, the
-// proof-of-work worker, the unlocked session's process); what the benchmarks import from the build counts as used.
+// proof-of-work worker, the unlocked session's process); what the benchmarks and scripts/ import from the build counts as used.
 // Each module is read as esbuild compiles it, so types and the imports only types use are gone; what remains is
 // lexed by es-module-lexer. A relative import from src/ must stay inside src/, as the build's rootDir requires.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -109,16 +109,19 @@ export async function unusedExports(root) {
     }
   }
 
-  // The benchmarks import the built modules (../dist/X.js is src/X.ts): what they import counts as used, and a
-  // name the module no longer exports is an error here, not when a bench runs.
-  const benchDir = join(root, 'bench');
-  for (const name of existsSync(benchDir) ? readdirSync(benchDir).filter((f) => f.endsWith('.mjs')) : []) {
-    const text = readFileSync(join(benchDir, name), 'utf8');
-    for (const [, names, path] of text.matchAll(/import\s*\{([^}]*)\}\s*from\s*'\.\.\/dist\/([^']+)\.js'/g)) {
-      const module = `src/${path}.ts`;
-      for (const imported of names.split(',').map((n) => n.trim().split(/\s+as\s+/)[0]).filter(Boolean)) {
-        if (provides(module, imported)) used.add(key(module, imported));
-        else problems.push(`bench/${name}: ${module} does not export ${imported}`);
+  // The benchmarks and the build's scripts (the reference's writer) import the built modules (../dist/X.js is
+  // src/X.ts): what they import counts as used, and a name the module no longer exports is an error here, not when
+  // a bench or script runs.
+  for (const dir of ['bench', 'scripts']) {
+    const path = join(root, dir);
+    for (const name of existsSync(path) ? readdirSync(path).filter((f) => f.endsWith('.mjs')) : []) {
+      const text = readFileSync(join(path, name), 'utf8');
+      for (const [, names, built] of text.matchAll(/import\s*\{([^}]*)\}\s*from\s*'\.\.\/dist\/([^']+)\.js'/g)) {
+        const module = `src/${built}.ts`;
+        for (const imported of names.split(',').map((n) => n.trim().split(/\s+as\s+/)[0]).filter(Boolean)) {
+          if (provides(module, imported)) used.add(key(module, imported));
+          else problems.push(`${dir}/${name}: ${module} does not export ${imported}`);
+        }
       }
     }
   }

@@ -4,7 +4,7 @@
  * or a process exit code (CLI) through the catalog below.
  */
 
-/** Process exit codes of the CLI. Stable: scripts rely on them (README lists them). */
+/** Process exit codes of the CLI. Stable: scripts rely on them (docs/reference.md lists them). */
 export const ExitCode = {
   OK: 0,
   GENERAL: 1,
@@ -159,6 +159,8 @@ const CATALOG: Record<string, CodeInfo> = {
   DISK_FULL: { status: 507, exit: ExitCode.ENVIRONMENT },
   // The machine: a file or dir nanopay must write is on a read-only disk, or this user may not write it.
   NOT_WRITABLE: { status: 500, exit: ExitCode.ENVIRONMENT },
+  // The machine: a Node.js older than engines (22). bin/run.js refuses it before loading anything, with this exit code.
+  UNSUPPORTED_NODE: { status: 500, exit: ExitCode.ENVIRONMENT },
   // Refunds: of a request nothing was received for; of more than it received (less what went back already).
   REQUEST_NOT_PAID: conflict,
   REFUND_TOO_LARGE: conflict,
@@ -169,6 +171,11 @@ const CATALOG: Record<string, CodeInfo> = {
   // Our own bugs.
   INTERNAL_ERROR: { status: 500, exit: ExitCode.GENERAL },
 };
+
+/** Every known code with its HTTP status and exit code, in the catalog's order (docs/reference.md lists them by exit code). */
+export function errorCatalog(): { code: string; status: number; exit: ExitCodeValue }[] {
+  return Object.entries(CATALOG).map(([code, info]) => ({ code, ...info }));
+}
 
 export interface NanoPayErrorOptions {
   hint?: string;

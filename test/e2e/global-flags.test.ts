@@ -1,17 +1,17 @@
-import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../src/work/index.js';
 import { PASSWORD, userWithWallet, type CliUser, type RunResult } from '../helpers/cli.js';
+import { DOCS, docBlocks, docText, fencedBlocks } from '../helpers/docs.js';
 import { onTerminal, ptyMissing } from '../helpers/pty.js';
 import { fund, sandbox } from '../helpers/sandbox.js';
 
 /**
  * Issue 31, point 14: the flags that mean the same on every command (--profile, --json,
  * --password-file, --password-stdin) are taken before the command too, as `aws --profile X s3 ls`
- * and `git -C dir status` take theirs; and every README example written that way runs.
+ * and `git -C dir status` take theirs; and every example of the docs written that way runs.
  */
 let sb: RunningSandbox;
 let user: CliUser;
@@ -89,12 +89,11 @@ describe('global flags before the command', () => {
   });
 });
 
-describe('README examples that put flags before the command', () => {
-  /** Every `nanopay --…` the README shows: in shell blocks (one a line) and inline (`…`), without comments. */
+describe('doc examples that put flags before the command', () => {
+  /** Every `nanopay --…` the README and docs/ show: in shell blocks (one a line) and inline (`…`), without comments. */
   function examples(): string[] {
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
     const found: string[] = [];
-    for (const line of readme.split('\n')) {
+    for (const line of DOCS.flatMap((file) => docText(file).split('\n'))) {
       // A command line that starts with nanopay (or the key piped into it): not `codex mcp add nanopay --env …`.
       const inline = [...line.matchAll(/`((?:printf '%s' "\$KEY" \| )?nanopay --[^`]*)`/g)].map((m) => m[1] as string);
       const shell = /^(?:\$ )?(?:[A-Z_]+=\S+ )*((?:printf '%s' "\$KEY" \| )?nanopay --.*)$/.exec(line);
@@ -102,6 +101,13 @@ describe('README examples that put flags before the command', () => {
     }
     return found;
   }
+
+  it("the blocks marked test=global-flags are made of such lines only, so this test runs all of each", () => {
+    const marked = DOCS.flatMap((file) => fencedBlocks(file).filter((b) => b.attrs.test === 'global-flags'));
+    expect(marked.map((b) => b.file)).toEqual(docBlocks('docs/shop.md', 'global-flags').map((b) => b.file));
+    const all = examples();
+    for (const line of marked.flatMap((b) => b.code.split('\n')).filter((l) => l.trim() !== '')) expect(all).toContain(line.replace(/\s+#.*$/, '').trim());
+  });
 
   it('there are as many as the issue counted, and each runs against the sandbox in a profile of its own', async () => {
     const all = examples();

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { cp, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -8,6 +8,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { beforeAll, describe, expect, it } from 'vitest';
 import { validateWork } from '../../src/work/pow.js';
 import { runCommand, type RunResult } from '../helpers/cli.js';
+import { docBlocks } from '../helpers/docs.js';
 import { tempDir } from '../helpers/temp.js';
 
 /**
@@ -20,7 +21,7 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 const NODE_BIN = dirname(process.execPath);
 const PACKAGE = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as { name: string; version: string };
 /** What `npm pack` needs to build the package: the sources and the build scripts (node_modules is linked). */
-const SOURCES = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'binding.gyp', 'README.md', 'bin', 'src', 'native', 'scripts'];
+const SOURCES = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'binding.gyp', 'README.md', 'docs', 'bin', 'src', 'native', 'scripts'];
 /** A C or C++ compiler's name, with or without a target prefix or a version suffix (x86_64-linux-gnu-gcc-12). */
 const COMPILER = /^(?:[\w.]+-)*(?:cc|c\+\+|gcc|g\+\+|cpp|clang|clang\+\+|tcc)(?:-[\d.]+)?$/;
 
@@ -54,9 +55,9 @@ async function pathWithoutCompiler(dir: string): Promise<string> {
   return dir;
 }
 
-/** The README's placeholders in its MCP client blocks. */
-const README_PASSWORD_FILE = '/home/me/.config/nanopay-mcp.pass';
-const README_API_URL = 'http://127.0.0.1:7076';
+/** The placeholders of the MCP client blocks of docs/agents.md. */
+const DOCS_PASSWORD_FILE = '/home/me/.config/nanopay-mcp.pass';
+const DOCS_API_URL = 'http://127.0.0.1:7076';
 
 interface McpBlock {
   command: string;
@@ -64,21 +65,18 @@ interface McpBlock {
   env: Record<string, string>;
 }
 
-/** The nanopay server of each MCP client block of the README (section "MCP clients"), by client. */
+/** The nanopay server of each MCP client block of docs/agents.md (its blocks marked test=install), by client. */
 function mcpBlocks(): Record<string, McpBlock> {
-  const readme = readFileSync(join(root, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('### MCP clients'), readme.indexOf('\n## ', readme.indexOf('### MCP clients')));
-  const block = (label: string, language: string): string => {
-    const found = new RegExp(`\\n${label}[\\s\\S]*?\\n\\n\`\`\`${language}\\n([\\s\\S]*?)\`\`\``).exec(section)?.[1];
-    if (found === undefined) throw new Error(`README: no ${language} block after "${label}" in MCP clients`);
-    return found;
-  };
-  const claude = (JSON.parse(block('Claude Desktop', 'json')) as { mcpServers: { nanopay: McpBlock } }).mcpServers.nanopay;
-  const vscode = (JSON.parse(block('VS Code', 'json')) as { servers: { nanopay: McpBlock & { type: string } } }).servers.nanopay;
+  const blocks = docBlocks('docs/agents.md', 'install');
+  expect(blocks.map((b) => b.lang)).toEqual(['json', 'json', 'toml']);
+  const [claudeBlock, vscodeBlock, codexBlock] = blocks.map((b) => b.code) as [string, string, string];
+  const claude = (JSON.parse(claudeBlock) as { mcpServers: { nanopay: McpBlock } }).mcpServers.nanopay;
+  const vscode = (JSON.parse(vscodeBlock) as { servers: { nanopay: McpBlock & { type: string } } }).servers.nanopay;
   expect(vscode.type).toBe('stdio');
   // The TOML block's three keys, whose values are written as JSON would write them (but the inline table's keys).
+  expect(codexBlock).toMatch(/^\[mcp_servers\.nanopay\]\n/);
   const toml = Object.fromEntries(
-    block('Codex', 'toml')
+    codexBlock
       .split('\n')
       .filter((line) => /^\w+ = /.test(line))
       .map((line) => {
@@ -119,13 +117,13 @@ describe('npm pack, then npm install -g of the tarball', () => {
   it('packs what an installed copy needs, and none of the tests or TypeScript sources', async () => {
     const listed = await run('tar', ['-tzf', tarball], { env: cleanEnv() });
     const files = listed.stdout.split('\n').filter(Boolean).map((line) => line.replace(/^package\//, ''));
-    for (const needed of ['package.json', 'bin/run.js', 'dist/index.js', 'dist/index.d.ts', 'dist/app/main.js', 'dist/app/pow-worker.js', 'oclif.manifest.json', 'binding.gyp', 'scripts/build-native.mjs', 'native/addon.c', 'native/pow_kernel.h', 'native/pow.wasm']) {
+    for (const needed of ['package.json', 'README.md', 'docs/wallet.md', 'docs/reference.md', 'docs/checkout-360.png', 'bin/run.js', 'dist/index.js', 'dist/index.d.ts', 'dist/app/main.js', 'dist/app/pow-worker.js', 'oclif.manifest.json', 'binding.gyp', 'scripts/build-native.mjs', 'native/addon.c', 'native/pow_kernel.h', 'native/pow.wasm']) {
       expect(files).toContain(needed);
     }
     expect(files.filter((file) => /^(test|src|bench|node_modules|build)\//.test(file) || file.endsWith('.test.js'))).toEqual([]);
   });
 
-  it("installs, and runs nanopay --version, nanopay sandbox and a wallet on it, and nanopay mcp as each of the README's MCP client blocks starts it", async () => {
+  it("installs, and runs nanopay --version, nanopay sandbox and a wallet on it, and nanopay mcp as each MCP client block of docs/agents.md starts it", async () => {
     expect(installed.full.code, installed.full.stderr).toBe(0);
     expect(existsSync(join(packageDir('full'), 'build', 'Release', 'nanopay_pow.node'))).toBe(true);
     const home = await tempDir('nanopay-install-home-');
@@ -160,14 +158,14 @@ describe('npm pack, then npm install -g of the tarball', () => {
       const request = await run(bin, ['request', '1', '--json'], { env: userEnv });
       expect(JSON.parse(request.stdout)).toMatchObject({ amount: expect.stringMatching(/^1\.0+\d+$/) });
 
-      // Each client's block of the README, as that client starts it: its command, arguments and env (the password
+      // Each client's block of docs/agents.md, as that client starts it: its command, arguments and env (the password
       // file and the URL are the user's; the absolute paths are where this install put node and nanopay).
       const passwordFile = join(home, 'nanopay-mcp.pass');
       await writeFile(passwordFile, 'install test password\n', { mode: 0o600 });
       const blocks = mcpBlocks();
       expect(Object.keys(blocks)).toEqual(['Claude Desktop', 'VS Code', 'Codex']);
       const mine = (text: string): string =>
-        text.replace(README_PASSWORD_FILE, passwordFile).replace('/usr/local/bin/node', process.execPath).replace('/usr/local/bin/nanopay', bin).replace(README_API_URL, url);
+        text.replace(DOCS_PASSWORD_FILE, passwordFile).replace('/usr/local/bin/node', process.execPath).replace('/usr/local/bin/nanopay', bin).replace(DOCS_API_URL, url);
       for (const [name, block] of Object.entries(blocks)) {
         const blockEnv = Object.fromEntries(Object.entries(block.env).map(([key, value]) => [key, mine(value)]));
         // What a client's process has besides: the global bin and node on PATH, HOME (so the default config dir).

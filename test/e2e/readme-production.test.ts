@@ -8,19 +8,19 @@ import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../src/work/index.js';
 import { backendUser } from '../helpers/backend-users.js';
 import { BIN, PASSWORD } from '../helpers/cli.js';
+import { docBlocks } from '../helpers/docs.js';
 import { parsePrometheus, sampleValue } from '../helpers/prometheus.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { startCommand } from '../helpers/serve.js';
 import { tempDir } from '../helpers/temp.js';
 
 /**
- * README "Running in production": its systemd unit is one systemd reads without a complaint, and the command
- * line and environment it gives run as written (on the sandbox's node, SQLite instead of PostgreSQL).
+ * docs/operations.md, "systemd": its unit is one systemd reads without a complaint, and the command line and
+ * environment it gives run as written (on the sandbox's node, SQLite instead of PostgreSQL).
  */
-const README = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-const section = README.slice(README.indexOf('## Running in production'), README.indexOf('## Proof of work'));
-const unit = /```ini\n(# \/etc\/systemd\/system\/nanopay-shop\.service\n[^]*?)```/.exec(section)?.[1] as string;
-const envFile = /```sh\n(# \/etc\/nanopay\/shop\.env[^]*?)```/.exec(section)?.[1] as string;
+const blocks = docBlocks('docs/operations.md', 'readme-production');
+const unit = blocks.find((b) => b.lang === 'ini' && b.code.startsWith('# /etc/systemd/system/nanopay-shop.service\n'))?.code as string;
+const envFile = blocks.find((b) => b.lang === 'sh' && b.code.startsWith('# /etc/nanopay/shop.env'))?.code as string;
 const run = promisify(execFile);
 
 const SYSTEMD_ANALYZE = '/usr/bin/systemd-analyze';
@@ -36,8 +36,9 @@ afterAll(async () => {
   await shutdownWorkers();
 });
 
-describe("README's production set-up", () => {
+describe("the production set-up of docs/operations.md", () => {
   it('has a unit and an environment file', () => {
+    expect(blocks).toHaveLength(2);
     expect(unit).toContain('ExecStart=/usr/bin/nanopay checkout serve');
     expect(envFile).toContain('NANOPAY_CONFIG_DIR=/var/lib/nanopay');
   });

@@ -1,21 +1,20 @@
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { symlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { docBlocks } from '../helpers/docs.js';
 import { tempDir } from '../helpers/temp.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const PORT = 7076;
 
-/** The README's quick start: the sh block after "In one terminal". */
+/** The README's five-minute tour: its block marked test=readme-quickstart. */
 function quickStart(): string {
-  const readme = readFileSync(join(root, 'README.md'), 'utf8');
-  const block = /In one terminal[^\n]*\n\n```sh\n([\s\S]*?)```/.exec(readme)?.[1];
-  if (block === undefined) throw new Error('README has no quick start block after "In one terminal"');
-  return block;
+  const [block, ...more] = docBlocks('README.md', 'readme-quickstart');
+  if (more.length > 0 || block?.lang !== 'sh') throw new Error('README: one sh block is the quick start');
+  return block.code;
 }
 
 /** Whether the sandbox's default port is free (another sandbox may be running on this machine). */
@@ -73,6 +72,8 @@ describe.skipIf(!free)("README's quick start", () => {
     expect(result.stdout).toMatch(/Stop it: {2}Ctrl-C, or kill \d+/);
     expect(result.stdout).toContain('Created wallet "default"');
     expect(result.stdout).toMatch(/^Balance: 10 XNO$/m);
+    // The request's amount is adjusted: 0.5 and a few raw of its own.
+    expect(result.stdout).toMatch(/^Pay exactly 0\.5\d*[1-9] XNO to nano_/m);
     // kill %1 stopped the sandbox: the port is free again.
     await expect.poll(() => portFree(PORT), { timeout: 10_000 }).toBe(true);
     sandboxPid = undefined;

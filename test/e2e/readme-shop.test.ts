@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -9,6 +8,7 @@ import { payUri } from '../../src/ops/requests/payments.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../src/work/index.js';
 import { backendUser, fundedUser } from '../helpers/backend-users.js';
+import { docBlocks } from '../helpers/docs.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { startCommand, type RunningCommand } from '../helpers/serve.js';
 import { tempDir } from '../helpers/temp.js';
@@ -16,12 +16,11 @@ import { until } from '../helpers/webhook-receiver.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
-/** The README's shop: the js block after "A shop in 30 lines". */
+/** The shop guide's shop: its block marked test=readme-shop. */
 function shopExample(): string {
-  const readme = readFileSync(join(root, 'README.md'), 'utf8');
-  const block = /A shop in 30 lines[^\n]*\n\n```js\n([\s\S]*?)```/.exec(readme)?.[1];
-  if (block === undefined) throw new Error('README has no shop example after "A shop in 30 lines"');
-  return block;
+  const [block, ...more] = docBlocks('docs/shop.md', 'readme-shop');
+  if (more.length > 0 || block?.lang !== 'js') throw new Error('docs/shop.md: one js block is the shop example');
+  return block.code;
 }
 
 function freePort(): Promise<number> {
@@ -49,7 +48,7 @@ afterAll(async () => {
   await shutdownWorkers();
 });
 
-describe("README's shop example", () => {
+describe("the shop guide's example (docs/shop.md)", () => {
   it('is at most 30 lines of code, and sells: request from the backend, redirect, signed webhook, ship', async () => {
     const code = shopExample();
     expect(code.split('\n').filter((line) => line.trim() !== '' && !line.trim().startsWith('//')).length).toBeLessThanOrEqual(30);

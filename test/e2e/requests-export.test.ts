@@ -1,11 +1,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { payUri } from '../../src/ops/requests/payments.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../src/work/index.js';
 import { BACKENDS, backendUser, fundedUser, type BackendUser } from '../helpers/backend-users.js';
+import { docBlocks } from '../helpers/docs.js';
 import { startRateSource, type RateSource } from '../helpers/rate-source.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { startCommand, type RunningCommand } from '../helpers/serve.js';
@@ -208,11 +208,11 @@ describe.each(BACKENDS)('requests export on the %s backend', (backend) => {
   });
 });
 
-describe("the README's export", () => {
+describe("the shop guide's export (docs/shop.md)", () => {
   it('shows the columns the export has, in its order', () => {
-    const readme = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
-    const section = readme.slice(readme.indexOf('### Exports for the accountant'));
-    expect(/^id,order_id,.*$/m.exec(section)?.[0]).toBe(COLUMNS.join(','));
+    const [sample, ...more] = docBlocks('docs/shop.md', 'requests-export');
+    expect(more).toEqual([]);
+    expect(sample?.code.split('\n')[0]).toBe(COLUMNS.join(','));
   });
 });
 

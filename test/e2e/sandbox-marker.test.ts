@@ -1,10 +1,10 @@
-import { readFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { startCheckout } from '../helpers/browser.js';
 import { BIN, newUser, userWithWallet, type CliUser } from '../helpers/cli.js';
+import { docText } from '../helpers/docs.js';
 import { startFaultyProxy, type FaultyProxy } from '../helpers/faulty-proxy.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { startServe } from '../helpers/serve.js';
@@ -180,13 +180,16 @@ describe('what --remote means', () => {
     expect(helpText).toMatch(/--remote .*the service has seen that seed/);
   });
 
-  it('the README says what --remote means, and no longer that keys never leave the machine whatever the wallet', () => {
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-    const intro = readme.slice(0, readme.indexOf('## Set-up'));
+  it('the docs say what --remote means, and no longer that keys never leave the machine whatever the wallet', () => {
+    const readme = docText('README.md');
+    const intro = readme.slice(0, readme.indexOf('## Install'));
     expect(intro).not.toMatch(/keys never leave your machine/i);
     expect(intro).toMatch(/`wallet create --remote` is not: the service made\s+that seed/);
-    expect(readme).toContain('## What `--remote` means');
-    expect(readme).toContain('## From the sandbox to real money');
-    expect(readme).toContain('Nanopay-Sandbox: 1');
+    expect(intro).toContain('](docs/wallet.md#what---remote-means)');
+    const wallet = docText('docs/wallet.md');
+    expect(wallet).toContain('### What `--remote` means');
+    expect(wallet).toContain('Nanopay-Sandbox: 1');
+    expect(docText('docs/shop.md')).toContain('## Going live');
+    expect(readme).toContain('](docs/shop.md#going-live)');
   });
 });

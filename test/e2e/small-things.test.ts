@@ -1,6 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deriveAccount, generateMnemonic, generateSeed } from '../../src/nano/index.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
@@ -146,57 +144,5 @@ describe('without a terminal', () => {
     }
     const text = await runCli(['help', 'send'], user.env);
     expect([text.code, text.stdout]).toEqual([0, expect.stringContaining('USAGE\n  $ nanopay send ADDRESS AMOUNT')]);
-  });
-});
-
-describe("the README's command table", () => {
-  interface ManifestFlag {
-    char?: string;
-    hidden?: boolean;
-    allowNo?: boolean;
-    aliases?: string[];
-  }
-  const root = fileURLToPath(new URL('../..', import.meta.url));
-  /** Written by the build (oclif manifest): the commands and their flags as they run. */
-  const manifest = JSON.parse(readFileSync(join(root, 'oclif.manifest.json'), 'utf8')) as {
-    commands: Record<string, { hidden?: boolean; pluginName?: string; flags: Record<string, ManifestFlag> }>;
-  };
-  const readme = readFileSync(join(root, 'README.md'), 'utf8');
-  const start = readme.indexOf('| Command | What it does |');
-  const rows = readme.slice(start, readme.indexOf('\n\n', start)).split('\n').slice(2).map((row) => row.split(' | ')[0] as string);
-  /** Said once above the table, for every command. */
-  const GLOBAL = new Set(['json', 'profile', 'password-file', 'password-stdin', 'timeout', 'help']);
-  const ours = Object.entries(manifest.commands).filter(([, c]) => c.hidden !== true && c.pluginName === 'nanopay-cli');
-  const named = (cell: string, name: string): boolean => [...cell.matchAll(/`([^`]*)`/g)].some((m) => m[1] === name || (m[1] as string).startsWith(`${name} `));
-
-  it('has a row for every command, and each row names every flag of its commands', () => {
-    const missing: string[] = [];
-    for (const [id, command] of ours) {
-      const name = id.replaceAll(':', ' ');
-      const cell = rows.filter((r) => named(r, name)).join(' ');
-      if (cell === '') missing.push(`${name}: no row`);
-      for (const [flag, info] of Object.entries(command.flags)) {
-        if (GLOBAL.has(flag) || info.hidden === true) continue;
-        if (!new RegExp(`--(no-)?${flag}\\b`).test(cell)) missing.push(`${name} --${flag}`);
-      }
-    }
-    expect(missing).toEqual([]);
-  });
-
-  it('names no flag a command of its row does not have', () => {
-    const unknown: string[] = [];
-    for (const cell of rows) {
-      const commands = ours.filter(([id]) => named(cell, id.replaceAll(':', ' ')));
-      const known = new Set(GLOBAL);
-      for (const [, c] of commands) {
-        for (const [flag, info] of Object.entries(c.flags)) {
-          known.add(flag);
-          if (info.allowNo === true) known.add(`no-${flag}`);
-          for (const alias of info.aliases ?? []) known.add(alias);
-        }
-      }
-      for (const m of cell.matchAll(/--([a-z][a-z-]*)/g)) if (!known.has(m[1] as string)) unknown.push(`${cell.slice(0, 40)}… --${m[1]}`);
-    }
-    expect(unknown).toEqual([]);
   });
 });

@@ -19,7 +19,9 @@ export default class WorkBench extends BaseCommand {
         return seconds;
       },
     })(),
-    workers: Flags.integer({ description: 'threads for the all-threads figure', default: availableParallelism(), min: 1 }),
+    // No `default`: oclif writes a default into the manifest, which the package ships, so it would show the build
+    // machine's cores in every user's help (and docs/reference.md would depend on where it was written).
+    workers: Flags.integer({ description: 'threads for the all-threads figure (default: every core of this machine)', min: 1 }),
   };
 
   async run(): Promise<Awaited<ReturnType<typeof bench>>> {
@@ -27,7 +29,7 @@ export default class WorkBench extends BaseCommand {
     const json = this.jsonEnabled();
     const spinner = await progress('Measuring…', !json);
     const result = await bench({
-      workers: flags.workers,
+      workers: flags.workers ?? availableParallelism(),
       ms: Math.round(flags.seconds * 1000),
       onPhase: (threads) => {
         const text = `Measuring ${threads} ${threads === 1 ? 'thread' : 'threads'} for ${flags.seconds} s…`;

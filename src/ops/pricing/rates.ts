@@ -26,7 +26,7 @@ function rateSettings(session: Session): RateSettings {
   const url = session.env.NANOPAY_RATE_SOURCE || profile.rateSource;
   if (!url) {
     throw new NanoPayError('RATE_UNAVAILABLE', 'No rate source is set, so a price in another currency cannot be turned into XNO; no request was made', {
-      hint: 'Set one: nanopay config set rate-source URL (README, "Prices in the shop\'s currency"), or give the amount in XNO.',
+      hint: 'Set one: nanopay config set rate-source URL (docs/shop.md, "Prices in the shop\'s currency"), or give the amount in XNO.',
     });
   }
   return {
