@@ -101,13 +101,15 @@ describe.skipIf(!browser.available)('the checkout page in Chromium', () => {
   }
 
   /**
-   * The shared tab, set up afresh (Playwright's defaults for a new context unless told otherwise) and loaded with
-   * `url`. The next test's load ends this page, its timers and live updates with it.
+   * The shared tab, emptied and set up afresh (Playwright's defaults for a new context unless told otherwise), then
+   * loaded with `url`.
    */
   async function open(
     url: string,
     options: { viewport?: { width: number; height: number }; colorScheme?: 'light' | 'dark'; permissions?: string[] } = {},
   ): Promise<Opened> {
+    // The last test's page ends first: its live updates, cut by a server that test stopped, log nothing into this one.
+    await tab.goto('about:blank');
     await tab.setViewportSize(options.viewport ?? { width: 1280, height: 720 });
     await tab.emulateMedia({ colorScheme: options.colorScheme ?? 'light' });
     await tab.context().clearPermissions();
