@@ -60,6 +60,31 @@ describe('a remembered verification', () => {
   });
 });
 
+describe("a key's own table (built on its eighth verification)", () => {
+  it('agrees with nanocurrency-js for one payer verified again and again, valid or with a changed character of R or S', () => {
+    const seed = 'D'.repeat(64);
+    fc.assert(
+      fc.property(hex32, fc.bigInt({ min: 1n, max: 10n ** 29n }), fc.integer({ min: 0, max: 127 }), fc.integer({ min: 1, max: 15 }), (toKey, amount, at, by) => {
+        const to = deriveAccount({ seed: toKey, index: 0 }).address;
+        const { block, signature, publicKey } = signedSend(seed, to, amount);
+        const hash = hashBlock(block);
+        expect(verifyBlock(block)).toBe(true);
+        const changed = flip(signature, at, by);
+        expect(verifyBlock(block, changed)).toBe(reference.verifyBlock({ hash, signature: changed, publicKey }));
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('refuses a key of small order every time, as a verification without a table does', () => {
+    // The identity point's encoding: a "key" that any signature with R = S·B would satisfy, refused by the strict check.
+    const identity = `01${'0'.repeat(62)}`;
+    const account = addressFor(identity);
+    const block: StateBlock = { type: 'state', account, previous: 'E'.repeat(64), representative: account, balance: '1', link: 'F'.repeat(64) };
+    for (let i = 0; i < 10; i++) expect(verifyBlock(block, `${'0'.repeat(127)}${i}`)).toBe(false);
+  });
+});
+
 function addressFor(publicKey: string): string {
   return reference.deriveAddress(publicKey, { useNanoPrefix: true });
 }
