@@ -9,7 +9,7 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -245,6 +245,12 @@ console.log(`|${PHASES.map(() => '---').join('|')}|`);
 console.log(`| ${PHASES.map((phase) => m((r) => r.steps[phase]).toFixed(2)).join(' | ')} |`);
 console.log('CPU per paid request under load (ms): paywall process | this process (sandbox, upstream, payers) | of it: the sandbox ledger checking and applying blocks | the payers signing | the payers\' work (wall time; its own threads)');
 console.log(`| ${['paywallCpu', 'benchCpu', 'ledger', 'sign', 'work'].map((k) => m((r) => r.load[k]).toFixed(2)).join(' | ')} |`);
+const cpuPerPaid = m((r) => r.load.paywallCpu + r.load.benchCpu);
+const cores = cpus().length;
+console.log(
+  `The two processes need ${cpuPerPaid.toFixed(1)} ms of CPU per paid request: ${cores} cores can carry at most ${((cores * 1000) / cpuPerPaid).toFixed(0)}/s, the paywall's one thread ${(1000 / m((r) => r.load.paywallCpu)).toFixed(0)}/s; ` +
+    `under load the processes get only part of the cores, and the rate falls with it.`,
+);
 
 console.log(`\nGoals: paid − unpaid ≤ ${GOALS.overheadMs} ms median: ${verdict(overhead <= GOALS.overheadMs)} (${f(overhead)}); ≥ ${GOALS.perSecond} paid requests/s from ${PAYERS} payers: ${verdict(perSecond >= GOALS.perSecond)} (${perSecond.toFixed(0)}/s); 0 double settlements and 0 lost payments: ${verdict(double === 0 && lost === 0 && failed === 0)} (${double} double, ${lost} lost, ${failed} failures)`);
 await shutdownWorkers();
