@@ -181,7 +181,10 @@ async function hop(h: Hop, timeoutMs: number, signal: AbortSignal | undefined, w
       });
       res.on('error', (error) => fail(failure(error, proxy)));
       // A connection lost mid-body closes without an end.
-      res.on('close', () => fail(new NoAnswer('ECONNRESET')));
+      res.on('close', () => {
+        // Also after every whole answer: the error (and its stack) is made only when it is one.
+        if (!settled) fail(new NoAnswer('ECONNRESET'));
+      });
       res.on('end', () => finish(() => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') })));
     });
     req.end(h.payload);

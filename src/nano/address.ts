@@ -9,6 +9,19 @@ const ADDRESS = /^(nano_|xrb_)([13][13456789abcdefghijkmnopqrstuwxyz]{51})([1345
 
 export type AddressPrefix = 'nano_' | 'xrb_';
 
+/**
+ * Addresses decoded and keys encoded lately (each checksums with blake2b): a
+ * server sees the same few accounts again and again, in every block it hashes.
+ */
+const REMEMBERED = 2048;
+const decoded = new Map<string, string>();
+const named = new Map<string, string>();
+
+function remember(map: Map<string, string>, from: string, to: string): void {
+  map.set(from, to);
+  if (map.size > REMEMBERED) map.delete(map.keys().next().value as string);
+}
+
 /** Nano's base32: big-endian bit string, 5 bits a character. */
 function encodeBase32(bytes: Uint8Array, leadingPadBits: number): string {
   let bits = 0n;
@@ -35,7 +48,12 @@ function checksum(publicKey: Uint8Array): Uint8Array {
 export function publicKeyToAddress(publicKey: string | Uint8Array, prefix: AddressPrefix = 'nano_'): string {
   const key = typeof publicKey === 'string' ? hexToBytes(publicKey, 32, 'Public key') : publicKey;
   if (key.length !== 32) throw new NanoPayError('INVALID_HEX', 'Public key must be 32 bytes');
-  return prefix + encodeBase32(key, 4) + encodeBase32(checksum(key), 0);
+  const hex = bytesToHex(key);
+  const found = prefix === 'nano_' ? named.get(hex) : undefined;
+  if (found !== undefined) return found;
+  const address = prefix + encodeBase32(key, 4) + encodeBase32(checksum(key), 0);
+  if (prefix === 'nano_') remember(named, hex, address);
+  return address;
 }
 
 function invalid(address: unknown, why: string): never {
@@ -46,6 +64,14 @@ function invalid(address: unknown, why: string): never {
 
 /** Returns the 64-hex (upper case) public key of an address; INVALID_ADDRESS otherwise. */
 export function addressToPublicKey(address: string): string {
+  const found = decoded.get(address);
+  if (found !== undefined) return found;
+  const key = decodeAddress(address);
+  remember(decoded, address, key);
+  return key;
+}
+
+function decodeAddress(address: string): string {
   if (typeof address !== 'string') invalid(address, 'not a string');
   if (!address.startsWith('nano_') && !address.startsWith('xrb_')) invalid(address, 'must start with nano_ or xrb_');
   const body = address.slice(address.indexOf('_') + 1);
@@ -64,6 +90,8 @@ export function addressToPublicKey(address: string): string {
 }
 
 export function isValidAddress(address: string): boolean {
+  // Most strings asked about are not addresses (a block's link is 64 hex): told without building an error.
+  if (typeof address !== 'string' || !ADDRESS.test(address)) return false;
   try {
     addressToPublicKey(address);
     return true;

@@ -149,6 +149,8 @@ export class Ledger {
   readonly blocks = new Map<string, LedgerBlock>();
   readonly order: string[] = [];
   readonly receivables = new Map<string, Receivable>();
+  /** The unreceived sends by destination key, oldest first: account_info asks for them on every read, so never a scan of every send. */
+  private readonly unreceived = new Map<string, Map<string, Receivable>>();
   /** Told of every block applied from now on (the node side's confirmation topic). */
   readonly listeners = new Set<(stored: LedgerBlock) => void>();
 
@@ -174,8 +176,7 @@ export class Ledger {
 
   /** Unreceived sends to `address`, oldest first. */
   pendingFor(address: string): Receivable[] {
-    const key = addressToPublicKey(address);
-    return [...this.receivables.values()].filter((r) => !r.received && r.destination === key);
+    return [...(this.unreceived.get(addressToPublicKey(address))?.values() ?? [])];
   }
 
   /** Validates and applies a block; throws the node-like rejection otherwise. */
@@ -250,8 +251,13 @@ export class Ledger {
 
   /** Applies a block `verify` accepted; the ledger must not have changed in between. */
   apply({ stored, source }: VerifiedBlock): void {
-    if (source !== undefined) source.received = true;
+    if (source !== undefined) this.markReceived(source);
     this.insert(stored);
+  }
+
+  private markReceived(source: Receivable): void {
+    source.received = true;
+    this.unreceived.get(source.destination)?.delete(source.hash);
   }
 
   private receivableFor(link: string, key: string, address: string, amount: bigint): Receivable {
@@ -281,7 +287,11 @@ export class Ledger {
       openBlock: account?.openBlock ?? stored.hash,
     });
     if (stored.subtype === 'send') {
-      this.receivables.set(stored.hash, { hash: stored.hash, destination: stored.block.link, source: stored.account, amount: stored.amount, received: false });
+      const receivable: Receivable = { hash: stored.hash, destination: stored.block.link, source: stored.account, amount: stored.amount, received: false };
+      this.receivables.set(stored.hash, receivable);
+      let waiting = this.unreceived.get(receivable.destination);
+      if (waiting === undefined) this.unreceived.set(receivable.destination, (waiting = new Map()));
+      waiting.set(stored.hash, receivable);
     }
     for (const listener of this.listeners) listener(stored);
   }
@@ -312,7 +322,7 @@ export class Ledger {
       if (index > 0 && (b.subtype === 'open' || b.subtype === 'receive')) {
         const source = ledger.receivables.get(block.link);
         if (source === undefined || source.received) throw new Error(`block ${index + 1} receives ${block.link}, which is not receivable`);
-        source.received = true;
+        ledger.markReceived(source);
       }
       ledger.insert({ ...b, block, amount: BigInt(b.amount), balance: BigInt(b.balance), successor: null });
     }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { NanoPayError } from '../errors.js';
-import { checkRedirectUrl, requestPayment } from '../ops/requests/payments.js';
+import { checkRedirectUrl, requestPayment, type PaymentRequestResult } from '../ops/requests/payments.js';
 import { askedAmount } from '../ops/money.js';
 import type { Session } from '../ops/session.js';
 import type { ShopRequest } from '../store/shop.js';
@@ -99,15 +99,29 @@ export async function createShopRequest(
     if (found !== undefined) return store.shop.create(found.request, idempotency);
   }
   const node = session.backendKind() === 'node';
-  const made = await requestPayment(session, {
-    amount: askedAmount(input.amount, input.currency),
-    ...(options.freshAddress === true ? { freshAddress: true } : {}),
-    ...(input.redirect_url === undefined ? {} : { redirectUrl: input.redirect_url }),
-    // On a node nanopay keeps the expiry with the request (an amount is free again after it); the service does not take one.
-    ...(node && input.expires_in !== undefined ? { expiresInS: input.expires_in } : {}),
-  });
   const now = Date.now();
-  const request: ShopRequest = {
+  let stored: { request: ShopRequest; created: boolean } | undefined;
+  const made = await requestPayment(
+    session,
+    {
+      amount: askedAmount(input.amount, input.currency),
+      ...(options.freshAddress === true ? { freshAddress: true } : {}),
+      ...(input.redirect_url === undefined ? {} : { redirectUrl: input.redirect_url }),
+      // On a node nanopay keeps the expiry with the request (an amount is free again after it); the service does not take one.
+      ...(node && input.expires_in !== undefined ? { expiresInS: input.expires_in } : {}),
+    },
+    // On a node the request nanopay keeps and the shop's row are one transaction: one commit (one fsync) before the answer.
+    async (kept, record) => {
+      stored = await store.shop.create(shopRequest(kept, input, now), idempotency, record);
+    },
+  );
+  // Two calls with one key at once: the store keeps the first; the second's payment request is never shown.
+  return stored ?? store.shop.create(shopRequest(made, input, now), idempotency);
+}
+
+/** The shop's row of a payment request just made. */
+function shopRequest(made: PaymentRequestResult, input: ShopRequestInput, now: number): ShopRequest {
+  return {
     id: made.transaction_id.toLowerCase(),
     status: 'waiting',
     currency: 'XNO',
@@ -128,6 +142,4 @@ export async function createShopRequest(
     ...(input.redirect_url === undefined ? {} : { redirect_url: input.redirect_url }),
     events: 0,
   };
-  // Two calls with one key at once: the store keeps the first; the second's payment request is never shown.
-  return store.shop.create(request, idempotency);
 }

@@ -1,11 +1,13 @@
 import type pg from 'pg';
 import { NanoPayError } from '../errors.js';
+import type { RequestRecord } from '../wallet/requests.js';
 import { destinationTopic, idempotencyMismatch, WEBHOOK_TOPIC, type ShopExportQuery, type ShopListQuery, type ShopRequest, type ShopStatus, type ShopTable, type WebhookEvent } from './shop.js';
 
 /** What the shop table needs of the PostgreSQL store. */
 export interface PostgresHost {
   query<R extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[], options?: { retry?: boolean }): Promise<pg.QueryResult<R>>;
   transaction<T>(fn: (client: pg.PoolClient, rollback: <V>(value: V) => V) => Promise<T>): Promise<T>;
+  insertRequest(record: RequestRecord, client: pg.PoolClient): Promise<void>;
 }
 
 const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
@@ -13,7 +15,9 @@ const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
 export class PostgresShop implements ShopTable {
   constructor(private readonly host: PostgresHost) {}
 
-  async create(request: ShopRequest, idempotency?: { key: string; fingerprint: string }): Promise<{ request: ShopRequest; created: boolean }> {
+  async create(request: ShopRequest, idempotency?: { key: string; fingerprint: string }, kept?: RequestRecord): Promise<{ request: ShopRequest; created: boolean }> {
+    const text = 'INSERT INTO shop_requests (id, status, order_id, idempotency_key, fingerprint, expires_at, doc) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb)';
+    const values = [request.id, request.status, request.order_id ?? null, idempotency?.key ?? null, idempotency?.fingerprint ?? null, request.expires_at ?? null, JSON.stringify(request)];
     for (;;) {
       if (idempotency !== undefined) {
         const found = await this.byIdempotencyKey(idempotency.key);
@@ -23,11 +27,12 @@ export class PostgresShop implements ShopTable {
         }
       }
       try {
-        await this.host.query(
-          'INSERT INTO shop_requests (id, status, order_id, idempotency_key, fingerprint, expires_at, doc) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb)',
-          [request.id, request.status, request.order_id ?? null, idempotency?.key ?? null, idempotency?.fingerprint ?? null, request.expires_at ?? null, JSON.stringify(request)],
-          { retry: false },
-        );
+        if (kept === undefined) await this.host.query(text, values, { retry: false });
+        else
+          await this.host.transaction(async (client) => {
+            await this.host.insertRequest(kept, client);
+            await client.query(text, values);
+          });
         return { request, created: true };
       } catch (error) {
         if ((error as { code?: string; constraint?: string }).code !== '23505') throw error;

@@ -46,6 +46,23 @@ const rowRecord = (row: { doc: RequestRecord } | undefined): RequestRecord | und
 
 const NOTIFY = (seq: string, id: string, status: string) => `pg_notify('${CHANNEL}', json_build_object('id', ${id}, 'status', ${status}, 'seq', ${seq})::text)`;
 
+/** Adds a request nanopay keeps with one statement (the row and its announcement commit together), through `query` (the pool's, or a transaction's client). */
+async function insertRequest(record: RequestRecord, query: (text: string, values: unknown[]) => Promise<unknown>): Promise<void> {
+  const c = requestColumns(record);
+  try {
+    await query(
+      `WITH added AS (
+         INSERT INTO requests (id, status, order_id, address, amount_raw, created_at, expires_at, fresh_wallet, fresh_index, changed_seq, doc)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, nextval('request_changes'), $10::jsonb) RETURNING id, status, changed_seq)
+       SELECT ${NOTIFY('changed_seq', 'id', 'status')} FROM added`,
+      [c.id, c.status, c.order_id, c.address, c.amount_raw, c.created_at, c.expires_at, c.fresh_wallet, c.fresh_index, c.doc],
+    );
+  } catch (error) {
+    if ((error as { code?: string }).code === '23505') throw new NanoPayError('CONFLICT', `Request ${record.id} or its account is already in the store`);
+    throw error;
+  }
+}
+
 class PostgresRequests implements RequestsTable {
   constructor(private readonly store: PostgresStore) {}
 
@@ -54,21 +71,7 @@ class PostgresRequests implements RequestsTable {
   }
 
   async insert(record: RequestRecord): Promise<void> {
-    const c = requestColumns(record);
-    try {
-      // One statement: the row and its announcement commit together.
-      await this.store.query(
-        `WITH added AS (
-           INSERT INTO requests (id, status, order_id, address, amount_raw, created_at, expires_at, fresh_wallet, fresh_index, changed_seq, doc)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, nextval('request_changes'), $10::jsonb) RETURNING id, status, changed_seq)
-         SELECT ${NOTIFY('changed_seq', 'id', 'status')} FROM added`,
-        [c.id, c.status, c.order_id, c.address, c.amount_raw, c.created_at, c.expires_at, c.fresh_wallet, c.fresh_index, c.doc],
-        { retry: false },
-      );
-    } catch (error) {
-      if ((error as { code?: string }).code === '23505') throw new NanoPayError('CONFLICT', `Request ${record.id} or its account is already in the store`);
-      throw error;
-    }
+    await insertRequest(record, (text, values) => this.store.query(text, values, { retry: false }));
   }
 
   async amountInUse(address: string, amountRaw: string, now: string): Promise<boolean> {
@@ -299,6 +302,11 @@ export class PostgresStore implements Store {
   private release(client: pg.PoolClient, error?: unknown): void {
     client.off('error', ignore);
     client.release(error as Error | undefined);
+  }
+
+  /** Adds a request nanopay keeps, on `client` (in its transaction). */
+  insertRequest(record: RequestRecord, client: pg.PoolClient): Promise<void> {
+    return insertRequest(record, (text, values) => client.query(text, values));
   }
 
   /** Runs `fn` in a transaction on one connection; `rollback(value)` ends it unchanged with that value. */

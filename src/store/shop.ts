@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { NanoPayError } from '../errors.js';
+import type { RequestRecord } from '../wallet/requests.js';
 import type { FiatPrice } from './prices.js';
 
 /**
@@ -114,9 +115,11 @@ export interface ShopExportQuery {
 export interface ShopTable {
   /**
    * Adds a request. With an idempotency key already used: the request made with it when `fingerprint`
-   * (of the body) is the same (created false), IDEMPOTENCY_MISMATCH when it differs.
+   * (of the body) is the same (created false), IDEMPOTENCY_MISMATCH when it differs. `kept`: the payment
+   * request nanopay keeps for it (on a node), added to the requests table in the same transaction (one
+   * commit, and none of it when the key was used).
    */
-  create(request: ShopRequest, idempotency?: { key: string; fingerprint: string }): Promise<{ request: ShopRequest; created: boolean }>;
+  create(request: ShopRequest, idempotency?: { key: string; fingerprint: string }, kept?: RequestRecord): Promise<{ request: ShopRequest; created: boolean }>;
   /** The request first made with this idempotency key, and the fingerprint of its body. */
   byIdempotencyKey(key: string): Promise<{ request: ShopRequest; fingerprint: string } | undefined>;
   get(id: string): Promise<ShopRequest | undefined>;

@@ -1,11 +1,16 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { NanoPayError } from '../errors.js';
+import type { RequestRecord } from '../wallet/requests.js';
+import type { StoreChange } from './store.js';
 import { destinationTopic, idempotencyMismatch, WEBHOOK_TOPIC, type ShopExportQuery, type ShopListQuery, type ShopRequest, type ShopStatus, type ShopTable, type WebhookEvent } from './shop.js';
 
-/** What the shop table needs of the SQLite store: its database, and statements run with damage reported. */
+/** What the shop table needs of the SQLite store: its database, statements run with damage reported, and the requests nanopay keeps. */
 export interface SqliteHost {
   readonly db: BetterSqlite3.Database;
   run<T>(fn: () => T): Promise<T>;
+  prepared(sql: string): BetterSqlite3.Statement;
+  insertRequest(record: RequestRecord): StoreChange;
+  emit(change: StoreChange): void;
 }
 
 const parse = <T>(row: { doc: string } | undefined): T | undefined => (row === undefined ? undefined : (JSON.parse(row.doc) as T));
@@ -17,12 +22,12 @@ export class SqliteShop implements ShopTable {
     return this.host.db;
   }
 
-  create(request: ShopRequest, idempotency?: { key: string; fingerprint: string }): Promise<{ request: ShopRequest; created: boolean }> {
-    return this.host.run(() =>
-      this.db
-        .transaction(() => {
+  create(request: ShopRequest, idempotency?: { key: string; fingerprint: string }, kept?: RequestRecord): Promise<{ request: ShopRequest; created: boolean }> {
+    return this.host.run(() => {
+      const result = this.db
+        .transaction((): { request: ShopRequest; created: boolean; change?: StoreChange } => {
           if (idempotency !== undefined) {
-            const found = this.db.prepare('SELECT doc, fingerprint FROM shop_requests WHERE idempotency_key = ?').get(idempotency.key) as
+            const found = this.host.prepared('SELECT doc, fingerprint FROM shop_requests WHERE idempotency_key = ?').get(idempotency.key) as
               | { doc: string; fingerprint: string }
               | undefined;
             if (found !== undefined) {
@@ -30,23 +35,26 @@ export class SqliteShop implements ShopTable {
               return { request: JSON.parse(found.doc) as ShopRequest, created: false };
             }
           }
+          const change = kept === undefined ? undefined : this.host.insertRequest(kept);
           try {
-            this.db
-              .prepare('INSERT INTO shop_requests (id, status, order_id, idempotency_key, fingerprint, expires_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?)')
+            this.host
+              .prepared('INSERT INTO shop_requests (id, status, order_id, idempotency_key, fingerprint, expires_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?)')
               .run(request.id, request.status, request.order_id ?? null, idempotency?.key ?? null, idempotency?.fingerprint ?? null, request.expires_at ?? null, JSON.stringify(request));
           } catch (error) {
             if ((error as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT')) throw new NanoPayError('CONFLICT', `Request ${request.id} is already in the store`);
             throw error;
           }
-          return { request, created: true };
+          return { request, created: true, ...(change === undefined ? {} : { change }) };
         })
-        .immediate(),
-    );
+        .immediate();
+      if (result.change !== undefined) this.host.emit(result.change);
+      return { request: result.request, created: result.created };
+    });
   }
 
   byIdempotencyKey(key: string): Promise<{ request: ShopRequest; fingerprint: string } | undefined> {
     return this.host.run(() => {
-      const row = this.db.prepare('SELECT doc, fingerprint FROM shop_requests WHERE idempotency_key = ?').get(key) as { doc: string; fingerprint: string } | undefined;
+      const row = this.host.prepared('SELECT doc, fingerprint FROM shop_requests WHERE idempotency_key = ?').get(key) as { doc: string; fingerprint: string } | undefined;
       return row === undefined ? undefined : { request: JSON.parse(row.doc) as ShopRequest, fingerprint: row.fingerprint };
     });
   }

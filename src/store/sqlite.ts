@@ -77,6 +77,9 @@ function readOnlyName(path: string): string {
   return `${pathToFileURL(path).href}?immutable=1`;
 }
 
+/** Statements kept prepared per store. */
+const MAX_PREPARED = 256;
+
 /** Changes made in this process, per database file: SQLite has no notifications across processes. */
 const emitters = new Map<string, EventEmitter>();
 
@@ -107,26 +110,12 @@ class SqliteRequests implements RequestsTable {
   }
 
   get(id: string): Promise<RequestRecord | undefined> {
-    return this.store.run(() => toRecord(this.db.prepare('SELECT doc FROM requests WHERE id = ?').get(id) as { doc: string } | undefined));
+    return this.store.run(() => toRecord(this.store.prepared('SELECT doc FROM requests WHERE id = ?').get(id) as { doc: string } | undefined));
   }
 
   insert(record: RequestRecord): Promise<void> {
     return this.store.run(() => {
-      const change = this.db.transaction(() => {
-        const seq = this.store.nextSeq();
-        try {
-          this.db
-            .prepare(
-              `INSERT INTO requests (id, status, order_id, address, amount_raw, created_at, expires_at, fresh_wallet, fresh_index, changed_seq, doc)
-               VALUES (@id, @status, @order_id, @address, @amount_raw, @created_at, @expires_at, @fresh_wallet, @fresh_index, @seq, @doc)`,
-            )
-            .run({ ...requestColumns(record), seq });
-        } catch (error) {
-          if ((error as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT')) throw new NanoPayError('CONFLICT', `Request ${record.id} or its account is already in the store`);
-          throw error;
-        }
-        return { table: 'requests', id: record.id, status: 'open', seq } satisfies StoreChange;
-      }).immediate();
+      const change = this.db.transaction(() => this.store.insertRequest(record)).immediate();
       this.store.emit(change);
     });
   }
@@ -134,8 +123,8 @@ class SqliteRequests implements RequestsTable {
   amountInUse(address: string, amountRaw: string, now: string): Promise<boolean> {
     return this.store.run(
       () =>
-        this.db
-          .prepare(`SELECT 1 FROM requests WHERE address = ? AND amount_raw = ? AND status = 'open' AND (expires_at IS NULL OR expires_at > ?) LIMIT 1`)
+        this.store
+          .prepared(`SELECT 1 FROM requests WHERE address = ? AND amount_raw = ? AND status = 'open' AND (expires_at IS NULL OR expires_at > ?) LIMIT 1`)
           .get(address, amountRaw, now) !== undefined,
     );
   }
@@ -286,6 +275,8 @@ export class SqliteStore implements Store {
   readonly sweeps: SweepsTable = new SqliteSweeps(this);
   readonly prices: PricesTable = new SqlitePrices(this);
 
+  private readonly statements = new Map<string, BetterSqlite3.Statement>();
+
   private constructor(
     readonly db: Db,
     readonly location: string,
@@ -338,7 +329,36 @@ export class SqliteStore implements Store {
 
   /** The next change's number; called inside a write transaction. */
   nextSeq(): number {
-    return ((this.db.prepare('SELECT MAX(changed_seq) AS seq FROM requests').get() as { seq: number | null }).seq ?? 0) + 1;
+    return ((this.prepared('SELECT MAX(changed_seq) AS seq FROM requests').get() as { seq: number | null }).seq ?? 0) + 1;
+  }
+
+  /** Adds a request nanopay keeps, inside the caller's write transaction; the change to emit once it commits. */
+  insertRequest(record: RequestRecord): StoreChange {
+    const seq = this.nextSeq();
+    try {
+      this.prepared(
+        `INSERT INTO requests (id, status, order_id, address, amount_raw, created_at, expires_at, fresh_wallet, fresh_index, changed_seq, doc)
+         VALUES (@id, @status, @order_id, @address, @amount_raw, @created_at, @expires_at, @fresh_wallet, @fresh_index, @seq, @doc)`,
+      ).run({ ...requestColumns(record), seq });
+    } catch (error) {
+      if ((error as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT')) throw new NanoPayError('CONFLICT', `Request ${record.id} or its account is already in the store`);
+      throw error;
+    }
+    return { table: 'requests', id: record.id, status: 'open', seq };
+  }
+
+  /**
+   * The statement for `sql`, prepared once: SQLite parses and plans each
+   * preparation, on every request made. Statements whose text is built per
+   * call (IN lists) beyond the first few hundred are prepared each time.
+   */
+  prepared(sql: string): BetterSqlite3.Statement {
+    let statement = this.statements.get(sql);
+    if (statement === undefined) {
+      statement = this.db.prepare(sql);
+      if (this.statements.size < MAX_PREPARED) this.statements.set(sql, statement);
+    }
+    return statement;
   }
 
   emit(change: StoreChange): void {

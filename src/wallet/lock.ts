@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { open, readFile, rename, rm } from 'node:fs/promises';
+import { open, readFile, rename, rm, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NanoPayError } from '../errors.js';
@@ -49,13 +49,24 @@ interface Held {
   what: string;
 }
 
-/** Lock dirs this process made or found private already: checked once, not at every lock. */
-const checkedDirs = new Set<string>();
+/**
+ * Lock dirs found private by this process: checked once (a dir of ours, 0700,
+ * stays ours), and again when one went away. Each check was two lstat calls
+ * on every lock taken (a shop's every request).
+ */
+const privateDirs = new Set<string>();
 
-async function privateLockDir(dir: string): Promise<void> {
-  if (checkedDirs.has(dir)) return;
+async function lockDir(dir: string): Promise<void> {
+  if (privateDirs.has(dir)) return;
   await ensurePrivateDir(dir);
-  checkedDirs.add(dir);
+  privateDirs.add(dir);
+}
+
+/** Removes the lock file: it is ours and a plain file, so one unlink (rm stats it first). */
+async function release(path: string): Promise<void> {
+  await unlink(path).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'ENOENT') throw error;
+  });
 }
 
 async function acquireFile(path: string, held: Held, timeoutMs: number, signal?: AbortSignal): Promise<() => Promise<void>> {
@@ -66,14 +77,15 @@ async function acquireFile(path: string, held: Held, timeoutMs: number, signal?:
       const handle = await open(path, 'wx', 0o600);
       await handle.writeFile(content);
       await handle.close();
-      return () => rm(path, { force: true });
+      return () => release(path);
     } catch (error) {
-      // The lock dir went away since it was checked: made (and checked) again.
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT' && checkedDirs.delete(dirname(path))) {
-        await privateLockDir(dirname(path));
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' && privateDirs.delete(dirname(path))) {
+        // The dir went away since it was checked: made (and checked) again.
+        await lockDir(dirname(path));
         continue;
       }
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      if (code !== 'EEXIST') throw error;
     }
     const holder = await readFile(path, 'utf8').catch(() => '');
     if (holder !== '' && isStale(holder)) {
@@ -103,12 +115,12 @@ async function withFileLock<T>(path: string, held: Held, fn: () => Promise<T>, o
   queues.set(path, mine);
   await previous;
   try {
-    await privateLockDir(dirname(path));
-    const release = await acquireFile(path, held, options.timeoutMs ?? 120_000, options.signal);
+    await lockDir(dirname(path));
+    const unlock = await acquireFile(path, held, options.timeoutMs ?? 120_000, options.signal);
     try {
       return await fn();
     } finally {
-      await release();
+      await unlock();
     }
   } finally {
     done();

@@ -4,6 +4,7 @@ import { NanoPayError } from '../errors.js';
 import { isDefinitiveRejection } from '../ops/ledger/chain.js';
 import { X402Refusal, chequeOf, sendThreshold, verifyNanoPayment, type NanoCheque, type X402Ledger } from './nano-exact.js';
 import { backendNetwork } from './network.js';
+import { timed, type PhaseClock } from './phases.js';
 import {
   X402_ASSET,
   X402_SCHEME,
@@ -105,11 +106,11 @@ export class NanoSettler {
    * caller holds already (a paywall holds it from before verification, see
    * Paywall.admit).
    */
-  async check(payment: PaymentPayload, requirements: PaymentRequirements, held?: NanoCheque): Promise<Verified> {
-    const cheque = await verifyNanoPayment(this.ledger, payment, requirements, await this.network(), held);
+  async check(payment: PaymentPayload, requirements: PaymentRequirements, held?: NanoCheque, clock?: PhaseClock): Promise<Verified> {
+    const cheque = await verifyNanoPayment(this.ledger, payment, requirements, await this.network(), held, clock);
     const previous = cheque.block.previous;
     if (held === undefined && this.settling.has(previous)) throw new X402Refusal('transaction_in_flight', `A block on ${previous} is being settled`);
-    const entry = await this.record.read(previous);
+    const entry = await timed(clock, 'record', () => this.record.read(previous));
     if (entry?.state === 'settled') throw new X402Refusal('transaction_already_settled', `A block on ${previous} was already settled (${entry.hash})`);
     // A settlement of this very block cut short by a crash may be taken over (see SettlementRecord.claim).
     const resumable = entry?.abandoned === true && entry.hash === cheque.hash;
@@ -187,11 +188,11 @@ export class NanoSettler {
    * claims it in the record (the guard across processes and restarts),
    * publishes, and answers success once the ledger confirms the block.
    */
-  async settleReserved(verified: Verified): Promise<SettleResponse> {
+  async settleReserved(verified: Verified, clock?: PhaseClock): Promise<SettleResponse> {
     const { block, hash, payer } = verified.cheque;
     const previous = block.previous;
     const failed = failure(payer, await this.network());
-    const claim = await this.record.claim(previous, hash, new Date(this.now()));
+    const claim = await timed(clock, 'claim', () => this.record.claim(previous, hash, new Date(this.now())));
     if (claim !== true) {
       return claim.state === 'settled'
         ? failed('transaction_already_settled', `A block on ${previous} was already settled (${claim.hash})`)
@@ -200,19 +201,19 @@ export class NanoSettler {
     // Followed before publishing, so a confirmation that comes at once is not missed.
     const heard = this.options.confirmation?.(hash, payer);
     try {
-      return await this.publishAndConfirm(verified, heard?.seen);
+      return await this.publishAndConfirm(verified, heard?.seen, clock);
     } finally {
       heard?.done();
     }
   }
 
-  private async publishAndConfirm(verified: Verified, heard: Promise<void> | undefined): Promise<SettleResponse> {
+  private async publishAndConfirm(verified: Verified, heard: Promise<void> | undefined, clock: PhaseClock | undefined): Promise<SettleResponse> {
     const { block, hash, payer } = verified.cheque;
     const previous = block.previous;
     const network = await this.network();
     const failed = failure(payer, network);
     try {
-      await this.ledger.publish(block, 'send', hash);
+      await timed(clock, 'publish', () => this.ledger.publish(block, 'send', hash));
     } catch (error) {
       if (!(error instanceof NanoPayError && error.code === 'BLOCK_EXISTS')) {
         if (isDefinitiveRejection(error)) {
@@ -224,8 +225,10 @@ export class NanoSettler {
         return failed('settlement_pending', `Publishing ${hash} had no clear outcome: ${error instanceof Error ? error.message : String(error)}`, hash);
       }
     }
-    if (!(await this.confirmed(verified, heard))) return failed('settlement_pending', `The block ${hash} was published but not confirmed within ${this.timeoutMs(verified)} ms`, hash);
-    if (!(await this.record.settle(previous, hash, new Date(this.now())))) return failed('transaction_already_settled', `A block on ${previous} was already settled`);
+    if (!(await timed(clock, 'confirm', () => this.confirmed(verified, heard)))) {
+      return failed('settlement_pending', `The block ${hash} was published but not confirmed within ${this.timeoutMs(verified)} ms`, hash);
+    }
+    if (!(await timed(clock, 'settled', () => this.record.settle(previous, hash, new Date(this.now()))))) return failed('transaction_already_settled', `A block on ${previous} was already settled`);
     return { success: true, payer, transaction: hash, network, amount: verified.requirements.amount };
   }
 

@@ -1,8 +1,9 @@
 import type { LedgerBackend } from '../api/backend.js';
 import { NanoPayError } from '../errors.js';
 import { addressToPublicKey, hashBlock, isValidAddress, linkAsAccount, publicKeyToAddress, verifyBlock, workRoot, type StateBlock } from '../nano/index.js';
-import { readAccountHead } from '../ops/ledger/chain.js';
+import { readAccountHead, type AccountHead } from '../ops/ledger/chain.js';
 import { parseThreshold, validateWork } from '../work/index.js';
+import { timed, timedNow, type PhaseClock } from './phases.js';
 import { X402_ASSET, X402_SCHEME, X402_VERSION, isObject, sameRequirement, type PaymentPayload, type PaymentRequirements } from './protocol.js';
 
 /** What verification reads of the ledger (a node's RPC, or the service). */
@@ -100,7 +101,14 @@ function harder(a: string, b: string): string {
  * the ledger. Throws an X402Refusal; anything else is the ledger failing.
  * `signed`: the payload's cheque, already found well formed and signed by the caller (checked once, not twice).
  */
-export async function verifyNanoPayment(ledger: X402Ledger, payment: PaymentPayload, requirements: PaymentRequirements, network: string, signed?: NanoCheque): Promise<NanoCheque> {
+export async function verifyNanoPayment(
+  ledger: X402Ledger,
+  payment: PaymentPayload,
+  requirements: PaymentRequirements,
+  network: string,
+  signed?: NanoCheque,
+  clock?: PhaseClock,
+): Promise<NanoCheque> {
   if (payment.x402Version !== X402_VERSION) throw new X402Refusal('invalid_x402_version', 'Only x402 version 2 is supported');
   if (requirements.scheme !== X402_SCHEME || payment.accepted.scheme !== X402_SCHEME) throw new X402Refusal('unsupported_scheme', `Only the "${X402_SCHEME}" scheme is supported`);
   if (requirements.network !== network || payment.accepted.network !== network) {
@@ -117,25 +125,37 @@ export async function verifyNanoPayment(ledger: X402Ledger, payment: PaymentPayl
   if (block.link !== addressToPublicKey(requirements.payTo)) throw new X402Refusal('invalid_recipient', `The block pays ${linkAsAccount(block.link)}, not ${requirements.payTo}`);
   if (signed === undefined && !verifyBlock(block)) throw new X402Refusal('invalid_signature', 'The block is not signed by the key of its account');
 
-  // The reads are independent: made at once (the paid request waits on them).
-  const [head, seen] = await Promise.all([
-    readAccountHead({ api: ledger as LedgerBackend }, payer).catch((error: unknown) => {
+  // The block's previous is read with account info, at once (the paid request waits on both).
+  const head = await timed(clock, 'head', () =>
+    readAccountHead({ api: ledger as LedgerBackend }, payer, block.previous).catch((error: unknown) => {
       if (error instanceof NanoPayError && error.code === 'SERVICE_INCONSISTENT') throw new X402Refusal('invalid_frontier', error.message);
       throw error;
     }),
-    ledger.blockInfo(hash).then(
-      () => true,
-      (error: unknown) => {
-        if (error instanceof NanoPayError && error.status === 404) return false;
-        throw error;
-      },
-    ),
-  ]);
-  if (seen) throw new X402Refusal('transaction_already_settled', `The block ${hash} is already in the ledger`);
+  );
+  // Checked once the head is known: a block in the ledger is never on the head's previous (the head follows it), so
+  // only a payment refused on its previous is asked about, to say why.
+  if (head.state.frontier !== block.previous && (await inLedger(ledger, hash))) throw new X402Refusal('transaction_already_settled', `The block ${hash} is already in the ledger`);
   if (head.state.frontier === null) throw new X402Refusal('insufficient_funds', `${payer} has no block on the ledger`);
   if (head.state.frontier !== block.previous) {
     throw new X402Refusal('frontier_mismatch', `The block builds on ${block.previous}, but the frontier of ${payer} is ${head.state.frontier}`);
   }
+  return timedNow(clock, 'checks', () => checkAgainstHead(cheque, head, amount, requirements));
+}
+
+/** Whether the ledger holds block `hash`. */
+function inLedger(ledger: X402Ledger, hash: string): Promise<boolean> {
+  return ledger.blockInfo(hash).then(
+    () => true,
+    (error: unknown) => {
+      if (error instanceof NanoPayError && error.status === 404) return false;
+      throw error;
+    },
+  );
+}
+
+/** What a payment built on the head must keep: its confirmed frontier, its representative, the amount to the raw, work over previous. */
+function checkAgainstHead(cheque: NanoCheque, head: AccountHead, amount: bigint, requirements: PaymentRequirements): NanoCheque {
+  const { block, payer } = cheque;
   if (!head.confirmed) throw new X402Refusal('frontier_unconfirmed', `The frontier ${head.state.frontier} of ${payer} is not confirmed yet`);
   if (addressToPublicKey(block.representative) !== addressToPublicKey(head.state.representative)) {
     throw new X402Refusal('invalid_payload', 'The block changes the representative; a payment must keep it');
@@ -146,6 +166,5 @@ export async function verifyNanoPayment(ledger: X402Ledger, payment: PaymentPayl
   const stated = requirements.extra?.workThreshold;
   const threshold = typeof stated === 'string' && HEX(16).test(stated) ? harder(head.thresholds.send, stated) : head.thresholds.send;
   if (!validateWork(workRoot(block), block.work, threshold)) throw new X402Refusal('insufficient_work', `The work does not meet ${threshold} over ${block.previous}`);
-
   return cheque;
 }

@@ -4,6 +4,7 @@ import type { ServerLog } from '../http/log.js';
 import { probeRoutes, type Probes } from '../http/probes.js';
 import { RESPONDED, startHttpServer, type Call, type HttpServer } from '../http/server.js';
 import { sendJson } from '../http/respond.js';
+import { timed, type PhaseClock } from './phases.js';
 import { HEADERS, type SettleResponse } from './protocol.js';
 import { routeFor, settleOrder, settlementHeader, type Paywall, type PricedRoute } from './paywall.js';
 import { canonicalPath, upstreamTarget } from './request-path.js';
@@ -101,6 +102,8 @@ export function startPaywallServer(options: PaywallServerOptions): Promise<HttpS
     { result: 'settled' },
     { result: 'failed' },
   ]);
+  const phases = options.probes?.metrics.histogram('nanopay_x402_phase_seconds', 'Time in each step of a paid request: signature, head (the payer\'s head read and checked), checks, record, upstream, claim, publish, confirm, settled');
+  const clock: PhaseClock | undefined = phases === undefined ? undefined : (phase, seconds) => phases.observe(seconds, { phase });
   const paidHeaders = (settlement: SettleResponse): Record<string, string> => ({ ...settlementHeader(settlement), 'access-control-expose-headers': 'PAYMENT-RESPONSE' });
   const started = Math.floor(Date.now() / 1000);
   // What it sells, unpaid, before any route or the upstream: the x402 discovery manifest.
@@ -127,10 +130,10 @@ export function startPaywallServer(options: PaywallServerOptions): Promise<HttpS
       const price = route?.priceRaw ?? options.defaultRaw;
       if (price === 0n) return reply(call.response, await forward(target, call));
       const resource = `http://${call.headers.host ?? `${options.host}:${options.port}`}${path}`;
-      const admission = await paywall.admit(call.headers, resource, price);
+      const admission = await paywall.admit(call.headers, resource, price, clock);
       if (!admission.paid) return challenge(call.response, admission.headers);
       const settle = async (): Promise<SettleResponse | undefined> => {
-        const settlement = await paywall.settle(admission.verified);
+        const settlement = await paywall.settle(admission.verified, clock);
         payments?.inc({ result: settlement.success ? 'settled' : 'failed' });
         if (settlement.success) {
           log(`settled ${settlement.transaction} (${settlement.amount ?? '?'} raw from ${settlement.payer ?? '?'})`, {
@@ -152,11 +155,11 @@ export function startPaywallServer(options: PaywallServerOptions): Promise<HttpS
         if (settlement === undefined) return RESPONDED;
         // Paid: whatever the upstream does now, the answer (an error envelope too) says so.
         for (const [name, value] of Object.entries(paidHeaders(settlement))) call.response.setHeader(name, value);
-        return reply(call.response, await forward(target, call));
+        return reply(call.response, await timed(clock, 'upstream', () => forward(target, call)));
       }
       let answer: Upstream;
       try {
-        answer = await forward(target, call);
+        answer = await timed(clock, 'upstream', () => forward(target, call));
       } catch (error) {
         paywall.release(admission.verified);
         throw error;

@@ -3,6 +3,7 @@ import { NanoPayError } from '../errors.js';
 import { normalizeAddress, verifyBlock, xnoToRaw } from '../nano/index.js';
 import type { NanoSettler, Verified } from './facilitator.js';
 import { X402Refusal, chequeOf, nanoRequirement, type NanoCheque } from './nano-exact.js';
+import { timedNow, type PhaseClock } from './phases.js';
 import { canonicalPath } from './request-path.js';
 import { HEADERS, X402_VERSION, decodeHeader, encodeHeader, parsePaymentPayload, sameRequirement, type PaymentRequired, type PaymentRequirements, type SettleResponse } from './protocol.js';
 
@@ -113,20 +114,24 @@ export class Paywall {
    * payment on the same previous, while the first is verified or settled, is
    * refused at once.
    */
-  async admit(headers: IncomingHttpHeaders, resourceUrl: string, priceRaw: bigint): Promise<Admission> {
+  async admit(headers: IncomingHttpHeaders, resourceUrl: string, priceRaw: bigint, clock?: PhaseClock): Promise<Admission> {
     const requirement = this.requirement(priceRaw, await this.options.settler.network());
     const header = headers[HEADERS.signature] ?? headers[HEADERS.legacyPayment];
     if (header === undefined) return this.challenge(resourceUrl, requirement, 'Payment required');
     const { settler } = this.options;
     let held: { cheque: NanoCheque } | undefined;
     try {
-      const payment = parsePaymentPayload(decodeHeader(Array.isArray(header) ? (header[0] as string) : header, 'PAYMENT-SIGNATURE'));
-      if (!sameRequirement(requirement, payment.accepted)) return this.challenge(resourceUrl, requirement, 'No matching payment requirements');
-      const cheque = chequeOf(payment.payload);
-      if (!verifyBlock(cheque.block)) return this.challenge(resourceUrl, requirement, 'invalid_signature');
+      const read = timedNow(clock, 'signature', () => {
+        const payment = parsePaymentPayload(decodeHeader(Array.isArray(header) ? (header[0] as string) : header, 'PAYMENT-SIGNATURE'));
+        if (!sameRequirement(requirement, payment.accepted)) return 'No matching payment requirements';
+        const cheque = chequeOf(payment.payload);
+        return verifyBlock(cheque.block) ? { payment, cheque } : 'invalid_signature';
+      });
+      if (typeof read === 'string') return this.challenge(resourceUrl, requirement, read);
+      const { payment, cheque } = read;
       if (!settler.reserve({ cheque })) return this.challenge(resourceUrl, requirement, 'transaction_in_flight');
       held = { cheque };
-      return { paid: true, verified: await settler.check(payment, requirement, cheque) };
+      return { paid: true, verified: await settler.check(payment, requirement, cheque, clock) };
     } catch (error) {
       if (held !== undefined) settler.release(held);
       if (error instanceof X402Refusal) return this.challenge(resourceUrl, requirement, error.reason);
@@ -136,9 +141,9 @@ export class Paywall {
   }
 
   /** Settles an admitted payment after the request succeeded; the hold on its previous ends either way. */
-  async settle(verified: Verified): Promise<SettleResponse> {
+  async settle(verified: Verified, clock?: PhaseClock): Promise<SettleResponse> {
     try {
-      return await this.options.settler.settleReserved(verified);
+      return await this.options.settler.settleReserved(verified, clock);
     } finally {
       this.options.settler.release(verified);
     }

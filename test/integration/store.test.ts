@@ -237,6 +237,28 @@ describe.each(kinds)('the $name store', (kind) => {
     expect(await store.outbox.claim('webhook', 60_000)).toBeUndefined();
   });
 
+  test('a shop request and the payment request nanopay keeps for it are one transaction: both, or neither (issue 36)', async () => {
+    const { store, another } = await kind.fresh();
+    const other = await another();
+    const changes: string[] = [];
+    await store.subscribe((change) => changes.push(`${change.id} ${change.status}`));
+    const kept = request();
+    const shop = shopRequest({ id: kept.id });
+    expect(await store.shop.create(shop, { key: 'one', fingerprint: 'f' }, kept)).toEqual({ request: shop, created: true });
+    expect([await other.requests.get(kept.id), await other.shop.get(shop.id)]).toEqual([kept, shop]);
+    // A second with the key taken: neither its payment request nor its row is added.
+    const late = request();
+    expect(await other.shop.create(shopRequest({ id: late.id }), { key: 'one', fingerprint: 'f' }, late)).toEqual({ request: shop, created: false });
+    expect(await store.requests.get(late.id)).toBeUndefined();
+    // A shop row that cannot be added (its id is taken) takes its payment request back with it.
+    const clash = request();
+    await expect(store.shop.create(shopRequest({ id: shop.id }), undefined, clash)).rejects.toMatchObject({ code: 'CONFLICT' });
+    expect(await other.requests.get(clash.id)).toBeUndefined();
+    // The requests table still announces what was added, once it is committed.
+    await expect.poll(() => changes).toContain(`${kept.id} open`);
+    expect(changes.filter((c) => !c.startsWith(kept.id))).toEqual([]);
+  });
+
   test('shop requests: idempotency keys, filters and cursor pages, newest first', async () => {
     const { store, another } = await kind.fresh();
     const other = await another();

@@ -87,12 +87,14 @@ function signedByOwner(block: StateBlock, hash: string): boolean {
  * the balance nor the representative of the checked block before it (or opens
  * the account with nothing), so everything built on it rests on our own blocks.
  */
-async function ownBlock(ctx: Pick<OpsContext, 'api'>, address: string, hash: string, epochsAbove = 0): Promise<RemoteBlockInfo> {
+async function ownBlock(ctx: Pick<OpsContext, 'api'>, address: string, hash: string, epochsAbove = 0, fetched?: RemoteBlockInfo): Promise<RemoteBlockInfo> {
   const party = { party: ctx.api.kind };
-  const found = await ctx.api.blockInfo(hash).catch((error: unknown) => {
-    if (error instanceof NanoPayError && error.status === 404) throw inconsistent(`block ${hash} of ${address} is not a known block`, party);
-    throw error;
-  });
+  const found =
+    fetched ??
+    (await ctx.api.blockInfo(hash).catch((error: unknown) => {
+      if (error instanceof NanoPayError && error.status === 404) throw inconsistent(`block ${hash} of ${address} is not a known block`, party);
+      throw error;
+    }));
   const block = found.contents;
   if (hashBlock(block) !== hash) throw inconsistent(`the contents given for block ${hash} hash to ${hashBlock(block)}`, party);
   if (!sameAccount(block.account, address)) throw inconsistent(`block ${hash} of ${address} belongs to ${block.account}`, party);
@@ -113,9 +115,14 @@ async function ownBlock(ctx: Pick<OpsContext, 'api'>, address: string, hash: str
  * (see ownBlock); the balance and representative come from the block itself,
  * never from the service's summary. Also says whether the block has a successor.
  */
-async function verifiedFrontier(ctx: Pick<OpsContext, 'api'>, address: string, info: RemoteAccountInfo): Promise<{ block: StateBlock; successor: boolean; confirmed: boolean }> {
+async function verifiedFrontier(
+  ctx: Pick<OpsContext, 'api'>,
+  address: string,
+  info: RemoteAccountInfo,
+  fetched?: RemoteBlockInfo,
+): Promise<{ block: StateBlock; successor: boolean; confirmed: boolean }> {
   const frontier = info.frontier.toUpperCase();
-  const { contents: block, successor, confirmed } = await ownBlock(ctx, address, frontier);
+  const { contents: block, successor, confirmed } = await ownBlock(ctx, address, frontier, 0, fetched);
   if (BigInt(block.balance) !== info.balanceRaw) {
     throw inconsistent(`it reports a balance of ${xnoAndRaw(info.balanceRaw)} for ${address}, but its frontier block holds ${xnoAndRaw(BigInt(block.balance))}`, { party: ctx.api.kind });
   }
@@ -132,9 +139,14 @@ const HEAD_READS = 3;
  * the head: when account info then names a newer frontier, a block landed
  * between the two reads (another process of this wallet) and the head is read
  * again; when it still names the same one, the service contradicts itself.
+ * `likely`: the frontier the caller expects (a payment's previous): that block
+ * is read at the same time as account info, and used, checked as any, only
+ * when account info names it.
  */
-export async function readAccountHead(ctx: Pick<OpsContext, 'api'>, address: string): Promise<AccountHead> {
+export async function readAccountHead(ctx: Pick<OpsContext, 'api'>, address: string, likely?: string): Promise<AccountHead> {
   let superseded: string | undefined;
+  // A failure here is no answer: the frontier is then read as usual.
+  const guessed = likely === undefined ? undefined : ctx.api.blockInfo(likely).catch(() => undefined);
   for (let read = 1; ; read++) {
     const info = await ctx.api.accountInfo(address);
     const thresholds =
@@ -143,7 +155,8 @@ export async function readAccountHead(ctx: Pick<OpsContext, 'api'>, address: str
         : (await serviceThresholds(ctx.api)).thresholds;
     if (info === null) return { state: { address, frontier: null, balance: 0n, representative: DEFAULT_REPRESENTATIVE }, thresholds, confirmed: true };
     const frontier = info.frontier.toUpperCase();
-    const { block, successor, confirmed } = await verifiedFrontier(ctx, address, info);
+    const fetched = read === 1 && frontier === likely?.toUpperCase() ? await guessed : undefined;
+    const { block, successor, confirmed } = await verifiedFrontier(ctx, address, info, fetched);
     if (!successor) return { state: { address, frontier, balance: BigInt(block.balance), representative: block.representative }, thresholds, confirmed };
     if (frontier === superseded || read === HEAD_READS) {
       throw inconsistent(`the frontier ${frontier} of ${address} already has a successor, so it is not the head of the account`, { party: ctx.api.kind });

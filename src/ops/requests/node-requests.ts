@@ -68,8 +68,15 @@ async function unusedAccount(session: Session, node: NodeClient, store: Store): 
  * payment to that account belongs to the request, whatever the payer's wallet
  * rounds. Both are chosen and recorded in one hold of the store's `requests`
  * lock; each check of an amount reads only the rows of that address and amount.
+ * `keep` stores the record (with what goes with it, in one transaction: the
+ * shop's own row), within that hold.
  */
-export async function createNodeRequest(session: Session, node: NodeClient, input: NodeRequestInput): Promise<RequestRecord> {
+export async function createNodeRequest(
+  session: Session,
+  node: NodeClient,
+  input: NodeRequestInput,
+  keep: (record: RequestRecord, store: Store) => Promise<void> = (record, store) => store.requests.insert(record),
+): Promise<RequestRecord> {
   const given = input.freshAddress === true ? undefined : input.to === undefined ? await session.address() : normalizeAddress(input.to);
   // The key store is unlocked (a prompt, scrypt) before the lock is taken, not while others wait for it.
   if (input.freshAddress === true) await session.account();
@@ -94,7 +101,7 @@ export async function createNodeRequest(session: Session, node: NodeClient, inpu
       ...(input.redirectUrl === undefined ? {} : { redirectUrl: input.redirectUrl }),
       ...(fresh === undefined ? {} : { fresh: { wallet: fresh.wallet, index: fresh.index } }),
     };
-    await store.requests.insert(record);
+    await keep(record, store);
     return record;
   });
 }

@@ -16,6 +16,7 @@ import { send, type SendInput, type SendResult } from '../spending/send.js';
 import type { RefundLine } from '../../store/shop.js';
 import { refundMessage, refundSummary } from './refund-state.js';
 import type { Session } from '../session.js';
+import type { RequestRecord } from '../../wallet/requests.js';
 
 export { checkRedirectUrl };
 
@@ -44,13 +45,15 @@ export interface PaymentRequestResult {
 
 
 /**
- * Creates a payment request; the receive address defaults to the active account. On a node, nanopay keeps it.
+ * Creates a payment request; the receive address defaults to the active account. On a node, nanopay keeps it:
+ * `keep` then stores it (with the caller's own record of it, in one transaction), else the requests table alone.
  * A price in another currency is turned into XNO first (at a rate checked by ops/pricing; refused before
  * anything is made), and kept in the store with the request's id.
  */
 export async function requestPayment(
   session: Session,
   input: { amount: Amount | FiatAmount; to?: string; redirectUrl?: string; freshAddress?: boolean; expiresInS?: number },
+  keep?: (made: PaymentRequestResult, record: RequestRecord) => Promise<void>,
 ): Promise<PaymentRequestResult> {
   checkRedirectUrl(input.redirectUrl);
   if (input.freshAddress === true && input.to !== undefined) throw new NanoPayError('USAGE', 'Give --to or --fresh-address, not both');
@@ -65,22 +68,7 @@ export async function requestPayment(
   }
   const { raw: baseRaw, fiat } = 'fiat' in input.amount ? await priceInXno(session, input.amount) : { raw: rawOf(input.amount), fiat: undefined };
   if (baseRaw <= 0n) throw new NanoPayError('INVALID_NUMBER_FORMAT', 'The amount must be greater than zero');
-  let id: string;
-  let address: string;
-  let amountRaw: bigint;
-  let expiresAt: string | undefined;
-  if (node) {
-    const record = await createNodeRequest(session, await session.nodeClient(), { ...input, baseRaw });
-    ({ id, address, expiresAt } = record);
-    amountRaw = BigInt(record.amountRaw);
-  } else {
-    const to = input.to === undefined ? await session.address() : normalizeAddress(input.to);
-    const created = await (await session.serviceApi()).paymentRequest({ receiveAddress: to, amount: rawToXno(baseRaw), ...(input.redirectUrl === undefined ? {} : { redirectUrl: input.redirectUrl }) });
-    id = created.transactionId;
-    ({ address, amountRaw } = checkCreated(created, to, baseRaw));
-  }
-  if (fiat !== undefined) await (await session.dataStore()).prices.record(id, fiat);
-  return {
+  const result = (id: string, address: string, amountRaw: bigint, expiresAt?: string): PaymentRequestResult => ({
     transaction_id: id,
     receive_address: address,
     amount: rawToXno(amountRaw),
@@ -89,7 +77,20 @@ export async function requestPayment(
     ...(input.redirectUrl === undefined ? {} : { redirect_url: input.redirectUrl }),
     ...(expiresAt === undefined ? {} : { expires_at: expiresAt }),
     ...(fiat === undefined ? {} : { fiat }),
-  };
+  });
+  let made: PaymentRequestResult;
+  if (node) {
+    const kept = (record: RequestRecord): PaymentRequestResult => result(record.id, record.address, BigInt(record.amountRaw), record.expiresAt);
+    const record = await createNodeRequest(session, await session.nodeClient(), { ...input, baseRaw }, keep === undefined ? undefined : (r) => keep(kept(r), r));
+    made = kept(record);
+  } else {
+    const to = input.to === undefined ? await session.address() : normalizeAddress(input.to);
+    const created = await (await session.serviceApi()).paymentRequest({ receiveAddress: to, amount: rawToXno(baseRaw), ...(input.redirectUrl === undefined ? {} : { redirectUrl: input.redirectUrl }) });
+    const { address, amountRaw } = checkCreated(created, to, baseRaw);
+    made = result(created.transactionId, address, amountRaw);
+  }
+  if (fiat !== undefined) await (await session.dataStore()).prices.record(made.transaction_id, fiat);
+  return made;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { readFile, writeFile, mkdir } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -20,6 +20,16 @@ describe('the account lock', () => {
       held = await readFile(join(dir, `${address}.lock`), 'utf8');
     });
     expect(held.split('\n')[0]).toBe(String(process.pid));
+  });
+
+  it('a lock dir checked once and then removed is made again, private, and each lock file is gone once released', async () => {
+    const dir = join(await tempDir('nanopay-lock-'), 'locks');
+    await withAccountLock(dir, address, async () => undefined);
+    expect(await readdir(dir)).toEqual([]);
+    await rm(dir, { recursive: true });
+    expect(await withAccountLock(dir, address, async () => readdir(dir))).toEqual([`${address}.lock`]);
+    expect(((await stat(dir)).mode & 0o777).toString(8)).toBe('700');
+    expect(await readdir(dir)).toEqual([]);
   });
 
   it('waits for a live holder and gives up with ACCOUNT_BUSY', async () => {
