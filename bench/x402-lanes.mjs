@@ -27,7 +27,7 @@ const inherited = Object.fromEntries(Object.entries(process.env).filter(([name])
 
 /** Starts a child and resolves to it and its first line of output, parsed. */
 async function started(args, env) {
-  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'ignore'] });
   const printed = await new Promise((resolve, reject) => {
     let out = '';
     child.stdout.on('data', (d) => {
