@@ -137,6 +137,22 @@ export async function syncDir(dir: string): Promise<void> {
 }
 
 /**
+ * A small file's text, or undefined when there is none. Read synchronously:
+ * the kernel answers a small cached file in microseconds, where an
+ * asynchronous read is several trips through libuv's threads (a payment reads
+ * its account's journal entry and idempotency record this way). Only for
+ * small files: a large one would hold up the event loop.
+ */
+export function readIfExistsSync(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+/**
  * Reads a file that holds a secret (a password or token file): like ssh with a
  * private key, it must belong to this user and be closed to group and others,
  * else anyone could have read it or put their own secret in it (UNSAFE_PATH).

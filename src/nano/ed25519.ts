@@ -96,8 +96,23 @@ export function getPublicKey(privateKey: string): string {
   return bytesToHex(nanoEd25519().getPublicKey(hexToBytes(privateKey, 32, 'Private key', 'INVALID_PRIVATE_KEY')));
 }
 
+const scalarOf = (...parts: Uint8Array[]): bigint => mod(littleEndian(blake2b(Buffer.concat(parts), { dkLen: 64 })), EDWARDS25519.n);
+
+/**
+ * RFC 8032 §5.1.6 signing, as noble's own sign (its constant-time multiple
+ * of the base point), with the key it derives kept: the signature made is
+ * remembered as verified, so the account's head, read back from a node (a
+ * wallet's next payment builds on it), costs no verification.
+ */
 export function signMessage(message: Uint8Array, privateKey: string): string {
-  return bytesToHex(nanoEd25519().sign(message, hexToBytes(privateKey, 32, 'Private key', 'INVALID_PRIVATE_KEY')));
+  const ed = nanoEd25519();
+  const { prefix, scalar, pointBytes } = ed.utils.getExtendedPublicKey(hexToBytes(privateKey, 32, 'Private key', 'INVALID_PRIVATE_KEY'));
+  const r = scalarOf(prefix, message);
+  const R = ed.Point.BASE.multiply(r).toBytes();
+  const s = mod(r + scalarOf(R, pointBytes, message) * scalar, EDWARDS25519.n);
+  const signature = bytesToHex(Buffer.concat([R, Buffer.from(s.toString(16).padStart(64, '0'), 'hex').reverse()]));
+  remember(`${bytesToHex(pointBytes)}${signature}${bytesToHex(message)}`);
+  return signature;
 }
 
 /** How many passed verifications are remembered (about 300 bytes each). */
@@ -192,9 +207,11 @@ export function verifyMessage(message: Uint8Array, signature: string, publicKey:
   } catch {
     return false;
   }
-  if (valid) {
-    verified.add(key);
-    if (verified.size > VERIFIED_MAX) verified.delete(verified.values().next().value as string);
-  }
+  if (valid) remember(key);
   return valid;
+}
+
+function remember(key: string): void {
+  verified.add(key);
+  if (verified.size > VERIFIED_MAX) verified.delete(verified.values().next().value as string);
 }

@@ -88,6 +88,12 @@ export class Session {
   /** Names for addresses (send @NAME). */
   readonly contacts: ContactStore;
   private store: Promise<KeyStore> | undefined;
+  /**
+   * Accounts derived from the key store's secrets, by the secret they come
+   * from (so a wallet made anew under the same name derives anew): a lane pays
+   * every few milliseconds, and each derivation is a multiplication on the curve.
+   */
+  private readonly derived = new Map<string, Account>();
   private lent: Promise<Keys> | undefined;
   /** Unlocked sessions this session ended by changing the key store (a front end may say so). */
   endedSessions = 0;
@@ -414,9 +420,18 @@ export class Session {
     const secret = store.get(secretIds.wallet(this.profileName, wallet));
     if (secret === undefined) throw new NanoPayError('STORE_CORRUPT', `The secret of wallet "${wallet}" is missing from the key store`);
     const passphrase = store.get(secretIds.passphrase(this.profileName, wallet));
-    return walletAccount({ kind: record.kind, secret, ...(passphrase === undefined ? {} : { passphrase }) }, index);
+    const key = JSON.stringify([record.kind, secret, passphrase ?? null, index]);
+    const found = this.derived.get(key);
+    if (found !== undefined) return found;
+    const account = walletAccount({ kind: record.kind, secret, ...(passphrase === undefined ? {} : { passphrase }) }, index);
+    if (this.derived.size >= MAX_DERIVED) this.derived.clear();
+    this.derived.set(key, account);
+    return account;
   }
 }
+
+/** Accounts a session keeps derived: the lanes and accounts of a wallet or two. */
+const MAX_DERIVED = 64;
 
 /** The bound of one call unless --timeout or NANOPAY_TIMEOUT says otherwise: the three attempts of a read (15 s each) and their waits fit. */
 const DEFAULT_CALL_TIMEOUT_S = 60;

@@ -2,7 +2,7 @@ import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { NanoPayError } from '../errors.js';
 import type { StateBlock, Subtype } from '../nano/block.js';
-import { readIfExists, syncDir, writeFileAtomic } from '../fs/secure-fs.js';
+import { readIfExistsSync, syncDir, writeFileAtomic } from '../fs/secure-fs.js';
 import type { PaymentKind } from './send-log.js';
 
 /**
@@ -55,7 +55,7 @@ export class Journal {
   }
 
   async read(address: string): Promise<JournalEntry | undefined> {
-    const text = await readIfExists(this.path(address));
+    const text = readIfExistsSync(this.path(address));
     if (text === undefined) return undefined;
     try {
       return JSON.parse(text) as JournalEntry;

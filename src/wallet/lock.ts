@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { open, readFile, rename, rm, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -62,6 +63,30 @@ async function lockDir(dir: string): Promise<void> {
   privateDirs.add(dir);
 }
 
+/** Creates `path` (O_EXCL) holding `content`; EEXIST when there is one. */
+async function createExclusive(path: string, content: string): Promise<void> {
+  const handle = await open(path, 'wx', 0o600);
+  try {
+    await handle.writeFile(content);
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * A lock file's text; empty when there is none (or it is being written this
+ * instant). Read synchronously: the kernel answers a few cached bytes in
+ * microseconds, less than a trip through libuv's threads costs. (Creating and
+ * removing stay asynchronous: they can wait on the file system's journal.)
+ */
+function holderOf(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
 /** Removes the lock file: it is ours and a plain file, so one unlink (rm stats it first). */
 async function release(path: string): Promise<void> {
   await unlink(path).catch((error: NodeJS.ErrnoException) => {
@@ -74,9 +99,7 @@ async function acquireFile(path: string, held: Held, timeoutMs: number, signal?:
   const content = `${process.pid}\n${hostname()}\n${new Date().toISOString()}`;
   for (let wait = 10; ; wait = Math.min(wait * 2, 250)) {
     try {
-      const handle = await open(path, 'wx', 0o600);
-      await handle.writeFile(content);
-      await handle.close();
+      await createExclusive(path, content);
       return () => release(path);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
@@ -87,7 +110,7 @@ async function acquireFile(path: string, held: Held, timeoutMs: number, signal?:
       }
       if (code !== 'EEXIST') throw error;
     }
-    const holder = await readFile(path, 'utf8').catch(() => '');
+    const holder = holderOf(path);
     if (holder !== '' && isStale(holder)) {
       await takeOverStale(path, holder);
       continue;
@@ -144,17 +167,15 @@ export async function tryLease(path: string, untilMs: number): Promise<(() => Pr
   const content = `${process.pid}\n${hostname()}\n${new Date().toISOString()}\n${untilMs}\n${randomBytes(8).toString('hex')}`;
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      const handle = await open(path, 'wx', 0o600);
-      await handle.writeFile(content);
-      await handle.close();
+      await createExclusive(path, content);
       return async () => {
-        if ((await readFile(path, 'utf8').catch(() => '')) === content) await rm(path, { force: true });
+        if (holderOf(path) === content) await release(path);
       };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') await ensurePrivateDir(dirname(path));
       else if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
-    const holder = await readFile(path, 'utf8').catch(() => '');
+    const holder = holderOf(path);
     const until = Number(holder.split('\n')[3]);
     if (holder !== '' && (isStale(holder) || (Number.isFinite(until) && until < Date.now()))) await takeOverStale(path, holder);
     else if (holder !== '') return undefined;

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { NanoPayError } from '../errors.js';
-import { readIfExists, writeFileAtomic } from '../fs/secure-fs.js';
+import { readIfExistsSync, writeFileAtomic } from '../fs/secure-fs.js';
 
 /**
  * What a key (--id) was used for: a send (send, pay), a donation, an x402 payment (fetch), a refund of a
@@ -63,7 +63,7 @@ export class SendLog {
 
   async result(profile: string, id: string): Promise<SendRecord | undefined> {
     const path = this.resultPath(profile, id);
-    const text = await readIfExists(path);
+    const text = readIfExistsSync(path);
     return text === undefined ? undefined : parse<SendRecord>(path, text);
   }
 
@@ -74,7 +74,7 @@ export class SendLog {
   /** The spends a version before the policy kept for the profile, if its file is still there. */
   async legacySpends(profile: string): Promise<LegacySpend[] | undefined> {
     const path = this.spendPath(profile);
-    const text = await readIfExists(path);
+    const text = readIfExistsSync(path);
     return text === undefined ? undefined : parse<LegacySpend[]>(path, text);
   }
 

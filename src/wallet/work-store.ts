@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { validateWork } from '../work/pow.js';
-import { readIfExists, writeFileAtomic } from '../fs/secure-fs.js';
+import { readIfExistsSync, writeFileAtomic } from '../fs/secure-fs.js';
 
 interface StoredWork {
   threshold: string;
@@ -19,7 +19,7 @@ export class WorkStore {
   }
 
   private async read(): Promise<Record<string, StoredWork>> {
-    const text = await readIfExists(this.path);
+    const text = readIfExistsSync(this.path);
     if (text === undefined) return {};
     try {
       return JSON.parse(text) as Record<string, StoredWork>;

@@ -1,8 +1,8 @@
-import { readFileSync, writeFile as writeFileThen } from 'node:fs';
+import { writeFile as writeFileThen } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { ensurePrivateDir } from '../fs/secure-fs.js';
+import { ensurePrivateDir, readIfExistsSync } from '../fs/secure-fs.js';
 import { alive } from '../wallet/lock.js';
 
 /** Where one payer's `previous` stands: a settlement under way (or cut short), or done. */
@@ -107,7 +107,7 @@ export class FileSettlementRecord implements SettlementRecord {
 
   async read(previous: string): Promise<SettlementEntry | undefined> {
     for (const kind of ['settled', 'claim'] as const) {
-      const text = readIfThere(this.path(previous, kind));
+      const text = readIfExistsSync(this.path(previous, kind));
       if (text === undefined || text.trim() === '') continue;
       const { pid, host, ...entry } = JSON.parse(text) as ClaimFile;
       const gone = entry.state === 'pending' && typeof pid === 'number' && host === hostname() && !alive(pid);
@@ -126,24 +126,8 @@ export class FileSettlementRecord implements SettlementRecord {
   }
 
   async lookup(hash: string): Promise<ClaimedBlock | undefined> {
-    const text = readIfThere(this.path(hash, 'block'));
+    const text = readIfExistsSync(this.path(hash, 'block'));
     return text === undefined || text.trim() === '' ? undefined : (JSON.parse(text) as ClaimedBlock);
-  }
-}
-
-/**
- * A small file's text, or undefined when there is none. Read synchronously:
- * on every paid request two of them are looked for and not there, which the
- * kernel answers from its cache in microseconds, where each asynchronous read
- * was a trip through libuv's threads. (Creating stays asynchronous: it can
- * wait on the file system's journal while other processes sync.)
- */
-function readIfThere(path: string): string | undefined {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
   }
 }
 

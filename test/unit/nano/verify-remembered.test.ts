@@ -33,6 +33,21 @@ describe('a remembered verification', () => {
     expect(verifyBlock(block)).toBe(true);
   });
 
+  it("remembers a signature this process made only under the signer's own key: a block claiming another account is refused", () => {
+    const signer = deriveAccount({ seed: '1'.repeat(64), index: 0 });
+    const other = deriveAccount({ seed: '2'.repeat(64), index: 0 });
+    const to = deriveAccount({ seed: '3'.repeat(64), index: 0 }).address;
+    const own = buildSendBlock({ address: signer.address, frontier: 'A'.repeat(64), balance: 10n ** 30n, representative: signer.address }, { to, amount: 7n });
+    const ownSigned = { ...own, signature: signBlock(own, signer.privateKey) };
+    expect(verifyBlock(ownSigned)).toBe(true);
+    expect(reference.verifyBlock({ hash: hashBlock(ownSigned), signature: ownSigned.signature, publicKey: signer.publicKey })).toBe(true);
+    // Signed with the signer's key, but naming another account: no verification answers for it.
+    const claimed = buildSendBlock({ address: other.address, frontier: 'A'.repeat(64), balance: 10n ** 30n, representative: other.address }, { to, amount: 7n });
+    const wrongKey = { ...claimed, signature: signBlock(claimed, signer.privateKey) };
+    expect(verifyBlock(wrongKey)).toBe(false);
+    expect(verifyBlock(wrongKey)).toBe(false);
+  });
+
   it('agrees with nanocurrency-js on valid signatures and on any one changed character of R, S or the key, asked twice', () => {
     fc.assert(
       fc.property(hex32, hex32, fc.integer({ min: 0, max: 191 }), fc.integer({ min: 1, max: 15 }), (seed, toKey, at, by) => {
