@@ -2,7 +2,7 @@
 // description, arguments, flags (types, defaults, choices) and examples as the built commands (dist/app) declare
 // them, loaded as oclif loads them (the manifest, made fresh here, never the committed file), and the sections the
 // top-level help shares with it (src/cli/help-sections.ts: common flags, environment, exit codes) with the error
-// codes of each exit code (src/errors.ts). `npm run docs` builds and runs it; test/e2e/reference.test.ts fails when
+// codes of each exit code (src/errors.ts). `npm run docs` builds and runs it; test/e2e/cli/reference.test.ts fails when
 // the committed file differs from what this prints. `--stdout` prints instead of writing.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';

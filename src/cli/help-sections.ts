@@ -21,7 +21,7 @@ export const COMPLETION: [string, string][] = [
   ['fish', '<%= config.bin %> completion fish > ~/.config/fish/completions/<%= config.bin %>.fish'],
 ];
 
-/** Every variable nanopay reads (test/e2e/help.test.ts checks the list against src/). */
+/** Every variable nanopay reads (test/e2e/cli/help.test.ts checks the list against src/). */
 export const ENVIRONMENT: [string, string][] = [
   ['NANOPAY_CONFIG_DIR', 'The config dir (default ~/.config/nanopay).'],
   ['NANOPAY_PROFILE', 'The profile (default "default"): its API URL and key, wallets and limits.'],

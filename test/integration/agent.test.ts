@@ -34,7 +34,7 @@ import { fund, sandbox } from '../helpers/sandbox.js';
 
 // The agent's logic over HTTP, in this process: its server, its holders and its chat (plain grammar
 // or a scripted stand-in for a language model), as `nanopay agent` builds them. Each test has an agent
-// and a wallet of its own. test/e2e/agent.test.ts starts the command itself: its first start at the
+// and a wallet of its own. test/e2e/agents/agent.test.ts starts the command itself: its first start at the
 // key store's real cost, its flags, its environment (the model's too), its log and its shutdown.
 
 let sb: RunningSandbox;

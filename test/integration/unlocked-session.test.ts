@@ -19,7 +19,7 @@ import { alive, remoteWallet, sessionOf, socketOf, unlockInProcess, waitUntil } 
  * The unlocked session's process (src/wallet/unlocked-agent.ts) and its client,
  * started through the operation (ops unlock) against a real sandbox: the real
  * agent process on a real socket in the user's config dir, and the commands'
- * side in-process. What the commands print and exit with: test/e2e/unlock.test.ts.
+ * side in-process. What the commands print and exit with: test/e2e/wallet/unlock.test.ts.
  * The tests run concurrently: each has its own user, and most of their time is
  * waiting for an agent to notice something.
  */

@@ -10,7 +10,7 @@ import { DOCS, ROOT, docText, fencedBlocks } from '../helpers/docs.js';
  * table lists everything the package exports.
  */
 
-/** Every test file, by its name without .test.ts (test=NAME names them: test/e2e/install.test.ts and test/unit/work/install.test.ts are both "install"). */
+/** Every test file, by its name without .test.ts (test=NAME names them: test/e2e/cli/install.test.ts and test/unit/work/install.test.ts are both "install"). */
 function testFiles(): Map<string, string[]> {
   const found = new Map<string, string[]>();
   for (const entry of readdirSync(join(ROOT, 'test'), { recursive: true, withFileTypes: true })) {

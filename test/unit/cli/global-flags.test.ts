@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { flagsBeforeCommand, globalFlagsAfterCommand } from '../../../src/cli/global-flags.js';
 
-/** Issue 31, point 14: where the flags written before the command go (the CLI runs them in test/e2e/global-flags.test.ts). */
+/** Issue 31, point 14: where the flags written before the command go (the CLI runs them in test/e2e/cli/global-flags.test.ts). */
 describe('globalFlagsAfterCommand', () => {
   it.each([
     [['--profile', 'live', 'balance'], ['balance', '--profile', 'live']],
