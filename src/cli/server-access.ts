@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { link, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { ensurePrivateDir, readPrivateFile, writeFileAtomic } from '../fs/secure-fs.js';
+import { NanoPayError } from '../errors.js';
 import { isLoopback } from '../http/guards.js';
 import { peerCheckAvailable, socketTablesDir } from '../http/peer.js';
 
@@ -54,7 +55,8 @@ export async function serverAccess(options: AccessOptions): Promise<ServerAccess
 }
 
 /**
- * The token kept in `path`, made (random, 0600) when there is none. It is
+ * The token kept in `path`, made (random, 0600) when there is none or the
+ * file is empty; one shorter than TOKEN_CHARS is refused (USAGE). It is
  * kept across restarts, so a client reads it once, and two servers started at
  * once agree on it: the file appears whole (link), or not at all.
  */
@@ -68,6 +70,12 @@ export async function ownToken(path: string): Promise<string> {
       })
     )?.trim();
     if (kept !== undefined && kept.length >= TOKEN_CHARS) return kept;
+    // A secret someone wrote is theirs (a shop's backend may hold it too): refused, never replaced. An empty file is filled.
+    if (kept !== undefined && kept !== '') {
+      throw new NanoPayError('USAGE', `${path} holds a secret of ${kept.length} characters; nanopay needs at least ${TOKEN_CHARS}. The file was left untouched`, {
+        hint: `Put a longer one there (for example: openssl rand -base64 32 > ${path}), or empty the file and nanopay makes one.`,
+      });
+    }
     const made = randomBytes(32).toString('base64url');
     if (kept !== undefined) {
       await writeFileAtomic(path, `${made}\n`);
