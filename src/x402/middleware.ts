@@ -4,6 +4,7 @@ import { errorEnvelope, sendJson } from '../http/respond.js';
 import { xnoToRaw } from '../nano/index.js';
 import { settleOrder, settlementHeader, type Paywall, type SettleOrder } from './paywall.js';
 import { canonicalPath } from './request-path.js';
+import { requestOrigin } from './origin.js';
 
 /** The price of a request in XNO ("0.001"); undefined or "0" lets it through free. */
 export type RequestPrice = string | ((req: IncomingMessage) => string | undefined);
@@ -64,7 +65,7 @@ export function x402Middleware(paywall: Paywall, price: RequestPrice, options: {
     const xno = typeof price === 'function' ? price(req) : price;
     const priceRaw = xno === undefined ? 0n : xnoToRaw(xno);
     if (priceRaw === 0n) return next();
-    const resource = `http://${req.headers.host ?? 'localhost'}${(req.url ?? '/').split('?')[0] as string}`;
+    const resource = `${requestOrigin(req.headers.host, 'http://localhost')}${(req.url ?? '/').split('?')[0] as string}`;
     const admission = await paywall.admit(req.headers, resource, priceRaw);
     if (!admission.paid) {
       for (const [name, value] of Object.entries(admission.headers)) res.setHeader(name, value);

@@ -9,6 +9,7 @@ import { HEADERS, type SettleResponse } from './protocol.js';
 import { routeFor, settleOrder, settlementHeader, type Paywall, type PricedRoute } from './paywall.js';
 import { canonicalPath, upstreamTarget } from './request-path.js';
 import { discoveryManifest } from './discovery.js';
+import { requestOrigin } from './origin.js';
 
 export interface PaywallServerOptions {
   host: string;
@@ -94,7 +95,7 @@ function queryOf(target: string | undefined): string {
  * on any other method it is settled first, so an upstream's side effect is
  * never had unpaid. A route may name its order (settle=before|after).
  */
-export function startPaywallServer(options: PaywallServerOptions): Promise<HttpServer> {
+export async function startPaywallServer(options: PaywallServerOptions): Promise<HttpServer> {
   const upstream = new URL(options.upstream);
   const { paywall } = options;
   const log: ServerLog = options.log ?? ((): void => undefined);
@@ -106,12 +107,14 @@ export function startPaywallServer(options: PaywallServerOptions): Promise<HttpS
   const clock: PhaseClock | undefined = phases === undefined ? undefined : (phase, seconds) => phases.observe(seconds, { phase });
   const paidHeaders = (settlement: SettleResponse): Record<string, string> => ({ ...settlementHeader(settlement), 'access-control-expose-headers': 'PAYMENT-RESPONSE' });
   const started = Math.floor(Date.now() / 1000);
+  let listening = `http://${options.host}:${options.port}`;
+  const originOf = (call: Call): string => requestOrigin(call.headers.host, listening);
   // What it sells, unpaid, before any route or the upstream: the x402 discovery manifest.
   const discovery = async (call: Call): Promise<typeof RESPONDED> => {
-    sendJson(call.response, 200, await discoveryManifest(`http://${call.headers.host ?? `${options.host}:${options.port}`}`, paywall, options.routes, options.defaultRaw, started));
+    sendJson(call.response, 200, await discoveryManifest(originOf(call), paywall, options.routes, options.defaultRaw, started));
     return RESPONDED;
   };
-  return startHttpServer({
+  const server = await startHttpServer({
     host: options.host,
     port: options.port,
     routes: [
@@ -129,7 +132,7 @@ export function startPaywallServer(options: PaywallServerOptions): Promise<HttpS
       const route = routeFor(options.routes, call.method, path);
       const price = route?.priceRaw ?? options.defaultRaw;
       if (price === 0n) return reply(call.response, await forward(target, call));
-      const resource = `http://${call.headers.host ?? `${options.host}:${options.port}`}${path}`;
+      const resource = `${originOf(call)}${path}`;
       const admission = await paywall.admit(call.headers, resource, price, clock);
       if (!admission.paid) return challenge(call.response, admission.headers);
       const settle = async (): Promise<SettleResponse | undefined> => {
@@ -172,4 +175,6 @@ export function startPaywallServer(options: PaywallServerOptions): Promise<HttpS
       return settlement === undefined ? RESPONDED : reply(call.response, answer, paidHeaders(settlement));
     },
   });
+  listening = server.url;
+  return server;
 }

@@ -8,6 +8,7 @@ import { Paywall, parseRoute } from '../../../src/x402/paywall.js';
 import { startPaywallServer } from '../../../src/x402/paywall-server.js';
 import { decodeHeader } from '../../../src/x402/protocol.js';
 import { newAccount, sandboxWithClient } from '../../helpers/chain.js';
+import { rawRequest } from '../../helpers/raw-http.js';
 import { sandboxSettler } from '../../helpers/x402.js';
 
 let sb: RunningSandbox;
@@ -63,5 +64,17 @@ describe('GET /.well-known/x402: what the paywall sells (issue 32, part 5)', () 
     expect(search.accepts[0]).toEqual(manifest.items[1]?.accepts[0]);
     expect(await (await fetch(`${paywall.url}/.well-known/x402.json`)).json()).toEqual(manifest);
     expect(upstreamCalls).toBe(0);
+  });
+
+  it('takes the origin it advertises from a plain Host only: one that names another server is not echoed, in the manifest or a 402', async () => {
+    const ask = async (target: string, host: string) => rawRequest(paywall.url, `GET ${target} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+    const urls = (reply: { body: unknown }) => (reply.body as { items: { resource: { url: string } }[] }).items.map((item) => item.resource.url);
+    // As a reverse proxy passes the public name.
+    expect(urls(await ask('/.well-known/x402', 'shop.example:8443'))[0]).toBe('http://shop.example:8443/free/*');
+    for (const hostile of ['good.example@evil.example', 'evil.example/x', 'evil.example?', 'evil.example#']) {
+      expect(urls(await ask('/.well-known/x402', hostile)).every((url) => url.startsWith(`${paywall.url}/`))).toBe(true);
+      const required = (await ask('/report', hostile)).headers['payment-required'];
+      expect((decodeHeader(required as string, 'PAYMENT-REQUIRED') as { resource: { url: string } }).resource.url).toBe(`${paywall.url}/report`);
+    }
   });
 });
