@@ -308,6 +308,9 @@ export class SqliteStore implements Store {
       } else {
         db = new Database(path, { timeout: 15_000 });
         db.pragma('journal_mode = WAL');
+        // Every commit synced before it returns: better-sqlite3 builds SQLite to sync a WAL database only at checkpoints
+        // (NORMAL), so a request answered as created, or a spend counted, could be lost with the machine's power.
+        db.pragma('synchronous = FULL');
       }
       db.pragma('foreign_keys = ON');
       migrate(db, path);

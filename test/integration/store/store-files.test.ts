@@ -125,4 +125,13 @@ describe('a damaged store', () => {
     expect((await stat(join(dir, 'store', 'default.sqlite'))).mode & 0o777).toBe(0o600);
     expect((await stat(join(dir, 'store'))).mode & 0o777).toBe(0o700);
   });
+
+  it('syncs every commit, also when opened again in WAL mode (where the build of better-sqlite3 would sync only at checkpoints)', async () => {
+    const dir = await configDir();
+    for (let open = 0; open < 2; open++) {
+      const store = await session(dir).dataStore();
+      expect((store as unknown as { db: { pragma(sql: string, o: { simple: true }): unknown } }).db.pragma('synchronous', { simple: true })).toBe(2);
+      await store.close();
+    }
+  });
 });
