@@ -24,7 +24,7 @@ export default defineConfig({
     // Much of a file's time is waiting (child processes, servers, timeouts), so more files run than there are
     // cores. npm test on a quiet machine here: 3 workers 63.6-64.9 s (3 runs), 4 workers 68 s, 2 workers 69 s.
     maxWorkers: 3,
-    // Removes the temporary directories each file made (test/helpers/temp.ts).
+    // Removes the temporary directories each file made (test/helpers/processes/temp.ts).
     setupFiles: ['test/setup/temp-dirs.ts'],
     projects: [
       { extends: true, test: { name: 'own-modules', include: OWN_MODULES } },

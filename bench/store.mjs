@@ -36,7 +36,7 @@ const tempDir = (name) => {
   return dir;
 };
 
-/** A private PostgreSQL cluster (as in test/helpers/postgres.ts), or undefined with the reason printed. */
+/** A private PostgreSQL cluster (as in test/helpers/ledger/postgres.ts), or undefined with the reason printed. */
 async function startCluster() {
   const root = '/usr/lib/postgresql';
   const version = existsSync(root) ? readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'initdb'))).sort((a, b) => b - a)[0] : undefined;

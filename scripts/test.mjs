@@ -38,7 +38,7 @@ const checks = [await typeCheck, exports.error];
 const suiteResult = await suite;
 const leftovers = readdirSync(suiteTmp);
 rmSync(suiteTmp, { recursive: true, force: true });
-const leaked = leftovers.length === 0 ? undefined : `the test suite left ${leftovers.length} temporary entries behind (use tempDir from test/helpers/temp.ts): ${leftovers.sort().join(', ')}`;
+const leaked = leftovers.length === 0 ? undefined : `the test suite left ${leftovers.length} temporary entries behind (use tempDir from test/helpers/processes/temp.ts): ${leftovers.sort().join(', ')}`;
 const failures = [...checks, suiteResult, leaked].filter((failure) => failure !== undefined);
 if (exports.error === undefined) console.log(`check-exports: every export of ${exports.modules} modules is used`);
 for (const failure of failures) console.error(failure);

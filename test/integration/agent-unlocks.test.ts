@@ -1,10 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { KeyStore } from '../../src/wallet/keystore.js';
-import { startInProcessAgent, type InProcessAgent, type InProcessAgentOptions } from '../helpers/agent.js';
-import { addOtherUser, otherUserUnavailable, type OtherUser } from '../helpers/other-user.js';
-import { httpCall, type RawReply } from '../helpers/raw-http.js';
-import { sandbox } from '../helpers/sandbox.js';
+import { startInProcessAgent, type InProcessAgent, type InProcessAgentOptions } from '../helpers/network/agent.js';
+import { addOtherUser, otherUserUnavailable, type OtherUser } from '../helpers/processes/other-user.js';
+import { httpCall, type RawReply } from '../helpers/network/raw-http.js';
+import { sandbox } from '../helpers/ledger/sandbox.js';
 
 // The strict agent unlocks its key store (scrypt, 128 MiB and half a second at the real cost) on every request
 // that needs a secret: only for callers it answers, and never more than two at once. The unlocks are counted where

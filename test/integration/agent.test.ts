@@ -15,7 +15,7 @@ import { DEV_THRESHOLDS, shutdownWorkers } from '../../src/work/index.js';
 import { answerApproval } from '../../src/ops/spending/approvals.js';
 import { Paywall } from '../../src/x402/paywall.js';
 import { x402Middleware } from '../../src/x402/middleware.js';
-import { sandboxSettler } from '../helpers/x402.js';
+import { sandboxSettler } from '../helpers/ledger/x402.js';
 import {
   ScriptedModel,
   chat,
@@ -26,11 +26,11 @@ import {
   type InProcessAgentOptions,
   type ModelRequest,
   type StreamEvent,
-} from '../helpers/agent.js';
-import { PASSWORD, userWithWallet } from '../helpers/cli.js';
-import { startFaultyProxy } from '../helpers/faulty-proxy.js';
-import { startGateProxy, type GateProxy } from '../helpers/gate-proxy.js';
-import { fund, sandbox } from '../helpers/sandbox.js';
+} from '../helpers/network/agent.js';
+import { PASSWORD, userWithWallet } from '../helpers/processes/cli.js';
+import { startFaultyProxy } from '../helpers/network/faulty-proxy.js';
+import { startGateProxy, type GateProxy } from '../helpers/network/gate-proxy.js';
+import { fund, sandbox } from '../helpers/ledger/sandbox.js';
 
 // The agent's logic over HTTP, in this process: its server, its holders and its chat (plain grammar
 // or a scripted stand-in for a language model), as `nanopay agent` builds them. Each test has an agent

@@ -6,12 +6,12 @@ import { send } from '../../src/ops/spending/send.js';
 import { createRemoteWallet } from '../../src/ops/profile/wallet.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../src/work/index.js';
-import { backendUser, fundedUser, userSession } from '../helpers/backend-users.js';
-import { newUser } from '../helpers/cli.js';
-import { failure } from '../helpers/failure.js';
-import { SandboxClient, newAccount } from '../helpers/chain.js';
-import { startFaultyProxy, type FaultyProxy } from '../helpers/faulty-proxy.js';
-import { sandbox } from '../helpers/sandbox.js';
+import { backendUser, fundedUser, userSession } from '../helpers/ledger/backend-users.js';
+import { newUser } from '../helpers/processes/cli.js';
+import { failure } from '../helpers/processes/failure.js';
+import { SandboxClient, newAccount } from '../helpers/ledger/chain.js';
+import { startFaultyProxy, type FaultyProxy } from '../helpers/network/faulty-proxy.js';
+import { sandbox } from '../helpers/ledger/sandbox.js';
 
 /**
  * Requests that end (expiry) and payments that do not match (under-, over-,

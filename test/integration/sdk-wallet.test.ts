@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as sdk from '../../src/index.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
-import { fund } from '../helpers/sandbox.js';
+import { fund } from '../helpers/ledger/sandbox.js';
 
 /** The SDK's history, contacts and representative: the same operations as the commands, in-process. */
 let sb: RunningSandbox;

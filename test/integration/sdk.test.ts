@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as sdk from '../../src/index.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
-import { fund } from '../helpers/sandbox.js';
-import { tempDir } from '../helpers/temp.js';
+import { fund } from '../helpers/ledger/sandbox.js';
+import { tempDir } from '../helpers/processes/temp.js';
 
 let sb: RunningSandbox;
 

@@ -6,8 +6,8 @@ import { ShopMonitor, type ShopReading, type ShopStatusSource } from '../../src/
 import type { ShopRequest } from '../../src/store/shop.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import type { Store } from '../../src/store/store.js';
-import { tempDir } from '../helpers/temp.js';
-import { startWebhookReceiver, until } from '../helpers/webhook-receiver.js';
+import { tempDir } from '../helpers/processes/temp.js';
+import { startWebhookReceiver, until } from '../helpers/network/webhook-receiver.js';
 
 const ADDRESS = 'nano_1111111111111111111111111111111111111111111111111111hifc8npp';
 const stores: Store[] = [];

@@ -17,8 +17,8 @@ import { NanoPay } from '../../src/sdk/nanopay.js';
 import { DEV_THRESHOLDS } from '../../src/work/index.js';
 import { signCheque } from '../../src/x402/client.js';
 import { nanoRequirement } from '../../src/x402/nano-exact.js';
-import { PASSWORD, userWithWallet, type CliUser } from '../helpers/cli.js';
-import { fund, sandbox } from '../helpers/sandbox.js';
+import { PASSWORD, userWithWallet, type CliUser } from '../helpers/processes/cli.js';
+import { fund, sandbox } from '../helpers/ledger/sandbox.js';
 
 const other = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
 let sb: RunningSandbox;

@@ -11,9 +11,9 @@ import { send } from '../../src/ops/spending/send.js';
 import { lock, parseUnlockDuration, type UnlockResult } from '../../src/ops/profile/unlock.js';
 import { createWallet, exportWallet, importWallet } from '../../src/ops/profile/wallet.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
-import { newUser, type CliUser } from '../helpers/cli.js';
-import { fund, sandbox } from '../helpers/sandbox.js';
-import { alive, remoteWallet, sessionOf, socketOf, unlockInProcess, waitUntil } from '../helpers/unlocked.js';
+import { newUser, type CliUser } from '../helpers/processes/cli.js';
+import { fund, sandbox } from '../helpers/ledger/sandbox.js';
+import { alive, remoteWallet, sessionOf, socketOf, unlockInProcess, waitUntil } from '../helpers/processes/unlocked.js';
 
 /**
  * The unlocked session's process (src/wallet/unlocked-agent.ts) and its client,

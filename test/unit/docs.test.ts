@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import * as sdk from '../../src/index.js';
-import { DOCS, ROOT, docText, fencedBlocks } from '../helpers/docs.js';
+import { DOCS, ROOT, docText, fencedBlocks } from '../helpers/processes/docs.js';
 
 /**
  * The docs hold together: every fenced code block is run or checked by a test (`test=NAME`), or says why not

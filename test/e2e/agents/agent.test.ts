@@ -5,11 +5,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isValidAddress } from '../../../src/nano/index.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { AgentClient } from '../../../src/sdk/agent-client.js';
-import { ScriptedModel, chat, says, startAgentProcess, toolCalls, type AgentProcess, type StreamEvent } from '../../helpers/agent.js';
-import { runCli, userWithWallet } from '../../helpers/cli.js';
-import { fund, sandbox } from '../../helpers/sandbox.js';
-import { waitUntil } from '../../helpers/unlocked.js';
-import { tempDir } from '../../helpers/temp.js';
+import { ScriptedModel, chat, says, startAgentProcess, toolCalls, type AgentProcess, type StreamEvent } from '../../helpers/network/agent.js';
+import { runCli, userWithWallet } from '../../helpers/processes/cli.js';
+import { fund, sandbox } from '../../helpers/ledger/sandbox.js';
+import { waitUntil } from '../../helpers/processes/unlocked.js';
+import { tempDir } from '../../helpers/processes/temp.js';
 
 // `nanopay agent` itself: its start-up (strict mode's first start at the key store's real cost),
 // flags, environment, log and shutdown. What the agent does with requests is tested in-process:

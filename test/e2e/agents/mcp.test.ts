@@ -2,8 +2,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
-import { BIN, newUser, type CliUser } from '../../helpers/cli.js';
-import { fund, sandbox } from '../../helpers/sandbox.js';
+import { BIN, newUser, type CliUser } from '../../helpers/processes/cli.js';
+import { fund, sandbox } from '../../helpers/ledger/sandbox.js';
 
 let sb: RunningSandbox;
 let user: CliUser;

@@ -12,11 +12,11 @@ import { createWallet } from '../../../src/ops/profile/wallet.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { SqliteStore } from '../../../src/store/sqlite.js';
 import { auditColumns } from '../../../src/store/spending.js';
-import { userSession } from '../../helpers/backend-users.js';
-import { BIN, newUser, type CliUser } from '../../helpers/cli.js';
-import { fund, sandbox } from '../../helpers/sandbox.js';
-import { startCommand, type RunningCommand } from '../../helpers/serve.js';
-import { runWithCappedHeap } from '../../helpers/capped-heap.js';
+import { userSession } from '../../helpers/ledger/backend-users.js';
+import { BIN, newUser, type CliUser } from '../../helpers/processes/cli.js';
+import { fund, sandbox } from '../../helpers/ledger/sandbox.js';
+import { startCommand, type RunningCommand } from '../../helpers/processes/serve.js';
+import { runWithCappedHeap } from '../../helpers/processes/capped-heap.js';
 
 /**
  * The spending policy holds whoever spends: the built CLI in child processes,

@@ -4,11 +4,11 @@ import { xnoToRaw } from '../../../src/nano/index.js';
 import { exportWallet } from '../../../src/ops/profile/wallet.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { AgentClient, AgentError } from '../../../src/sdk/agent-client.js';
-import { userSession } from '../../helpers/backend-users.js';
-import { userWithWallet, type CliUser } from '../../helpers/cli.js';
-import { fund, ledger, sandbox } from '../../helpers/sandbox.js';
-import { expectEnvelopeError as expectRawEnvelopeError, httpCall, sendHostileRequests } from '../../helpers/raw-http.js';
-import { startServe, type ServeProcess } from '../../helpers/serve.js';
+import { userSession } from '../../helpers/ledger/backend-users.js';
+import { userWithWallet, type CliUser } from '../../helpers/processes/cli.js';
+import { fund, ledger, sandbox } from '../../helpers/ledger/sandbox.js';
+import { expectEnvelopeError as expectRawEnvelopeError, httpCall, sendHostileRequests } from '../../helpers/network/raw-http.js';
+import { startServe, type ServeProcess } from '../../helpers/processes/serve.js';
 
 let sb: RunningSandbox;
 let user: CliUser;

@@ -8,9 +8,9 @@ import { requestPayment, watchPayment, type WatchEvent } from '../../../src/ops/
 import { send } from '../../../src/ops/spending/send.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { commandSession, userWithWallet, type CliUser } from '../../helpers/cli.js';
-import { startFaultyProxy } from '../../helpers/faulty-proxy.js';
-import { ledger, sandbox } from '../../helpers/sandbox.js';
+import { commandSession, userWithWallet, type CliUser } from '../../helpers/processes/cli.js';
+import { startFaultyProxy } from '../../helpers/network/faulty-proxy.js';
+import { ledger, sandbox } from '../../helpers/ledger/sandbox.js';
 
 // What a demanding user met at the command line (issue 12): each case as they typed it. What the
 // front end shows (exit codes, stdout and stderr) runs through bin/run.js; what only the operation

@@ -4,7 +4,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { newUser, type CliUser } from '../../helpers/cli.js';
+import { newUser, type CliUser } from '../../helpers/processes/cli.js';
 
 interface ManifestFlag {
   name: string;

@@ -4,10 +4,10 @@ import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { backendUser, fundedUser } from '../../helpers/backend-users.js';
-import type { CliUser, RunResult } from '../../helpers/cli.js';
-import { fillDisk, mountUnavailable, onSmallDisk, readOnly } from '../../helpers/mounts.js';
-import { ledger, sandbox } from '../../helpers/sandbox.js';
+import { backendUser, fundedUser } from '../../helpers/ledger/backend-users.js';
+import type { CliUser, RunResult } from '../../helpers/processes/cli.js';
+import { fillDisk, mountUnavailable, onSmallDisk, readOnly } from '../../helpers/processes/mounts.js';
+import { ledger, sandbox } from '../../helpers/ledger/sandbox.js';
 
 /**
  * Issue 31, point 11: what the machine or the network refuses is not a bug (INTERNAL_ERROR, exit 1):

@@ -9,8 +9,8 @@ import { send } from '../../../src/ops/spending/send.js';
 import { createWallet } from '../../../src/ops/profile/wallet.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { commandSession, newUser, userWithWallet, type CliUser } from '../../helpers/cli.js';
-import { fund, ledger, sandbox } from '../../helpers/sandbox.js';
+import { commandSession, newUser, userWithWallet, type CliUser } from '../../helpers/processes/cli.js';
+import { fund, ledger, sandbox } from '../../helpers/ledger/sandbox.js';
 
 /**
  * A flag means one thing on every command: --wallet and --account pick the paying account on

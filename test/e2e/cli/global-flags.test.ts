@@ -3,10 +3,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { PASSWORD, userWithWallet, type CliUser, type RunResult } from '../../helpers/cli.js';
-import { DOCS, docBlocks, docText, fencedBlocks } from '../../helpers/docs.js';
-import { onTerminal, ptyMissing } from '../../helpers/pty.js';
-import { fund, sandbox } from '../../helpers/sandbox.js';
+import { PASSWORD, userWithWallet, type CliUser, type RunResult } from '../../helpers/processes/cli.js';
+import { DOCS, docBlocks, docText, fencedBlocks } from '../../helpers/processes/docs.js';
+import { onTerminal, ptyMissing } from '../../helpers/processes/pty.js';
+import { fund, sandbox } from '../../helpers/ledger/sandbox.js';
 
 /**
  * Issue 31, point 14: the flags that mean the same on every command (--profile, --json,

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../../../src/errors.js';
-import { newUser, type CliUser } from '../../helpers/cli.js';
+import { newUser, type CliUser } from '../../helpers/processes/cli.js';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
 

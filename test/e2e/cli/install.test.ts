@@ -7,9 +7,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { validateWork } from '../../../src/work/pow.js';
-import { runCommand, type RunResult } from '../../helpers/cli.js';
-import { docBlocks } from '../../helpers/docs.js';
-import { tempDir } from '../../helpers/temp.js';
+import { runCommand, type RunResult } from '../../helpers/processes/cli.js';
+import { docBlocks } from '../../helpers/processes/docs.js';
+import { tempDir } from '../../helpers/processes/temp.js';
 
 /**
  * The README's install from a tarball, as a user does it: `npm pack` (which builds dist/ through `prepare`), then

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
-import { userWithWallet, type CliUser } from '../../helpers/cli.js';
-import { startFaultyProxy, type FaultyProxy } from '../../helpers/faulty-proxy.js';
-import { onTerminal, ptyMissing } from '../../helpers/pty.js';
-import { sandbox } from '../../helpers/sandbox.js';
+import { userWithWallet, type CliUser } from '../../helpers/processes/cli.js';
+import { startFaultyProxy, type FaultyProxy } from '../../helpers/network/faulty-proxy.js';
+import { onTerminal, ptyMissing } from '../../helpers/processes/pty.js';
+import { sandbox } from '../../helpers/ledger/sandbox.js';
 
 // A service that never answers: the balance route of the service hangs behind the proxy (it accepts the
 // request and says nothing). Every other route passes, so the wallet exists and only the wait is tested.

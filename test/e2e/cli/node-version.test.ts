@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { BIN } from '../../helpers/cli.js';
+import { BIN } from '../../helpers/processes/cli.js';
 
 const NODE_20 = fileURLToPath(new URL('../../fixtures/node-20.mjs', import.meta.url));
 

@@ -3,8 +3,8 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { runCommand } from '../../helpers/cli.js';
-import { tempDir } from '../../helpers/temp.js';
+import { runCommand } from '../../helpers/processes/cli.js';
+import { tempDir } from '../../helpers/processes/temp.js';
 
 /**
  * docs/reference.md is generated from the command definitions (scripts/write-reference.mjs, `npm run docs`): a new

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { BIN } from '../../helpers/cli.js';
-import { tempDir } from '../../helpers/temp.js';
+import { BIN } from '../../helpers/processes/cli.js';
+import { tempDir } from '../../helpers/processes/temp.js';
 
 /** Starts `nanopay sandbox` like a user, returning its URL (from --json) and a way to stop it. */
 async function startCommand(dataDir: string): Promise<{ url: string; stop(): Promise<number | null> }> {

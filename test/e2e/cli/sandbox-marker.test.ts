@@ -2,12 +2,12 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
-import { startCheckout } from '../../helpers/browser.js';
-import { BIN, newUser, userWithWallet, type CliUser } from '../../helpers/cli.js';
-import { docText } from '../../helpers/docs.js';
-import { startFaultyProxy, type FaultyProxy } from '../../helpers/faulty-proxy.js';
-import { sandbox } from '../../helpers/sandbox.js';
-import { startServe } from '../../helpers/serve.js';
+import { startCheckout } from '../../helpers/network/browser.js';
+import { BIN, newUser, userWithWallet, type CliUser } from '../../helpers/processes/cli.js';
+import { docText } from '../../helpers/processes/docs.js';
+import { startFaultyProxy, type FaultyProxy } from '../../helpers/network/faulty-proxy.js';
+import { sandbox } from '../../helpers/ledger/sandbox.js';
+import { startServe } from '../../helpers/processes/serve.js';
 
 // Test money must never pass for real money: the sandbox says what it is on every answer, and every
 // command that used its answers says so. A service that does not say it (here the sandbox behind a

@@ -5,8 +5,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Config } from '@oclif/core';
 import { describe, expect, it } from 'vitest';
 import NanopayHelp from '../../../src/cli/help.js';
-import { BIN, newUser, type RunResult } from '../../helpers/cli.js';
-import { tempDir } from '../../helpers/temp.js';
+import { BIN, newUser, type RunResult } from '../../helpers/processes/cli.js';
+import { tempDir } from '../../helpers/processes/temp.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const ADDRESS = 'nano_3t6k35gi95xu6tergt6p69ck76ogmitsa8mnijtpxm9fkcm736xtoncuohr3';

@@ -4,10 +4,10 @@ import { requestPayment } from '../../../src/ops/requests/payments.js';
 import { Session } from '../../../src/ops/session.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { PASSWORD, newUser, userWithWallet } from '../../helpers/cli.js';
-import { onTerminal, ptyMissing } from '../../helpers/pty.js';
-import { fund, ledger, sandbox } from '../../helpers/sandbox.js';
-import { tempDir } from '../../helpers/temp.js';
+import { PASSWORD, newUser, userWithWallet } from '../../helpers/processes/cli.js';
+import { onTerminal, ptyMissing } from '../../helpers/processes/pty.js';
+import { fund, ledger, sandbox } from '../../helpers/ledger/sandbox.js';
+import { tempDir } from '../../helpers/processes/temp.js';
 
 // On a real pseudo-terminal: spinners, prompts and Ctrl-C as a user meets them. Proof of work at the
 // live thresholds only where a search must outlast a keystroke; elsewhere at the dev ones, which cost nothing.

@@ -8,14 +8,14 @@ import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { KeyStore } from '../../../src/wallet/keystore.js';
 import { keystorePath } from '../../../src/wallet/paths.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { fundedUser } from '../../helpers/backend-users.js';
-import { PASSWORD, newUser, runCli, runCommand, type RunResult } from '../../helpers/cli.js';
-import { docBlocks, docText, pathWithNanopay, type DocBlock } from '../../helpers/docs.js';
-import { postgresUnavailable, startPostgres } from '../../helpers/postgres.js';
-import { onTerminal, ptyMissing } from '../../helpers/pty.js';
-import { sandbox } from '../../helpers/sandbox.js';
-import { startCommand, type RunningCommand } from '../../helpers/serve.js';
-import { tempDir } from '../../helpers/temp.js';
+import { fundedUser } from '../../helpers/ledger/backend-users.js';
+import { PASSWORD, newUser, runCli, runCommand, type RunResult } from '../../helpers/processes/cli.js';
+import { docBlocks, docText, pathWithNanopay, type DocBlock } from '../../helpers/processes/docs.js';
+import { postgresUnavailable, startPostgres } from '../../helpers/ledger/postgres.js';
+import { onTerminal, ptyMissing } from '../../helpers/processes/pty.js';
+import { sandbox } from '../../helpers/ledger/sandbox.js';
+import { startCommand, type RunningCommand } from '../../helpers/processes/serve.js';
+import { tempDir } from '../../helpers/processes/temp.js';
 
 /**
  * docs/operations.md, "Backups and restore", followed as written. A user of the node backend has a seed wallet and a

@@ -3,10 +3,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { runCommand } from '../../helpers/cli.js';
-import { DOCS, docBlocks, fencedBlocks, pathWithNanopay, type DocBlock } from '../../helpers/docs.js';
-import { sandbox } from '../../helpers/sandbox.js';
-import { tempDir } from '../../helpers/temp.js';
+import { runCommand } from '../../helpers/processes/cli.js';
+import { DOCS, docBlocks, fencedBlocks, pathWithNanopay, type DocBlock } from '../../helpers/processes/docs.js';
+import { sandbox } from '../../helpers/ledger/sandbox.js';
+import { tempDir } from '../../helpers/processes/temp.js';
 
 /**
  * The short examples of the guides (blocks marked test=docs-examples), run as a reader runs them after starting the

@@ -6,13 +6,13 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { backendUser } from '../../helpers/backend-users.js';
-import { BIN, PASSWORD } from '../../helpers/cli.js';
-import { docBlocks } from '../../helpers/docs.js';
-import { parsePrometheus, sampleValue } from '../../helpers/prometheus.js';
-import { sandbox } from '../../helpers/sandbox.js';
-import { startCommand } from '../../helpers/serve.js';
-import { tempDir } from '../../helpers/temp.js';
+import { backendUser } from '../../helpers/ledger/backend-users.js';
+import { BIN, PASSWORD } from '../../helpers/processes/cli.js';
+import { docBlocks } from '../../helpers/processes/docs.js';
+import { parsePrometheus, sampleValue } from '../../helpers/network/prometheus.js';
+import { sandbox } from '../../helpers/ledger/sandbox.js';
+import { startCommand } from '../../helpers/processes/serve.js';
+import { tempDir } from '../../helpers/processes/temp.js';
 
 /**
  * docs/operations.md, "systemd": its unit is one systemd reads without a complaint, and the command line and

@@ -4,8 +4,8 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { docBlocks } from '../../helpers/docs.js';
-import { tempDir } from '../../helpers/temp.js';
+import { docBlocks } from '../../helpers/processes/docs.js';
+import { tempDir } from '../../helpers/processes/temp.js';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
 const PORT = 7076;

@@ -7,12 +7,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { payUri } from '../../../src/ops/requests/payments.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { backendUser, fundedUser } from '../../helpers/backend-users.js';
-import { docBlocks } from '../../helpers/docs.js';
-import { sandbox } from '../../helpers/sandbox.js';
-import { startCommand, type RunningCommand } from '../../helpers/serve.js';
-import { tempDir } from '../../helpers/temp.js';
-import { until } from '../../helpers/webhook-receiver.js';
+import { backendUser, fundedUser } from '../../helpers/ledger/backend-users.js';
+import { docBlocks } from '../../helpers/processes/docs.js';
+import { sandbox } from '../../helpers/ledger/sandbox.js';
+import { startCommand, type RunningCommand } from '../../helpers/processes/serve.js';
+import { tempDir } from '../../helpers/processes/temp.js';
+import { until } from '../../helpers/network/webhook-receiver.js';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
 

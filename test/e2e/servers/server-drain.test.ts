@@ -7,11 +7,11 @@ import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { createShopRequest } from '../../../src/shop/create.js';
 import type { WebhookEvent } from '../../../src/store/shop.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { backendUser, fundedUser, type BackendUser } from '../../helpers/backend-users.js';
-import { parsePrometheus, sampleValue } from '../../helpers/prometheus.js';
-import { sandbox } from '../../helpers/sandbox.js';
-import { startCommand, type RunningCommand } from '../../helpers/serve.js';
-import { startWebhookReceiver, until, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { backendUser, fundedUser, type BackendUser } from '../../helpers/ledger/backend-users.js';
+import { parsePrometheus, sampleValue } from '../../helpers/network/prometheus.js';
+import { sandbox } from '../../helpers/ledger/sandbox.js';
+import { startCommand, type RunningCommand } from '../../helpers/processes/serve.js';
+import { startWebhookReceiver, until, type WebhookReceiver } from '../../helpers/network/webhook-receiver.js';
 
 /**
  * SIGTERM (and Ctrl-C) on the built CLI's servers: no new connections, answers and webhook deliveries in flight

@@ -6,11 +6,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { backendUser, userSession, type BackendUser } from '../../helpers/backend-users.js';
-import { userWithWallet, type CliUser } from '../../helpers/cli.js';
-import { sandbox } from '../../helpers/sandbox.js';
-import { startCommand, type RunningCommand } from '../../helpers/serve.js';
-import { tempDir } from '../../helpers/temp.js';
+import { backendUser, userSession, type BackendUser } from '../../helpers/ledger/backend-users.js';
+import { userWithWallet, type CliUser } from '../../helpers/processes/cli.js';
+import { sandbox } from '../../helpers/ledger/sandbox.js';
+import { startCommand, type RunningCommand } from '../../helpers/processes/serve.js';
+import { tempDir } from '../../helpers/processes/temp.js';
 
 /**
  * --log-format json on every server of the built CLI: one JSON object a line on stderr (time, level, event, and for

@@ -7,20 +7,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { payUri } from '../../../src/ops/requests/payments.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { startAgentProcess } from '../../helpers/agent.js';
-import { backendUser, fundedUser } from '../../helpers/backend-users.js';
-import { runCli, userWithWallet } from '../../helpers/cli.js';
-import { nodeMerchantAndCustomer } from '../../helpers/node-users.js';
-import { parsePrometheus, sampleValue, type PromFamily } from '../../helpers/prometheus.js';
-import { sandbox } from '../../helpers/sandbox.js';
-import { startCommand, startServe, type RunningCommand } from '../../helpers/serve.js';
-import { tempDir } from '../../helpers/temp.js';
-import { startWebhookReceiver, until } from '../../helpers/webhook-receiver.js';
+import { startAgentProcess } from '../../helpers/network/agent.js';
+import { backendUser, fundedUser } from '../../helpers/ledger/backend-users.js';
+import { runCli, userWithWallet } from '../../helpers/processes/cli.js';
+import { nodeMerchantAndCustomer } from '../../helpers/ledger/node-users.js';
+import { parsePrometheus, sampleValue, type PromFamily } from '../../helpers/network/prometheus.js';
+import { sandbox } from '../../helpers/ledger/sandbox.js';
+import { startCommand, startServe, type RunningCommand } from '../../helpers/processes/serve.js';
+import { tempDir } from '../../helpers/processes/temp.js';
+import { startWebhookReceiver, until } from '../../helpers/network/webhook-receiver.js';
 
 /**
  * What an operator asks of each server run by the built CLI: GET /healthz (the process answers), GET /readyz (its
  * store and backend answer; 503 with the reason otherwise), GET /metrics in the Prometheus text format, read back
- * by a strict parser (test/helpers/prometheus.ts), behind the token or on --metrics-listen.
+ * by a strict parser (test/helpers/network/prometheus.ts), behind the token or on --metrics-listen.
  */
 let sb: RunningSandbox;
 /** Every request the sandbox (the backend) answered. */

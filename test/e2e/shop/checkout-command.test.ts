@@ -3,11 +3,11 @@ import { NanoPayError } from '../../../src/errors.js';
 import { openCheckout } from '../../../src/ops/requests/checkout.js';
 import { requestPayment } from '../../../src/ops/requests/payments.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
-import { userSession } from '../../helpers/backend-users.js';
-import { startCheckout } from '../../helpers/browser.js';
-import { userWithWallet, type CliUser } from '../../helpers/cli.js';
-import { startFaultyProxy } from '../../helpers/faulty-proxy.js';
-import { sandbox } from '../../helpers/sandbox.js';
+import { userSession } from '../../helpers/ledger/backend-users.js';
+import { startCheckout } from '../../helpers/network/browser.js';
+import { userWithWallet, type CliUser } from '../../helpers/processes/cli.js';
+import { startFaultyProxy } from '../../helpers/network/faulty-proxy.js';
+import { sandbox } from '../../helpers/ledger/sandbox.js';
 
 // `nanopay checkout` on the service backend as a child process; the requests it serves are made in-process
 // (request has its own tests), and so are the refusals its front end adds nothing to.

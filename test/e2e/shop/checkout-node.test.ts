@@ -8,11 +8,11 @@ import { payUri, paymentStatus, requestPayment } from '../../../src/ops/requests
 import { send } from '../../../src/ops/spending/send.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { userSession } from '../../helpers/backend-users.js';
-import { startCheckout } from '../../helpers/browser.js';
-import type { CliUser } from '../../helpers/cli.js';
-import { nodeMerchantAndCustomer } from '../../helpers/node-users.js';
-import { sandbox } from '../../helpers/sandbox.js';
+import { userSession } from '../../helpers/ledger/backend-users.js';
+import { startCheckout } from '../../helpers/network/browser.js';
+import type { CliUser } from '../../helpers/processes/cli.js';
+import { nodeMerchantAndCustomer } from '../../helpers/ledger/node-users.js';
+import { sandbox } from '../../helpers/ledger/sandbox.js';
 
 /**
  * The checkout page on the node backend: requests nanopay keeps, its own exact matching, and the WebSocket.

@@ -4,11 +4,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { backendUser } from '../../helpers/backend-users.js';
-import { newUser, type CliUser, type RunResult } from '../../helpers/cli.js';
-import { postgresUnavailable, startPostgres, type PostgresCluster } from '../../helpers/postgres.js';
-import { sandbox } from '../../helpers/sandbox.js';
-import { startCommand } from '../../helpers/serve.js';
+import { backendUser } from '../../helpers/ledger/backend-users.js';
+import { newUser, type CliUser, type RunResult } from '../../helpers/processes/cli.js';
+import { postgresUnavailable, startPostgres, type PostgresCluster } from '../../helpers/ledger/postgres.js';
+import { sandbox } from '../../helpers/ledger/sandbox.js';
+import { startCommand } from '../../helpers/processes/serve.js';
 
 /**
  * Issue 31, point 10: a database password, in whatever form it is written in the URL (user:pass@,

@@ -3,8 +3,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { ShopRequest } from '../../../src/store/shop.js';
 import type { SqliteStore } from '../../../src/store/sqlite.js';
 import type { Store } from '../../../src/store/store.js';
-import { runWithCappedHeap } from '../../helpers/capped-heap.js';
-import { commandSession, newUser } from '../../helpers/cli.js';
+import { runWithCappedHeap } from '../../helpers/processes/capped-heap.js';
+import { commandSession, newUser } from '../../helpers/processes/cli.js';
 
 /**
  * requests export is streamed (issue 33, point 3): the built CLI exports a store of 10,000 shop requests,

@@ -5,11 +5,11 @@ import { payUri } from '../../../src/ops/requests/payments.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import type { SqliteStore } from '../../../src/store/sqlite.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { BACKENDS, backendUser, fundedUser, type BackendUser } from '../../helpers/backend-users.js';
-import { ratesBody, startRateSource, type RateSource } from '../../helpers/rate-source.js';
-import { sandbox } from '../../helpers/sandbox.js';
-import { startCommand, type RunningCommand } from '../../helpers/serve.js';
-import { startWebhookReceiver, until, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { BACKENDS, backendUser, fundedUser, type BackendUser } from '../../helpers/ledger/backend-users.js';
+import { ratesBody, startRateSource, type RateSource } from '../../helpers/network/rate-source.js';
+import { sandbox } from '../../helpers/ledger/sandbox.js';
+import { startCommand, type RunningCommand } from '../../helpers/processes/serve.js';
+import { startWebhookReceiver, until, type WebhookReceiver } from '../../helpers/network/webhook-receiver.js';
 
 /**
  * Prices in the shop's currency (issue 33, point 2), through the built CLI and checkout serve's API on both

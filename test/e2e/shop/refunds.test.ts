@@ -7,12 +7,12 @@ import { receive } from '../../../src/ops/account/receive.js';
 import { payUri } from '../../../src/ops/requests/payments.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { BACKENDS, backendUser, fundedUser, type Backend, type BackendUser } from '../../helpers/backend-users.js';
-import { BIN } from '../../helpers/cli.js';
-import { startFaultyProxy } from '../../helpers/faulty-proxy.js';
-import { ledger, sandbox } from '../../helpers/sandbox.js';
-import { startCommand, type RunningCommand } from '../../helpers/serve.js';
-import { startWebhookReceiver, until, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { BACKENDS, backendUser, fundedUser, type Backend, type BackendUser } from '../../helpers/ledger/backend-users.js';
+import { BIN } from '../../helpers/processes/cli.js';
+import { startFaultyProxy } from '../../helpers/network/faulty-proxy.js';
+import { ledger, sandbox } from '../../helpers/ledger/sandbox.js';
+import { startCommand, type RunningCommand } from '../../helpers/processes/serve.js';
+import { startWebhookReceiver, until, type WebhookReceiver } from '../../helpers/network/webhook-receiver.js';
 
 /**
  * nanopay refund (issue 33, part 1) through the built CLI and the shop's API, on both of the sandbox's backends:

@@ -4,12 +4,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { payUri } from '../../../src/ops/requests/payments.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { BACKENDS, backendUser, fundedUser, type BackendUser } from '../../helpers/backend-users.js';
-import { docBlocks } from '../../helpers/docs.js';
-import { startRateSource, type RateSource } from '../../helpers/rate-source.js';
-import { sandbox } from '../../helpers/sandbox.js';
-import { startCommand, type RunningCommand } from '../../helpers/serve.js';
-import { until } from '../../helpers/webhook-receiver.js';
+import { BACKENDS, backendUser, fundedUser, type BackendUser } from '../../helpers/ledger/backend-users.js';
+import { docBlocks } from '../../helpers/processes/docs.js';
+import { startRateSource, type RateSource } from '../../helpers/network/rate-source.js';
+import { sandbox } from '../../helpers/ledger/sandbox.js';
+import { startCommand, type RunningCommand } from '../../helpers/processes/serve.js';
+import { until } from '../../helpers/network/webhook-receiver.js';
 
 /**
  * Exports for the accountant (issue 33, point 3): `nanopay requests export` (the built CLI) and

@@ -5,12 +5,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { payUri } from '../../../src/ops/requests/payments.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { backendUser, fundedUser } from '../../helpers/backend-users.js';
-import { postgresUnavailable, startPostgres, type PostgresCluster } from '../../helpers/postgres.js';
-import { parsePrometheus, sampleValue, type PromFamily } from '../../helpers/prometheus.js';
-import { sandbox } from '../../helpers/sandbox.js';
-import { startCommand, type RunningCommand } from '../../helpers/serve.js';
-import { startWebhookReceiver, until, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { backendUser, fundedUser } from '../../helpers/ledger/backend-users.js';
+import { postgresUnavailable, startPostgres, type PostgresCluster } from '../../helpers/ledger/postgres.js';
+import { parsePrometheus, sampleValue, type PromFamily } from '../../helpers/network/prometheus.js';
+import { sandbox } from '../../helpers/ledger/sandbox.js';
+import { startCommand, type RunningCommand } from '../../helpers/processes/serve.js';
+import { startWebhookReceiver, until, type WebhookReceiver } from '../../helpers/network/webhook-receiver.js';
 
 /**
  * Two `checkout serve` processes of one shop on one PostgreSQL database (node backend), both with the

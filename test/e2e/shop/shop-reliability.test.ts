@@ -3,10 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { payUri } from '../../../src/ops/requests/payments.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { backendUser, fundedUser, type BackendUser } from '../../helpers/backend-users.js';
-import { sandbox } from '../../helpers/sandbox.js';
-import { startCommand, type RunningCommand } from '../../helpers/serve.js';
-import { startWebhookReceiver, until, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { backendUser, fundedUser, type BackendUser } from '../../helpers/ledger/backend-users.js';
+import { sandbox } from '../../helpers/ledger/sandbox.js';
+import { startCommand, type RunningCommand } from '../../helpers/processes/serve.js';
+import { startWebhookReceiver, until, type WebhookReceiver } from '../../helpers/network/webhook-receiver.js';
 
 /**
  * The shop server killed with SIGKILL at random moments while customers pay, its webhook endpoint down

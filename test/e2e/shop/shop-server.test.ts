@@ -5,10 +5,10 @@ import { payUri } from '../../../src/ops/requests/payments.js';
 import { createShopRequest } from '../../../src/shop/create.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { BACKENDS, backendUser, fundedUser, type BackendUser } from '../../helpers/backend-users.js';
-import { sandbox } from '../../helpers/sandbox.js';
-import { startCommand, type RunningCommand } from '../../helpers/serve.js';
-import { startWebhookReceiver, until, type WebhookReceiver } from '../../helpers/webhook-receiver.js';
+import { BACKENDS, backendUser, fundedUser, type BackendUser } from '../../helpers/ledger/backend-users.js';
+import { sandbox } from '../../helpers/ledger/sandbox.js';
+import { startCommand, type RunningCommand } from '../../helpers/processes/serve.js';
+import { startWebhookReceiver, until, type WebhookReceiver } from '../../helpers/network/webhook-receiver.js';
 
 /**
  * `nanopay checkout serve` as a shop runs it: the built CLI in a child process on the sandbox (both

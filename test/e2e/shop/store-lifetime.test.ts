@@ -1,8 +1,8 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCommand, type RunResult } from '../../helpers/cli.js';
-import { tempDir } from '../../helpers/temp.js';
+import { runCommand, type RunResult } from '../../helpers/processes/cli.js';
+import { tempDir } from '../../helpers/processes/temp.js';
 
 /**
  * The SQLite store in a process of its own, as a user's program runs it: many statements, each left to the garbage

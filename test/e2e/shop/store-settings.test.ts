@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { newUser } from '../../helpers/cli.js';
+import { newUser } from '../../helpers/processes/cli.js';
 
 describe('database-url', () => {
   it('is set without a password, which goes to PGPASSWORD or ~/.pgpass; config.json never holds one', async () => {

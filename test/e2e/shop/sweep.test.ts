@@ -4,12 +4,12 @@ import { addressToPublicKey, xnoToRaw } from '../../../src/nano/index.js';
 import { payUri } from '../../../src/ops/requests/payments.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { backendUser, fundedUser, type BackendUser } from '../../helpers/backend-users.js';
-import { BIN } from '../../helpers/cli.js';
-import { startFaultyProxy } from '../../helpers/faulty-proxy.js';
-import { ledger, sandbox } from '../../helpers/sandbox.js';
-import { startCommand } from '../../helpers/serve.js';
-import { until } from '../../helpers/webhook-receiver.js';
+import { backendUser, fundedUser, type BackendUser } from '../../helpers/ledger/backend-users.js';
+import { BIN } from '../../helpers/processes/cli.js';
+import { startFaultyProxy } from '../../helpers/network/faulty-proxy.js';
+import { ledger, sandbox } from '../../helpers/ledger/sandbox.js';
+import { startCommand } from '../../helpers/processes/serve.js';
+import { until } from '../../helpers/network/webhook-receiver.js';
 
 /**
  * nanopay sweep (issue 33, part 4) through the built CLI on the sandbox's node: the takings of the fresh accounts go

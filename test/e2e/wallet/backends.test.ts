@@ -3,9 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RAW_PER_XNO, xnoToRaw } from '../../../src/nano/index.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { backendUser, fundedUser } from '../../helpers/backend-users.js';
-import { BIN, type PaymentRequest } from '../../helpers/cli.js';
-import { fund, ledger, sandbox } from '../../helpers/sandbox.js';
+import { backendUser, fundedUser } from '../../helpers/ledger/backend-users.js';
+import { BIN, type PaymentRequest } from '../../helpers/processes/cli.js';
+import { fund, ledger, sandbox } from '../../helpers/ledger/sandbox.js';
 
 /**
  * The money commands against one sandbox that speaks both backends. The

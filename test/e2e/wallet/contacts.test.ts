@@ -6,9 +6,9 @@ import { buildNanoUri, publicKeyToAddress, xnoToRaw } from '../../../src/nano/in
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { findTool, runTool } from '../../../src/toolset/tools.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { commandSession, userWithWallet, type CliUser } from '../../helpers/cli.js';
-import { onTerminal, ptyMissing } from '../../helpers/pty.js';
-import { ledger, sandbox } from '../../helpers/sandbox.js';
+import { commandSession, userWithWallet, type CliUser } from '../../helpers/processes/cli.js';
+import { onTerminal, ptyMissing } from '../../helpers/processes/pty.js';
+import { ledger, sandbox } from '../../helpers/ledger/sandbox.js';
 
 /**
  * Contacts: names for addresses, per profile, in a private file; send @NAME and donate --to @NAME

@@ -7,10 +7,10 @@ import { receive } from '../../../src/ops/account/receive.js';
 import { payUri, paymentStatus, requestPayment } from '../../../src/ops/requests/payments.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { BACKENDS, backendUser, fundedUser, userSession, type BackendUser } from '../../helpers/backend-users.js';
-import { newUser } from '../../helpers/cli.js';
-import { startFaultyProxy } from '../../helpers/faulty-proxy.js';
-import { ledger, sandbox } from '../../helpers/sandbox.js';
+import { BACKENDS, backendUser, fundedUser, userSession, type BackendUser } from '../../helpers/ledger/backend-users.js';
+import { newUser } from '../../helpers/processes/cli.js';
+import { startFaultyProxy } from '../../helpers/network/faulty-proxy.js';
+import { ledger, sandbox } from '../../helpers/ledger/sandbox.js';
 
 /**
  * history: sends, receives and representative changes, newest first, with amount, counterparty,

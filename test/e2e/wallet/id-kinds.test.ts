@@ -4,10 +4,10 @@ import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { SendLog, type SendRecord } from '../../../src/wallet/send-log.js';
 import { stateDir } from '../../../src/wallet/paths.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { fundedUser, type BackendUser } from '../../helpers/backend-users.js';
-import { nodeMerchantAndCustomer } from '../../helpers/node-users.js';
-import { ledger, sandbox } from '../../helpers/sandbox.js';
-import { startCommand } from '../../helpers/serve.js';
+import { fundedUser, type BackendUser } from '../../helpers/ledger/backend-users.js';
+import { nodeMerchantAndCustomer } from '../../helpers/ledger/node-users.js';
+import { ledger, sandbox } from '../../helpers/ledger/sandbox.js';
+import { startCommand } from '../../helpers/processes/serve.js';
 
 /**
  * Issue 31, point 12: one --id is one payment of one kind. A key first used for a send and then given

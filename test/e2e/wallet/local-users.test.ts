@@ -2,13 +2,13 @@ import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
-import { startAgentProcess } from '../../helpers/agent.js';
-import { runCli, userWithWallet, type CliUser } from '../../helpers/cli.js';
-import { addOtherUser, otherUserUnavailable, type AsRequest, type OtherUser } from '../../helpers/other-user.js';
-import { expectEnvelopeError, httpCall } from '../../helpers/raw-http.js';
-import { ledger, sandbox } from '../../helpers/sandbox.js';
-import { startServe } from '../../helpers/serve.js';
-import { tempDir } from '../../helpers/temp.js';
+import { startAgentProcess } from '../../helpers/network/agent.js';
+import { runCli, userWithWallet, type CliUser } from '../../helpers/processes/cli.js';
+import { addOtherUser, otherUserUnavailable, type AsRequest, type OtherUser } from '../../helpers/processes/other-user.js';
+import { expectEnvelopeError, httpCall } from '../../helpers/network/raw-http.js';
+import { ledger, sandbox } from '../../helpers/ledger/sandbox.js';
+import { startServe } from '../../helpers/processes/serve.js';
+import { tempDir } from '../../helpers/processes/temp.js';
 
 // `serve` and `agent` on loopback answer only their own user: other users of the machine are refused (Linux, from
 // the kernel's socket tables), or, where the system cannot tell who connects, need a token nanopay makes. And the

@@ -10,10 +10,10 @@ import { donate } from '../../../src/ops/spending/donate.js';
 import { send } from '../../../src/ops/spending/send.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { userSession } from '../../helpers/backend-users.js';
-import { BIN, userWithWallet, type CliUser } from '../../helpers/cli.js';
-import { startFaultyProxy } from '../../helpers/faulty-proxy.js';
-import { ledger, sandbox } from '../../helpers/sandbox.js';
+import { userSession } from '../../helpers/ledger/backend-users.js';
+import { BIN, userWithWallet, type CliUser } from '../../helpers/processes/cli.js';
+import { startFaultyProxy } from '../../helpers/network/faulty-proxy.js';
+import { ledger, sandbox } from '../../helpers/ledger/sandbox.js';
 import { addressToPublicKey } from '../../../src/nano/index.js';
 
 // A crash is a real process killed at a named moment; what runs next for the account (the rerun that settles the

@@ -6,10 +6,10 @@ import { payUri, requestPayment } from '../../../src/ops/requests/payments.js';
 import { send } from '../../../src/ops/spending/send.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { userSession } from '../../helpers/backend-users.js';
-import { BIN } from '../../helpers/cli.js';
-import { nodeMerchantAndCustomer } from '../../helpers/node-users.js';
-import { sandbox } from '../../helpers/sandbox.js';
+import { userSession } from '../../helpers/ledger/backend-users.js';
+import { BIN } from '../../helpers/processes/cli.js';
+import { nodeMerchantAndCustomer } from '../../helpers/ledger/node-users.js';
+import { sandbox } from '../../helpers/ledger/sandbox.js';
 
 /**
  * Instant detection on the node backend: the WebSocket, its loss, and what is never lost with it.

@@ -6,10 +6,10 @@ import { donate } from '../../../src/ops/spending/donate.js';
 import { requestPayment } from '../../../src/ops/requests/payments.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { BIN, commandSession, userWithWallet, type CliUser } from '../../helpers/cli.js';
-import { startFaultyProxy } from '../../helpers/faulty-proxy.js';
-import { ledger, sandbox } from '../../helpers/sandbox.js';
-import { decodeTerminalQr } from '../../helpers/terminal-qr.js';
+import { BIN, commandSession, userWithWallet, type CliUser } from '../../helpers/processes/cli.js';
+import { startFaultyProxy } from '../../helpers/network/faulty-proxy.js';
+import { ledger, sandbox } from '../../helpers/ledger/sandbox.js';
+import { decodeTerminalQr } from '../../helpers/processes/terminal-qr.js';
 
 let sb: RunningSandbox;
 let merchant: CliUser;

@@ -5,9 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { KeyStore } from '../../../src/wallet/keystore.js';
 import { keystorePath } from '../../../src/wallet/paths.js';
-import { PASSWORD, newUser, runCli, type CliUser } from '../../helpers/cli.js';
-import { sandbox } from '../../helpers/sandbox.js';
-import { tempDir } from '../../helpers/temp.js';
+import { PASSWORD, newUser, runCli, type CliUser } from '../../helpers/processes/cli.js';
+import { sandbox } from '../../helpers/ledger/sandbox.js';
+import { tempDir } from '../../helpers/processes/temp.js';
 
 // Private directories are checked for owner before use, and files that hold secrets (passwords, tokens) must be
 // the user's own and closed to group and others, like ssh's private keys: UNSAFE_PATH (exit 1), with a hint.

@@ -7,9 +7,9 @@ import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
-import { startConnectProxy, type TestProxy } from '../../helpers/connect-proxy.js';
-import { newUser, type CliUser } from '../../helpers/cli.js';
-import { fund, sandbox } from '../../helpers/sandbox.js';
+import { startConnectProxy, type TestProxy } from '../../helpers/network/connect-proxy.js';
+import { newUser, type CliUser } from '../../helpers/processes/cli.js';
+import { fund, sandbox } from '../../helpers/ledger/sandbox.js';
 
 // The service, the node's RPC and WebSocket and the work servers are reached through HTTPS_PROXY /
 // HTTP_PROXY as curl, npm and gh reach them, past NO_PROXY and loopback. "sandbox.test" resolves only

@@ -8,9 +8,9 @@ import { Session } from '../../../src/ops/session.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { keystorePath } from '../../../src/wallet/paths.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { commandSession, newUser, PASSWORD, userWithWallet, type CliUser } from '../../helpers/cli.js';
-import { fund, sandbox } from '../../helpers/sandbox.js';
-import { vectors } from '../../helpers/vectors.js';
+import { commandSession, newUser, PASSWORD, userWithWallet, type CliUser } from '../../helpers/processes/cli.js';
+import { fund, sandbox } from '../../helpers/ledger/sandbox.js';
+import { vectors } from '../../helpers/ledger/vectors.js';
 
 /**
  * One run of each read command through bin/run.js: the front end itself (flags, --json, exit codes).

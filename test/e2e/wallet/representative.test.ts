@@ -4,8 +4,8 @@ import { DEFAULT_REPRESENTATIVE, buildChangeBlock, publicKeyToAddress } from '..
 import { readAccountHead, signAndJournal } from '../../../src/ops/ledger/chain.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { BACKENDS, backendUser, type BackendUser } from '../../helpers/backend-users.js';
-import { fund, ledger, sandbox } from '../../helpers/sandbox.js';
+import { BACKENDS, backendUser, type BackendUser } from '../../helpers/ledger/backend-users.js';
+import { fund, ledger, sandbox } from '../../helpers/ledger/sandbox.js';
 
 /**
  * The representative: a profile setting (validated) that new accounts open with, and

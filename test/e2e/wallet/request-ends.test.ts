@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { backendUser } from '../../helpers/backend-users.js';
-import { sandbox } from '../../helpers/sandbox.js';
+import { backendUser } from '../../helpers/ledger/backend-users.js';
+import { sandbox } from '../../helpers/ledger/sandbox.js';
 
 /** The front end of expiry (flags, text, --json, exit 11) through bin/run.js; the matching itself is test/integration/request-ends.test.ts. */
 let sb: RunningSandbox;

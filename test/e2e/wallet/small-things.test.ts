@@ -4,10 +4,10 @@ import { deriveAccount, generateMnemonic, generateSeed } from '../../../src/nano
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { keystorePath } from '../../../src/wallet/paths.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { backendUser } from '../../helpers/backend-users.js';
-import { newUser, runCli, userWithWallet } from '../../helpers/cli.js';
-import { onTerminal, ptyMissing } from '../../helpers/pty.js';
-import { fund, ledger, sandbox } from '../../helpers/sandbox.js';
+import { backendUser } from '../../helpers/ledger/backend-users.js';
+import { newUser, runCli, userWithWallet } from '../../helpers/processes/cli.js';
+import { onTerminal, ptyMissing } from '../../helpers/processes/pty.js';
+import { fund, ledger, sandbox } from '../../helpers/ledger/sandbox.js';
 
 /** Issue 25, point 13: the small things a user meets at a terminal, through bin/run.js. */
 let sb: RunningSandbox;

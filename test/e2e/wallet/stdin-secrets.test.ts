@@ -2,8 +2,8 @@ import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Session, secretIds } from '../../../src/ops/session.js';
-import { newUser, PASSWORD, type CliUser } from '../../helpers/cli.js';
-import { vectors } from '../../helpers/vectors.js';
+import { newUser, PASSWORD, type CliUser } from '../../helpers/processes/cli.js';
+import { vectors } from '../../helpers/ledger/vectors.js';
 
 // Secrets read from stdin through bin/run.js with real stdin (issue 24, point 13): a secret is everything after
 // the password line, over any number of lines. Nothing here talks to the service, so no sandbox runs.

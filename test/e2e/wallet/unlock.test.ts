@@ -12,10 +12,10 @@ import { lock, unlock, type UnlockResult } from '../../../src/ops/profile/unlock
 import { createWallet, exportWallet } from '../../../src/ops/profile/wallet.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { newUser, PASSWORD, type CliUser } from '../../helpers/cli.js';
-import { onTerminal, ptyMissing } from '../../helpers/pty.js';
-import { sandbox } from '../../helpers/sandbox.js';
-import { alive, remoteWallet, sessionOf, socketOf, unlockInProcess, waitUntil } from '../../helpers/unlocked.js';
+import { newUser, PASSWORD, type CliUser } from '../../helpers/processes/cli.js';
+import { onTerminal, ptyMissing } from '../../helpers/processes/pty.js';
+import { sandbox } from '../../helpers/ledger/sandbox.js';
+import { alive, remoteWallet, sessionOf, socketOf, unlockInProcess, waitUntil } from '../../helpers/processes/unlocked.js';
 
 // `nanopay unlock` / `lock` through the built bin/run.js against a real sandbox: what the commands themselves do
 // (flags, exit codes, messages, --json, the prompt). Setup, and checks the front end adds nothing to, run

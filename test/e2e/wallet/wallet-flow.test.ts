@@ -12,9 +12,9 @@ import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { KeyStore } from '../../../src/wallet/keystore.js';
 import { keystorePath } from '../../../src/wallet/paths.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { commandSession, newUser, PASSWORD, userWithWallet, type CliUser } from '../../helpers/cli.js';
-import { fund, ledger, sandbox } from '../../helpers/sandbox.js';
-import { tempDir } from '../../helpers/temp.js';
+import { commandSession, newUser, PASSWORD, userWithWallet, type CliUser } from '../../helpers/processes/cli.js';
+import { fund, ledger, sandbox } from '../../helpers/ledger/sandbox.js';
+import { tempDir } from '../../helpers/processes/temp.js';
 
 // Wallets and money through bin/run.js where the front end is the subject (flags, stdin, exit codes, output);
 // what only the operations decide runs in-process through commandSession, as one more command of the user's would.

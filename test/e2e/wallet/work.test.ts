@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { validateWork } from '../../../src/work/index.js';
-import { userWithWallet, type CliUser } from '../../helpers/cli.js';
-import { sandbox } from '../../helpers/sandbox.js';
+import { userWithWallet, type CliUser } from '../../helpers/processes/cli.js';
+import { sandbox } from '../../helpers/ledger/sandbox.js';
 
 let sb: RunningSandbox;
 let user: CliUser;

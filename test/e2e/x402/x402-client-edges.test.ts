@@ -13,11 +13,11 @@ import { x402Middleware } from '../../../src/x402/middleware.js';
 import { nanoRequirement } from '../../../src/x402/nano-exact.js';
 import { Paywall } from '../../../src/x402/paywall.js';
 import { encodeHeader } from '../../../src/x402/protocol.js';
-import { userSession } from '../../helpers/backend-users.js';
-import { PASSWORD, type CliUser } from '../../helpers/cli.js';
-import { nodeMerchantAndCustomer } from '../../helpers/node-users.js';
-import { sandbox } from '../../helpers/sandbox.js';
-import { sandboxSettler } from '../../helpers/x402.js';
+import { userSession } from '../../helpers/ledger/backend-users.js';
+import { PASSWORD, type CliUser } from '../../helpers/processes/cli.js';
+import { nodeMerchantAndCustomer } from '../../helpers/ledger/node-users.js';
+import { sandbox } from '../../helpers/ledger/sandbox.js';
+import { sandboxSettler } from '../../helpers/ledger/x402.js';
 
 let sb: RunningSandbox;
 let customer: CliUser;

@@ -13,11 +13,11 @@ import { NanoPay } from '../../../src/sdk/nanopay.js';
 import { nanoRequirement } from '../../../src/x402/nano-exact.js';
 import { signCheque } from '../../../src/x402/client.js';
 import { nanoExactClientScheme, nanoExactServerScheme } from '../../../src/x402/schemes.js';
-import { userSession } from '../../helpers/backend-users.js';
-import { PASSWORD, type CliUser } from '../../helpers/cli.js';
-import { nodeMerchantAndCustomer } from '../../helpers/node-users.js';
-import { sandbox } from '../../helpers/sandbox.js';
-import { startCommand, type RunningCommand } from '../../helpers/serve.js';
+import { userSession } from '../../helpers/ledger/backend-users.js';
+import { PASSWORD, type CliUser } from '../../helpers/processes/cli.js';
+import { nodeMerchantAndCustomer } from '../../helpers/ledger/node-users.js';
+import { sandbox } from '../../helpers/ledger/sandbox.js';
+import { startCommand, type RunningCommand } from '../../helpers/processes/serve.js';
 
 let sb: RunningSandbox;
 let merchant: CliUser;

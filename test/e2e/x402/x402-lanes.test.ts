@@ -11,11 +11,11 @@ import { addressToPublicKey, xnoToRaw } from '../../../src/nano/index.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { NanoPay } from '../../../src/sdk/nanopay.js';
 import { nanoExactClientScheme } from '../../../src/x402/schemes.js';
-import { BIN, PASSWORD, type CliUser } from '../../helpers/cli.js';
-import { fundedUser } from '../../helpers/backend-users.js';
-import { ledger, sandbox } from '../../helpers/sandbox.js';
-import type { RunningCommand } from '../../helpers/serve.js';
-import { paywallShop } from '../../helpers/x402.js';
+import { BIN, PASSWORD, type CliUser } from '../../helpers/processes/cli.js';
+import { fundedUser } from '../../helpers/ledger/backend-users.js';
+import { ledger, sandbox } from '../../helpers/ledger/sandbox.js';
+import type { RunningCommand } from '../../helpers/processes/serve.js';
+import { paywallShop } from '../../helpers/ledger/x402.js';
 
 /** An API to sell: /data answers at once; /hold/… waits until the test answers it. */
 interface Upstream {

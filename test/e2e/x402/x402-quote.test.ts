@@ -8,10 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { xnoToRaw } from '../../../src/nano/index.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { NanoPay } from '../../../src/sdk/nanopay.js';
-import { BIN, PASSWORD, type CliUser } from '../../helpers/cli.js';
-import { nodeMerchantAndCustomer } from '../../helpers/node-users.js';
-import { ledger, sandbox } from '../../helpers/sandbox.js';
-import { startCommand, type RunningCommand } from '../../helpers/serve.js';
+import { BIN, PASSWORD, type CliUser } from '../../helpers/processes/cli.js';
+import { nodeMerchantAndCustomer } from '../../helpers/ledger/node-users.js';
+import { ledger, sandbox } from '../../helpers/ledger/sandbox.js';
+import { startCommand, type RunningCommand } from '../../helpers/processes/serve.js';
 
 let sb: RunningSandbox;
 let upstream: Server;

@@ -8,11 +8,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NodeClient } from '../../../src/api/node-client.js';
 import { xnoToRaw } from '../../../src/nano/index.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
-import { BIN, PASSWORD, userWithWallet, type CliUser } from '../../helpers/cli.js';
-import { sandbox } from '../../helpers/sandbox.js';
-import type { RunningCommand } from '../../helpers/serve.js';
-import { onTerminal, ptyMissing } from '../../helpers/pty.js';
-import { userSession } from '../../helpers/backend-users.js';
+import { BIN, PASSWORD, userWithWallet, type CliUser } from '../../helpers/processes/cli.js';
+import { sandbox } from '../../helpers/ledger/sandbox.js';
+import type { RunningCommand } from '../../helpers/processes/serve.js';
+import { onTerminal, ptyMissing } from '../../helpers/processes/pty.js';
+import { userSession } from '../../helpers/ledger/backend-users.js';
 import { findTool, runTool } from '../../../src/toolset/tools.js';
 import { hashBlock, workRoot, type StateBlock } from '../../../src/nano/index.js';
 import { decodeHeader, encodeHeader } from '../../../src/x402/protocol.js';
@@ -23,7 +23,7 @@ import { Session } from '../../../src/ops/session.js';
 import { nanoRequirement } from '../../../src/x402/nano-exact.js';
 import { x402Middleware } from '../../../src/x402/middleware.js';
 import { Paywall } from '../../../src/x402/paywall.js';
-import { paywallShop, sandboxSettler } from '../../helpers/x402.js';
+import { paywallShop, sandboxSettler } from '../../helpers/ledger/x402.js';
 
 /** An API to sell: /report answers, /fail fails, /hold waits until the test lets it answer (with `held`'s status). */
 interface Upstream {

@@ -9,9 +9,9 @@ import { receive } from '../../../src/ops/account/receive.js';
 import { send } from '../../../src/ops/spending/send.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { BACKENDS, backendUser, fundedUser, userSession, type Backend } from '../../helpers/backend-users.js';
-import { fund, ledger, sandbox } from '../../helpers/sandbox.js';
-import { failure } from '../../helpers/failure.js';
+import { BACKENDS, backendUser, fundedUser, userSession, type Backend } from '../../helpers/ledger/backend-users.js';
+import { fund, ledger, sandbox } from '../../helpers/ledger/sandbox.js';
+import { failure } from '../../helpers/processes/failure.js';
 
 /**
  * The main money flow, the same bodies once per backend, in-process: the

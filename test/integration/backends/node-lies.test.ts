@@ -9,10 +9,10 @@ import { Session } from '../../../src/ops/session.js';
 import { createWallet } from '../../../src/ops/profile/wallet.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { failure } from '../../helpers/failure.js';
-import { startFaultyProxy, type Fault, type FaultyProxy } from '../../helpers/faulty-proxy.js';
-import { fund, sandbox } from '../../helpers/sandbox.js';
-import { tempDir } from '../../helpers/temp.js';
+import { failure } from '../../helpers/processes/failure.js';
+import { startFaultyProxy, type Fault, type FaultyProxy } from '../../helpers/network/faulty-proxy.js';
+import { fund, sandbox } from '../../helpers/ledger/sandbox.js';
+import { tempDir } from '../../helpers/processes/temp.js';
 
 /**
  * A merchant on the node backend behind a node that lies: whatever it lists as

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { peerCheckAvailable, peerUid } from '../../../src/http/peer.js';
 import { startHttpServer, type HttpServer } from '../../../src/http/server.js';
-import { expectEnvelopeError, httpCall, rawHttp, type RawReply } from '../../helpers/raw-http.js';
-import { tempDir } from '../../helpers/temp.js';
+import { expectEnvelopeError, httpCall, rawHttp, type RawReply } from '../../helpers/network/raw-http.js';
+import { tempDir } from '../../helpers/processes/temp.js';
 
 // Who is at the other end of a loopback connection, read from the kernel's socket tables (Linux), on real
 // sockets; and the JSON server's `onlyUser` option built on it. A second real user is in test/e2e/wallet/local-users.test.ts.

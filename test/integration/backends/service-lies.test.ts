@@ -17,10 +17,10 @@ import { Session } from '../../../src/ops/session.js';
 import { createRemoteWallet } from '../../../src/ops/profile/wallet.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { startFaultyProxy, type Fault, type FaultyProxy } from '../../helpers/faulty-proxy.js';
-import { fund, sandbox } from '../../helpers/sandbox.js';
-import { failure } from '../../helpers/failure.js';
-import { tempDir } from '../../helpers/temp.js';
+import { startFaultyProxy, type Fault, type FaultyProxy } from '../../helpers/network/faulty-proxy.js';
+import { fund, sandbox } from '../../helpers/ledger/sandbox.js';
+import { failure } from '../../helpers/processes/failure.js';
+import { tempDir } from '../../helpers/processes/temp.js';
 
 /**
  * The operations in-process against the real sandbox behind a proxy that can

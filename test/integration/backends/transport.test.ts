@@ -10,7 +10,7 @@ import { NodeClient } from '../../../src/api/node-client.js';
 import { exchange, type Exchange } from '../../../src/api/transport.js';
 import { NanoPayError } from '../../../src/errors.js';
 import { deriveAccount } from '../../../src/nano/index.js';
-import { tempDirSync } from '../../helpers/temp.js';
+import { tempDirSync } from '../../helpers/processes/temp.js';
 
 /** A request as the server saw it. */
 interface Seen {

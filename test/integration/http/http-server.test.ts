@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NanoPayError } from '../../../src/errors.js';
 import type { LogEntry } from '../../../src/http/log.js';
 import { RESPONDED, startHttpServer, type HttpServer, type HttpServerOptions, type Route } from '../../../src/http/server.js';
-import { disconnectMidBody, expectEnvelopeError, httpCall, rawHttp, sendHostileRequests } from '../../helpers/raw-http.js';
+import { disconnectMidBody, expectEnvelopeError, httpCall, rawHttp, sendHostileRequests } from '../../helpers/network/raw-http.js';
 
 /** Settles when the test says so: lets a test hold a handler in flight. */
 function gate(): { promise: Promise<void>; open: () => void } {

@@ -5,8 +5,8 @@ import { setRepresentative } from '../../../src/ops/account/representative.js';
 import { send } from '../../../src/ops/spending/send.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { fundedUser, type BackendUser } from '../../helpers/backend-users.js';
-import { ledger, sandbox } from '../../helpers/sandbox.js';
+import { fundedUser, type BackendUser } from '../../helpers/ledger/backend-users.js';
+import { ledger, sandbox } from '../../helpers/ledger/sandbox.js';
 
 /** The sandbox's account_history answers in a node's shape (nano-node's json_handler): raw or not, head, offset, reverse. */
 let sb: RunningSandbox;

@@ -13,7 +13,7 @@ import {
 } from '../../../src/nano/index.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { DEV_THRESHOLDS, shutdownWorkers, validateWork } from '../../../src/work/index.js';
-import { SandboxClient, newAccount, sandboxWithClient } from '../../helpers/chain.js';
+import { SandboxClient, newAccount, sandboxWithClient } from '../../helpers/ledger/chain.js';
 
 const XNO = 10n ** 30n;
 let sb: RunningSandbox;

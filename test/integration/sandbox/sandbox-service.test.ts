@@ -6,9 +6,9 @@ import { buildSendBlock, deriveAccount, hashBlock, xnoToRaw, type Account } from
 import { CREDIT_TIERS as TIERS } from '../../../src/api/contract.js';
 import { CREDIT_COSTS, startSandbox, tierPriceRaw, type RunningSandbox } from '../../../src/sandbox/index.js';
 import { DEV_THRESHOLDS, LIVE_THRESHOLDS, shutdownWorkers } from '../../../src/work/index.js';
-import { SandboxClient, newAccount, sandboxWithClient } from '../../helpers/chain.js';
-import { sendHostileRequests } from '../../helpers/raw-http.js';
-import { tempDir } from '../../helpers/temp.js';
+import { SandboxClient, newAccount, sandboxWithClient } from '../../helpers/ledger/chain.js';
+import { sendHostileRequests } from '../../helpers/network/raw-http.js';
+import { tempDir } from '../../helpers/processes/temp.js';
 
 let sb: RunningSandbox;
 let client: SandboxClient;

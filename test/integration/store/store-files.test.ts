@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Session } from '../../../src/ops/session.js';
 import type { RequestRecord } from '../../../src/wallet/requests.js';
-import { runCli } from '../../helpers/cli.js';
+import { runCli } from '../../helpers/processes/cli.js';
 
 /** The profile's files as a user has them: the old JSON requests file, the SQLite store. */
 let root: string;

@@ -15,10 +15,10 @@ import { PostgresStore } from '../../../src/store/postgres.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
 import type { StoreChange } from '../../../src/store/store.js';
 import type { RequestRecord } from '../../../src/wallet/requests.js';
-import { fundedUser } from '../../helpers/backend-users.js';
-import { PASSWORD, newUser } from '../../helpers/cli.js';
-import { postgresUnavailable, startPostgres, type PostgresCluster } from '../../helpers/postgres.js';
-import { sandbox } from '../../helpers/sandbox.js';
+import { fundedUser } from '../../helpers/ledger/backend-users.js';
+import { PASSWORD, newUser } from '../../helpers/processes/cli.js';
+import { postgresUnavailable, startPostgres, type PostgresCluster } from '../../helpers/ledger/postgres.js';
+import { sandbox } from '../../helpers/ledger/sandbox.js';
 
 /**
  * Several instances on one PostgreSQL database, as several `checkout serve`s

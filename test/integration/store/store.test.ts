@@ -13,7 +13,7 @@ import type { RequestRecord } from '../../../src/wallet/requests.js';
 import type { ApprovalRecord, AuditRecord } from '../../../src/store/spending.js';
 import type { ShopRequest, WebhookEvent } from '../../../src/store/shop.js';
 import type { RefundRecord, SweepAccount, SweepRun } from '../../../src/store/refunds.js';
-import { postgresUnavailable, startPostgres, type PostgresCluster } from '../../helpers/postgres.js';
+import { postgresUnavailable, startPostgres, type PostgresCluster } from '../../helpers/ledger/postgres.js';
 
 /**
  * One suite for both stores. Each test opens its own store (a new SQLite file,

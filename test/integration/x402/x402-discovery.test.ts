@@ -7,9 +7,9 @@ import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { Paywall, parseRoute } from '../../../src/x402/paywall.js';
 import { startPaywallServer } from '../../../src/x402/paywall-server.js';
 import { decodeHeader } from '../../../src/x402/protocol.js';
-import { newAccount, sandboxWithClient } from '../../helpers/chain.js';
-import { rawRequest } from '../../helpers/raw-http.js';
-import { sandboxSettler } from '../../helpers/x402.js';
+import { newAccount, sandboxWithClient } from '../../helpers/ledger/chain.js';
+import { rawRequest } from '../../helpers/network/raw-http.js';
+import { sandboxSettler } from '../../helpers/ledger/x402.js';
 
 let sb: RunningSandbox;
 let upstream: Server;

@@ -8,8 +8,8 @@ import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { Paywall } from '../../../src/x402/paywall.js';
 import { x402Middleware } from '../../../src/x402/middleware.js';
 import { decodeHeader, encodeHeader, parsePaymentRequired } from '../../../src/x402/protocol.js';
-import { SandboxClient, newAccount, sandboxWithClient } from '../../helpers/chain.js';
-import { payerAndPayee, paymentFor, sandboxSettler } from '../../helpers/x402.js';
+import { SandboxClient, newAccount, sandboxWithClient } from '../../helpers/ledger/chain.js';
+import { payerAndPayee, paymentFor, sandboxSettler } from '../../helpers/ledger/x402.js';
 
 let sb: RunningSandbox;
 let client: SandboxClient;

@@ -10,9 +10,9 @@ import { Paywall } from '../../../src/x402/paywall.js';
 import { startPaywallServer } from '../../../src/x402/paywall-server.js';
 import { decodeHeader, encodeHeader, parsePaymentRequired } from '../../../src/x402/protocol.js';
 import { FileSettlementRecord } from '../../../src/x402/settlements.js';
-import { SandboxClient, sandboxWithClient } from '../../helpers/chain.js';
-import { tempDir } from '../../helpers/temp.js';
-import { payerAndPayee, paymentFor, requirementOn } from '../../helpers/x402.js';
+import { SandboxClient, sandboxWithClient } from '../../helpers/ledger/chain.js';
+import { tempDir } from '../../helpers/processes/temp.js';
+import { payerAndPayee, paymentFor, requirementOn } from '../../helpers/ledger/x402.js';
 
 // Issue 36: what a paid request asks of the ledger, and how long each step takes. Every check stays: the payer's head
 // is read and its frontier block checked, and a payment counts only from a block the ledger says is confirmed.

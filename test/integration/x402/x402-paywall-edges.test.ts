@@ -11,9 +11,9 @@ import { Paywall, parseRoute } from '../../../src/x402/paywall.js';
 import { startPaywallServer } from '../../../src/x402/paywall-server.js';
 import { decodeHeader, encodeHeader, parsePaymentRequired, type PaymentPayload } from '../../../src/x402/protocol.js';
 import { FileSettlementRecord } from '../../../src/x402/settlements.js';
-import { SandboxClient, newAccount, sandboxWithClient } from '../../helpers/chain.js';
-import { tempDir } from '../../helpers/temp.js';
-import { payerAndPayee, paymentFor } from '../../helpers/x402.js';
+import { SandboxClient, newAccount, sandboxWithClient } from '../../helpers/ledger/chain.js';
+import { tempDir } from '../../helpers/processes/temp.js';
+import { payerAndPayee, paymentFor } from '../../helpers/ledger/x402.js';
 
 /** A server that records every request target it is sent, as sent, and answers 200. */
 interface Recorder {

@@ -9,10 +9,10 @@ import { X402Refusal, verifyNanoPayment } from '../../../src/x402/nano-exact.js'
 import { NanoSettler } from '../../../src/x402/facilitator.js';
 import { FileSettlementRecord } from '../../../src/x402/settlements.js';
 import type { PaymentPayload } from '../../../src/x402/protocol.js';
-import { startFaultyProxy } from '../../helpers/faulty-proxy.js';
+import { startFaultyProxy } from '../../helpers/network/faulty-proxy.js';
 import { NodeClient } from '../../../src/api/node-client.js';
-import { SandboxClient, sandboxWithClient } from '../../helpers/chain.js';
-import { payerAndPayee, paymentFor, requirementOn, sandboxSettler } from '../../helpers/x402.js';
+import { SandboxClient, sandboxWithClient } from '../../helpers/ledger/chain.js';
+import { payerAndPayee, paymentFor, requirementOn, sandboxSettler } from '../../helpers/ledger/x402.js';
 
 let sb: RunningSandbox;
 let client: SandboxClient;

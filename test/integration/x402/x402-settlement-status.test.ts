@@ -8,10 +8,10 @@ import { NanoSettler } from '../../../src/x402/facilitator.js';
 import { startFacilitatorServer } from '../../../src/x402/facilitator-server.js';
 import type { PaymentPayload } from '../../../src/x402/protocol.js';
 import { FileSettlementRecord } from '../../../src/x402/settlements.js';
-import { SandboxClient, sandboxWithClient } from '../../helpers/chain.js';
-import { startFaultyProxy, type FaultyProxy } from '../../helpers/faulty-proxy.js';
-import { tempDir } from '../../helpers/temp.js';
-import { payerAndPayee, paymentFor, requirementOn } from '../../helpers/x402.js';
+import { SandboxClient, sandboxWithClient } from '../../helpers/ledger/chain.js';
+import { startFaultyProxy, type FaultyProxy } from '../../helpers/network/faulty-proxy.js';
+import { tempDir } from '../../helpers/processes/temp.js';
+import { payerAndPayee, paymentFor, requirementOn } from '../../helpers/ledger/x402.js';
 
 let sb: RunningSandbox;
 let client: SandboxClient;

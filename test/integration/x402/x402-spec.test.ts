@@ -11,11 +11,11 @@ import { Paywall } from '../../../src/x402/paywall.js';
 import { profileSettler } from '../../../src/x402/profile-settler.js';
 import { decodeHeader, encodeHeader, parsePaymentRequired, type PaymentPayload } from '../../../src/x402/protocol.js';
 import { FileSettlementRecord } from '../../../src/x402/settlements.js';
-import { SandboxClient, newAccount, sandboxWithClient } from '../../helpers/chain.js';
-import { PASSWORD, newUser } from '../../helpers/cli.js';
-import { startFaultyProxy } from '../../helpers/faulty-proxy.js';
-import { tempDir } from '../../helpers/temp.js';
-import { payerAndPayee, paymentFor, requirementOn } from '../../helpers/x402.js';
+import { SandboxClient, newAccount, sandboxWithClient } from '../../helpers/ledger/chain.js';
+import { PASSWORD, newUser } from '../../helpers/processes/cli.js';
+import { startFaultyProxy } from '../../helpers/network/faulty-proxy.js';
+import { tempDir } from '../../helpers/processes/temp.js';
+import { payerAndPayee, paymentFor, requirementOn } from '../../helpers/ledger/x402.js';
 
 let sb: RunningSandbox;
 let client: SandboxClient;

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ownToken } from '../../../src/cli/server-access.js';
 import { NanoPayError } from '../../../src/errors.js';
-import { tempDir } from '../../helpers/temp.js';
+import { tempDir } from '../../helpers/processes/temp.js';
 
 // A server's token or webhook secret file: made when absent, kept when long enough, never replaced when someone wrote one.
 describe('ownToken', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { METRICS_CONTENT_TYPE, Metrics } from '../../../src/http/metrics.js';
-import { parsePrometheus, sampleValue } from '../../helpers/prometheus.js';
+import { parsePrometheus, sampleValue } from '../../helpers/network/prometheus.js';
 
 describe('metrics in the Prometheus text format 0.0.4', () => {
   it('renders counters, gauges and histograms that a strict reader reads back', async () => {

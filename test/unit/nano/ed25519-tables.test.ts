@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { addressToPublicKey, deriveAccount, signBlock, verifyBlock, type StateBlock } from '../../../src/nano/index.js';
-import { vectors } from '../../helpers/vectors.js';
+import { vectors } from '../../helpers/ledger/vectors.js';
 
 type Vec = Record<string, any>;
 

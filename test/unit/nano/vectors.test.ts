@@ -18,7 +18,7 @@ import {
 } from '../../../src/nano/index.js';
 import { NanoPayError } from '../../../src/errors.js';
 import { verifyMessage } from '../../../src/nano/ed25519.js';
-import { vectors } from '../../helpers/vectors.js';
+import { vectors } from '../../helpers/ledger/vectors.js';
 
 type Vec = Record<string, any>;
 const list = (name: string): Vec[] => vectors[name] as Vec[];

@@ -1,7 +1,7 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { tempDirSync } from '../../helpers/temp.js';
+import { tempDirSync } from '../../helpers/processes/temp.js';
 
 // The check npm test runs on src/ (scripts/unused-exports.mjs), run here on small trees written for each case.
 const { unusedExports } = (await import(new URL('../../../scripts/unused-exports.mjs', import.meta.url).href)) as {

@@ -3,7 +3,7 @@ import { xnoToRaw } from '../../../src/nano/index.js';
 import { evaluate, profilePolicy, stricter, type CountedSpend, type SpendFacts } from '../../../src/ops/spending/policy.js';
 import { replacePolicy } from '../../../src/ops/spending/policy-edit.js';
 import { Session } from '../../../src/ops/session.js';
-import { tempDir } from '../../helpers/temp.js';
+import { tempDir } from '../../helpers/processes/temp.js';
 import type { SpendingPolicy } from '../../../src/wallet/config.js';
 
 const alice = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { ConfigStore } from '../../../src/wallet/config.js';
 import { ensurePrivateDir } from '../../../src/fs/secure-fs.js';
-import { tempDir } from '../../helpers/temp.js';
+import { tempDir } from '../../helpers/processes/temp.js';
 
 let root: string;
 let dir: string;

@@ -3,7 +3,7 @@ import { lstat, mkdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/pr
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { KeyStore } from '../../../src/wallet/keystore.js';
-import { tempDir } from '../../helpers/temp.js';
+import { tempDir } from '../../helpers/processes/temp.js';
 
 let dir: string;
 let path: string;

@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tryLease } from '../../../src/wallet/lock.js';
-import { tempDir } from '../../helpers/temp.js';
+import { tempDir } from '../../helpers/processes/temp.js';
 
 const leaseFile = (pid: number, until: number): string => `${pid}\n${hostname()}\n${new Date().toISOString()}\n${until}\nother`;
 

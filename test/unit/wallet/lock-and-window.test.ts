@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { evaluate, type CountedSpend } from '../../../src/ops/spending/policy.js';
 import { withAccountLock, withKeystoreLock } from '../../../src/wallet/lock.js';
-import { tempDir } from '../../helpers/temp.js';
+import { tempDir } from '../../helpers/processes/temp.js';
 
 const address = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
 const HOUR = 60 * 60 * 1000;

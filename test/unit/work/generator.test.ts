@@ -12,7 +12,7 @@ import {
   validateWork,
   type EngineName,
 } from '../../../src/work/index.js';
-import { vectors } from '../../helpers/vectors.js';
+import { vectors } from '../../helpers/ledger/vectors.js';
 
 type Vec = Record<string, any>;
 

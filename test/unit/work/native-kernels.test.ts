@@ -5,7 +5,7 @@ import { arch } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { workValue } from '../../../src/work/index.js';
-import { vectors } from '../../helpers/vectors.js';
+import { vectors } from '../../helpers/ledger/vectors.js';
 
 /**
  * The native addon is built once for every CPU of its architecture (a Docker image runs

@@ -11,7 +11,7 @@ import {
   workValue,
   type EngineName,
 } from '../../../src/work/index.js';
-import { vectors } from '../../helpers/vectors.js';
+import { vectors } from '../../helpers/ledger/vectors.js';
 
 type Vec = Record<string, any>;
 

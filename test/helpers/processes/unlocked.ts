@@ -1,12 +1,12 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { NanoPayError } from '../../src/errors.js';
-import { receive } from '../../src/ops/account/receive.js';
-import { Session } from '../../src/ops/session.js';
-import { unlock, type UnlockResult } from '../../src/ops/profile/unlock.js';
-import { createRemoteWallet } from '../../src/ops/profile/wallet.js';
+import { NanoPayError } from '../../../src/errors.js';
+import { receive } from '../../../src/ops/account/receive.js';
+import { Session } from '../../../src/ops/session.js';
+import { unlock, type UnlockResult } from '../../../src/ops/profile/unlock.js';
+import { createRemoteWallet } from '../../../src/ops/profile/wallet.js';
 import { PASSWORD, type CliUser } from './cli.js';
-import { fund } from './sandbox.js';
+import { fund } from '../ledger/sandbox.js';
 
 // The unlocked session (nanopay unlock) seen from in-process: the user's own config dir driven through the
 // operations, for setup and for what the front end adds nothing to.

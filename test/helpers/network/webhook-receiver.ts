@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { verifyWebhook } from '../../src/index.js';
+import { verifyWebhook } from '../../../src/index.js';
 
 export interface ReceivedEvent {
   id: string;

@@ -1,15 +1,15 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { NanoPayError } from '../../src/errors.js';
-import { keystorePath } from '../../src/wallet/paths.js';
-import { KeyStore } from '../../src/wallet/keystore.js';
-import { receive } from '../../src/ops/account/receive.js';
-import { Session } from '../../src/ops/session.js';
-import { createRemoteWallet } from '../../src/ops/profile/wallet.js';
-import { fund } from './sandbox.js';
+import { NanoPayError } from '../../../src/errors.js';
+import { keystorePath } from '../../../src/wallet/paths.js';
+import { KeyStore } from '../../../src/wallet/keystore.js';
+import { receive } from '../../../src/ops/account/receive.js';
+import { Session } from '../../../src/ops/session.js';
+import { createRemoteWallet } from '../../../src/ops/profile/wallet.js';
+import { fund } from '../ledger/sandbox.js';
 import { tempDir } from './temp.js';
 
-export const BIN = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
+export const BIN = fileURLToPath(new URL('../../../bin/run.js', import.meta.url));
 
 export interface RunResult {
   code: number | null;

@@ -8,7 +8,7 @@ import { BIN } from './cli.js';
  * The docs' fenced code blocks, and what each says about itself in its info string (docs/development.md, "The docs"):
  * `test=NAME` (the test file NAME.test.ts runs or checks it, reading it with docBlocks), `no-run="why"`, or `output`.
  */
-export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 
 /** README.md and every page of docs/, as paths from the repository's root. */
 export const DOCS: string[] = [

@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { NanoPayError } from '../../src/errors.js';
+import { NanoPayError } from '../../../src/errors.js';
 
 /** The NanoPayError `promise` rejects with; fails the test if it resolves or rejects with anything else. */
 export async function failure(promise: Promise<unknown>): Promise<NanoPayError> {

@@ -3,13 +3,13 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import type { ModelConfig } from '../../src/agent/model.js';
-import { startAgent, type AgentOptions, type RunningAgent } from '../../src/agent/server.js';
-import { confirmAbovePolicy, strictHolder } from '../../src/agent/wallet-holder.js';
-import { KeyStore } from '../../src/wallet/keystore.js';
-import { keystorePath } from '../../src/wallet/paths.js';
-import { startCommand, type RunningCommand } from './serve.js';
-import { tempDir } from './temp.js';
+import type { ModelConfig } from '../../../src/agent/model.js';
+import { startAgent, type AgentOptions, type RunningAgent } from '../../../src/agent/server.js';
+import { confirmAbovePolicy, strictHolder } from '../../../src/agent/wallet-holder.js';
+import { KeyStore } from '../../../src/wallet/keystore.js';
+import { keystorePath } from '../../../src/wallet/paths.js';
+import { startCommand, type RunningCommand } from '../processes/serve.js';
+import { tempDir } from '../processes/temp.js';
 
 export interface AgentProcess extends RunningCommand {
   url: string;

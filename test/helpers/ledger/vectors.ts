@@ -7,4 +7,4 @@ import { readFileSync } from 'node:fs';
  */
 export type Vectors = Record<string, any>;
 
-export const vectors: Vectors = JSON.parse(readFileSync(new URL('../fixtures/nano-vectors.json', import.meta.url), 'utf8')) as Vectors;
+export const vectors: Vectors = JSON.parse(readFileSync(new URL('../../fixtures/nano-vectors.json', import.meta.url), 'utf8')) as Vectors;

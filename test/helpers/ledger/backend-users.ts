@@ -1,10 +1,10 @@
 import { expect } from 'vitest';
-import type { RunningSandbox } from '../../src/sandbox/index.js';
-import { receive } from '../../src/ops/account/receive.js';
-import { Session } from '../../src/ops/session.js';
-import { xnoToRaw } from '../../src/nano/index.js';
-import { createRemoteWallet, createWallet } from '../../src/ops/profile/wallet.js';
-import { newUser, PASSWORD, type CliUser } from './cli.js';
+import type { RunningSandbox } from '../../../src/sandbox/index.js';
+import { receive } from '../../../src/ops/account/receive.js';
+import { Session } from '../../../src/ops/session.js';
+import { xnoToRaw } from '../../../src/nano/index.js';
+import { createRemoteWallet, createWallet } from '../../../src/ops/profile/wallet.js';
+import { newUser, PASSWORD, type CliUser } from '../processes/cli.js';
 import { fund } from './sandbox.js';
 
 /** The two ledger backends the sandbox speaks: its service API, and node RPC at POST / with a WebSocket. */

@@ -1,10 +1,10 @@
 import { expect } from 'vitest';
-import { xnoToRaw } from '../../src/nano/index.js';
-import { receive } from '../../src/ops/account/receive.js';
-import type { RunningSandbox } from '../../src/sandbox/index.js';
-import { createWallet } from '../../src/ops/profile/wallet.js';
+import { xnoToRaw } from '../../../src/nano/index.js';
+import { receive } from '../../../src/ops/account/receive.js';
+import type { RunningSandbox } from '../../../src/sandbox/index.js';
+import { createWallet } from '../../../src/ops/profile/wallet.js';
 import { userSession } from './backend-users.js';
-import { newUser, type CliUser } from './cli.js';
+import { newUser, type CliUser } from '../processes/cli.js';
 import { fund } from './sandbox.js';
 
 /**

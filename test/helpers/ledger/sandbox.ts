@@ -1,4 +1,4 @@
-import { startSandbox, type RunningSandbox, type SandboxOptions } from '../../src/sandbox/index.js';
+import { startSandbox, type RunningSandbox, type SandboxOptions } from '../../../src/sandbox/index.js';
 
 /** A real sandbox on an ephemeral loopback port. */
 export function sandbox(options: SandboxOptions = {}): Promise<RunningSandbox> {

@@ -9,9 +9,9 @@ import {
   type Account,
   type AccountState,
   type StateBlock,
-} from '../../src/nano/index.js';
-import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.js';
-import { generateWork, validateWork, type Thresholds } from '../../src/work/index.js';
+} from '../../../src/nano/index.js';
+import { startSandbox, type RunningSandbox } from '../../../src/sandbox/index.js';
+import { generateWork, validateWork, type Thresholds } from '../../../src/work/index.js';
 
 /** An answer of the sandbox: its envelope plus the HTTP status. */
 export interface Reply<T = Record<string, any>> {

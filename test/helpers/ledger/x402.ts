@@ -1,15 +1,15 @@
-import { buildSendBlock, linkAsAccount, type Account, type StateBlock } from '../../src/nano/index.js';
-import { NodeClient } from '../../src/api/node-client.js';
-import { NanoSettler } from '../../src/x402/facilitator.js';
-import { nanoRequirement } from '../../src/x402/nano-exact.js';
-import { FileSettlementRecord } from '../../src/x402/settlements.js';
-import type { PaymentPayload, PaymentRequirements } from '../../src/x402/protocol.js';
-import type { RunningSandbox } from '../../src/sandbox/index.js';
-import type { CliUser } from './cli.js';
+import { buildSendBlock, linkAsAccount, type Account, type StateBlock } from '../../../src/nano/index.js';
+import { NodeClient } from '../../../src/api/node-client.js';
+import { NanoSettler } from '../../../src/x402/facilitator.js';
+import { nanoRequirement } from '../../../src/x402/nano-exact.js';
+import { FileSettlementRecord } from '../../../src/x402/settlements.js';
+import type { PaymentPayload, PaymentRequirements } from '../../../src/x402/protocol.js';
+import type { RunningSandbox } from '../../../src/sandbox/index.js';
+import type { CliUser } from '../processes/cli.js';
 import { newAccount, type SandboxClient } from './chain.js';
 import { nodeMerchantAndCustomer } from './node-users.js';
-import { startCommand, type RunningCommand } from './serve.js';
-import { tempDir } from './temp.js';
+import { startCommand, type RunningCommand } from '../processes/serve.js';
+import { tempDir } from '../processes/temp.js';
 
 /** A payer opened on the sandbox with `xno` XNO, and a fresh payee. */
 export async function payerAndPayee(client: SandboxClient, xno = '1'): Promise<{ payer: Account; payee: Account }> {

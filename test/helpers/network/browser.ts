@@ -5,9 +5,9 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import jsqr from 'jsqr';
 import { PNG } from 'pngjs';
-import type { CliUser } from './cli.js';
-import { startCommand } from './serve.js';
-import { tempDir } from './temp.js';
+import type { CliUser } from '../processes/cli.js';
+import { startCommand } from '../processes/serve.js';
+import { tempDir } from '../processes/temp.js';
 
 // jsqr is CommonJS: under NodeNext its typed default export sits on `.default`.
 const jsQR = jsqr.default;
