@@ -60,10 +60,10 @@ export function signBlockHash(hash: string, privateKey: string): string {
 }
 
 /** Verifies `signature` (or the block's own) against the block account's key. */
-export function verifyBlock(block: StateBlock, signature: string | undefined = block.signature): boolean {
+export function verifyBlock(block: StateBlock, signature: string | undefined = block.signature, options: { remembered?: boolean } = {}): boolean {
   if (signature === undefined) return false;
   try {
-    return verifyMessage(blockHashBytes(block), signature, addressToPublicKey(block.account));
+    return verifyMessage(blockHashBytes(block), signature, addressToPublicKey(block.account), options.remembered ?? true);
   } catch {
     return false;
   }

@@ -46,6 +46,9 @@ describe('a remembered verification', () => {
     const wrongKey = { ...claimed, signature: signBlock(claimed, signer.privateKey) };
     expect(verifyBlock(wrongKey)).toBe(false);
     expect(verifyBlock(wrongKey)).toBe(false);
+    // In full (as the sandbox's ledger checks each block): the same answers.
+    expect(verifyBlock(ownSigned, ownSigned.signature, { remembered: false })).toBe(true);
+    expect(verifyBlock(wrongKey, wrongKey.signature, { remembered: false })).toBe(false);
   });
 
   it('agrees with nanocurrency-js on valid signatures and on any one changed character of R, S or the key, asked twice', () => {
