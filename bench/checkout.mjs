@@ -20,7 +20,7 @@ import { closeSync, fdatasyncSync, openSync, writeSync } from 'node:fs';
 import { payUri } from '../dist/ops/requests/payments.js';
 import { Session } from '../dist/ops/session.js';
 import { startSandbox } from '../dist/sandbox/index.js';
-import { conditions, histogramSums, median, processCpuSeconds, quantile, verdict } from './conditions.mjs';
+import { conditions, histogramSums, median, processCpuSeconds, quantile, repeated, verdict } from './conditions.mjs';
 
 const VIEWERS = Number(process.env.BENCH_VIEWERS ?? 1000);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 100);
@@ -160,12 +160,9 @@ async function viewersRun() {
   return { saw: latencies.length, p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), max: Math.max(...latencies), rss: connected.rss, peak: after.peak };
 }
 
-const viewerRuns = [];
-for (let i = 0; i < RUNS; i++) {
-  const r = await viewersRun();
-  viewerRuns.push(r);
-  console.log(`viewers run ${i + 1}: ${r.saw} of ${VIEWERS} saw their payment; block accepted -> "paid" on the page p50 ${r.p50.toFixed(0)} ms, p99 ${r.p99.toFixed(0)} ms, max ${r.max.toFixed(0)} ms; server ${r.rss.toFixed(0)} MB RSS with every viewer connected, peak ${r.peak.toFixed(0)} MB`);
-}
+const viewerRuns = await repeated(RUNS, viewersRun, (r, n) =>
+  `viewers run ${n}: ${r.saw} of ${VIEWERS} saw their payment; block accepted -> "paid" on the page p50 ${r.p50.toFixed(0)} ms, p99 ${r.p99.toFixed(0)} ms, max ${r.max.toFixed(0)} ms; server ${r.rss.toFixed(0)} MB RSS with every viewer connected, peak ${r.peak.toFixed(0)} MB`,
+);
 
 // Part 2: creation with a full store.
 const shop = envOf('shop');
@@ -250,12 +247,9 @@ async function creationRun() {
   return { perSecond: CREATED / seconds, p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), cpuMs, ops, listed: listed.data.length };
 }
 
-const creationRuns = [];
-for (let i = 0; i < RUNS; i++) {
-  const r = await creationRun();
-  creationRuns.push(r);
-  console.log(`creation run ${i + 1}: ${CREATED} requests in ${(CREATED / r.perSecond).toFixed(1)} s = ${r.perSecond.toFixed(0)}/s; each p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms (16 waiting at once); newest listed ${r.listed}`);
-}
+const creationRuns = await repeated(RUNS, creationRun, (r, n) =>
+  `creation run ${n}: ${CREATED} requests in ${(CREATED / r.perSecond).toFixed(1)} s = ${r.perSecond.toFixed(0)}/s; each p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms (16 waiting at once); newest listed ${r.listed}`,
+);
 const fsync = fsyncMs(join(root, 'shop'));
 console.log(machine.after());
 

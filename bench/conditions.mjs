@@ -54,3 +54,26 @@ function readStat(pid) {
   // Fields after the command name (which is in parentheses and may hold spaces): state is field 3, utime 14, stime 15.
   return text.slice(text.lastIndexOf(')') + 2).split(' ');
 }
+
+/** Runs `run` `times` times, one after another, printing `describe(result, number)` after each; resolves to the results. */
+export async function repeated(times, run, describe) {
+  const results = [];
+  for (let i = 0; i < times; i++) {
+    const result = await run();
+    results.push(result);
+    console.log(describe(result, i + 1));
+  }
+  return results;
+}
+
+/** An x402 bench's latency table over its runs (each with `unpaid` and `paid` {median, p99}): medians of the runs. */
+export function latencyTable(runs, paidName) {
+  const m = (pick) => median(runs.map(pick));
+  const f = (x) => `${x.toFixed(1)} ms`;
+  console.log(`\nMedian of ${runs.length} runs:`);
+  console.log('| request | median | p99 |');
+  console.log('|---|---|---|');
+  console.log(`| unpaid (free route, proxied) | ${f(m((r) => r.unpaid.median))} | ${f(m((r) => r.unpaid.p99))} |`);
+  console.log(`| ${paidName} | ${f(m((r) => r.paid.median))} | ${f(m((r) => r.paid.p99))} |`);
+  console.log(`| paid − unpaid | ${f(m((r) => r.paid.median - r.unpaid.median))} | ${f(m((r) => r.paid.p99 - r.unpaid.p99))} |`);
+}

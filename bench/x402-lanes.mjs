@@ -15,7 +15,7 @@ import { NanoPay } from '../dist/index.js';
 import { KeyStore } from '../dist/wallet/keystore.js';
 import { addressToPublicKey, deriveAccount, generateSeed } from '../dist/nano/index.js';
 import { shutdownWorkers } from '../dist/work/index.js';
-import { conditions, median, processCpuSeconds, quantile, verdict } from './conditions.mjs';
+import { conditions, latencyTable, median, processCpuSeconds, quantile, repeated, verdict } from './conditions.mjs';
 
 const LANES = Number(process.env.BENCH_LANES ?? 8);
 const LATENCY_RUNS = Number(process.env.BENCH_LATENCY_RUNS ?? 200);
@@ -141,17 +141,14 @@ async function run() {
 const machine = conditions();
 console.log(`x402 from one wallet: ${LANES} lanes, nanopay's client (SDK fetchWithPayment: 402, policy, journal, sign, present, confirmation seen); ${LATENCY_RUNS} sequential requests each way, then ${LOAD_SECONDS} s of ${LANES} callers at once; ${RUNS} runs`);
 console.log(machine.line);
-const runs = [];
-for (let i = 0; i < RUNS; i++) {
-  const r = await run();
-  runs.push(r);
+const runs = await repeated(RUNS, run, (r, n) => {
   const l = r.ledger;
-  console.log(
-    `run ${i + 1}: paid − unpaid ${(r.paid.median - r.unpaid.median).toFixed(1)} ms (paid ${r.paid.median.toFixed(1)}, unpaid ${r.unpaid.median.toFixed(1)}); ` +
-      `${r.done} paid in ${r.loadSeconds.toFixed(1)} s = ${r.perSecond.toFixed(0)}/s; double payments ${l.double}, lost ${l.lost}, paid without a block ${l.unbacked}, failures ${l.failures.length}`,
+  const failures = l.failures.length > 0 ? `\n${l.failures.slice(0, 5).join('\n')}` : '';
+  return (
+    `run ${n}: paid − unpaid ${(r.paid.median - r.unpaid.median).toFixed(1)} ms (paid ${r.paid.median.toFixed(1)}, unpaid ${r.unpaid.median.toFixed(1)}); ` +
+    `${r.done} paid in ${r.loadSeconds.toFixed(1)} s = ${r.perSecond.toFixed(0)}/s; double payments ${l.double}, lost ${l.lost}, paid without a block ${l.unbacked}, failures ${l.failures.length}${failures}`
   );
-  if (l.failures.length > 0) console.log(l.failures.slice(0, 5).join('\n'));
-}
+});
 console.log(machine.after());
 
 const m = (pick) => median(runs.map(pick));
@@ -159,12 +156,7 @@ const f = (x) => `${x.toFixed(1)} ms`;
 const overhead = m((r) => r.paid.median - r.unpaid.median);
 const perSecond = m((r) => r.perSecond);
 const bad = runs.reduce((n, r) => n + r.ledger.double + r.ledger.lost + r.ledger.unbacked + r.ledger.failures.length, 0);
-console.log(`\nMedian of ${RUNS} runs:`);
-console.log('| request | median | p99 |');
-console.log('|---|---|---|');
-console.log(`| unpaid (free route, proxied) | ${f(m((r) => r.unpaid.median))} | ${f(m((r) => r.unpaid.p99))} |`);
-console.log(`| paid from a lane (the whole client path) | ${f(m((r) => r.paid.median))} | ${f(m((r) => r.paid.p99))} |`);
-console.log(`| paid − unpaid | ${f(overhead)} | ${f(m((r) => r.paid.p99 - r.unpaid.p99))} |`);
+latencyTable(runs, 'paid from a lane (the whole client path)');
 console.log(`Sustained: ${perSecond.toFixed(0)} paid requests/s from one wallet (runs: ${runs.map((r) => r.perSecond.toFixed(0)).join(', ')})`);
 const cpuTotal = m((r) => r.cpu.client + r.cpu.node + r.cpu.paywall);
 console.log(

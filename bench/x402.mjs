@@ -17,7 +17,7 @@ import { addressToPublicKey, buildReceiveBlock, buildSendBlock, deriveAccount, g
 import { startSandbox } from '../dist/sandbox/index.js';
 import { generateWork, shutdownWorkers } from '../dist/work/index.js';
 import { encodeHeader, decodeHeader } from '../dist/x402/protocol.js';
-import { conditions, histogramSums, median, processCpuSeconds, quantile, verdict } from './conditions.mjs';
+import { conditions, histogramSums, latencyTable, median, processCpuSeconds, quantile, repeated, verdict } from './conditions.mjs';
 
 const PAYERS = Number(process.env.BENCH_PAYERS ?? 20);
 const LATENCY_RUNS = Number(process.env.BENCH_LATENCY_RUNS ?? 200);
@@ -211,17 +211,14 @@ async function run() {
 const machine = conditions();
 console.log(`x402 paywall on the sandbox (dev thresholds, work precomputed), ${PAYERS} payers; ${LATENCY_RUNS} sequential requests each way, then ${LOAD_SECONDS} s of load; ${RUNS} runs`);
 console.log(machine.line);
-const runs = [];
-for (let i = 0; i < RUNS; i++) {
-  const r = await run();
-  runs.push(r);
+const runs = await repeated(RUNS, run, (r, n) => {
   const l = r.ledger;
-  console.log(
-    `run ${i + 1}: paid − unpaid ${(r.paid.median - r.unpaid.median).toFixed(1)} ms (paid ${r.paid.median.toFixed(1)}, unpaid ${r.unpaid.median.toFixed(1)}); ` +
-      `${r.done} paid in ${r.loadSeconds.toFixed(1)} s = ${r.perSecond.toFixed(0)}/s; double settlements ${l.double}, lost payments ${l.lost}, 200s without a block ${l.unsettled200}, failures ${l.failures.length}`,
+  const failures = l.failures.length > 0 ? `\n${l.failures.slice(0, 5).join('\n')}` : '';
+  return (
+    `run ${n}: paid − unpaid ${(r.paid.median - r.unpaid.median).toFixed(1)} ms (paid ${r.paid.median.toFixed(1)}, unpaid ${r.unpaid.median.toFixed(1)}); ` +
+    `${r.done} paid in ${r.loadSeconds.toFixed(1)} s = ${r.perSecond.toFixed(0)}/s; double settlements ${l.double}, lost payments ${l.lost}, 200s without a block ${l.unsettled200}, failures ${l.failures.length}${failures}`
   );
-  if (l.failures.length > 0) console.log(l.failures.slice(0, 5).join('\n'));
-}
+});
 console.log(machine.after());
 
 const m = (pick) => median(runs.map(pick));
@@ -231,12 +228,7 @@ const perSecond = m((r) => r.perSecond);
 const double = runs.reduce((n, r) => n + r.ledger.double, 0);
 const lost = runs.reduce((n, r) => n + r.ledger.lost + r.ledger.unsettled200, 0);
 const failed = runs.reduce((n, r) => n + r.ledger.failures.length, 0);
-console.log(`\nMedian of ${RUNS} runs:`);
-console.log('| request | median | p99 |');
-console.log('|---|---|---|');
-console.log(`| unpaid (free route, proxied) | ${f(m((r) => r.unpaid.median))} | ${f(m((r) => r.unpaid.p99))} |`);
-console.log(`| paid (verify, forward, publish, confirm) | ${f(m((r) => r.paid.median))} | ${f(m((r) => r.paid.p99))} |`);
-console.log(`| paid − unpaid | ${f(overhead)} | ${f(m((r) => r.paid.p99 - r.unpaid.p99))} |`);
+latencyTable(runs, 'paid (verify, forward, publish, confirm)');
 console.log(`Sustained: ${perSecond.toFixed(0)} paid requests/s from ${PAYERS} payers (runs: ${runs.map((r) => r.perSecond.toFixed(0)).join(', ')})`);
 
 console.log('\nWhere a paid request\'s time goes, in the paywall (mean of each step over the sequential paid requests, ms; head, publish and confirm are round trips to the sandbox):');
