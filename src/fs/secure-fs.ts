@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, type Stats, writeFileSync } from 'node:fs';
-import { chmod, lstat, mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { chmodSync, closeSync, constants, fsync, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, type Stats, writeFileSync } from 'node:fs';
+import { chmod, mkdir, open, readFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import { dirname, join, resolve } from 'node:path';
 import { NanoPayError } from '../errors.js';
 
@@ -26,18 +27,19 @@ function checkOwnDir(dir: string, stats: Stats): void {
 /**
  * Creates a private directory (0700), tightening it if it already exists.
  * A link in its place is refused rather than followed: its target may be
- * shared; so is a directory of another user (UNSAFE_PATH).
+ * shared; so is a directory of another user (UNSAFE_PATH). The look is one
+ * synchronous lstat (a dir that is there, as it nearly always is, costs
+ * one system call rather than trips through libuv's threads).
  */
 export async function ensurePrivateDir(dir: string): Promise<void> {
   // resolve() drops a trailing slash, with which lstat would follow the link.
   const path = resolve(dir);
+  let stats = lstatSync(path, { throwIfNoEntry: false });
   // Only when nothing is there: mkdir would follow a dangling link and create its target.
-  const before = await lstat(path).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'ENOENT') return undefined;
-    throw error;
-  });
-  if (before === undefined) await mkdir(path, { recursive: true, mode: 0o700 });
-  const stats = await lstat(path);
+  if (stats === undefined) {
+    await mkdir(path, { recursive: true, mode: 0o700 });
+    stats = lstatSync(path);
+  }
   checkOwnDir(path, stats);
   // Only when needed: a dir already private may be on a read-only disk, where the commands that only read still run.
   if ((stats.mode & 0o777) !== 0o700) await chmod(path, 0o700);
@@ -102,25 +104,44 @@ export function writeFileAtomicSync(path: string, data: string | Uint8Array): vo
   }
 }
 
+/** fsync of a file descriptor, on libuv's threads: the one step of a write that waits for the disk. */
+export const fsyncFd = promisify(fsync);
+
+/** Up to this size a file is written synchronously (into the page cache, microseconds); only its fsyncs wait off the event loop. */
+const SMALL_FILE = 64 * 1024;
+
 /**
  * Replaces `path` atomically with a private (0600) file: a crash leaves either
- * the old file or the new one, never half of either.
+ * the old file or the new one, never half of either. A small file (a journal
+ * entry, a record) is opened, written, closed and renamed synchronously, each
+ * a system call that does not wait for the disk, where each asynchronous
+ * step is a trip through libuv's threads; the two fsyncs stay asynchronous.
  */
 export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
   const dir = dirname(path);
   await ensurePrivateDir(dir);
   const temp = join(dir, `.${randomBytes(6).toString('hex')}.tmp`);
-  const handle = await open(temp, 'wx', 0o600);
-  try {
-    await handle.writeFile(data);
-    await handle.sync();
-  } finally {
-    await handle.close();
+  if (data.length <= SMALL_FILE) {
+    const fd = openSync(temp, 'wx', 0o600);
+    try {
+      writeFileSync(fd, data);
+      await fsyncFd(fd);
+    } finally {
+      closeSync(fd);
+    }
+  } else {
+    const handle = await open(temp, 'wx', 0o600);
+    try {
+      await handle.writeFile(data);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
   }
   try {
-    await rename(temp, path);
+    renameSync(temp, path);
   } catch (error) {
-    await rm(temp, { force: true });
+    rmSync(temp, { force: true });
     throw error;
   }
   await syncDir(dir);
@@ -128,11 +149,11 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array): 
 
 /** fsync the directory so the rename itself survives a power cut. */
 export async function syncDir(dir: string): Promise<void> {
-  const handle = await open(dir, 'r');
+  const fd = openSync(dir, 'r');
   try {
-    await handle.sync();
+    await fsyncFd(fd);
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }
 

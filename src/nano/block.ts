@@ -1,7 +1,7 @@
 import { blake2b } from '@noble/hashes/blake2.js';
 import { NanoPayError } from '../errors.js';
 import { addressToPublicKey, isValidAddress, publicKeyToAddress } from './address.js';
-import { signMessage, verifyMessage } from './ed25519.js';
+import { signMessage, verifyMessage, type KeyHolder } from './ed25519.js';
 import { assertHex, bigintToBytes, bytesToHex, hexToBytes } from './hex.js';
 import { MAX_RAW, parseRaw } from './units.js';
 
@@ -50,13 +50,13 @@ export function hashBlock(block: StateBlock): string {
   return bytesToHex(blockHashBytes(block));
 }
 
-export function signBlock(block: StateBlock, privateKey: string): string {
-  return signMessage(blockHashBytes(block), privateKey);
+export function signBlock(block: StateBlock, key: string | KeyHolder): string {
+  return signMessage(blockHashBytes(block), key);
 }
 
 /** Signs a block by its hash alone (64 hex): what a signer that never sees the block, such as an unlocked session, signs. */
-export function signBlockHash(hash: string, privateKey: string): string {
-  return signMessage(hexToBytes(hash, 32, 'Block hash', 'INVALID_BLOCK'), privateKey);
+export function signBlockHash(hash: string, key: string | KeyHolder): string {
+  return signMessage(hexToBytes(hash, 32, 'Block hash', 'INVALID_BLOCK'), key);
 }
 
 /** Verifies `signature` (or the block's own) against the block account's key. */

@@ -98,15 +98,46 @@ export function getPublicKey(privateKey: string): string {
 
 const scalarOf = (...parts: Uint8Array[]): bigint => mod(littleEndian(blake2b(Buffer.concat(parts), { dkLen: 64 })), EDWARDS25519.n);
 
+/** What signing derives from a private key (RFC 8032 §5.1.5): the secret scalar, the nonce prefix, the public key's bytes. */
+interface Expanded {
+  prefix: Uint8Array;
+  scalar: bigint;
+  pointBytes: Uint8Array;
+}
+
+/** Something that holds a private key (an account): what signing derives from it is kept as long as it is. */
+export interface KeyHolder {
+  readonly privateKey: string;
+}
+
+/**
+ * Expanded keys by their holder, so an account that signs again and again (a
+ * payment lane) does not derive its public key (a multiple of the base point)
+ * for each signature. Weak: the expansion lives exactly as long as the account
+ * object holding the key itself, and goes with it (a session locked, a command ended).
+ */
+const expandedKeys = new WeakMap<KeyHolder, Expanded>();
+
+function expand(privateKey: string): Expanded {
+  return nanoEd25519().utils.getExtendedPublicKey(hexToBytes(privateKey, 32, 'Private key', 'INVALID_PRIVATE_KEY'));
+}
+
+function expandedOf(key: string | KeyHolder): Expanded {
+  if (typeof key === 'string') return expand(key);
+  let found = expandedKeys.get(key);
+  if (found === undefined) expandedKeys.set(key, (found = expand(key.privateKey)));
+  return found;
+}
+
 /**
  * RFC 8032 §5.1.6 signing, as noble's own sign (its constant-time multiple
  * of the base point), with the key it derives kept: the signature made is
  * remembered as verified, so the account's head, read back from a node (a
  * wallet's next payment builds on it), costs no verification.
  */
-export function signMessage(message: Uint8Array, privateKey: string): string {
+export function signMessage(message: Uint8Array, key: string | KeyHolder): string {
   const ed = nanoEd25519();
-  const { prefix, scalar, pointBytes } = ed.utils.getExtendedPublicKey(hexToBytes(privateKey, 32, 'Private key', 'INVALID_PRIVATE_KEY'));
+  const { prefix, scalar, pointBytes } = expandedOf(key);
   const r = scalarOf(prefix, message);
   const R = ed.Point.BASE.multiply(r).toBytes();
   const s = mod(r + scalarOf(R, pointBytes, message) * scalar, EDWARDS25519.n);

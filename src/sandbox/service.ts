@@ -45,7 +45,7 @@ export class SandboxService {
     this.serviceAccount = deriveAccount({ privateKey: state.serviceKey });
     if (state.ledger.blocks.length === 0) {
       this.ledger = new Ledger(this.thresholds);
-      this.ledger.createGenesis({ address: this.genesis.address, sign: (b) => signBlock(b, this.genesis.privateKey) });
+      this.ledger.createGenesis({ address: this.genesis.address, sign: (b) => signBlock(b, this.genesis) });
     } else {
       this.ledger = Ledger.restore(this.thresholds, state.ledger);
     }
@@ -188,7 +188,7 @@ export class SandboxService {
       { address: this.genesis.address, frontier: head.frontier, balance: head.balance, representative: head.representative },
       { to, amount },
     );
-    const signed = { ...block, signature: signBlock(block, this.genesis.privateKey), work: '0'.repeat(16) };
+    const signed = { ...block, signature: signBlock(block, this.genesis), work: '0'.repeat(16) };
     const stored = this.ledger.process(signed, { skipWork: true });
     this.matchPayment(stored);
     return { hash: stored.hash, amount: rawToXno(amount), amount_raw: amount.toString() };

@@ -1,3 +1,4 @@
+import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { NanoPayError } from '../errors.js';
 import { ensurePrivateDirSync, readOwnFileSync, writeFileAtomicSync } from '../fs/secure-fs.js';
@@ -137,11 +138,18 @@ function isConfigShape(value: unknown): value is ConfigShape {
 /**
  * Plain settings in `config.json` (0600, in a 0700 dir). Only names, addresses
  * and settings live here; every secret is in the encrypted key store. Each read
- * goes to the file, so another process's change is seen; each write replaces
+ * looks at the file, so another process's change is seen; each write replaces
  * it atomically. A damaged file or a link in its place is refused, never rewritten.
  */
 export class ConfigStore {
   private readonly path: string;
+  /**
+   * The file's text as last read, and which file that was (inode, size, change
+   * and modification times): a payment reads the settings several times, and
+   * one lstat tells whether the file is still the one read (every write of
+   * ours is a rename, so a new inode). Parsed on each read: callers get their own copy.
+   */
+  private last: { identity: string; text: string } | undefined;
 
   constructor(readonly dir: string) {
     ensurePrivateDirSync(dir);
@@ -166,7 +174,7 @@ export class ConfigStore {
   }
 
   private read(): ConfigShape {
-    const text = readOwnFileSync(this.path);
+    const text = this.text();
     if (text === undefined) return { version: 1, profiles: {} };
     let parsed: unknown;
     try {
@@ -176,6 +184,15 @@ export class ConfigStore {
     }
     if (!isConfigShape(parsed)) throw this.damaged();
     return parsed;
+  }
+
+  private text(): string | undefined {
+    const stats = lstatSync(this.path, { bigint: true, throwIfNoEntry: false });
+    const identity = stats?.isFile() === true ? `${stats.dev}:${stats.ino}:${stats.size}:${stats.ctimeNs}:${stats.mtimeNs}` : undefined;
+    if (identity !== undefined && this.last?.identity === identity) return this.last.text;
+    const text = readOwnFileSync(this.path);
+    this.last = identity === undefined || text === undefined ? undefined : { identity, text };
+    return text;
   }
 
   private damaged(cause?: unknown): NanoPayError {

@@ -1,7 +1,7 @@
-import { constants } from 'node:fs';
+import { closeSync, constants, openSync, writeSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ensurePrivateDir } from '../fs/secure-fs.js';
+import { ensurePrivateDir, fsyncFd } from '../fs/secure-fs.js';
 import type { Subtype } from '../nano/block.js';
 import { profileKey } from './send-log.js';
 
@@ -39,14 +39,15 @@ export class HistoryLog {
     return join(this.dir, `profile-${profileKey(profile)}.ndjson`);
   }
 
+  /** Appends a line, written synchronously (one small write, O_APPEND) and then synced to disk off the event loop. */
   async append(profile: string, record: HistoryRecord): Promise<void> {
     await ensurePrivateDir(this.dir);
-    const handle = await open(this.path(profile), constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | (constants.O_NOFOLLOW ?? 0), 0o600);
+    const fd = openSync(this.path(profile), constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | (constants.O_NOFOLLOW ?? 0), 0o600);
     try {
-      await handle.appendFile(`${JSON.stringify(record)}\n`);
-      await handle.sync();
+      writeSync(fd, `${JSON.stringify(record)}\n`);
+      await fsyncFd(fd);
     } finally {
-      await handle.close();
+      closeSync(fd);
     }
   }
 

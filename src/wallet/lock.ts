@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { readFileSync } from 'node:fs';
-import { open, readFile, rename, rm, unlink } from 'node:fs/promises';
+import { linkSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { readFile, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NanoPayError } from '../errors.js';
@@ -10,8 +10,8 @@ import { ensurePrivateDir } from '../fs/secure-fs.js';
 /**
  * One writer at a time for what must not be written by two at once (an
  * account's chain, the key store): an in-process queue orders callers of this
- * process, and a lock file (created with O_EXCL) orders processes. A lock left
- * by a dead process is taken over.
+ * process, and a lock file (made exclusively: a link that fails when the name
+ * exists) orders processes. A lock left by a dead process is taken over.
  */
 
 const queues = new Map<string, Promise<void>>();
@@ -26,10 +26,14 @@ export function alive(pid: number): boolean {
   }
 }
 
+/** This host's name, as lock files name it: asked once (a system call), not for each lock taken. */
+let host: string | undefined;
+const thisHost = (): string => (host ??= hostname());
+
 /** True when the lock file names a process of this host that no longer runs. */
 function isStale(content: string): boolean {
-  const [pid, host] = content.split('\n');
-  return host === hostname() && Number.isInteger(Number(pid)) && !alive(Number(pid));
+  const [pid, named] = content.split('\n');
+  return named === thisHost() && Number.isInteger(Number(pid)) && !alive(Number(pid));
 }
 
 async function takeOverStale(path: string, content: string): Promise<void> {
@@ -63,22 +67,90 @@ async function lockDir(dir: string): Promise<void> {
   privateDirs.add(dir);
 }
 
-/** Creates `path` (O_EXCL) holding `content`; EEXIST when there is one. */
-async function createExclusive(path: string, content: string): Promise<void> {
-  const handle = await open(path, 'wx', 0o600);
-  try {
-    await handle.writeFile(content);
-  } finally {
-    await handle.close();
+/**
+ * Lock files are links to a file of this process, its holder (one per lock
+ * dir, made on first use, naming the process): link() fails with EEXIST when
+ * the name exists, as an O_EXCL create does, but gives an existing inode a
+ * new name, where creating a file allocates an inode, which on a busy ext4
+ * costs hundreds of microseconds of kernel time (a payment takes four locks).
+ * They are made, read and removed synchronously: each a system call on a few
+ * bytes of metadata, where a trip through libuv's threads costs several times
+ * that in CPU. Only the rare take-over of a stale lock goes asynchronously.
+ */
+interface Holder {
+  path: string;
+  content: string;
+}
+
+const HOLDER = /^\.holder-(\d+)-/;
+/** This process's holder in each lock dir; a lease's holder by the lease's path (its content changes with each lease). */
+const holders = new Map<string, Holder>();
+
+let removing = false;
+
+/** Removes this process's holders as it exits; a process that dies leaves them to the next one's sweep. */
+function removeHolders(): void {
+  for (const { path } of holders.values()) {
+    try {
+      unlinkSync(path);
+    } catch {
+      // Already gone with its dir.
+    }
   }
 }
 
-/**
- * A lock file's text; empty when there is none (or it is being written this
- * instant). Read synchronously: the kernel answers a few cached bytes in
- * microseconds, less than a trip through libuv's threads costs. (Creating and
- * removing stay asynchronous: they can wait on the file system's journal.)
- */
+/** Holders that processes of this host left when they died, removed from `dir` (once per dir and process). */
+function sweepDeadHolders(dir: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const pid = HOLDER.exec(name)?.[1];
+    if (pid === undefined || Number(pid) === process.pid) continue;
+    const path = join(dir, name);
+    if (!isStale(holderOf(path))) continue;
+    try {
+      unlinkSync(path);
+    } catch {
+      // Another process swept it first.
+    }
+  }
+}
+
+/** The holder for `key` (a lock dir, or a lease's path) in `dir`, made on first use with `content`. */
+function holderFor(key: string, dir: string, content: string): Holder {
+  let holder = holders.get(key);
+  if (holder === undefined) {
+    if (![...holders.values()].some((h) => dirname(h.path) === dir)) sweepDeadHolders(dir);
+    if (!removing) process.once('exit', removeHolders);
+    removing = true;
+    holder = { path: join(dir, `.holder-${process.pid}-${randomBytes(4).toString('hex')}`), content };
+    writeFileSync(holder.path, content, { flag: 'wx', mode: 0o600 });
+    holders.set(key, holder);
+  }
+  return holder;
+}
+
+/** Links `holder` as `path`; EEXIST when there is one. A holder gone with its dir (ENOENT) is made again next time. */
+function linkExclusive(key: string, holder: Holder, path: string): void {
+  try {
+    linkSync(holder.path, path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') holders.delete(key);
+    throw error;
+  }
+}
+
+/** Creates the lock file `path`: a link to this process's holder in its dir; EEXIST when there is one. */
+function createExclusive(path: string): void {
+  const dir = dirname(path);
+  linkExclusive(dir, holderFor(dir, dir, `${process.pid}\n${thisHost()}\n${new Date().toISOString()}`), path);
+}
+
+/** A lock file's text; empty when there is none (or it is being written this instant). */
 function holderOf(path: string): string {
   try {
     return readFileSync(path, 'utf8');
@@ -88,18 +160,19 @@ function holderOf(path: string): string {
 }
 
 /** Removes the lock file: it is ours and a plain file, so one unlink (rm stats it first). */
-async function release(path: string): Promise<void> {
-  await unlink(path).catch((error: NodeJS.ErrnoException) => {
-    if (error.code !== 'ENOENT') throw error;
-  });
+function release(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
 }
 
-async function acquireFile(path: string, held: Held, timeoutMs: number, signal?: AbortSignal): Promise<() => Promise<void>> {
+async function acquireFile(path: string, held: Held, timeoutMs: number, signal?: AbortSignal): Promise<() => void> {
   const deadline = Date.now() + timeoutMs;
-  const content = `${process.pid}\n${hostname()}\n${new Date().toISOString()}`;
   for (let wait = 10; ; wait = Math.min(wait * 2, 250)) {
     try {
-      await createExclusive(path, content);
+      createExclusive(path);
       return () => release(path);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
@@ -143,7 +216,7 @@ async function withFileLock<T>(path: string, held: Held, fn: () => Promise<T>, o
     try {
       return await fn();
     } finally {
-      await unlock();
+      unlock();
     }
   } finally {
     done();
@@ -156,6 +229,18 @@ export function withAccountLock<T>(lockDir: string, address: string, fn: () => P
   return withFileLock(join(lockDir, `${address}.lock`), { code: 'ACCOUNT_BUSY', what: 'this account' }, fn, options);
 }
 
+/** Paths this process holds a lease on. */
+const leased = new Set<string>();
+
+/** The lease `content` on `path` as held: its release removes the file only while it is still this lease. */
+function leaseOf(path: string, content: string): () => Promise<void> {
+  leased.add(path);
+  return async () => {
+    leased.delete(path);
+    if (holderOf(path) === content) release(path);
+  };
+}
+
 /**
  * A lease on `path`, taken at once or not at all: the file names this process
  * and when the lease ends (`untilMs`). Until then only its holder gives it
@@ -164,18 +249,26 @@ export function withAccountLock<T>(lockDir: string, address: string, fn: () => P
  * is still this lease), or undefined when another holds it.
  */
 export async function tryLease(path: string, untilMs: number): Promise<(() => Promise<void>) | undefined> {
-  const content = `${process.pid}\n${hostname()}\n${new Date().toISOString()}\n${untilMs}\n${randomBytes(8).toString('hex')}`;
+  // One lease per path per process: its holder's text is this lease's.
+  if (leased.has(path)) return undefined;
+  const content = `${process.pid}\n${thisHost()}\n${new Date().toISOString()}\n${untilMs}\n${randomBytes(8).toString('hex')}`;
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      await createExclusive(path, content);
-      return async () => {
-        if (holderOf(path) === content) await release(path);
-      };
+      const holder = holderFor(path, dirname(path), content);
+      if (holder.content !== content) {
+        // Rewritten in place (its inode kept): linked nowhere while no lease of this process is on the path.
+        writeFileSync(holder.path, content, { mode: 0o600 });
+        holder.content = content;
+      }
+      linkExclusive(path, holder, path);
+      return leaseOf(path, content);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') await ensurePrivateDir(dirname(path));
       else if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
     const holder = holderOf(path);
+    // This very lease (its random text): put back by a take-over that found it was not the stale lease it moved aside.
+    if (holder === content) return leaseOf(path, content);
     const until = Number(holder.split('\n')[3]);
     if (holder !== '' && (isStale(holder) || (Number.isFinite(until) && until < Date.now()))) await takeOverStale(path, holder);
     else if (holder !== '') return undefined;

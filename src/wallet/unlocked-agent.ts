@@ -174,7 +174,7 @@ function answerTo(text: string): { body: AgentAnswer | AgentFailure; last?: true
         throw error;
       }
       if (request.op === 'account') return { body: { ...status, address: account.address, public_key: account.publicKey } };
-      return { body: { ...status, address: account.address, signature: signBlockHash(request.hash, account.privateKey) } };
+      return { body: { ...status, address: account.address, signature: signBlockHash(request.hash, account) } };
     }
   }
 }

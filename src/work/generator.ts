@@ -80,16 +80,17 @@ const cancelled = (): NanoPayError => new NanoPayError('CANCELLED', 'Proof of wo
 export async function generateWork(root: string, threshold: string, opts: GenerateOptions = {}): Promise<string> {
   const checkedRoot = checkRoot(root);
   parseThreshold(threshold);
-  const count = opts.workers ?? availableParallelism();
   // NaN or 0 would start no worker at all, and the search would never end.
-  if (!Number.isSafeInteger(count) || count < 1) {
-    throw new NanoPayError('USAGE', `The number of work threads must be a whole number of at least 1, not ${count}`);
+  if (opts.workers !== undefined && (!Number.isSafeInteger(opts.workers) || opts.workers < 1)) {
+    throw new NanoPayError('USAGE', `The number of work threads must be a whole number of at least 1, not ${opts.workers}`);
   }
   const { signal } = opts;
   if (signal?.aborted) throw cancelled();
   const engine = opts.engine ?? process.env.NANOPAY_POW_ENGINE ?? 'auto';
   const here = opts.workers === undefined ? searchHere(checkedRoot, threshold, engine) : undefined;
   if (here !== undefined) return here;
+  // Asked only for a search that needs threads: it reads the process's cgroup files each time.
+  const count = opts.workers ?? availableParallelism();
   const workers = await acquire(count, signal, cancelled);
   // Aborted between the grant and now: the workers may still be starting; end them.
   if (signal?.aborted) {

@@ -4,6 +4,7 @@ import { fetchFailure } from '../api/fetch-failure.js';
 import { NanoPayError } from '../errors.js';
 import { MAX_RAW, hashBlock, isValidAddress, linkAsAccount, normalizeAddress, rawToXno, xnoToRaw, type StateBlock } from '../nano/index.js';
 import type { OpsContext, Signer } from '../ops/context.js';
+import { rememberConfirmed } from '../ops/ledger/confirmed-blocks.js';
 import { recordLanded, settleJournal } from '../ops/ledger/recovery.js';
 import type { Session } from '../ops/session.js';
 import { move, type Confirm, type Moved } from '../ops/spending/movement.js';
@@ -250,7 +251,11 @@ async function present(ctx: OpsContext, c: Challenge, block: StateBlock, waitMs:
   // A server that says it settled gets time to be seen; one that says nothing or no gets one look.
   const claimed = response.status < 400 && settlement?.success === true;
   const redirect = redirectOf(response, c.url);
-  if (await seenConfirmed(ctx.api, hash, claimed ? waitMs : 0, ctx.signal)) return { response, settlement, ...(redirect === undefined ? {} : { redirect }) };
+  if (await seenConfirmed(ctx.api, hash, claimed ? waitMs : 0, ctx.signal)) {
+    // Signed here and now confirmed: the account's next payment builds on it without fetching it again.
+    rememberConfirmed(ctx.api, hash, block);
+    return { response, settlement, ...(redirect === undefined ? {} : { redirect }) };
+  }
   await response.body?.cancel().catch(() => undefined);
   const said =
     response.status === 402 ? `answered 402 again${settlement?.errorReason === undefined ? '' : ` (${settlement.errorReason})`}` : claimed ? `said it settled ${settlement?.transaction ?? ''}` : `answered HTTP ${response.status} without a settlement`;

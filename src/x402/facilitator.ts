@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { LedgerBackend } from '../api/backend.js';
 import { NanoPayError } from '../errors.js';
 import { isDefinitiveRejection } from '../ops/ledger/chain.js';
+import { rememberConfirmed } from '../ops/ledger/confirmed-blocks.js';
 import { X402Refusal, chequeOf, sendThreshold, verifyNanoPayment, type NanoCheque, type X402Ledger } from './nano-exact.js';
 import { backendNetwork } from './network.js';
 import { timed, type PhaseClock } from './phases.js';
@@ -228,6 +229,8 @@ export class NanoSettler {
     if (!(await timed(clock, 'confirm', () => this.confirmed(verified, heard)))) {
       return failed('settlement_pending', `The block ${hash} was published but not confirmed within ${this.timeoutMs(verified)} ms`, hash);
     }
+    // Verified here in full and now confirmed: the payer's next payment builds on it, and its head is known without a read.
+    rememberConfirmed(this.ledger, hash, block);
     if (!(await timed(clock, 'settled', () => this.record.settle(previous, hash, new Date(this.now()))))) return failed('transaction_already_settled', `A block on ${previous} was already settled`);
     return { success: true, payer, transaction: hash, network, amount: verified.requirements.amount };
   }

@@ -1,5 +1,5 @@
 import { writeFile as writeFileThen } from 'node:fs';
-import { rm, writeFile } from 'node:fs/promises';
+import { link, rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { ensurePrivateDir, readIfExistsSync } from '../fs/secure-fs.js';
@@ -15,8 +15,9 @@ export interface SettlementEntry {
   abandoned?: boolean;
 }
 
-/** Who holds a pending claim, to tell one cut short by a crash from one under way. */
+/** Who holds a pending claim, to tell one cut short by a crash from one under way; and the previous it is under, for lookup. */
 interface ClaimFile extends SettlementEntry {
+  previous?: string;
   pid?: number;
   host?: string;
 }
@@ -59,6 +60,7 @@ const HASH = /^[0-9A-F]{64}$/;
  * processes), and a power cut that loses one loses nothing the ledger does not
  * hold. (Four fsyncs per payment cost ~35 ms on this machine.) Settling is a
  * second O_EXCL file, so exactly one settlement of a previous ever answers success.
+ * A claimed block's file (`HASH.block`, for lookup) is a second name of its claim.
  */
 export class FileSettlementRecord implements SettlementRecord {
   /** Made (and checked private) once, not on every claim. */
@@ -92,7 +94,7 @@ export class FileSettlementRecord implements SettlementRecord {
   }
 
   async claim(previous: string, hash: string, now: Date): Promise<true | SettlementEntry> {
-    const claim: ClaimFile = { hash, state: 'pending', at: now.toISOString(), pid: process.pid, host: hostname() };
+    const claim: ClaimFile = { hash, previous, state: 'pending', at: now.toISOString(), pid: process.pid, host: hostname() };
     if (!(await this.create(this.path(previous), claim))) {
       // A claim being written this instant reads as empty: pending, by someone else.
       const found = (await this.read(previous)) ?? { hash: '', state: 'pending', at: now.toISOString() };
@@ -100,8 +102,9 @@ export class FileSettlementRecord implements SettlementRecord {
       // Cut short by a crash: taken over. Two takers at once both settle the same block; the settled mark lets one answer success.
       await writeFile(this.path(previous), JSON.stringify(claim), { mode: 0o600 });
     }
-    // Written before anything is published: a block the record answers for by its hash (lookup).
-    await writeFile(this.path(hash, 'block'), JSON.stringify({ previous } satisfies ClaimedBlock), { mode: 0o600 });
+    // Made before anything is published: a block the record answers for by its hash (lookup). A second name of the
+    // claim (which holds the previous), not a file of its own: a new file costs an inode, a link does not.
+    await linkIfAbsent(this.path(previous), this.path(hash, 'block'));
     return true;
   }
 
@@ -121,14 +124,24 @@ export class FileSettlementRecord implements SettlementRecord {
   }
 
   async refuse(previous: string, hash: string, reason: string): Promise<void> {
-    await writeFile(this.path(hash, 'block'), JSON.stringify({ previous, refused: reason } satisfies ClaimedBlock), { mode: 0o600 });
+    // The claim's name goes first: the block's name (the same file) is then rewritten alone.
     await rm(this.path(previous), { force: true });
+    await writeFile(this.path(hash, 'block'), JSON.stringify({ previous, refused: reason } satisfies ClaimedBlock), { mode: 0o600 });
   }
 
   async lookup(hash: string): Promise<ClaimedBlock | undefined> {
     const text = readIfExistsSync(this.path(hash, 'block'));
-    return text === undefined || text.trim() === '' ? undefined : (JSON.parse(text) as ClaimedBlock);
+    if (text === undefined || text.trim() === '') return undefined;
+    const { previous, refused } = JSON.parse(text) as ClaimedBlock;
+    return { previous, ...(refused === undefined ? {} : { refused }) };
   }
+}
+
+/** Gives the file `from` the second name `to`, unless `to` exists (a claim taken over keeps its block's name). */
+async function linkIfAbsent(from: string, to: string): Promise<void> {
+  await link(from, to).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EEXIST') throw error;
+  });
 }
 
 /** A new file (0600) with `text`; EEXIST when there is one. */

@@ -19,6 +19,7 @@ import { LIVE_THRESHOLDS, type Thresholds } from '../../work/index.js';
 import type { JournalEntry } from '../../wallet/journal.js';
 import type { BlockNote, OpsContext, Signer } from '../context.js';
 import { xnoAndRaw } from '../money.js';
+import { confirmedBlock, rememberConfirmed } from './confirmed-blocks.js';
 import { provedReceivable } from './proofs.js';
 import { recordLanded } from './recovery.js';
 import { markSpend } from '../spending/spend-log.js';
@@ -110,6 +111,11 @@ async function ownBlock(ctx: Pick<OpsContext, 'api'>, address: string, hash: str
   return found;
 }
 
+/** Account info whose balance is not the one its frontier block holds. */
+function balanceMismatch(ctx: Pick<OpsContext, 'api'>, address: string, info: RemoteAccountInfo, frontier: StateBlock): NanoPayError {
+  return inconsistent(`it reports a balance of ${xnoAndRaw(info.balanceRaw)} for ${address}, but its frontier block holds ${xnoAndRaw(BigInt(frontier.balance))}`, { party: ctx.api.kind });
+}
+
 /**
  * The frontier the service reports, checked before anything is built on it
  * (see ownBlock); the balance and representative come from the block itself,
@@ -123,9 +129,7 @@ async function verifiedFrontier(
 ): Promise<{ block: StateBlock; successor: boolean; confirmed: boolean }> {
   const frontier = info.frontier.toUpperCase();
   const { contents: block, successor, confirmed } = await ownBlock(ctx, address, frontier, 0, fetched);
-  if (BigInt(block.balance) !== info.balanceRaw) {
-    throw inconsistent(`it reports a balance of ${xnoAndRaw(info.balanceRaw)} for ${address}, but its frontier block holds ${xnoAndRaw(BigInt(block.balance))}`, { party: ctx.api.kind });
-  }
+  if (BigInt(block.balance) !== info.balanceRaw) throw balanceMismatch(ctx, address, info, block);
   return { block, successor: successor !== undefined && successor !== ZERO_HASH, confirmed };
 }
 
@@ -141,12 +145,13 @@ const HEAD_READS = 3;
  * again; when it still names the same one, the service contradicts itself.
  * `likely`: the frontier the caller expects (a payment's previous): that block
  * is read at the same time as account info, and used, checked as any, only
- * when account info names it.
+ * when account info names it. A frontier checked and seen confirmed before
+ * (confirmed-blocks.ts) is not read again: account info alone names it.
  */
 export async function readAccountHead(ctx: Pick<OpsContext, 'api'>, address: string, likely?: string): Promise<AccountHead> {
   let superseded: string | undefined;
-  // A failure here is no answer: the frontier is then read as usual.
-  const guessed = likely === undefined ? undefined : ctx.api.blockInfo(likely).catch(() => undefined);
+  // A failure here is no answer: the frontier is then read as usual. A block remembered confirmed is not fetched.
+  const guessed = likely === undefined || confirmedBlock(ctx.api, likely) !== undefined ? undefined : ctx.api.blockInfo(likely).catch(() => undefined);
   for (let read = 1; ; read++) {
     const info = await ctx.api.accountInfo(address);
     const thresholds =
@@ -155,8 +160,15 @@ export async function readAccountHead(ctx: Pick<OpsContext, 'api'>, address: str
         : (await serviceThresholds(ctx.api)).thresholds;
     if (info === null) return { state: { address, frontier: null, balance: 0n, representative: DEFAULT_REPRESENTATIVE }, thresholds, confirmed: true };
     const frontier = info.frontier.toUpperCase();
+    // A frontier this process checked and saw confirmed before (see confirmed-blocks.ts): its contents are known.
+    const known = confirmedBlock(ctx.api, frontier);
+    if (known !== undefined && sameAccount(known.account, address)) {
+      if (BigInt(known.balance) !== info.balanceRaw) throw balanceMismatch(ctx, address, info, known);
+      return { state: { address, frontier, balance: info.balanceRaw, representative: known.representative }, thresholds, confirmed: true };
+    }
     const fetched = read === 1 && frontier === likely?.toUpperCase() ? await guessed : undefined;
     const { block, successor, confirmed } = await verifiedFrontier(ctx, address, info, fetched);
+    if (!successor && confirmed) rememberConfirmed(ctx.api, frontier, block);
     if (!successor) return { state: { address, frontier, balance: BigInt(block.balance), representative: block.representative }, thresholds, confirmed };
     if (frontier === superseded || read === HEAD_READS) {
       throw inconsistent(`the frontier ${frontier} of ${address} already has a successor, so it is not the head of the account`, { party: ctx.api.kind });

@@ -4,7 +4,7 @@ import type { Signer } from '../context.js';
 
 /** Signs in this process with the account's private key (the key store unlocked with the password). */
 export function keySigner(account: Account): Signer {
-  return { address: account.address, sign: async (block) => signBlock(block, account.privateKey) };
+  return { address: account.address, sign: async (block) => signBlock(block, account) };
 }
 
 /**

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +8,9 @@ import { withAccountLock, withKeystoreLock } from '../../../src/wallet/lock.js';
 import { tempDir } from '../../helpers/processes/temp.js';
 
 const address = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj';
+
+/** The lock files in `dir`, without the holders they link to. */
+const locksIn = async (dir: string): Promise<string[]> => (await readdir(dir)).filter((name) => !name.startsWith('.holder-'));
 const HOUR = 60 * 60 * 1000;
 
 describe('the account lock', () => {
@@ -25,11 +29,34 @@ describe('the account lock', () => {
   it('a lock dir checked once and then removed is made again, private, and each lock file is gone once released', async () => {
     const dir = join(await tempDir('nanopay-lock-'), 'locks');
     await withAccountLock(dir, address, async () => undefined);
-    expect(await readdir(dir)).toEqual([]);
+    expect(await locksIn(dir)).toEqual([]);
     await rm(dir, { recursive: true });
-    expect(await withAccountLock(dir, address, async () => readdir(dir))).toEqual([`${address}.lock`]);
+    expect(await withAccountLock(dir, address, async () => locksIn(dir))).toEqual([`${address}.lock`]);
     expect(((await stat(dir)).mode & 0o777).toString(8)).toBe('700');
-    expect(await readdir(dir)).toEqual([]);
+    expect(await locksIn(dir)).toEqual([]);
+  });
+
+  it('a lock file is a link to its process\'s holder, which a process that died leaves for the next to sweep, and an exiting one removes', async () => {
+    const dir = await tempDir('nanopay-lock-');
+    const dead = join(dir, `.holder-${2 ** 22 + 1}-00000000`);
+    await writeFile(dead, `${2 ** 22 + 1}\n${hostname()}\n2026-01-01T00:00:00.000Z`);
+    const live = join(dir, `.holder-${process.ppid}-00000000`);
+    await writeFile(live, `${process.ppid}\n${hostname()}\n2026-01-01T00:00:00.000Z`);
+    const held = await withAccountLock(dir, address, async () => ({ names: await readdir(dir), lock: await stat(join(dir, `${address}.lock`)) }));
+    expect(held.lock.nlink).toBe(2);
+    const mine = held.names.filter((n) => n.startsWith(`.holder-${process.pid}-`));
+    expect(mine).toHaveLength(1);
+    expect((await stat(join(dir, mine[0] as string))).ino).toBe(held.lock.ino);
+    // The dead process's holder is swept; a live one's is not.
+    expect(held.names).not.toContain(`.holder-${2 ** 22 + 1}-00000000`);
+    expect(held.names).toContain(`.holder-${process.ppid}-00000000`);
+
+    // A process that takes a lock and exits leaves no file of its own.
+    const child = join(dir, 'child');
+    const lockModule = new URL('../../../dist/wallet/lock.js', import.meta.url).href;
+    const script = `const { withAccountLock } = await import(${JSON.stringify(lockModule)}); await withAccountLock(${JSON.stringify(child)}, ${JSON.stringify(address)}, async () => undefined);`;
+    execFileSync(process.execPath, ['--input-type=module', '-e', script]);
+    expect(await readdir(child)).toEqual([]);
   });
 
   it('waits for a live holder and gives up with ACCOUNT_BUSY', async () => {
