@@ -313,6 +313,13 @@ export const MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 7,
+    // A payment looks for its account's spends in flight (resolveOrphans, every payment): without this index the
+    // query read every counted spend of the profile, so each payment cost more than the last.
+    sqlite: `CREATE INDEX spend_audit_in_flight ON spend_audit (profile, account) WHERE counts = 1 AND status = 'in_flight';`,
+    postgres: `CREATE INDEX spend_audit_in_flight ON spend_audit (profile, account) WHERE counts = 1 AND status = 'in_flight';`,
+  },
 ];
 
 /** The columns a request's record is queried by, taken from its document (which keeps every field). */

@@ -1,4 +1,4 @@
-import { unlinkSync } from 'node:fs';
+import { renameSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { NanoPayError } from '../errors.js';
@@ -77,19 +77,26 @@ export class Journal {
     return entries.filter((e): e is JournalEntry => e !== undefined);
   }
 
+  /** Where a cleared entry's file waits to hold the account's next one: a name the journal never reads (dot file). */
+  private spare(address: string): string {
+    return join(this.dir, `.${address}.spare`);
+  }
+
   async record(address: string, entry: JournalEntry): Promise<void> {
-    await writeFileAtomic(this.path(address), JSON.stringify(entry, null, 2));
+    await writeFileAtomic(this.path(address), JSON.stringify(entry, null, 2), { spare: this.spare(address) });
   }
 
   /**
-   * Removes the account's entry once its block's fate is recorded. Not synced
-   * to disk: an entry a power cut brings back is settled again by the next
-   * command (found landed and recorded once more, which changes nothing, or
-   * found refused), so the fsync would buy nothing on every payment.
+   * Takes the account's entry out once its block's fate is recorded: renamed
+   * to the account's spare, whose file the next entry is written through (no
+   * new file for each payment). Not synced to disk: an entry a power cut
+   * brings back is settled again by the next command (found landed and
+   * recorded once more, which changes nothing, or found refused), so the
+   * fsync would buy nothing on every payment.
    */
   async clear(address: string): Promise<void> {
     try {
-      unlinkSync(this.path(address));
+      renameSync(this.path(address), this.spare(address));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { linkSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, ftruncateSync, linkSync, openSync, readdirSync, readFileSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { readFile, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -256,8 +256,14 @@ export async function tryLease(path: string, untilMs: number): Promise<(() => Pr
     try {
       const holder = holderFor(path, dirname(path), content);
       if (holder.content !== content) {
-        // Rewritten in place (its inode kept): linked nowhere while no lease of this process is on the path.
-        writeFileSync(holder.path, content, { mode: 0o600 });
+        // Rewritten in place (its inode and its block kept): linked nowhere while no lease of this process is on the path.
+        const fd = openSync(holder.path, 'r+');
+        try {
+          writeSync(fd, content, 0);
+          ftruncateSync(fd, Buffer.byteLength(content));
+        } finally {
+          closeSync(fd);
+        }
         holder.content = content;
       }
       linkExclusive(path, holder, path);

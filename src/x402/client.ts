@@ -393,6 +393,7 @@ export async function fetchWithPayment(session: Session, input: string | URL, in
       note: { chequeFor: url },
       spend: x402Spend(url, chosen, options.approval, payer.payer),
       ...(threshold === undefined ? {} : { workThreshold: threshold }),
+      ...(payer.head === undefined ? {} : { head: payer.head }),
       submit: async (block) => {
         presented = await present(ctx, c, block, waitMs);
       },
@@ -452,6 +453,7 @@ export async function signCheque(session: Session, requirements: PaymentRequirem
       outstanding: true,
       spend: x402Spend(options.chequeFor, chosen, options.approval, payer.payer),
       ...(threshold === undefined ? {} : { workThreshold: threshold }),
+      ...(payer.head === undefined ? {} : { head: payer.head }),
       note: { chequeFor: options.chequeFor ?? `x402 ${chosen.network} ${chosen.payTo}` },
       submit: async (block) => {
         handed = block;

@@ -2,7 +2,7 @@ import { randomInt } from 'node:crypto';
 import { NanoPayError } from '../../errors.js';
 import { rawToXno } from '../../nano/index.js';
 import { stateDir } from '../../wallet/paths.js';
-import { readAccountHead } from '../ledger/chain.js';
+import { readAccountHead, type AccountHead } from '../ledger/chain.js';
 import { settleJournal } from '../ledger/recovery.js';
 import type { OpsContext, Signer } from '../context.js';
 import type { Session } from '../session.js';
@@ -36,6 +36,8 @@ export interface Payer {
   payer?: string;
   /** The lane's frontier was seen confirmed when it was taken (sellers refuse a payment on one that is not). */
   confirmedHead?: boolean;
+  /** The lane's verified head, read holding its claim: the payment plans on it (Movement.head). */
+  head?: AccountHead;
   /** The payment is over: the lane is given back, and refilled in the background when `balanceAfterRaw` is below half its fund. */
   done(balanceAfterRaw?: bigint): Promise<void>;
   /** The signed cheque `hash` leaves with a client library: the lane stays claimed until it resolves (settleHandedCheque), or until `untilMs`. */
@@ -59,10 +61,10 @@ async function laneOfId(ctx: OpsContext, set: LaneSet, id: string): Promise<Lane
 /**
  * Readies a claimed lane to pay `amountRaw`: a cheque an earlier holder left
  * (a process that died) is resolved first (found paid, or cancelled), and a
- * refill waiting for it is received when it holds too little. False (and a
- * refill asked for) when it still holds too little.
+ * refill waiting for it is received when it holds too little. Its verified
+ * head, or undefined (and a refill asked for) when it still holds too little.
  */
-async function ready(session: Session, ctx: OpsContext, set: LaneSet, lane: Lane, amountRaw: bigint): Promise<{ fits: boolean; confirmed: boolean }> {
+async function ready(session: Session, ctx: OpsContext, set: LaneSet, lane: Lane, amountRaw: bigint): Promise<AccountHead | undefined> {
   const signer = await laneSigner(session, set, lane);
   if ((await ctx.journal.read(lane.address)) !== undefined) await ctx.lock(lane.address, () => settleJournal(ctx, lane.address, signer));
   let head = await readAccountHead(ctx, lane.address);
@@ -70,12 +72,12 @@ async function ready(session: Session, ctx: OpsContext, set: LaneSet, lane: Lane
     await receiveOnLane(ctx, signer);
     head = await readAccountHead(ctx, lane.address);
   }
-  if (head.state.balance >= amountRaw) return { fits: true, confirmed: head.confirmed };
+  if (head.state.balance >= amountRaw) return head;
   keeperOf(session).refillIfLow(set, lane, head.state.balance, amountRaw);
-  return { fits: false, confirmed: head.confirmed };
+  return undefined;
 }
 
-async function lanePayer(session: Session, set: LaneSet, claim: LaneClaim, confirmedHead = false): Promise<Payer> {
+async function lanePayer(session: Session, set: LaneSet, claim: LaneClaim, head?: AccountHead): Promise<Payer> {
   try {
     const signer = await laneSigner(session, set, claim.lane);
     const payer = (await fundingSigner(session, set)).address;
@@ -84,7 +86,8 @@ async function lanePayer(session: Session, set: LaneSet, claim: LaneClaim, confi
       signer,
       lane: claim.lane,
       payer,
-      confirmedHead,
+      confirmedHead: head?.confirmed === true,
+      ...(head === undefined ? {} : { head }),
       done: async (balanceAfterRaw) => {
         await claim.release();
         if (balanceAfterRaw !== undefined) keeper.refillIfLow(set, claim.lane, balanceAfterRaw);
@@ -135,13 +138,13 @@ export async function payerFor(session: Session, ctx: OpsContext, input: PayerIn
     for (const lane of rotated(set.lanes)) {
       const claim = await tryClaim(dir, lane, until());
       if (claim === undefined) continue;
-      let readied = { fits: false, confirmed: false };
+      let head: AccountHead | undefined;
       try {
-        readied = await ready(session, ctx, set, lane, input.amountRaw);
+        head = await ready(session, ctx, set, lane, input.amountRaw);
       } finally {
-        if (!readied.fits) await claim.release();
+        if (head === undefined) await claim.release();
       }
-      if (readied.fits) return lanePayer(session, set, claim, readied.confirmed);
+      if (head !== undefined) return lanePayer(session, set, claim, head);
       short.push(lane);
     }
     // Every lane too poor, and no refill on its way: the funding account cannot pay for them.

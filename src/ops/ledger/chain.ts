@@ -288,9 +288,14 @@ export interface SendPlan {
 
 /** Checks a send against the verified ledger head; INSUFFICIENT_FUNDS before any work is made. */
 export async function planSend(ctx: OpsContext, address: string, to: string, amountRaw: bigint): Promise<SendPlan> {
+  if (amountRaw <= 0n) throw new NanoPayError('INVALID_NUMBER_FORMAT', 'The amount must be greater than zero');
+  return planOn(await readAccountHead(ctx, address), to, amountRaw);
+}
+
+/** Checks a send against `head`, a verified head read by the caller (see planSend). */
+export function planOn(head: AccountHead, to: string, amountRaw: bigint): SendPlan {
   const recipient = normalizeAddress(to);
   if (amountRaw <= 0n) throw new NanoPayError('INVALID_NUMBER_FORMAT', 'The amount must be greater than zero');
-  const head = await readAccountHead(ctx, address);
   if (amountRaw > head.state.balance) {
     throw new NanoPayError('INSUFFICIENT_FUNDS', `Insufficient funds: the balance is ${xnoAndRaw(head.state.balance)} and the send needs ${xnoAndRaw(amountRaw)}`, {
       hint: 'Receive pending funds first (nanopay receive) or send less.',

@@ -2,7 +2,7 @@ import { NanoPayError } from '../../errors.js';
 import { normalizeAddress, rawToXno, type StateBlock } from '../../nano/index.js';
 import type { JournalEntry } from '../../wallet/journal.js';
 import type { PaymentKind, SendRecord } from '../../wallet/send-log.js';
-import { planSend, publishTo, sendBlockOf, signAndJournal, submitEntry, type SendPlan } from '../ledger/chain.js';
+import { planOn, planSend, publishTo, sendBlockOf, signAndJournal, submitEntry, type AccountHead, type SendPlan } from '../ledger/chain.js';
 import type { BlockNote, OpsContext, Signer } from '../context.js';
 import { parseThreshold } from '../../work/index.js';
 import { recordLanded, settleJournal } from '../ledger/recovery.js';
@@ -67,6 +67,13 @@ export interface Movement<A> {
   outstanding?: boolean;
   /** Runs on the answer once the block landed and was recorded, before its journal entry goes (a top-up keeps its answer there until reported). */
   landed?: (answer: A | undefined, entry: JournalEntry, plan: SendPlan) => Promise<void>;
+  /**
+   * The account's verified head, read holding its claim (a payment lane: no
+   * other call or process signs on it until the claim is given back): the
+   * send is planned on it, not on a head read again, unless a journal entry
+   * of the account was settled meanwhile (then the head is read again).
+   */
+  head?: AccountHead;
 }
 
 export interface Moved<A> {
@@ -208,12 +215,12 @@ export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<M
   }
 
   return ctx.lock(m.signer.address, async () => {
-    await settleJournal(ctx, m.signer.address, m.signer);
+    const settled = await settleJournal(ctx, m.signer.address, m.signer);
     await resolveOrphans(ctx, m.signer.address);
     const resumed = await earlier(ctx, m, to);
     if (resumed !== undefined) return resumed;
-    // The head may have moved while the user confirmed: plan again on the fresh one.
-    const plan = await planSend(ctx, m.signer.address, to, m.amountRaw);
+    // The head may have moved while the user confirmed: plan again on the fresh one (a claimed lane's cannot move).
+    const plan = m.head !== undefined && settled.outcome === 'none' ? planOn(m.head, to, m.amountRaw) : await planSend(ctx, m.signer.address, to, m.amountRaw);
     const note: BlockNote = { amountRaw: m.amountRaw.toString(), profile: ctx.profile, ...(m.id === undefined ? {} : { sendId: m.id, sendKind: kindOf(m) }), ...m.note };
     // Judged again and journaled in one hold of the profile's spending lock: the journaled send counts at once.
     const thresholds = m.workThreshold === undefined ? plan.head.thresholds : { ...plan.head.thresholds, send: harderThreshold(plan.head.thresholds.send, m.workThreshold) };

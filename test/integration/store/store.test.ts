@@ -508,6 +508,11 @@ describe.each(kinds)('the $name store', (kind) => {
     );
     expect(await other.audit.counted('p', Date.parse(at(1000)))).toHaveLength(1);
     expect((await other.audit.inFlight('p', ADDRESS)).map((r) => r.hash)).toEqual([c]);
+    if (store instanceof SqliteStore) {
+      // Asked on every payment: read by an index of the spends in flight, not through every spend of the profile.
+      const plan = store.db.prepare(`EXPLAIN QUERY PLAN SELECT doc FROM spend_audit WHERE profile = ? AND account = ? AND counts = 1 AND status = 'in_flight'`).all('p', ADDRESS);
+      expect(JSON.stringify(plan)).toContain('USING INDEX spend_audit_in_flight');
+    }
     const first = await other.audit.page({ profile: 'p', limit: 2 });
     expect(first.map((r) => r.amount_raw)).toEqual(['1', '2']);
     const next = await other.audit.page({ profile: 'p', limit: 2, afterSeq: first.at(-1)?.seq as number });
