@@ -1,15 +1,15 @@
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import { NanoPayError } from '../errors.js';
+import type { ServerResponse } from 'node:http';
 import type { ServerLog } from '../http/log.js';
 import { probeRoutes, type Probes } from '../http/probes.js';
 import { RESPONDED, startHttpServer, type Call, type HttpServer } from '../http/server.js';
 import { sendJson } from '../http/respond.js';
 import { timed, type PhaseClock } from './phases.js';
-import { HEADERS, type SettleResponse } from './protocol.js';
+import { type SettleResponse } from './protocol.js';
 import { routeFor, settleOrder, settlementHeader, type Paywall, type PricedRoute } from './paywall.js';
 import { canonicalPath, upstreamTarget } from './request-path.js';
 import { discoveryManifest } from './discovery.js';
 import { requestOrigin } from './origin.js';
+import { forward, type Upstream } from './upstream.js';
 
 export interface PaywallServerOptions {
   host: string;
@@ -27,40 +27,6 @@ export interface PaywallServerOptions {
   probes?: Probes;
   /** How long close() lets requests in flight finish. Default 5 s. */
   drainMs?: number;
-}
-
-/** Headers that belong to one connection, and ours: never forwarded either way. */
-const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'host', 'content-length', HEADERS.signature, HEADERS.legacyPayment]);
-/** fetch hands over a decoded body: its coding and length no longer apply. The request's id is the paywall's. */
-const DECODED = new Set(['content-encoding', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'x-request-id']);
-
-interface Upstream {
-  status: number;
-  headers: [string, string][];
-  body: Buffer;
-}
-
-/** The client's headers, and the id the paywall gave the request (its log's), so the upstream's log can name it too. */
-function forwardHeaders(headers: IncomingHttpHeaders, requestId: string): Headers {
-  const out = new Headers();
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP.has(name) || name === 'x-request-id') continue;
-    for (const v of Array.isArray(value) ? value : [value]) out.append(name, v);
-  }
-  out.set('x-request-id', requestId);
-  return out;
-}
-
-async function forward(target: URL, call: Call): Promise<Upstream> {
-  const hasBody = call.method !== 'GET' && call.method !== 'HEAD' && (call.rawBody?.length ?? 0) > 0;
-  let response: Response;
-  try {
-    response = await fetch(target, { method: call.method, headers: forwardHeaders(call.headers, String(call.response.getHeader('x-request-id'))), redirect: 'manual', signal: call.signal, ...(hasBody ? { body: call.rawBody } : {}) });
-  } catch (error) {
-    throw new NanoPayError('REQUEST_ERROR', `The upstream did not answer (${error instanceof Error ? error.message : String(error)})`, { status: 502 });
-  }
-  const headers = [...response.headers.entries()].filter(([name]) => !DECODED.has(name));
-  return { status: response.status, headers, body: Buffer.from(await response.arrayBuffer()) };
 }
 
 function reply(res: ServerResponse, answer: Upstream, extra: Record<string, string> = {}): typeof RESPONDED {

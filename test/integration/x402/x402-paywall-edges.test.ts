@@ -256,3 +256,52 @@ describe('paywall: a request that changes something runs only once paid (issue 3
     expect(handled).toEqual(['POST /orders']);
   });
 });
+
+describe('paywall: the upstream hop', () => {
+  it('forwards a body and answers byte for byte (its content coding and repeated headers kept), and sends a GET again when the upstream closed the kept-alive connection under it', async () => {
+    const { gzipSync } = await import('node:zlib');
+    const zipped = gzipSync(Buffer.from('{"answer":42}'));
+    const seen: { method?: string; body: string; id?: string; payment?: string }[] = [];
+    let requests = 0;
+    const upstream = createServer((req, res) => {
+      requests++;
+      // The third request's kept-alive connection is closed under it, unanswered, as an upstream closes an idle one while the proxy sends on it.
+      if (requests === 3) {
+        req.socket.destroy();
+        return;
+      }
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        seen.push({ ...(req.method === undefined ? {} : { method: req.method }), body, ...(typeof req.headers['x-request-id'] === 'string' ? { id: req.headers['x-request-id'] } : {}), ...(typeof req.headers['x-payment'] === 'string' ? { payment: req.headers['x-payment'] } : {}) });
+        res.writeHead(201, [['content-type', 'application/json'], ['content-encoding', 'gzip'], ['set-cookie', 'a=1'], ['set-cookie', 'b=2']]);
+        res.end(zipped);
+      });
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    nodeServers.push(upstream);
+    const base = await paywallServer(`http://127.0.0.1:${(upstream.address() as AddressInfo).port}`, [], await settlerOn(node));
+
+    const posted = await new Promise<{ status: number; headers: IncomingMessage['headers']; body: Buffer }>((resolve, reject) => {
+      const url = new URL(`${base}/echo`);
+      const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { 'content-type': 'text/plain', 'x-payment': 'not forwarded' } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      });
+      req.on('error', reject);
+      req.end('a body');
+    });
+    expect(posted.status).toBe(201);
+    expect(posted.headers['content-encoding']).toBe('gzip');
+    expect(posted.headers['set-cookie']).toEqual(['a=1', 'b=2']);
+    expect(posted.body.equals(zipped)).toBe(true);
+    expect(seen[0]).toMatchObject({ method: 'POST', body: 'a body', id: posted.headers['x-request-id'] });
+    expect(seen[0]?.payment).toBeUndefined();
+
+    // The second GET goes out on the kept connection, finds it closed, and is sent once more on a new one.
+    for (let i = 0; i < 2; i++) expect((await asIs(base, '/again')).status).toBe(201);
+    expect(requests).toBe(4);
+    expect(seen.map((s) => s.method)).toEqual(['POST', 'GET', 'GET']);
+  });
+});
