@@ -170,7 +170,7 @@ function openSpare(path: string): number | undefined {
 }
 
 /** fsync the directory so the rename itself survives a power cut. */
-export async function syncDir(dir: string): Promise<void> {
+async function syncDir(dir: string): Promise<void> {
   const fd = openSync(dir, 'r');
   try {
     await fsyncFd(fd);
