@@ -104,6 +104,12 @@ export function writeFileAtomicSync(path: string, data: string | Uint8Array): vo
   }
 }
 
+/** Codes of a file system without hard links (FAT, some network and FUSE mounts), or of a file at its most links. */
+const NO_LINK_CODES = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EXDEV', 'EMLINK']);
+
+/** Whether link() failed because this file system cannot give the file another name: the caller makes a file instead. */
+export const linkUnsupported = (error: unknown): boolean => NO_LINK_CODES.has((error as NodeJS.ErrnoException).code ?? '');
+
 /** fsync of a file descriptor, on libuv's threads: the one step of a write that waits for the disk. */
 export const fsyncFd = promisify(fsync);
 

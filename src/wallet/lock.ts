@@ -5,7 +5,7 @@ import { readFile, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NanoPayError } from '../errors.js';
-import { ensurePrivateDir } from '../fs/secure-fs.js';
+import { ensurePrivateDir, linkUnsupported } from '../fs/secure-fs.js';
 
 /**
  * One writer at a time for what must not be written by two at once (an
@@ -134,14 +134,27 @@ function holderFor(key: string, dir: string, content: string): Holder {
   return holder;
 }
 
-/** Links `holder` as `path`; EEXIST when there is one. A holder gone with its dir (ENOENT) is made again next time. */
+/** Dirs on a file system without hard links: their lock files are files of their own. */
+const linkless = new Set<string>();
+
+/**
+ * Links `holder` as `path`; EEXIST when there is one. A holder gone with its
+ * dir (ENOENT) is made again next time. Where the file system has no hard
+ * links, `path` is made as a file of its own with the holder's text (O_EXCL).
+ */
 function linkExclusive(key: string, holder: Holder, path: string): void {
-  try {
-    linkSync(holder.path, path);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') holders.delete(key);
-    throw error;
+  const dir = dirname(path);
+  if (!linkless.has(dir)) {
+    try {
+      linkSync(holder.path, path);
+      return;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') holders.delete(key);
+      if (!linkUnsupported(error)) throw error;
+      linkless.add(dir);
+    }
   }
+  writeFileSync(path, holder.content, { flag: 'wx', mode: 0o600 });
 }
 
 /** Creates the lock file `path`: a link to this process's holder in its dir; EEXIST when there is one. */

@@ -2,7 +2,7 @@ import { writeFile as writeFileThen } from 'node:fs';
 import { link, rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { ensurePrivateDir, readIfExistsSync } from '../fs/secure-fs.js';
+import { ensurePrivateDir, linkUnsupported, readIfExistsSync } from '../fs/secure-fs.js';
 import { alive } from '../wallet/lock.js';
 
 /** Where one payer's `previous` stands: a settlement under way (or cut short), or done. */
@@ -105,7 +105,7 @@ export class FileSettlementRecord implements SettlementRecord {
     }
     // Made before anything is published: a block the record answers for by its hash (lookup). A second name of the
     // claim (which holds the previous), not a file of its own: a new file costs an inode, a link does not.
-    await linkIfAbsent(this.path(previous), this.path(hash, 'block'));
+    await nameAgain(this.path(previous), this.path(hash, 'block'), JSON.stringify({ previous } satisfies ClaimedBlock));
     return true;
   }
 
@@ -128,13 +128,11 @@ export class FileSettlementRecord implements SettlementRecord {
    * inode), so exactly one settlement of a previous ever answers success.
    */
   async settle(previous: string, hash: string, now: Date): Promise<boolean> {
+    const mark = JSON.stringify({ hash, state: 'settled', at: now.toISOString() } satisfies SettlementEntry);
     try {
-      await link(this.path(previous), this.path(previous, 'settled'));
-      return true;
+      return await nameAgain(this.path(previous), this.path(previous, 'settled'), mark);
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'EEXIST') return false;
-      if (code !== 'ENOENT') throw error;
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     }
     // No claim file under it (a record an earlier version left): a mark of its own.
     return this.create(this.path(previous, 'settled'), { hash, state: 'settled', at: now.toISOString() });
@@ -154,11 +152,26 @@ export class FileSettlementRecord implements SettlementRecord {
   }
 }
 
-/** Gives the file `from` the second name `to`, unless `to` exists (a claim taken over keeps its block's name). */
-async function linkIfAbsent(from: string, to: string): Promise<void> {
-  await link(from, to).catch((error: NodeJS.ErrnoException) => {
-    if (error.code !== 'EEXIST') throw error;
-  });
+/**
+ * Gives the file `from` the second name `to` unless `to` exists: false then
+ * (a claim taken over keeps its block's name; a previous is settled once).
+ * Where the file system has no hard links, `to` is a new file holding `text`.
+ */
+async function nameAgain(from: string, to: string, text: string): Promise<boolean> {
+  try {
+    await link(from, to);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    if (!linkUnsupported(error)) throw error;
+  }
+  return writeExclusive(to, text).then(
+    () => true,
+    (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EEXIST') return false;
+      throw error;
+    },
+  );
 }
 
 /** A new file (0600) with `text`; EEXIST when there is one. */
