@@ -96,12 +96,13 @@ async function run() {
   const pids = { client: process.pid, node: node.child.pid, paywall: paywall.child.pid };
   const cpuBefore = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, processCpuSeconds(pid)]));
   let done = 0;
+  const loadMs = [];
   const until = performance.now() + LOAD_SECONDS * 1000;
   const loadStarted = performance.now();
   await Promise.all(
     Array.from({ length: LANES }, async () => {
       while (performance.now() < until) {
-        await paid();
+        loadMs.push(await paid());
         done++;
       }
     }),
@@ -125,6 +126,7 @@ async function run() {
     unpaid: { median: median(unpaidMs), p99: quantile(unpaidMs, 0.99) },
     paid: { median: median(paidMs), p99: quantile(paidMs, 0.99) },
     perSecond: done / loadSeconds,
+    underLoad: { median: median(loadMs), p99: quantile(loadMs, 0.99) },
     done,
     loadSeconds,
     cpu,
@@ -157,7 +159,7 @@ const overhead = m((r) => r.paid.median - r.unpaid.median);
 const perSecond = m((r) => r.perSecond);
 const bad = runs.reduce((n, r) => n + r.ledger.double + r.ledger.lost + r.ledger.unbacked + r.ledger.failures.length, 0);
 latencyTable(runs, 'paid from a lane (the whole client path)');
-console.log(`Sustained: ${perSecond.toFixed(0)} paid requests/s from one wallet (runs: ${runs.map((r) => r.perSecond.toFixed(0)).join(', ')})`);
+console.log(`Sustained: ${perSecond.toFixed(0)} paid requests/s from one wallet (runs: ${runs.map((r) => r.perSecond.toFixed(0)).join(', ')}); a paid request while ${LANES} are under way: median ${f(m((r) => r.underLoad.median))}, p99 ${f(m((r) => r.underLoad.p99))}`);
 const cpuTotal = m((r) => r.cpu.client + r.cpu.node + r.cpu.paywall);
 console.log(
   `CPU per paid request under load: client ${m((r) => r.cpu.client).toFixed(1)} ms, node (sandbox) ${m((r) => r.cpu.node).toFixed(1)} ms, paywall ${m((r) => r.cpu.paywall).toFixed(1)} ms ` +
