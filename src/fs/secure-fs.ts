@@ -128,9 +128,10 @@ const SMALL_FILE = 64 * 1024;
 export async function writeFileAtomic(path: string, data: string | Uint8Array, options: { spare?: string } = {}): Promise<void> {
   const dir = dirname(path);
   await ensurePrivateDir(dir);
-  const spare = options.spare === undefined ? undefined : openSpare(options.spare);
+  const small = data.length <= SMALL_FILE;
+  const spare = options.spare === undefined || !small ? undefined : openSpare(options.spare);
   const temp = spare === undefined ? join(dir, `.${randomBytes(6).toString('hex')}.tmp`) : (options.spare as string);
-  if (data.length <= SMALL_FILE) {
+  if (small) {
     const bytes = typeof data === 'string' ? Buffer.from(data) : data;
     const fd = spare ?? openSync(temp, 'wx', 0o600);
     try {
