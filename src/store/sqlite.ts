@@ -8,7 +8,6 @@ import { ensurePrivateDir } from '../fs/secure-fs.js';
 import { withAccountLock } from '../wallet/lock.js';
 import type { RequestRecord } from '../wallet/requests.js';
 import { MIGRATIONS, SCHEMA_VERSION, requestColumns, tooNew } from './schema.js';
-import { WalSync } from './wal-sync.js';
 import { SqlitePrices } from './sqlite-prices.js';
 import { SqliteShop } from './sqlite-shop.js';
 import { SqliteApprovals, SqliteAudit } from './sqlite-spending.js';
@@ -277,16 +276,12 @@ export class SqliteStore implements Store {
   readonly prices: PricesTable = new SqlitePrices(this);
 
   private readonly statements = new Map<string, BetterSqlite3.Statement>();
-  /** Changes a write made, told once it is durable (run): nobody hears of a change a power cut could still undo. */
-  private unheard: StoreChange[] | undefined;
 
   private constructor(
     readonly db: Db,
     readonly location: string,
     private readonly lockDir: string,
     private readonly lockPrefix: string,
-    /** The log's fsyncs that make each commit durable; none for a store opened read-only. */
-    private readonly wal: WalSync | undefined,
   ) {}
 
   /**
@@ -294,7 +289,7 @@ export class SqliteStore implements Store {
    * In a dir this process cannot write (a read-only disk), an existing store is opened
    * read-only, so that the commands that only read still run.
    */
-  static async open(path: string, lockDir: string, lockPrefix: string, options: { fsync?: (fd: number) => Promise<void> } = {}): Promise<SqliteStore> {
+  static async open(path: string, lockDir: string, lockPrefix: string): Promise<SqliteStore> {
     await ensurePrivateDir(dirname(path));
     // A link is not followed (its target may be anyone's), as for every file of the config dir.
     if (lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink() === true) {
@@ -313,10 +308,9 @@ export class SqliteStore implements Store {
       } else {
         db = new Database(path, { timeout: 15_000 });
         db.pragma('journal_mode = WAL');
-        // A commit writes the log and returns; run() then answers only once the log is fsynced (WalSync), off the
-        // event loop. (better-sqlite3 builds SQLite to sync a WAL database only at checkpoints, and FULL syncs inside
-        // the commit, holding the event loop for the disk.)
-        db.pragma('synchronous = NORMAL');
+        // Every commit synced before it returns: better-sqlite3 builds SQLite to sync a WAL database only at checkpoints
+        // (NORMAL), so a request answered as created, or a spend counted, could be lost with the machine's power.
+        db.pragma('synchronous = FULL');
       }
       db.pragma('foreign_keys = ON');
       migrate(db, path);
@@ -324,42 +318,16 @@ export class SqliteStore implements Store {
       db?.close();
       throw storeFailure(path, error);
     }
-    return new SqliteStore(db, path, lockDir, lockPrefix, readOnly ? undefined : new WalSync(`${path}-wal`, options.fsync));
+    return new SqliteStore(db, path, lockDir, lockPrefix);
   }
 
-  /**
-   * Runs statements, reporting a damaged file, a full disk or a read-only one
-   * as such. One that changed anything resolves once its commit is durable
-   * (the log fsynced), and only then are its changes told.
-   */
+  /** Runs a statement, reporting a damaged file, a full disk or a read-only one as such. */
   run<T>(fn: () => T): Promise<T> {
-    const outer = this.unheard === undefined;
-    if (outer) this.unheard = [];
-    const unheard = this.unheard as StoreChange[];
-    let result: T;
-    let changed: boolean;
     try {
-      const before = this.totalChanges();
-      result = fn();
-      changed = this.totalChanges() !== before;
+      return Promise.resolve(fn());
     } catch (error) {
       return Promise.reject(storeFailure(this.location, error));
-    } finally {
-      if (outer) this.unheard = undefined;
     }
-    if (!outer || (!changed && unheard.length === 0)) return Promise.resolve(result);
-    return (this.wal?.durable() ?? Promise.resolve()).then(
-      () => {
-        for (const change of unheard) emitter(this.location).emit('change', change);
-        return result;
-      },
-      (error: unknown) => Promise.reject(storeFailure(this.location, error)),
-    );
-  }
-
-  /** Rows changed by this connection since it opened. */
-  private totalChanges(): number {
-    return (this.prepared('SELECT total_changes() AS n').get() as { n: number }).n;
   }
 
   /** The next change's number; called inside a write transaction. */
@@ -397,8 +365,7 @@ export class SqliteStore implements Store {
   }
 
   emit(change: StoreChange): void {
-    if (this.unheard !== undefined) this.unheard.push(change);
-    else emitter(this.location).emit('change', change);
+    emitter(this.location).emit('change', change);
   }
 
   exclusive<T>(name: string, fn: () => Promise<T>): Promise<T> {
@@ -416,7 +383,6 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
-    await this.wal?.close();
     if (this.db.open) this.db.close();
   }
 }
