@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, watch } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -157,13 +157,24 @@ describe('kill -9 at the named moments', () => {
     const service = addressToPublicKey(sb.service.dump().service as string);
     const payments = async (): Promise<number> => [...sb.service.ledger.blocks.values()].filter((b) => b.subtype === 'send' && b.block.link === service).length;
     let caught = false;
-    for (let attempt = 0; attempt < 5 && !caught; attempt++) {
+    const journalDir = join(payer.configDir, 'journal');
+    for (let attempt = 0; attempt < 20 && !caught; attempt++) {
       const paid = await payments();
-      const run = start(['credits', 'topup', '10', '--yes', '--json']);
-      await waitFor(() => journalText().includes('topupResult') || run.child.exitCode !== null, 'the top-up answer in the journal', 1);
-      run.child.kill('SIGSTOP');
+      // The answer is kept for the time of one directory fsync before it is reported: the stop comes from a watch of
+      // the journal (the kernel's notice of the rename), not from polling, to land in that window.
+      let run: ReturnType<typeof start> | undefined;
+      let stopped = false;
+      const watcher = watch(journalDir, () => {
+        if (stopped || run === undefined || !journalText().includes('topupResult')) return;
+        run.child.kill('SIGSTOP');
+        stopped = true;
+      });
+      run = start(['credits', 'topup', '10', '--yes', '--json']);
+      const started = run;
+      await waitFor(() => stopped || started.child.exitCode !== null, 'the top-up answer in the journal, or the end of the run', 1);
+      watcher.close();
       // Only a stop while the answer is kept and not yet reported is the moment under test.
-      caught = journalText().includes('topupResult');
+      caught = stopped && journalText().includes('topupResult');
       run.child.kill('SIGKILL');
       await run.exited;
       const rerun = await topup(nextRun(), { tier: 10 });
