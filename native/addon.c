@@ -2,9 +2,16 @@
  * N-API binding of the multi-lane kernel: one synchronous search per call, run on a worker thread.
  * The kernel is built once per instruction set (pow_variant.c); the best one this CPU runs is chosen
  * when the addon loads, so one build serves every CPU of the architecture.
+ * It also makes a process holding unlocked keys unreadable to the user's other processes (undumpable).
  */
 #include <node_api.h>
 #include "pow_variants.h"
+#if defined(__linux__)
+#include <sys/prctl.h>
+#elif defined(__APPLE__)
+#include <sys/types.h>
+#include <sys/ptrace.h>
+#endif
 
 #define CHECK(call) if ((call) != napi_ok) { napi_throw_error(env, NULL, "nanopay_pow: bad arguments"); return NULL; }
 
@@ -62,6 +69,24 @@ static napi_value search(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/*
+ * undumpable() -> boolean: whether this process is now closed to the user's other processes, as ssh-agent
+ * does it. On Linux PR_SET_DUMPABLE 0: no ptrace attach, /proc/PID/mem, maps or environ for anyone but
+ * root (CAP_SYS_PTRACE), and no core dump. On macOS PT_DENY_ATTACH. Elsewhere false.
+ */
+static napi_value undumpable(napi_env env, napi_callback_info info) {
+  (void)info;
+  int done = 0;
+#if defined(__linux__)
+  done = prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0;
+#elif defined(__APPLE__)
+  done = ptrace(PT_DENY_ATTACH, 0, 0, 0) == 0;
+#endif
+  napi_value result;
+  CHECK(napi_get_boolean(env, done, &result));
+  return result;
+}
+
 struct pow_kernel_choice {
   const char *name;
   pow_search_fn search;
@@ -103,6 +128,8 @@ static napi_value init(napi_env env, napi_value exports) {
   CHECK(napi_set_named_property(env, exports, "kernels", all));
   CHECK(napi_create_int32(env, POW_LANES, &lanes));
   CHECK(napi_set_named_property(env, exports, "lanes", lanes));
+  CHECK(napi_create_function(env, "undumpable", NAPI_AUTO_LENGTH, undumpable, NULL, &fn));
+  CHECK(napi_set_named_property(env, exports, "undumpable", fn));
   return exports;
 }
 

@@ -20,8 +20,8 @@ const entryPoints = [
   { in: join(root, 'src/cli/main.ts'), out: 'main' },
   // src/work/generator.ts starts workers from './pow-worker.js' beside itself.
   { in: join(root, 'src/work/pow-worker.ts'), out: 'pow-worker' },
-  // src/wallet/unlocked.ts starts the unlocked session's process from './unlocked-agent.js' beside itself.
-  { in: join(root, 'src/wallet/unlocked-agent.ts'), out: 'unlocked-agent' },
+  // src/wallet/unlocked.ts starts the unlocked session's process from './session-process.js' beside its chunk.
+  { in: join(root, 'src/session/process.ts'), out: 'session-process' },
   // package.json names it as oclif's help class.
   { in: join(root, 'src/cli/help.ts'), out: 'help' },
   // package.json names it as oclif's command_not_found hook.

@@ -71,6 +71,8 @@ const CATALOG: Record<string, CodeInfo> = {
   APPROVAL_REQUIRED: { status: 428, exit: ExitCode.APPROVAL },
   // An approval id that cannot pay this spend: unknown, denied, expired, used, or bound to another spend.
   APPROVAL_INVALID: conflict,
+  // The spending policy was changed by other means than nanopay with the key store password (its seal fails): every spend is refused until a person reseals it.
+  POLICY_TAMPERED: { status: 403, exit: ExitCode.LIMIT },
   // Ledger rejections (sandbox and node): the block conflicts with the ledger.
   BLOCK_FORK: conflict,
   BLOCK_EXISTS: conflict,

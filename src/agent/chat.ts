@@ -11,6 +11,8 @@ export interface ChatDeps {
   holder: WalletHolder;
   /** What --confirm-above added to the spending policy (shown in /status; the policy applies it). */
   confirmAboveRaw?: bigint;
+  /** --chat-confirms: the chat's user approves the spends the chat held (else only a person with the key store password does). */
+  chatConfirms?: boolean;
   model?: ModelConfig;
   log: (line: string) => void;
 }
@@ -83,6 +85,7 @@ async function withGrammar(deps: ChatDeps, message: string, emit: Emit, id: stri
  * was issued, with that approval.
  */
 async function confirmed(deps: ChatDeps, token: string, emit: Emit, id: string, signal: AbortSignal): Promise<void> {
+  refuseUnlessConfirms(deps);
   const { approval, call } = await deps.holder.use((session) => answerInChat(session, token, 'approve'));
   if (call === undefined) throw new NanoPayError('INVALID_REQUEST', 'That confirmation token holds no call; nothing was sent');
   const outcome = await callTool(deps, call.name, { ...call.arguments, approval_id: approval.id }, emit, id, signal);
@@ -90,8 +93,18 @@ async function confirmed(deps: ChatDeps, token: string, emit: Emit, id: string, 
 }
 
 async function denied(deps: ChatDeps, token: string, emit: Emit): Promise<void> {
+  refuseUnlessConfirms(deps);
   const { approval } = await deps.holder.use((session) => answerInChat(session, token, 'deny'));
   emit({ type: 'text', text: `Denied ${approval.description}; nothing was sent.` });
+}
+
+/** Chat confirmations are the operator's choice: off, whoever reaches the chat (an agent too) cannot approve through it. */
+function refuseUnlessConfirms(deps: ChatDeps): void {
+  if (deps.chatConfirms !== true) {
+    throw new NanoPayError('FORBIDDEN', 'This agent takes no confirmations in its chat; nothing was approved or sent', {
+      hint: 'A person approves a held spend with the key store password: nanopay approvals approve ID (its operator can turn chat confirmations on: agent --chat-confirms).',
+    });
+  }
 }
 
 async function withModel(deps: ChatDeps, model: ModelConfig, turn: ChatTurn, emit: Emit, nextId: () => string, signal: AbortSignal): Promise<void> {
@@ -145,7 +158,7 @@ async function callTool(deps: ChatDeps, name: string, args: unknown, emit: Emit,
       try {
         return { held: false, data: await tool.handler(session, input, signal) };
       } catch (error) {
-        if (!(error instanceof NanoPayError) || error.code !== 'APPROVAL_REQUIRED') throw error;
+        if (!(error instanceof NanoPayError) || error.code !== 'APPROVAL_REQUIRED' || deps.chatConfirms !== true) throw error;
         const approval = error.details?.approval as { id: string; expires_at: string; reason: string };
         const { approval_id: _used, ...asked } = input;
         const token = await holdInChat(session, approval.id, { name, arguments: asked });

@@ -13,7 +13,24 @@ export async function answerAsPerson(session: Session, id: string, answer: 'appr
   const approval = await getApproval(session, id);
   process.stderr.write(`Approval ${approval.id}: ${approval.description}\n${approval.message} (rule: ${approval.rule}); expires ${approval.expires_at}\n`);
   if (!(await confirmOnTerminal(`${answer === 'approve' ? 'Approve' : 'Deny'} this spend of ${approval.amount} XNO?`, yes))) throw new NanoPayError('DECLINED', 'Declined; the approval was not answered');
-  await session.keystore();
   const terminal = process.stdin.isTTY === true && process.stderr.isTTY === true && !yes;
-  return answerApproval(session, id, answer, terminal ? 'terminal, with the password' : 'the password');
+  return answerApproval(session, id, answer, terminal ? `terminal, with ${session.passwordVia()}` : session.passwordVia());
+}
+
+/**
+ * The person at the terminal answers a spend the policy holds, as the command
+ * runs. A yes counts only with the key store password: asked for here unless
+ * this process already unlocked the key store with it (then a yes on the
+ * terminal confirms). A keystroke alone is no person: a program can type
+ * into a pseudo-terminal. A no denies the approval.
+ */
+export async function answerAtTerminal(question: string, approvalId: string, session: Session): Promise<boolean> {
+  const withPassword = session.keystoreUnlocked();
+  const yes = await confirmOnTerminal(withPassword ? question : `${question} (approving needs the key store password)`, false);
+  if (!yes) {
+    await answerApproval(session, approvalId, 'deny', 'terminal');
+    return false;
+  }
+  await answerApproval(session, approvalId, 'approve', withPassword ? `terminal, with ${session.passwordVia()}` : `terminal, with ${session.passwordVia()} typed for it`);
+  return true;
 }

@@ -2,9 +2,9 @@ import { Flags } from '@oclif/core';
 import { Session, parseCallTimeout, type PasswordSource } from '../ops/session.js';
 import { BaseCommand } from './base-command.js';
 import { NanoPayError } from '../errors.js';
-import { passwordSource, promptingUnlock, type PasswordFlags } from './input/password.js';
+import { passwordSource, passwordVia, promptingUnlock, type PasswordFlags } from './input/password.js';
 import { workSpinner } from './output/work-progress.js';
-import { confirmOnTerminal } from './input/confirm.js';
+import { answerAtTerminal } from './approval-answer.js';
 
 /** Commands that use a profile: the key store, the API, the ledger. */
 export abstract class SessionCommand extends BaseCommand {
@@ -42,8 +42,9 @@ export abstract class SessionCommand extends BaseCommand {
     const session = new Session({
       password,
       frontEnd: 'cli',
-      // A spend above an "ask above" rule is asked about here on a terminal (--yes does not skip it); without one it waits for an approval.
-      ...(process.stdin.isTTY && process.stderr.isTTY ? { askPerson: (question: string) => confirmOnTerminal(question, false) } : {}),
+      passwordVia: passwordVia(flags),
+      // A spend above an "ask above" rule is asked about here on a terminal (--yes does not skip it; yes needs the password); without one it waits for an approval.
+      ...(process.stdin.isTTY && process.stderr.isTTY ? { askPerson: answerAtTerminal } : {}),
       unlock: promptingUnlock(flags, password),
       workObserver: workSpinner(!this.jsonEnabled()),
       ...(deadline === undefined ? {} : { deadlineMs: deadline }),

@@ -22,7 +22,9 @@ Strict mode (--strict or AGENT_MODE=production) owns its wallet in its own direc
 password (a 0600 file, or AI_WALLET_PASSWORD), unlocked per request and let go after. Otherwise the profile's wallet
 is used, unlocked once like serve. The spending policy applies to every spend; --confirm-above adds a rule to it for this
 process (ask-above-hour --front-end agent): a spend (send, donation, top-up, paid fetch) that would take the agent's spending
-without a person's yes in the last hour above it waits for an approval, which the chat's user gives with its token.
+without a person's yes in the last hour above it waits for an approval. A person approves a held spend with nanopay approvals
+approve ID (the key store password). --chat-confirms lets whoever can reach /chat approve the spends the chat held, with
+the token it shows ({"confirm": TOKEN}): only for a chat whose users are the people who may approve, never an agent's.
 On loopback it answers only your own user: on Linux other users' connections are refused; where the system cannot tell
 who connects, a token is required, made in agent.token (the agent's directory in strict mode, else the config dir)
 unless you give one. GET /healthz and /readyz answer without the token (the user check still applies; in strict mode a
@@ -40,6 +42,7 @@ calls in flight (a chat turn) finish within --drain-timeout, then it exits 0.`;
     strict: Flags.boolean({ description: 'custodial mode: the agent owns its wallet (also AGENT_MODE=production)' }),
     dir: Flags.string({ description: 'strict mode: the agent\'s own directory (default NANOPAY_AGENT_DIR, or "agent" in the config dir)' }),
     'confirm-above': Flags.string({ description: 'spends that would take the last hour\'s total without approval above this many XNO wait for an approval' }),
+    'chat-confirms': Flags.boolean({ description: 'the chat\'s user approves the spends the chat held, with a token (off: only nanopay approvals approve)' }),
     'allow-origin': Flags.string({ description: 'a web origin (scheme://host[:port]) allowed to call the agent (repeatable)', multiple: true }),
     token: Flags.string({ description: 'require this bearer token (prefer --token-file: flags show in ps)', env: 'NANOPAY_AGENT_TOKEN' }),
     'token-file': Flags.string({ description: 'require the bearer token read from this file (yours, mode 0600)' }),
@@ -84,6 +87,7 @@ calls in flight (a chat turn) finish within --drain-timeout, then it exits 0.`;
         ...(access.onlyUser === undefined ? {} : { onlyUser: access.onlyUser }),
         ...(confirmAboveRaw === undefined ? {} : { confirmAboveRaw }),
         ...(model === undefined ? {} : { model }),
+        chatConfirms: flags['chat-confirms'],
         allowOrigins,
         probes,
         drainMs: runtime.drainMs,

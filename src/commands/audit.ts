@@ -8,9 +8,9 @@ import { parseDuration } from '../ops/duration.js';
 import { auditTrail } from '../ops/spending/audit.js';
 import type { AuditRecord } from '../store/spending.js';
 
-const COLUMNS = ['at', 'front_end', 'kind', 'decision', 'rule', 'amount', 'amount_raw', 'recipient', 'contact', 'host', 'account', 'hash', 'status', 'approval_id', 'message', 'id'] as const;
+const COLUMNS = ['at', 'front_end', 'kind', 'decision', 'rule', 'amount', 'amount_raw', 'recipient', 'contact', 'host', 'account', 'hash', 'status', 'approval_id', 'via', 'session', 'before', 'after', 'message', 'id'] as const;
 
-/** A record as audit prints it: the amount in XNO beside raw. */
+/** A record as audit prints it: the amount in XNO beside raw; a policy change's before and after as JSON text. */
 function row(r: AuditRecord): Record<(typeof COLUMNS)[number], string | null> {
   return {
     at: r.at,
@@ -27,9 +27,22 @@ function row(r: AuditRecord): Record<(typeof COLUMNS)[number], string | null> {
     hash: r.hash ?? null,
     status: r.status ?? null,
     approval_id: r.approval_id ?? null,
+    via: r.via ?? null,
+    session: r.session ?? null,
+    before: r.before === undefined ? null : JSON.stringify(r.before),
+    after: r.after === undefined ? null : JSON.stringify(r.after),
     message: r.message ?? null,
     id: r.id,
   };
+}
+
+/** One line of the trail for a person: a spend's amount and recipient, or a policy change and how it was made. */
+function line(r: ReturnType<typeof row>): string {
+  const cells =
+    r.kind === 'policy'
+      ? [r.at, r.front_end, r.decision, r.rule ?? '', r.message ?? '']
+      : [r.at, r.front_end, r.decision, r.kind, `${r.amount} XNO`, r.host ?? r.recipient, r.rule === null ? '' : `rule: ${r.rule}`, r.hash ?? '', r.status ?? '', r.via === null ? '' : `via ${r.via}`];
+  return cells.filter((c) => c !== '').join('  ');
 }
 
 /** --since: an ISO time, or how long ago (30m, 2h, 7d). */
@@ -47,7 +60,8 @@ export default class Audit extends SessionCommand {
   static override description = `Each decision of the spending policy: time, front end (cli, toolset, mcp, agent, sdk), kind (send, donate, topup,
 x402), decision (allowed, approved, denied, approval_required, declined), the rule that decided, amount, recipient or
 host, the paying account, and for an allowed spend its block and where it stands (in_flight, paid, dropped,
-cancelled). --json prints one JSON object per line (NDJSON), --csv RFC 4180 CSV with a header; both stream, a page
+cancelled); how a person approved it (via) and the unlocked session's scope that judged it. Changes of the policy itself
+are there too (kind policy: policy_changed with the password, denied without), with the policy before and after. --json prints one JSON object per line (NDJSON), --csv RFC 4180 CSV with a header; both stream, a page
 at a time, whatever the length of the trail.`;
   static override examples = ['<%= config.bin %> audit --since 1d', '<%= config.bin %> audit --json > audit.ndjson', '<%= config.bin %> audit --since 2026-05-01 --csv > audit.csv'];
   static override flags = {
@@ -65,7 +79,7 @@ at a time, whatever the length of the trail.`;
       const r = row(record);
       if (json) await writeOut(`${JSON.stringify(r)}\n`);
       else if (flags.csv) await writeOut(csvRecord(COLUMNS.map((c) => r[c])));
-      else await writeOut(`${[r.at, r.front_end, r.decision, r.kind, `${r.amount} XNO`, r.host ?? r.recipient, r.rule === null ? '' : `rule: ${r.rule}`, r.hash ?? '', r.status ?? ''].filter((c) => c !== '').join('  ')}\n`);
+      else await writeOut(`${line(r)}\n`);
       count++;
     }
     if (!json && !flags.csv && count === 0) this.log('No decisions recorded.');

@@ -6,6 +6,7 @@ import type { Journal, JournalEntry } from '../wallet/journal.js';
 import type { HistoryLog } from '../wallet/history-log.js';
 import type { SendLog } from '../wallet/send-log.js';
 import type { FrontEnd } from './spending/policy.js';
+import type { SpendAuthority, SpendRequest } from './spending/request.js';
 
 /** Makes proof of work for a root at a threshold. */
 export type WorkProvider = (root: string, threshold: string, signal?: AbortSignal) => Promise<string>;
@@ -33,12 +34,24 @@ export interface OpsContext {
   frontEnd: FrontEnd;
   /** The spending policy in force: the profile's, with what this process adds (stricter only). */
   policy: SpendingPolicy;
-  /** The profile's contacts (name → address), for rules that name a contact. */
+  /** The addresses of the contacts the sealed policy names (name → address), for rules that name a contact. */
   contacts(): Promise<Record<string, string>>;
   /** The store of decisions (audit trail, spend log) and approvals; opened on first use. */
   store(): Promise<Store>;
-  /** Asks the person at the terminal (the CLI on one): how a spend above an "ask above" rule gets its yes there. */
-  askPerson?: (question: string) => Promise<boolean>;
+  /**
+   * The key store's seal key, once the policy in force was checked against
+   * its seal (POLICY_TAMPERED when it fails): spends judged in this process
+   * need the key store opened with the password.
+   */
+  sealKey(): Promise<Buffer>;
+  /** The unlocked session that judges this process's spends, when the keys are there (undefined: they are judged here). */
+  authority(): Promise<SpendAuthority | undefined>;
+  /**
+   * Asks the person at the terminal about a held spend (the CLI on one), and
+   * answers its approval: yes only with the key store password (typed there,
+   * unless this process unlocked the key store with it), never a keystroke alone.
+   */
+  askPerson?: (question: string, approvalId: string) => Promise<boolean>;
   /** The representative a new account opens with (the profile's `representative`); the default one when unset. */
   representative?: string;
   /** Idempotency keys are scoped to the profile. */
@@ -54,6 +67,19 @@ export interface OpsContext {
  */
 export interface Signer {
   address: string;
-  /** The block's signature (128 hex) by the account's key. */
-  sign(block: StateBlock): Promise<string>;
+  /** The block's signature (128 hex) by the account's key; `context` lets an unlocked session judge what it signs. */
+  sign(block: StateBlock, context?: SignContext): Promise<string>;
+  /** Which wallet account the unlocked session signs as. */
+  keyRef?: { wallet: string; index: number };
+}
+
+/** What an unlocked session is told with a block, to judge it: the block before it, the spend as the caller sees it. */
+export interface SignContext {
+  /** The account's block the new one follows (the session reads the amount of a send from both balances). */
+  previous?: StateBlock;
+  spend?: SpendRequest;
+  /** The block pays another account of the same wallet (a lane funded or emptied): that account's index, which the session derives. */
+  own?: number;
+  /** Set by the signer: the unlocked session judged and recorded the spend as it signed (the caller does not admit it again). */
+  judged?: boolean;
 }

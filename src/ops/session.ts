@@ -23,6 +23,9 @@ import { checkDatabaseUrl } from '../store/url.js';
 import type { Store } from '../store/store.js';
 import type { SpendingPolicy } from '../wallet/config.js';
 import { profilePolicy, stricter, type FrontEnd } from './spending/policy.js';
+import type { SpendAuthority } from './spending/request.js';
+import { policySealHolds, policyTampered, sealProfile } from './spending/seal.js';
+import { spendToWire, verdictFromWire } from './spending/wire.js';
 
 /** Asks for the key store password; `purpose` says why (for a prompt). */
 export type PasswordSource = (purpose: 'unlock' | 'create') => Promise<string>;
@@ -41,12 +44,17 @@ export interface SessionOptions {
   workObserver?: WorkObserver;
   /** Opens the existing key store instead of KeyStore.open with `password` (the CLI: an unlocked session, or prompts with retries). */
   unlock?: (path: string) => Promise<KeyStore>;
+  /** How `password` gets the password ("the password file", "the password typed at a prompt"…), for the audit trail. */
+  passwordVia?: string;
   /** Which front end this session serves (the spending policy's rules by front end, the audit trail); 'sdk' unless the process says. */
   frontEnd?: FrontEnd;
   /** Rules this process adds to the profile's policy (the agent's --confirm-above): stricter only, never lifting one. */
   policy?: SpendingPolicy;
-  /** Asks the person at the terminal: a spend above an "ask above" rule gets its yes there (the CLI on a terminal only). */
-  askPerson?: (question: string) => Promise<boolean>;
+  /**
+   * Asks the person at the terminal about a held spend and answers its
+   * approval (the CLI on a terminal only): yes needs the key store password.
+   */
+  askPerson?: (question: string, approvalId: string, session: Session) => Promise<boolean>;
 }
 
 /** The service a fresh profile talks to: the sandbox's default address. */
@@ -129,7 +137,7 @@ export class Session {
    * The shared PostgreSQL store's URL (NANOPAY_DATABASE_URL, else database-url), if one is set,
    * checked: one that is not a URL (a port past 65535) is refused naming where it is set.
    */
-  private databaseUrl(): string | undefined {
+  databaseUrl(): string | undefined {
     const fromEnv = this.env.NANOPAY_DATABASE_URL;
     if (fromEnv) return checkDatabaseUrl(fromEnv, 'NANOPAY_DATABASE_URL', { password: 'allow' });
     const stored = this.profile().databaseUrl;
@@ -236,6 +244,7 @@ export class Session {
       store.afterWrite(async () => {
         this.endedSessions += await stopAllAgents(this.dir);
       });
+      if (store.sealKeyAdded) await this.sealEveryProfile(store);
       return store;
     })();
     try {
@@ -247,6 +256,29 @@ export class Session {
   }
 
   /**
+   * The key store just got its seal key (made by a version before seals): the
+   * policy of every profile is sealed as it stands, once, by the person who
+   * gave the password. From then on only the password changes it.
+   */
+  private async sealEveryProfile(store: KeyStore): Promise<void> {
+    for (const name of this.config.profileNames()) {
+      const contacts = new ContactStore(stateDir(this.dir, 'contacts'), stateDir(this.dir, 'locks'), name);
+      const named = Object.fromEntries(Object.entries(await contacts.all()).map(([n, c]) => [n, c.address]));
+      this.config.updateProfile(name, (p) => sealProfile(store.sealKey(), name, p, named));
+    }
+  }
+
+  /** Whether this process unlocked the key store with the password (not only an unlocked session). */
+  keystoreUnlocked(): boolean {
+    return this.store !== undefined;
+  }
+
+  /** How the key store password reaches this process, for the audit trail. */
+  passwordVia(): string {
+    return this.options.passwordVia ?? 'the key store password';
+  }
+
+  /**
    * Where the keys are, for using them: the key store this session already
    * unlocked, else the profile's unlocked session (nanopay unlock: no
    * password, no scrypt), else the key store unlocked with the password.
@@ -254,7 +286,13 @@ export class Session {
   private async keys(): Promise<Keys> {
     if (this.store !== undefined) return { store: await this.keystore() };
     this.lent ??= (async () => {
-      const unlocked = await openUnlocked(this.dir, this.profileName, keystorePath(this.dir));
+      const shared = this.profile().sessionSocket;
+      const unlocked = await openUnlocked(this.dir, this.profileName, keystorePath(this.dir), shared);
+      if (unlocked === undefined && shared !== undefined) {
+        throw new NanoPayError('PASSWORD_REQUIRED', `The unlocked session this profile signs through (${shared}) is not running: it expired or was locked`, {
+          hint: 'Its owner unlocks it again (nanopay unlock --socket …); this profile holds no key of its own.',
+        });
+      }
       return unlocked === undefined ? { store: await this.keystore() } : { unlocked };
     })();
     try {
@@ -267,7 +305,7 @@ export class Session {
 
   /** A bearer credential of the profile in the key store (the API key, node-auth), from wherever the keys are. */
   async credential(name: CredentialName): Promise<string | undefined> {
-    if (!(await this.hasKeystore())) return undefined;
+    if (!(await this.hasKeystore()) && this.profile().sessionSocket === undefined) return undefined;
     const keys = await this.keys();
     return 'unlocked' in keys ? keys.unlocked.credential(name) : keys.store.get(secretIds.credential(this.profileName, name));
   }
@@ -346,13 +384,34 @@ export class Session {
   }
 
   /** The spending policy in force: the profile's (read anew each time), with what this process adds. */
-  policy(): SpendingPolicy {
-    const own = profilePolicy(this.profile());
+  policy(profile: ProfileRecord = this.profile()): SpendingPolicy {
+    const own = profilePolicy(profile);
     return this.options.policy === undefined ? own : stricter(own, this.options.policy);
+  }
+
+  /**
+   * The seal key, once `profile` (what the policy in force was read from) is
+   * checked against its seal: spends judged in this process need the key
+   * store opened with the password. A profile with no wallet spends nothing.
+   */
+  private async sealKey(profile: ProfileRecord): Promise<Buffer> {
+    const key = (await this.keystore()).sealKey();
+    if (Object.keys(profile.wallets).length > 0 && !policySealHolds(key, this.profileName, profile)) throw policyTampered(this.profileName, profile);
+    return key;
+  }
+
+  /** The unlocked session, when the keys are in one: it judges this process's spends by the scope it was granted. */
+  private async authority(): Promise<SpendAuthority | undefined> {
+    const keys = await this.keys();
+    if (!('unlocked' in keys)) return undefined;
+    const { unlocked } = keys;
+    return { judge: async (spend, mode) => verdictFromWire(await unlocked.judge(spendToWire(spend), mode)) };
   }
 
   async context(signal?: AbortSignal): Promise<OpsContext> {
     const lockDir = stateDir(this.dir, 'locks');
+    const profile = this.profile();
+    const { askPerson } = this.options;
     return {
       api: await this.api(),
       work: this.work(),
@@ -361,10 +420,12 @@ export class Session {
       history: this.historyLog,
       lock: (address, fn) => withAccountLock(lockDir, address, fn, signal === undefined ? {} : { signal }),
       frontEnd: this.frontEnd,
-      policy: this.policy(),
-      contacts: async () => Object.fromEntries(Object.entries(await this.contacts.all()).map(([name, c]) => [name, c.address])),
+      policy: this.policy(profile),
+      contacts: async () => profile.policyContacts ?? {},
       store: () => this.dataStore(),
-      ...(this.options.askPerson === undefined ? {} : { askPerson: this.options.askPerson }),
+      sealKey: () => this.sealKey(profile),
+      authority: () => this.authority(),
+      ...(askPerson === undefined ? {} : { askPerson: (question: string, approvalId: string) => askPerson(question, approvalId, this) }),
       representative: this.representative(),
       profile: this.profileName,
       now: Date.now,
@@ -409,7 +470,8 @@ export class Session {
     if ('unlocked' in keys) {
       const held = await keys.unlocked.account(wallet, index);
       const own = async (): Promise<Signer> => keySigner(await this.privateAccount(wallet, record, index));
-      if (held !== undefined) return sessionSigner(held.address, (hash) => keys.unlocked.sign(wallet, index, hash), own);
+      const previousOf = async (hash: string) => (await (await this.api()).blockInfo(hash)).contents;
+      if (held !== undefined) return sessionSigner(held.address, { wallet, index }, (block, shown) => keys.unlocked.sign(wallet, index, block, shown), own, previousOf);
     }
     return keySigner(await this.privateAccount(wallet, record, index));
   }

@@ -6,8 +6,13 @@
  * profile.
  */
 
-/** How a spend was decided: allowed by the rules, approved by a person (an approval, or the terminal), denied, held for approval, or declined at the terminal. */
-export type Decision = 'allowed' | 'approved' | 'denied' | 'approval_required' | 'declined';
+/**
+ * How a spend was decided: allowed by the rules, approved by a person (an
+ * approval, or the terminal), denied, held for approval, or declined at the
+ * terminal; and changes of the policy itself (kind "policy"): made with the
+ * key store password, or denied.
+ */
+export type Decision = 'allowed' | 'approved' | 'denied' | 'approval_required' | 'declined' | 'policy_changed';
 
 /** Where an allowed spend's block stands: signed and not known landed (a cheque until resolved), paid, dropped by the ledger, or cancelled (a cheque superseded). */
 export type SpendStatus = 'in_flight' | 'paid' | 'dropped' | 'cancelled';
@@ -40,6 +45,13 @@ export interface AuditRecord extends SpendFields {
   status?: SpendStatus;
   /** When the status last changed. */
   settled_at?: string;
+  /** The scope of the unlocked session that judged and signed it (nanopay unlock --scope). */
+  session?: string;
+  /** How a person's approval was given (the approval's decided_by). */
+  via?: string;
+  /** A change of the policy: its JSON form before and after. */
+  before?: Record<string, unknown>;
+  after?: Record<string, unknown>;
 }
 
 export interface AuditPage {
@@ -78,9 +90,13 @@ export interface ApprovalRecord extends SpendFields {
   /** The "ask above" rule that held it, and why. */
   rule: string;
   message: string;
+  /** That rule's amount (raw): while this waits, spends to the same recipient or host add up to it at most. */
+  limit_raw?: string;
   decided_at?: string;
-  /** Who answered: "terminal", "password" (nanopay approvals), "agent chat". */
+  /** Who answered, and how: "terminal, with the password", "the password", "agent chat (--chat-confirms)". */
   decided_by?: string;
+  /** A person's yes, sealed with the key store's seal key (ops/spending/decide.ts): an approval without it pays nothing. */
+  seal?: string;
   /** The block that used it. */
   used_hash?: string;
   /** The tool call the agent's chat holds under it, carried out when the chat's user confirms. */

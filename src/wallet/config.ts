@@ -89,6 +89,10 @@ export interface ProfileRecord {
   activeAccount?: number;
   limits?: Limits;
   policy?: SpendingPolicy;
+  /** The addresses of the contacts the policy names (@name), as they were when it was sealed: a rule means what was sealed. */
+  policyContacts?: Record<string, string>;
+  /** The policy's seal (HMAC-SHA256 by the key store's seal key, ops/spending/seal.ts): only the password writes the policy. */
+  policySeal?: string;
   receiveMinimum?: string;
   /** The most one x402 payment may cost (raw); without it (or --max) nanopay fetch pays nothing. */
   x402Max?: string;
@@ -106,6 +110,8 @@ export interface ProfileRecord {
   nodeAuthScheme?: 'bearer' | 'basic' | 'key';
   /** The shared PostgreSQL store (no password: that is in PGPASSWORD or ~/.pgpass). */
   databaseUrl?: string;
+  /** The socket of an unlocked session another user shares with this one (unlock --socket --group): the keys are there. */
+  sessionSocket?: string;
   /** The representative new accounts open with (a nano_ address); existing ones change it with a change block. */
   representative?: string;
   /** Prices in the shop's currency: the rate source's URL (ops/pricing/rates.ts). */

@@ -9,6 +9,11 @@ import { withKeystoreLock } from './lock.js';
  * (AES-256-GCM); the data key itself is wrapped by a key derived from the
  * password (scrypt). The header (format, KDF parameters) is authenticated data,
  * so tampering with it fails decryption instead of weakening the KDF.
+ *
+ * Wrapped with the data key is a random 256-bit seal key: what only the
+ * password opens, it authenticates (the spending policy, approvals). A store
+ * wrapped before seal keys existed (32 bytes) gets one at its first unlock;
+ * nobody without the password can wrap a store back to 32 bytes.
  */
 
 const FORMAT = 'nanopay-keystore-1';
@@ -127,13 +132,23 @@ export class KeyStore {
   /** The fingerprint of the content this store was read from, or last wrote. */
   private sum: string;
 
+  /** True when this open gave the store its seal key: policies written before were never sealed. */
+  sealKeyAdded = false;
+
   private constructor(
     readonly path: string,
     private file: KeystoreFile,
     private readonly dataKey: Buffer,
+    private sealSecret: Buffer | undefined,
     text: string,
   ) {
     this.sum = fingerprint(text);
+  }
+
+  /** The seal key: what authenticates the spending policy and approvals (only the password opens it). */
+  sealKey(): Buffer {
+    if (this.sealSecret === undefined) throw new NanoPayError('INTERNAL_ERROR', 'The key store has no seal key');
+    return this.sealSecret;
   }
 
   /** The fingerprint of the key store file as it is now, undefined when there is none. */
@@ -161,10 +176,10 @@ export class KeyStore {
     if (password.length === 0) throw new NanoPayError('PASSWORD_REQUIRED', 'The password must not be empty');
     const header: Header = { format: FORMAT, kdf: { name: 'scrypt', N, r: KDF.r, p: KDF.p, salt: randomBytes(16).toString('base64') } };
     if (!sensibleKdf(header.kdf)) throw new RangeError(`scrypt N must be a power of two from 2^10 within the memory cap, not ${N}`);
-    const dataKey = randomBytes(32);
+    const keys = randomBytes(64);
     const passwordKey = await scrypt(password, Buffer.from(header.kdf.salt, 'base64'), header.kdf);
-    const file: KeystoreFile = { ...header, key: seal(passwordKey, dataKey, headerBytes(header, 'key')), secrets: {} };
-    const store = new KeyStore(path, file, dataKey, '');
+    const file: KeystoreFile = { ...header, key: seal(passwordKey, keys, headerBytes(header, 'key')), secrets: {} };
+    const store = new KeyStore(path, file, keys.subarray(0, 32), keys.subarray(32), '');
     await store.commit((secrets) => secrets, 'new');
     return store;
   }
@@ -176,17 +191,48 @@ export class KeyStore {
     if (text === undefined) throw new NanoPayError('NOT_FOUND', `No key store at ${path}`, { hint: 'Create a wallet first: nanopay wallet create' });
     const file = parseFile(path, text);
     const passwordKey = await scrypt(password, Buffer.from(file.kdf.salt, 'base64'), file.kdf);
-    const dataKey = open(passwordKey, file.key, headerBytes(file, 'key'));
-    if (dataKey === undefined || dataKey.length !== 32) {
+    const keys = open(passwordKey, file.key, headerBytes(file, 'key'));
+    if (keys === undefined || (keys.length !== 32 && keys.length !== 64)) {
       throw new NanoPayError('WRONG_PASSWORD', 'Wrong password for the key store', {
         hint: 'The store was not changed. Check NANOPAY_PASSWORD, --password-file or what you typed.',
       });
     }
-    const store = new KeyStore(path, file, dataKey, text);
+    const store = new KeyStore(path, file, keys.subarray(0, 32), keys.length === 64 ? keys.subarray(32) : undefined, text);
     for (const id of Object.keys(file.secrets)) {
       if (store.get(id) === undefined) throw corrupt(path, `secret "${id}" does not decrypt`);
     }
+    if (store.sealSecret === undefined) await store.addSealKey(passwordKey);
     return store;
+  }
+
+  /**
+   * Wraps a seal key with the data key (a store made before seal keys existed):
+   * once, under the store's lock, unless another process did it meanwhile
+   * (then its seal key is taken).
+   */
+  private async addSealKey(passwordKey: Buffer): Promise<void> {
+    await withKeystoreLock(this.path, async () => {
+      const text = await readIfExists(this.path);
+      const current = text === undefined ? undefined : parseFile(this.path, text);
+      const keys = current === undefined ? undefined : open(passwordKey, current.key, headerBytes(current, 'key'));
+      if (current === undefined || keys === undefined || !keys.subarray(0, 32).equals(this.dataKey)) {
+        throw new NanoPayError('CONFLICT', `The key store ${this.path} was replaced by another process while this one opened it; nothing was written`, { hint: 'Run the command again.' });
+      }
+      if (keys.length === 64) {
+        this.file = current;
+        this.sealSecret = keys.subarray(32);
+        this.sum = fingerprint(text as string);
+        return;
+      }
+      const sealKey = randomBytes(32);
+      const next: KeystoreFile = { ...current, key: seal(passwordKey, Buffer.concat([this.dataKey, sealKey]), headerBytes(current, 'key')) };
+      const written = `${JSON.stringify(next, null, 2)}\n`;
+      await writeFileAtomic(this.path, written);
+      this.file = next;
+      this.sealSecret = sealKey;
+      this.sum = fingerprint(written);
+      this.sealKeyAdded = true;
+    });
   }
 
   /** Opens the store, creating it first when there is none yet. */

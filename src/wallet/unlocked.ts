@@ -6,25 +6,31 @@ import { connect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NanoPayError } from '../errors.js';
+import type { StateBlock } from '../nano/index.js';
 import { KeyStore } from './keystore.js';
+import type { SpendingPolicy } from './config.js';
 import type { WalletSecret } from './wallet-keys.js';
 
 /**
  * The unlocked session (`nanopay unlock`): a small background process, like
  * ssh-agent, that holds one profile's decrypted secrets for a while and
- * derives and signs with them for commands of the same user over a Unix
- * socket, so they need neither the password nor scrypt. It never hands out a
- * seed, mnemonic, passphrase or private key; it lends only the bearer
- * credentials commands send over HTTP anyway (the API key, node-auth). This
- * module is its client (what commands use) and its starter; the process
- * itself is unlocked-agent.ts.
+ * derives and signs with them for commands over a Unix socket, so they need
+ * neither the password nor scrypt. It never hands out a seed, mnemonic,
+ * passphrase or private key; it lends only the bearer credentials commands
+ * send over HTTP anyway (the API key, node-auth). It signs no bare hash: it is
+ * shown each block with the one before it, reads a send's amount from their
+ * balances, and judges it by the scope it was granted at unlock before it
+ * signs. This module is its client (what commands use) and its starter; the
+ * process itself is src/session/.
  *
  * The socket is `sessions/<profile>.sock` in the config dir: the dir 0700, the
  * socket 0600, both owned by the user, so only the user (and root) can
  * connect; Node cannot read a Unix socket peer's credentials, so these modes
  * are the check, and a dir or socket that is not ours or is open to others is
- * refused, never used. One request per connection: a line of JSON, answered by
- * a line of JSON.
+ * refused, never used. A session shared with another user (unlock --socket
+ * --group) is reached at the path a profile names (`session-socket`), owned
+ * by the user who unlocked it. One request per connection: a line of JSON,
+ * answered by a line of JSON.
  */
 
 /** The bearer credentials a session lends: commands send them over HTTP anyway. */
@@ -33,14 +39,28 @@ export const CREDENTIAL_NAMES: readonly CredentialName[] = ['api-key', 'node-aut
 
 export type Credentials = Partial<Record<CredentialName, string>>;
 
+/** A spend as the session is told of it (ops/spending/request.ts, amounts as decimal strings). */
+export type SpendWire = Record<string, unknown>;
+/** A verdict as the session gives it (ops/spending/policy.ts, amounts as decimal strings). */
+export type VerdictWire = Record<string, unknown>;
+
 export type AgentRequest =
   | { op: 'ping' }
   | { op: 'stop' }
   | { op: 'credentials' }
+  /** The names and kinds of the wallets it holds (no secret). */
+  | { op: 'wallets' }
   /** The address and public key of a wallet's account. */
   | { op: 'account'; wallet: string; index: number }
-  /** A signature of a block hash (64 hex) by a wallet's account. */
-  | { op: 'sign'; wallet: string; index: number; hash: string };
+  /** What the session's scope says of a spend: `dry` records nothing, `screen` records a refusal or holds it for a person. */
+  | { op: 'judge'; mode: 'dry' | 'screen'; spend: SpendWire }
+  /**
+   * A signature of a block by a wallet's account: the session is shown the
+   * block before it (`previous`, unless it opens the account), judges a send
+   * by its scope, and records it before it signs. `own`: the block pays that
+   * account of the same wallet (a lane), which is no spend.
+   */
+  | { op: 'sign'; wallet: string; index: number; block: StateBlock; previous?: StateBlock; spend?: SpendWire; own?: number };
 
 /** What the agent answers to every request it serves, with what the op asked for. */
 export interface AgentAnswer {
@@ -50,19 +70,23 @@ export interface AgentAnswer {
   expires_at: string;
   /** The SHA-256 of the key store content the secrets were decrypted from. */
   fingerprint: string;
+  /** The scope granted at unlock (a front end, or all). */
+  scope: string;
   credentials?: Credentials;
+  wallets?: Record<string, string>;
   address?: string;
   public_key?: string;
   signature?: string;
+  verdict?: VerdictWire;
 }
 
 export interface AgentFailure {
   ok: false;
-  error: { code: string; message: string };
+  error: { code: string; message: string; hint?: string; details?: Record<string, unknown> };
 }
 
-/** The longest request line the agent reads; anything longer is refused. */
-export const MAX_REQUEST = 1024;
+/** The longest request line the agent reads (two blocks and an x402 requirement fit many times); anything longer is refused. */
+export const MAX_REQUEST = 64 * 1024;
 /** The longest answer a client reads (an answer is a few hundred bytes, the credentials included). */
 const MAX_ANSWER = 64 * 1024;
 /** How long a client waits for an answer: the agent answers at once (from memory, or a derivation of milliseconds). */
@@ -72,8 +96,11 @@ const MAX_SOCKET_PATH = 103;
 /** How long `unlock` waits for the new agent to say it listens. */
 const START_MS = 15_000;
 
-// vitest runs the TypeScript sources; the agent always runs the compiled copy in dist/.
-const AGENT_FILE = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? '../../dist/wallet/unlocked-agent.js' : './unlocked-agent.js', import.meta.url));
+// The session's process: in the bundled CLI (dist/app) beside this module's chunk, in tsc's dist/ as session/process.js;
+// vitest runs the TypeScript sources and starts tsc's copy.
+const AGENT_FILE = fileURLToPath(
+  new URL(import.meta.url.endsWith('.ts') ? '../../dist/session/process.js' : /\/dist\/app\/[^/]*$/.test(import.meta.url) ? './session-process.js' : '../session/process.js', import.meta.url),
+);
 
 const sessionsDir = (dir: string): string => join(dir, 'sessions');
 
@@ -177,19 +204,27 @@ function isCredentials(value: unknown): value is Credentials {
 
 /** The profile's unlocked session, as a command uses it: the keys stay in the session. */
 export interface UnlockedKeys {
+  /** The scope it was granted at unlock: a front end, or all. */
+  readonly scope: string;
   /** A credential the session lends, when the profile has it. */
   credential(name: CredentialName): string | undefined;
   /** The address and public key of a wallet's account, derived in the session; undefined once the session has ended. */
   account(wallet: string, index: number): Promise<{ address: string; publicKey: string } | undefined>;
-  /** The signature of a block hash by a wallet's account, made in the session; undefined once the session has ended. */
-  sign(wallet: string, index: number, hash: string): Promise<string | undefined>;
+  /** The wallets it holds, by name, with their kinds. */
+  wallets(): Promise<Record<string, string>>;
+  /** What the session's scope says of a spend (its refusal or hold is thrown as the session's error). */
+  judge(spend: SpendWire, mode: 'dry' | 'screen'): Promise<VerdictWire>;
+  /** The block's signature by a wallet's account, made in the session once it judged the block; undefined once the session has ended. */
+  sign(wallet: string, index: number, block: StateBlock, shown: { previous?: StateBlock; spend?: SpendWire; own?: number }): Promise<string | undefined>;
 }
 
 const HEX = (bytes: number): RegExp => new RegExp(`^[0-9A-F]{${bytes * 2}}$`);
 
 /**
- * The session's refusal of a request, as an error of this process. Its own
- * checks (BAD_REQUEST) mean the command asked for something no wallet has.
+ * The session's refusal of a request, as an error of this process: its own
+ * code, message, hint and details (a policy refusal names its rule). Its
+ * checks of a request's form (BAD_REQUEST) mean the command asked for
+ * something no wallet has.
  */
 function refusal(error: AgentFailure['error'], profile: string): NanoPayError {
   if (error.code === 'NOT_IN_SESSION') {
@@ -197,7 +232,8 @@ function refusal(error: AgentFailure['error'], profile: string): NanoPayError {
       hint: `It holds the wallets of profile "${profile}" as they were when it was unlocked. Run nanopay lock, then nanopay unlock again (or give the password).`,
     });
   }
-  return new NanoPayError(error.code === 'BAD_REQUEST' ? 'INVALID_REQUEST' : error.code, `The unlocked session refused: ${error.message}`);
+  if (error.code === 'BAD_REQUEST') return new NanoPayError('INVALID_REQUEST', `The unlocked session refused: ${error.message}`);
+  return new NanoPayError(error.code, error.message, { ...(error.hint === undefined ? {} : { hint: error.hint }), ...(error.details === undefined ? {} : { details: error.details }) });
 }
 
 /**
@@ -205,30 +241,37 @@ function refusal(error: AgentFailure['error'], profile: string): NanoPayError {
  * stale, expired or unusable: the caller then unlocks with the password).
  * Never stale: the agent's content must be the key store's content now, else
  * the agent is told to stop and nothing is used; every later answer must come
- * from that same content.
+ * from that same content. `shared`: the socket of a session another user
+ * unlocked and shares (its key store is out of reach here; the session itself
+ * ends when that key store changes).
  */
-export async function openUnlocked(dir: string, profile: string, keystore: string): Promise<UnlockedKeys | undefined> {
+export async function openUnlocked(dir: string, profile: string, keystore: string, shared?: string): Promise<UnlockedKeys | undefined> {
   if (process.platform === 'win32') return undefined;
-  const socket = socketPath(dir, profile);
-  const reply = await ask(socket, { op: 'credentials' });
+  const socket = shared ?? socketPath(dir, profile);
+  const reply = shared === undefined ? await ask(socket, { op: 'credentials' }) : await askShared(socket, { op: 'credentials' });
   if (reply.kind !== 'answer' || !reply.body.ok) return undefined;
-  const { fingerprint, credentials, profile: served } = reply.body;
-  if (served !== profile || !isCredentials(credentials)) return undefined;
-  if (fingerprint !== (await KeyStore.current(keystore))) {
+  const { fingerprint, credentials, profile: served, scope } = reply.body;
+  if ((shared === undefined && served !== profile) || !isCredentials(credentials) || typeof scope !== 'string') return undefined;
+  if (shared === undefined && fingerprint !== (await KeyStore.current(keystore))) {
     await exchange(socket, { op: 'stop' });
     return undefined;
   }
   const lent = new Map(Object.entries(credentials));
   const later = async (request: AgentRequest): Promise<AgentAnswer | undefined> => {
-    const answer = await ask(socket, request);
+    const answer = shared === undefined ? await ask(socket, request) : await askShared(socket, request);
     if (answer.kind !== 'answer') return undefined;
     if (!answer.body.ok) {
       if (answer.body.error.code === 'ENDED') return undefined;
       throw refusal(answer.body.error, profile);
     }
-    return answer.body.fingerprint === fingerprint && answer.body.profile === profile ? answer.body : undefined;
+    return answer.body.fingerprint === fingerprint && answer.body.profile === served ? answer.body : undefined;
   };
+  const ended = (): NanoPayError =>
+    new NanoPayError('PASSWORD_REQUIRED', 'The unlocked session ended (it expired, was locked, or its key store changed) while this command ran; nothing was signed', {
+      hint: 'A person unlocks it again (nanopay unlock).',
+    });
   return {
+    scope,
     credential: (name) => lent.get(name),
     account: async (wallet, index) => {
       const answer = await later({ op: 'account', wallet, index });
@@ -237,11 +280,31 @@ export async function openUnlocked(dir: string, profile: string, keystore: strin
       if (typeof address !== 'string' || typeof publicKey !== 'string' || !HEX(32).test(publicKey)) return undefined;
       return { address, publicKey };
     },
-    sign: async (wallet, index, hash) => {
-      const answer = await later({ op: 'sign', wallet, index, hash });
+    wallets: async () => {
+      const answer = await later({ op: 'wallets' });
+      if (answer === undefined) throw ended();
+      return answer.wallets ?? {};
+    },
+    judge: async (spend, mode) => {
+      const answer = await later({ op: 'judge', mode, spend });
+      if (answer === undefined) throw ended();
+      if (typeof answer.verdict !== 'object' || answer.verdict === null) throw new NanoPayError('INTERNAL_ERROR', 'The unlocked session gave no verdict');
+      return answer.verdict;
+    },
+    sign: async (wallet, index, block, shown) => {
+      const answer = await later({ op: 'sign', wallet, index, block, ...shown });
       return typeof answer?.signature === 'string' && HEX(64).test(answer.signature) ? answer.signature : undefined;
     },
   };
+}
+
+/** Asks a session another user shares: its socket is theirs (checked only to be a socket, never a link). */
+async function askShared(socket: string, request: AgentRequest): Promise<Exchange> {
+  const info = await lstat(socket).catch(() => undefined);
+  if (info === undefined) return { kind: 'none' };
+  if (!info.isSocket()) throw unsafe(socket, 'is not a socket');
+  const result = await exchange(socket, request);
+  return result.kind === 'refused' ? { kind: 'stale' } : result;
 }
 
 /**
@@ -255,6 +318,13 @@ export async function stopAgent(dir: string, profile: string): Promise<'stopped'
   const reply = await ask(socket, { op: 'stop' });
   if (reply.kind === 'none' || reply.kind === 'stale') return reply.kind;
   if (reply.kind === 'silent') await unlink(socket).catch(() => undefined);
+  return 'stopped';
+}
+
+/** Ends the session shared at `socket` (unlock --socket): 'stopped', 'stale' or 'none'. */
+export async function stopShared(socket: string): Promise<'stopped' | 'stale' | 'none'> {
+  const reply = await askShared(socket, { op: 'stop' });
+  if (reply.kind === 'none' || reply.kind === 'stale') return reply.kind;
   return 'stopped';
 }
 
@@ -279,8 +349,26 @@ export interface UnlockedContent {
   credentials: Credentials;
 }
 
+/** What a session judges spends by, fixed at unlock and held by the session itself. */
+export interface SessionGrant {
+  /** A front end, or all: every spend through the session is judged as that, whatever the caller says it is. */
+  scope: string;
+  /** The profile's sealed policy at unlock (the session also applies every stricter rule sealed later). */
+  policy: SpendingPolicy;
+  /** The addresses of the contacts that policy names, as sealed. */
+  contacts: Record<string, string>;
+  /** The key store's seal key (hex): the session checks the policy's and approvals' seals with it, and never seals. */
+  sealKey: string;
+  /** The config dir whose policy, store and locks the session uses. */
+  configDir: string;
+  /** The shared PostgreSQL store, when the profile uses one. */
+  databaseUrl?: string;
+  /** A session shared with another user: its socket is made group-accessible for this group (gid). */
+  shareGid?: number;
+}
+
 /** What `unlock` hands to the new agent over its IPC channel: never through argv, the environment or a file. */
-export interface AgentInit extends UnlockedContent {
+export interface AgentInit extends UnlockedContent, SessionGrant {
   type: 'init';
   profile: string;
   socket: string;
@@ -291,22 +379,38 @@ export interface AgentInit extends UnlockedContent {
 }
 
 /** What the agent says back over IPC once, before `unlock` lets it go. */
-export type AgentStarted = { type: 'ready'; pid: number } | { type: 'failed'; code: string; message: string };
+export type AgentStarted = { type: 'ready'; pid: number; undumpable: boolean } | { type: 'failed'; code: string; message: string };
+
+/** What of the environment reaches the session: PostgreSQL's own settings (its password is PGPASSWORD or ~/.pgpass), nothing else. */
+function sessionEnv(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([name]) => name === 'HOME' || name.startsWith('PG')));
+}
 
 /**
  * Starts the agent detached (its own session: Ctrl-C in the terminal does not
- * reach it), with an empty environment and no stdio, hands it the secrets over
- * IPC, and waits until it listens.
+ * reach it), with no stdio and none of the environment but PostgreSQL's
+ * settings, hands it the secrets and its grant over IPC, and waits until it
+ * listens: at the profile's socket, or at `socket` (a session shared with
+ * another user).
  */
-export async function startAgent(options: { dir: string; profile: string; keystore: string; fingerprint: string; expiresAt: number; content: UnlockedContent }): Promise<{ pid: number; socket: string }> {
-  const socket = socketPath(options.dir, options.profile);
+export async function startAgent(options: {
+  dir: string;
+  profile: string;
+  keystore: string;
+  fingerprint: string;
+  expiresAt: number;
+  content: UnlockedContent;
+  grant: SessionGrant;
+  socket?: string;
+}): Promise<{ pid: number; socket: string; undumpable: boolean }> {
+  const socket = options.socket ?? socketPath(options.dir, options.profile);
   if (Buffer.byteLength(socket) > MAX_SOCKET_PATH) {
     throw new NanoPayError('USAGE', `The socket path ${socket} is too long for a Unix socket (${Buffer.byteLength(socket)} bytes; at most ${MAX_SOCKET_PATH})`, {
       hint: 'Use a config dir with a shorter path (NANOPAY_CONFIG_DIR).',
     });
   }
-  const child = spawn(process.execPath, [AGENT_FILE], { detached: true, stdio: ['ignore', 'ignore', 'ignore', 'ipc'], env: {}, cwd: '/' });
-  const pid = await new Promise<number>((resolve, reject) => {
+  const child = spawn(process.execPath, [AGENT_FILE], { detached: true, stdio: ['ignore', 'ignore', 'ignore', 'ipc'], env: sessionEnv(), cwd: '/' });
+  const started = await new Promise<{ pid: number; undumpable: boolean }>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new NanoPayError('TIMEOUT', `The unlocked session did not start within ${START_MS / 1000} s`));
@@ -318,7 +422,7 @@ export async function startAgent(options: { dir: string; profile: string; keysto
       fn();
     };
     child.on('message', (message: AgentStarted) => {
-      if (message?.type === 'ready' && Number.isInteger(message.pid)) settle(() => resolve(message.pid));
+      if (message?.type === 'ready' && Number.isInteger(message.pid)) settle(() => resolve({ pid: message.pid, undumpable: message.undumpable === true }));
       else settle(() => reject(new NanoPayError(message?.type === 'failed' ? message.code : 'INTERNAL_ERROR', message?.type === 'failed' ? message.message : 'The unlocked session sent an unexpected message')));
     });
     child.on('exit', (code, signal) => settle(() => reject(new NanoPayError('INTERNAL_ERROR', `The unlocked session ended as it started (${signal ?? `exit ${code}`})`))));
@@ -332,10 +436,11 @@ export async function startAgent(options: { dir: string; profile: string; keysto
       expiresAt: options.expiresAt,
       wallets: options.content.wallets,
       credentials: options.content.credentials,
+      ...options.grant,
     };
     child.send(init);
   });
   if (child.connected) child.disconnect();
   child.unref();
-  return { pid, socket };
+  return { ...started, socket };
 }

@@ -1,7 +1,7 @@
 import { NanoPayError } from '../errors.js';
 import { isValidAddress, normalizeAddress, rawToXno } from '../nano/index.js';
 import { lanesOf } from '../ops/lanes/accounts.js';
-import { decideSpend } from '../ops/spending/decide.js';
+import { judgeDry } from '../ops/spending/movement.js';
 import type { Session } from '../ops/session.js';
 import { choose, maximum, payerNetwork, reach, readRequired, x402Spend, type PaidFetchOptions } from './client.js';
 import { X402_ASSET, X402_SCHEME, type PaymentRequired, type PaymentRequirements } from './protocol.js';
@@ -81,8 +81,8 @@ export async function quoteX402(session: Session, input: string | URL, init: Req
   // The account approvals bind to: the one a lane pays for, or the account itself.
   const account = byLane ? await session.address(lanes.wallet, lanes.settings.from) : await session.address(options.wallet, options.index);
   const spend = x402Spend(reached.url, chosen, options.approval, undefined);
-  const { verdict, approval } = await decideSpend(ctx, { account, to: normalizeAddress(chosen.payTo), amountRaw: BigInt(chosen.amount), ...spend });
-  const decision = verdict.outcome === 'ask' && approval !== undefined ? 'allow' : verdict.outcome;
+  const verdict = await judgeDry(ctx, { account, to: normalizeAddress(chosen.payTo), amountRaw: BigInt(chosen.amount), ...spend, caller: ctx.frontEnd });
+  const decision = verdict.outcome;
   return {
     ...base,
     payment_required: true,

@@ -50,8 +50,9 @@ const toolMessages = (r: ModelRequest): Record<string, any> =>
 const status = async (url: string): Promise<Record<string, any>> => ((await (await fetch(`${url}/status`)).json()) as { data: Record<string, any> }).data;
 
 /** A strict agent of its own behind the gate proxy; with `funds`, that much XNO received on its account. */
+/** An agent whose chat takes its user's confirmations (--chat-confirms), as these tests confirm held spends in the chat. */
 async function agentWith(funds?: string, options: InProcessAgentOptions = {}): Promise<InProcessAgent> {
-  const agent = await startInProcessAgent(proxy.url, options);
+  const agent = await startInProcessAgent(proxy.url, { chatConfirms: true, ...options });
   running.push(agent);
   if (funds !== undefined) {
     await fund(sb.url, agent.address, funds);
@@ -102,6 +103,7 @@ async function modelAgent(funds?: string, confirmAboveRaw = xnoToRaw('1'), env: 
     env: { NANOPAY_API_KEY: apiKey, ...env },
     confirmAboveRaw,
     model: { url: model.url, model: 'stand-in-1', key: MODEL_KEY },
+    chatConfirms: true,
   });
   running.push(agent);
   if (funds !== undefined) {
@@ -311,7 +313,7 @@ describe('the agent in strict mode', () => {
     expect(agent.log.join('\n')).toMatch(/created the agent wallet nano_/);
     const before = await new AgentClient(agent.url).check_balance();
     await agent.close();
-    const again = await startInProcessAgent(proxy.url, { dir: agent.dir });
+    const again = await startInProcessAgent(proxy.url, { dir: agent.dir, chatConfirms: true });
     running.push(again);
     expect(again.address).toBe(before.address);
     expect(await new AgentClient(again.url).check_balance()).toEqual(before);
@@ -403,7 +405,7 @@ describe('--confirm-above holds every spend of the chat, counting its recent one
     let dropPublish = false;
     const lossy = await startFaultyProxy(sb.url, (method, path) => (dropPublish && method === 'POST' && path === '/block/publish' ? 'drop' : 'pass'));
     running.push(lossy);
-    const agent = await startInProcessAgent(lossy.url, { confirmAboveRaw: THRESHOLD });
+    const agent = await startInProcessAgent(lossy.url, { confirmAboveRaw: THRESHOLD, chatConfirms: true });
     running.push(agent);
     await fund(sb.url, agent.address, '1');
     await new AgentClient(agent.url).check_balance(true);

@@ -3,7 +3,7 @@ import { copyFile, readFile, rename, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildSendBlock, deriveAccount, generateMnemonic, generateSeed, hashBlock, verifyBlock, DEFAULT_REPRESENTATIVE } from '../../src/nano/index.js';
+import { buildChangeBlock, buildReceiveBlock, buildSendBlock, deriveAccount, generateMnemonic, generateSeed, hashBlock, verifyBlock, DEFAULT_REPRESENTATIVE, type StateBlock } from '../../src/nano/index.js';
 import { balance } from '../../src/ops/account/balance.js';
 import { setSetting } from '../../src/ops/profile/config.js';
 import { receive } from '../../src/ops/account/receive.js';
@@ -16,7 +16,7 @@ import { fund, sandbox } from '../helpers/ledger/sandbox.js';
 import { alive, remoteWallet, sessionOf, socketOf, unlockInProcess, waitUntil } from '../helpers/processes/unlocked.js';
 
 /**
- * The unlocked session's process (src/wallet/unlocked-agent.ts) and its client,
+ * The unlocked session's process (src/session/process.ts) and its client,
  * started through the operation (ops unlock) against a real sandbox: the real
  * agent process on a real socket in the user's config dir, and the commands'
  * side in-process. What the commands print and exit with: test/e2e/wallet/unlock.test.ts.
@@ -113,8 +113,11 @@ describe.concurrent('the unlocked session', () => {
       return JSON.parse(answer) as Record<string, any>;
     };
     const answers: string[] = [];
-    const blockOf = (address: string): ReturnType<typeof buildSendBlock> =>
-      buildSendBlock({ address, frontier: 'A'.repeat(64), balance: 10n, representative: DEFAULT_REPRESENTATIVE }, { to: single.address, amount: 1n });
+    // A block the session is shown with the one before it: a change (the balance stays), so no spend to judge.
+    const blocksOf = (address: string): { previous: StateBlock; block: StateBlock } => {
+      const previous = buildReceiveBlock({ address, frontier: 'A'.repeat(64), balance: 0n, representative: DEFAULT_REPRESENTATIVE }, { sourceHash: 'B'.repeat(64), amount: 10n });
+      return { previous, block: buildChangeBlock({ address, frontier: hashBlock(previous), balance: 10n, representative: DEFAULT_REPRESENTATIVE }, { representative: single.address }) };
+    };
 
     // The op that handed out everything is gone; the status says nothing secret.
     expect(await ask({ op: 'secrets' })).toMatchObject({ ok: false, error: { code: 'BAD_REQUEST' } });
@@ -125,22 +128,29 @@ describe.concurrent('the unlocked session', () => {
     for (const [wallet, list] of Object.entries(accounts)) {
       for (const [index, account] of list.entries()) {
         expect(await ask({ op: 'account', wallet, index })).toMatchObject({ ok: true, address: account.address, public_key: account.publicKey });
-        const block = blockOf(account.address);
-        const signed = await ask({ op: 'sign', wallet, index, hash: hashBlock(block).toLowerCase() });
+        const { previous, block } = blocksOf(account.address);
+        const signed = await ask({ op: 'sign', wallet, index, block, previous });
         expect(signed).toMatchObject({ ok: true, signature: expect.stringMatching(/^[0-9A-F]{128}$/) });
         expect(verifyBlock(block, signed.signature as string), `${wallet} ${index}`).toBe(true);
       }
     }
-    // What it does not hold, or cannot derive, is a clear refusal.
-    expect(await ask({ op: 'sign', wallet: 'ghost', index: 0, hash: 'A'.repeat(64) })).toMatchObject({ ok: false, error: { code: 'NOT_IN_SESSION' } });
+    // What it does not hold, or cannot derive, is a clear refusal; so is a block of another account than the one named.
+    const { previous, block } = blocksOf(accounts.default[0]!.address);
+    expect(await ask({ op: 'sign', wallet: 'ghost', index: 0, block, previous })).toMatchObject({ ok: false, error: { code: 'NOT_IN_SESSION' } });
     expect(await ask({ op: 'account', wallet: '__proto__', index: 0 })).toMatchObject({ ok: false, error: { code: 'NOT_IN_SESSION' } });
-    expect(await ask({ op: 'sign', wallet: 'single', index: 1, hash: 'A'.repeat(64) })).toMatchObject({ ok: false, error: { code: 'INVALID_REQUEST' } });
-    // Every field is checked.
+    expect(await ask({ op: 'sign', wallet: 'single', index: 1, block, previous })).toMatchObject({ ok: false, error: { code: 'INVALID_REQUEST' } });
+    expect(await ask({ op: 'sign', wallet: 'default', index: 1, block, previous })).toMatchObject({ ok: false, error: { code: 'INVALID_REQUEST', message: expect.stringContaining('not of') } });
+    // A bare hash is never signed: the block is shown, whole, with the one before it.
     const malformed: Record<string, unknown>[] = [
       { op: 'sign', wallet: 'default', index: 0 },
-      { op: 'sign', wallet: 'default', index: 0, hash: 'A'.repeat(63) },
-      { op: 'sign', wallet: 'default', index: 0, hash: 'G'.repeat(64) },
-      { op: 'sign', wallet: 'default', index: 0, hash: 12 },
+      { op: 'sign', wallet: 'default', index: 0, hash: 'A'.repeat(64) },
+      { op: 'sign', wallet: 'default', index: 0, block: { ...block, previous: 'A'.repeat(63) }, previous },
+      { op: 'sign', wallet: 'default', index: 0, block: { ...block, type: 'send' }, previous },
+      { op: 'sign', wallet: 'default', index: 0, block: { ...block, balance: '-1' }, previous },
+      { op: 'sign', wallet: 'default', index: 0, block: { ...block, extra: 1 }, previous },
+      { op: 'sign', wallet: 'default', index: 0, block, previous: 12 },
+      { op: 'sign', wallet: 'default', index: 0, block, previous, own: -1 },
+      { op: 'judge', mode: 'sign', spend: {} },
       { op: 'account', wallet: 'default' },
       { op: 'account', wallet: 'default', index: -1 },
       { op: 'account', wallet: 'default', index: 1.5 },
@@ -195,9 +205,10 @@ describe.concurrent('the unlocked session', () => {
     const without = noPassword();
     const stranded = await without.account();
     expect(await lock(sessionOf(user))).toMatchObject({ ended: 1 });
-    const block = buildSendBlock({ address, frontier: 'A'.repeat(64), balance: 10n, representative: DEFAULT_REPRESENTATIVE }, { to: words, amount: 1n });
+    const previous = (await api.blockInfo(sent.hash as string)).contents;
+    const block = buildSendBlock({ address, frontier: sent.hash as string, balance: BigInt(previous.balance), representative: DEFAULT_REPRESENTATIVE }, { to: words, amount: 1n });
     expect(verifyBlock(block, await withPassword.sign(block))).toBe(true);
-    await expect(stranded.sign(block)).rejects.toMatchObject(PASSWORD_REQUIRED);
+    await expect(stranded.sign(block, { previous })).rejects.toMatchObject(PASSWORD_REQUIRED);
     await expect(without.account('words', 3)).rejects.toMatchObject(PASSWORD_REQUIRED);
   });
 
@@ -235,7 +246,7 @@ describe.concurrent('the unlocked session', () => {
     expect(parse(await rawRequest(socket, '{"op":"export"}\n'))).toMatchObject({ ok: false, error: { code: 'BAD_REQUEST' } });
     expect(parse(await rawRequest(socket, '{"op":{"toString":1}}\n'))).toMatchObject({ ok: false, error: { code: 'BAD_REQUEST' } });
     expect(parse(await rawRequest(socket, Buffer.from([0xff, 0xfe, 0x00, 0x0a])))).toMatchObject({ ok: false, error: { code: 'BAD_REQUEST' } });
-    expect(parse(await rawRequest(socket, `{"op":"${'x'.repeat(5000)}`))).toMatchObject({ ok: false, error: { code: 'TOO_LARGE' } });
+    expect(parse(await rawRequest(socket, `{"op":"${'x'.repeat(70_000)}`))).toMatchObject({ ok: false, error: { code: 'TOO_LARGE' } });
     expect(parse(await rawRequest(socket, 'x'.repeat(1 << 20)))).toMatchObject({ ok: false, error: { code: 'TOO_LARGE' } });
     // Half a request, then the connection closes.
     expect(await rawRequest(socket, '{"op":"pi', { end: true })).toBe('');

@@ -26,6 +26,14 @@ export function passwordSource(flags: PasswordFlags, env: NodeJS.ProcessEnv = pr
   };
 }
 
+/** How the password reaches the command, for the audit trail. */
+export function passwordVia(flags: PasswordFlags, env: NodeJS.ProcessEnv = process.env): string {
+  if (flags['password-file'] !== undefined) return 'the key store password from a file';
+  if (flags['password-stdin']) return 'the key store password from stdin';
+  if (env.NANOPAY_PASSWORD || env.AI_WALLET_PASSWORD) return 'the key store password from the environment';
+  return 'the key store password typed at a prompt';
+}
+
 /** True when the password will be asked on the terminal (no file, stdin or variable gives it). */
 function prompting(flags: PasswordFlags, env: NodeJS.ProcessEnv): boolean {
   return flags['password-file'] === undefined && !flags['password-stdin'] && !(env.NANOPAY_PASSWORD || env.AI_WALLET_PASSWORD);

@@ -14,7 +14,11 @@ above it waits for a person's yes), ask-above-hour (so does one that would take 
 above it); each for the whole profile, or with --recipient, --host or --front-end for that part only (x402 as a front end
 means every x402 payment). allow and deny take --recipient or --host and add it to the list (a non-empty allow list
 refuses everything else). approval-ttl: how long an approval waits (30m, 1h, 1d; default 1h). --from FILE (or - for
-stdin) replaces the whole policy with the JSON document policy show --json prints.`;
+stdin) replaces the whole policy with the JSON document policy show --json prints.
+
+The policy is sealed: a change needs the key store password (a prompt, --password-file, --password-stdin or
+NANOPAY_PASSWORD), never an unlocked session, and is recorded in the audit trail with what it was before and after. A
+policy changed by any other means (a file edit) stops every spend until a person reseals it (policy seal, or --from).`;
   static override examples = [
     '<%= config.bin %> policy set day 10',
     '<%= config.bin %> policy set per-send 0.01 --front-end x402',
@@ -42,7 +46,7 @@ stdin) replaces the whole policy with the JSON document policy show --json print
       } catch {
         throw new NanoPayError('INVALID_JSON', `The policy in ${flags.from === '-' ? 'stdin' : flags.from} is not JSON; nothing was changed`);
       }
-      result = replacePolicy(session, doc);
+      result = await replacePolicy(session, doc);
     } else {
       if (args.rule === undefined) throw new NanoPayError('USAGE', 'Give a rule (and its value), or --from FILE');
       result = await setPolicyRule(session, args.rule, args.value, scopeOf(flags));

@@ -75,7 +75,7 @@ export async function setRepresentative(session: Session, input: RepresentativeI
     // The head may have moved while the user confirmed: build on the fresh one.
     const head = await readAccountHead(ctx, signer.address);
     if (normalizeAddress(head.state.representative) === representative) return unchanged(representative);
-    const entry = await signAndJournal(ctx, signer, buildChangeBlock(head.state, { representative }), 'change', head.thresholds);
+    const entry = await signAndJournal(ctx, signer, buildChangeBlock(head.state, { representative }), 'change', head.thresholds, {}, undefined, head.block === undefined ? {} : { previous: head.block });
     await submitEntry(ctx, entry, publishTo(ctx, entry));
     await recordLanded(ctx, entry);
     await ctx.journal.clear(signer.address);

@@ -17,7 +17,7 @@ import {
 } from '../../nano/index.js';
 import { LIVE_THRESHOLDS, type Thresholds } from '../../work/index.js';
 import type { JournalEntry } from '../../wallet/journal.js';
-import type { BlockNote, OpsContext, Signer } from '../context.js';
+import type { BlockNote, OpsContext, SignContext, Signer } from '../context.js';
 import { xnoAndRaw } from '../money.js';
 import { confirmedBlock, rememberConfirmed } from './confirmed-blocks.js';
 import { provedReceivable } from './proofs.js';
@@ -26,6 +26,8 @@ import { markSpend } from '../spending/spend-log.js';
 
 export interface AccountHead {
   state: AccountState;
+  /** The frontier block itself, checked (undefined for an account with no block): what the next block follows. */
+  block?: StateBlock;
   thresholds: Thresholds;
   /** Whether the backend says the frontier block is confirmed (true for an account with no block). */
   confirmed: boolean;
@@ -164,12 +166,12 @@ export async function readAccountHead(ctx: Pick<OpsContext, 'api'>, address: str
     const known = confirmedBlock(ctx.api, frontier);
     if (known !== undefined && sameAccount(known.account, address)) {
       if (BigInt(known.balance) !== info.balanceRaw) throw balanceMismatch(ctx, address, info, known);
-      return { state: { address, frontier, balance: info.balanceRaw, representative: known.representative }, thresholds, confirmed: true };
+      return { state: { address, frontier, balance: info.balanceRaw, representative: known.representative }, block: known, thresholds, confirmed: true };
     }
     const fetched = read === 1 && frontier === likely?.toUpperCase() ? await guessed : undefined;
     const { block, successor, confirmed } = await verifiedFrontier(ctx, address, info, fetched);
     if (!successor && confirmed) rememberConfirmed(ctx.api, frontier, block);
-    if (!successor) return { state: { address, frontier, balance: BigInt(block.balance), representative: block.representative }, thresholds, confirmed };
+    if (!successor) return { state: { address, frontier, balance: BigInt(block.balance), representative: block.representative }, block, thresholds, confirmed };
     if (frontier === superseded || read === HEAD_READS) {
       throw inconsistent(`the frontier ${frontier} of ${address} already has a successor, so it is not the head of the account`, { party: ctx.api.kind });
     }
@@ -215,10 +217,11 @@ export async function signAndJournal(
   thresholds: Thresholds,
   note: BlockNote = {},
   journal: (entry: JournalEntry) => Promise<void> = (entry) => ctx.journal.record(signer.address, entry),
+  context: SignContext = {},
 ): Promise<JournalEntry> {
   const threshold = subtype === 'send' || subtype === 'change' ? thresholds.send : thresholds.receive;
   const work = await ctx.work(workRoot(block), threshold, ctx.signal);
-  const signed: StateBlock = { ...block, signature: await signer.sign(block), work };
+  const signed: StateBlock = { ...block, signature: await signer.sign(block, context), work };
   const entry: JournalEntry = { hash: hashBlock(signed), subtype, block: signed, createdAt: new Date(ctx.now()).toISOString(), ...note };
   // Signed here by the account's own key (an unlocked session's signature is verified as it comes): once the block
   // is the account's head, reading it back need not verify it again.
@@ -263,18 +266,19 @@ export async function receiveAllPending(ctx: OpsContext, signer: Signer, minimum
   const sends = (await provedReceivable(ctx.api, signer.address, await ctx.api.pending(signer.address))).filter((p) => p.amountRaw >= minimumRaw);
   const received: ReceivedBlock[] = [];
   if (sends.length === 0) return received;
-  let { state, thresholds } = await readAccountHead(ctx, signer.address);
+  let { state, thresholds, block: previous } = await readAccountHead(ctx, signer.address);
   // A new account opens with the profile's representative; an open one keeps its own (a change block moves it).
   if (state.frontier === null && ctx.representative !== undefined) state = { ...state, representative: normalizeAddress(ctx.representative) };
   for (const { hash: sourceHash, amountRaw, from, seenAt } of sends) {
     const subtype = state.frontier === null ? 'open' : 'receive';
     const block = buildReceiveBlock(state, { sourceHash, amount: amountRaw });
-    const entry = await signAndJournal(ctx, signer, block, subtype, thresholds, { amountRaw: amountRaw.toString(), counterparty: from });
+    const entry = await signAndJournal(ctx, signer, block, subtype, thresholds, { amountRaw: amountRaw.toString(), counterparty: from }, undefined, previous === undefined ? {} : { previous });
     await submitEntry(ctx, entry, publishTo(ctx, entry));
     await recordLanded(ctx, entry);
     await ctx.journal.clear(signer.address);
     received.push({ hash: entry.hash, sourceHash, amountRaw, subtype, ...(seenAt === undefined ? {} : { sourceSeenAt: seenAt }) });
     state = { ...state, frontier: entry.hash, balance: BigInt(block.balance) };
+    previous = entry.block;
   }
   return received;
 }

@@ -118,10 +118,17 @@ function chequeOutstanding(entry: JournalEntry): NanoPayError {
  * fork), the cheque is what landed, and it is recorded as paid.
  */
 async function supersede(ctx: OpsContext, signer: Signer, cheque: JournalEntry): Promise<Settlement> {
-  const { state, thresholds } = await readAccountHead(ctx, signer.address);
+  const { state, thresholds, block } = await readAccountHead(ctx, signer.address);
   if (state.frontier !== cheque.block.previous.toUpperCase()) return chequeFate(ctx, cheque);
-  const entry = await signAndJournal(ctx, signer, buildChangeBlock(state, { representative: state.representative }), 'change', thresholds, {}, (change) =>
-    ctx.journal.record(signer.address, { ...change, supersedes: cheque }),
+  const entry = await signAndJournal(
+    ctx,
+    signer,
+    buildChangeBlock(state, { representative: state.representative }),
+    'change',
+    thresholds,
+    {},
+    (change) => ctx.journal.record(signer.address, { ...change, supersedes: cheque }),
+    block === undefined ? {} : { previous: block },
   );
   try {
     await publishTo(ctx, entry)(entry.block);

@@ -4,7 +4,7 @@ import type { ProfileRecord } from '../../wallet/config.js';
 import { checkDatabaseUrl, maskDatabaseUrl } from '../../store/url.js';
 import { DEFAULT_API_URL, secretIds, type Session } from '../session.js';
 import { parseNetwork } from '../../x402/network.js';
-import { legacyRule, policyDocument, setLegacyRule, type PolicyDocument } from '../spending/policy-edit.js';
+import { changePolicy, legacyRule, policyDocument, setLegacyRule, type PolicyDocument } from '../spending/policy-edit.js';
 import { profilePolicy } from '../spending/policy.js';
 import { formatDuration, parseDuration } from '../duration.js';
 import { formatDecimal, parsePercent } from '../pricing/fiat.js';
@@ -233,12 +233,18 @@ export async function listSettings(session: Session): Promise<{ profile: string;
   return { profile: session.profileName, settings, policy: policyDocument(profilePolicy(session.profile())) };
 }
 
+/** The settings of versions before the spending policy: rules of it, so changing one is changing the policy (the password, a new seal). */
+const POLICY_SETTINGS = ['limit-per-send', 'limit-per-day', 'x402-max'];
+
 export async function setSetting(session: Session, name: string, value: string): Promise<SettingValue> {
   if (isSecretSetting(name)) {
     await (await session.keystore('create')).set(SECRETS[name].id(session.profileName), value.trim());
   } else {
     const s = setting(name);
-    session.updateProfile((p) => s.set(p, value.trim()));
+    if (POLICY_SETTINGS.includes(name)) {
+      s.set(session.profile(), value.trim());
+      await changePolicy(session, `config set ${name} ${value.trim()}`, (p) => s.set(p, value.trim()));
+    } else session.updateProfile((p) => s.set(p, value.trim()));
   }
   return getSetting(session, name);
 }
@@ -270,6 +276,8 @@ export async function unsetSetting(session: Session, name: string): Promise<Sett
     'work-mode': ({ workMode: _, ...p }) => p,
     'work-servers': ({ workServers: _, ...p }) => p,
   };
-  session.updateProfile(fields[name] as (p: ProfileRecord) => ProfileRecord);
+  const unset = fields[name] as (p: ProfileRecord) => ProfileRecord;
+  if (POLICY_SETTINGS.includes(name)) await changePolicy(session, `config unset ${name}`, unset);
+  else session.updateProfile(unset);
   return getSetting(session, name);
 }

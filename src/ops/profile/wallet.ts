@@ -1,7 +1,12 @@
 import { serviceOnly } from '../../api/backend.js';
 import { NanoPayError } from '../../errors.js';
 import { deriveAccount, generateSeed, type AccountSource } from '../../nano/index.js';
-import { refuseLaneIndex, type WalletKind, type WalletRecord } from '../../wallet/config.js';
+import { refuseLaneIndex, type ProfileRecord, type WalletKind, type WalletRecord } from '../../wallet/config.js';
+import { sealProfile } from '../spending/seal.js';
+import { openUnlocked } from '../../wallet/unlocked.js';
+import { keystorePath } from '../../wallet/paths.js';
+import { WALLET_KINDS } from '../../wallet/wallet-keys.js';
+import { isAbsolute } from 'node:path';
 import { secretIds, type Session } from '../session.js';
 
 export interface WalletSummary {
@@ -82,12 +87,17 @@ async function store(session: Session, name: string, kind: WalletKind, secret: s
     accounts: { [String(index)]: account.address },
     ...(extra.remote ? { remote: true } : {}),
   };
-  const profile = session.updateProfile((p) => ({
-    ...p,
-    wallets: { ...p.wallets, [name]: record },
-    // The first wallet becomes the active one.
-    ...(p.activeWallet === undefined ? { activeWallet: name, activeAccount: index } : {}),
-  }));
+  const contacts = Object.fromEntries(Object.entries(await session.contacts.all()).map(([n, c]) => [n, c.address]));
+  const profile = session.updateProfile((p) => {
+    const next: ProfileRecord = {
+      ...p,
+      wallets: { ...p.wallets, [name]: record },
+      // The first wallet becomes the active one.
+      ...(p.activeWallet === undefined ? { activeWallet: name, activeAccount: index } : {}),
+    };
+    // A profile's first wallet: its policy (none yet, or set before it had one) is sealed now, with the password.
+    return Object.keys(p.wallets).length === 0 ? sealProfile(keystore.sealKey(), session.profileName, next, contacts) : next;
+  });
   return { ...summary(session, name, profile.wallets[name] as WalletRecord), address: account.address, backup: backupHint(name) };
 }
 
@@ -212,4 +222,45 @@ export async function removeWallet(session: Session, name: string): Promise<{ re
     return next;
   });
   return { removed: name };
+}
+
+export interface AttachedSession {
+  profile: string;
+  socket: string;
+  /** The scope the session was granted at unlock. */
+  scope: string;
+  wallets: WalletSummary[];
+}
+
+/**
+ * Uses the wallets of an unlocked session another user of this machine
+ * shares (unlock --socket --group): the strongest mode, where the keys, the
+ * policy and its records belong to that user and this one reaches them only
+ * through the socket. The profile then signs through that session only: it
+ * holds no secret of its own, and every spend is judged there.
+ */
+export async function attachSession(session: Session, socket: string): Promise<AttachedSession> {
+  if (!isAbsolute(socket)) throw new NanoPayError('USAGE', `The session's socket is an absolute path, not "${socket}"`);
+  const shared = await openUnlocked(session.dir, session.profileName, keystorePath(session.dir), socket);
+  if (shared === undefined) {
+    throw new NanoPayError('NOT_FOUND', `No unlocked session answers at ${socket}`, { hint: 'Its owner starts it (nanopay unlock --socket PATH --group GROUP), with your user in that group.' });
+  }
+  const held = await shared.wallets();
+  const records: Record<string, WalletRecord> = {};
+  for (const [name, kind] of Object.entries(held)) {
+    if (!(WALLET_KINDS as readonly string[]).includes(kind)) continue;
+    const account = await shared.account(name, 0);
+    if (account !== undefined) records[name] = { kind: kind as WalletKind, createdAt: new Date().toISOString(), accounts: { '0': account.address } };
+  }
+  const clash = Object.keys(records).filter((name) => session.profile().wallets[name] !== undefined);
+  if (clash.length > 0) {
+    throw new NanoPayError('CONFLICT', `Profile "${session.profileName}" already has wallets named ${clash.join(', ')}`, { hint: 'Attach the session in a profile of its own: nanopay wallet attach SOCKET --profile NAME.' });
+  }
+  const profile = session.updateProfile((p) => ({
+    ...p,
+    sessionSocket: socket,
+    wallets: { ...p.wallets, ...records },
+    ...(p.activeWallet === undefined && Object.keys(records).length > 0 ? { activeWallet: Object.keys(records)[0] as string, activeAccount: 0 } : {}),
+  }));
+  return { profile: session.profileName, socket, scope: shared.scope, wallets: Object.keys(records).map((name) => summary(session, name, profile.wallets[name] as WalletRecord)) };
 }

@@ -3,7 +3,7 @@ import { NanoPayError } from '../../errors.js';
 import { rawToXno } from '../../nano/index.js';
 import type { ApprovalRecord, SpendFields } from '../../store/spending.js';
 import type { Session } from '../session.js';
-import { describeApproval } from './decide.js';
+import { approve, describeApproval } from './decide.js';
 
 /** An approval as `approvals list` shows it. */
 export interface ApprovalShown extends SpendFields {
@@ -61,22 +61,23 @@ export async function getApproval(session: Session, id: string): Promise<Approva
 /**
  * A person's answer to a pending approval: approved (the spend it is bound to
  * may then run once, when its caller runs it again with the id) or denied.
- * Only front ends that established a person call this: `nanopay approvals`
- * with the key store password, and the agent's chat on its user's request,
- * never a tool a model calls.
+ * Only with the key store password (asked for here, never taken from an
+ * unlocked session): its seal key seals the yes, and a yes without that seal
+ * pays nothing. `by` says how the person gave it, for the audit trail.
  */
 export async function answerApproval(session: Session, id: string, answer: 'approve' | 'deny', by: string): Promise<ApprovalShown> {
+  const key = (await session.keystore()).sealKey();
   const store = await session.dataStore();
   const approval = await store.approvals.get(session.profileName, id);
   if (approval === undefined) throw new NanoPayError('NOT_FOUND', `There is no approval ${id.slice(0, 80)} in profile "${session.profileName}"`);
-  return answered(session, approval, answer, by);
+  return answered(session, key, approval, answer, by);
 }
 
-async function answered(session: Session, approval: ApprovalRecord, answer: 'approve' | 'deny', by: string): Promise<ApprovalShown> {
+async function answered(session: Session, key: Buffer, approval: ApprovalRecord, answer: 'approve' | 'deny', by: string): Promise<ApprovalShown> {
   const now = Date.now();
   if (approval.state !== 'pending') throw new NanoPayError('APPROVAL_INVALID', `The approval ${approval.id} was already answered (${approval.state}${approval.decided_by === undefined ? '' : `, ${approval.decided_by}`})`);
   if (Date.parse(approval.expires_at) <= now) throw new NanoPayError('APPROVAL_INVALID', `The approval ${approval.id} expired at ${approval.expires_at}; nothing was approved`, { hint: 'Run the payment again to ask anew.' });
-  const next: ApprovalRecord = { ...approval, state: answer === 'approve' ? 'approved' : 'denied', decided_at: new Date(now).toISOString(), decided_by: by };
+  const next: ApprovalRecord = answer === 'approve' ? approve(key, approval, by, now) : { ...approval, state: 'denied', decided_at: new Date(now).toISOString(), decided_by: by };
   if (!(await (await session.dataStore()).approvals.change('pending', next))) throw new NanoPayError('APPROVAL_INVALID', `The approval ${approval.id} was answered meanwhile`);
   return shown(next, now);
 }
@@ -99,12 +100,18 @@ export async function holdInChat(session: Session, approvalId: string, call: { n
   return token;
 }
 
-/** The chat's user answers a call it held: approved (the call then runs once, with the approval) or denied. */
+/**
+ * The chat's user answers a call it held: approved (the call then runs once,
+ * with the approval) or denied. Only where the agent's operator turned chat
+ * confirmations on (agent --chat-confirms), and sealed with the key store the
+ * agent unlocked with the password: the audit trail says the chat gave it.
+ */
 export async function answerInChat(session: Session, token: string, answer: 'approve' | 'deny'): Promise<{ approval: ApprovalShown; call?: { name: string; arguments: Record<string, unknown> } }> {
   const approval = await (await session.dataStore()).approvals.byChatToken(session.profileName, digest(token));
   if (approval === undefined) throw new NanoPayError('INVALID_REQUEST', 'That confirmation token is unknown, already used or expired; nothing was sent');
   if (approval.state !== 'pending' || Date.parse(approval.expires_at) <= Date.now()) {
     throw new NanoPayError('INVALID_REQUEST', 'That confirmation token is unknown, already used or expired; nothing was sent');
   }
-  return { approval: await answered(session, approval, answer, 'agent chat'), ...(approval.call === undefined ? {} : { call: approval.call }) };
+  const key = (await session.keystore()).sealKey();
+  return { approval: await answered(session, key, approval, answer, 'agent chat (--chat-confirms)'), ...(approval.call === undefined ? {} : { call: approval.call }) };
 }

@@ -3,12 +3,12 @@ import { normalizeAddress, rawToXno, type StateBlock } from '../../nano/index.js
 import type { JournalEntry } from '../../wallet/journal.js';
 import type { PaymentKind, SendRecord } from '../../wallet/send-log.js';
 import { planOn, planSend, publishTo, sendBlockOf, signAndJournal, submitEntry, type AccountHead, type SendPlan } from '../ledger/chain.js';
-import type { BlockNote, OpsContext, Signer } from '../context.js';
+import type { BlockNote, OpsContext, SignContext, Signer } from '../context.js';
 import { parseThreshold } from '../../work/index.js';
 import { recordLanded, settleJournal } from '../ledger/recovery.js';
-import { admitSpend, decideSpend, denial, screenSpend, type SpendRequest } from './decide.js';
+import { admitSpend, decideSpend, denial, recordDeclined, screenSpend, type Judge, type SpendRequest } from './decide.js';
 import type { SpendKind, Verdict } from './policy.js';
-import { importLegacySpends, markSpend, resolveOrphans, withSpendingLock } from './spend-log.js';
+import { countedSpends, importLegacySpends, markSpend, resolveOrphans, withSpendingLock } from './spend-log.js';
 
 /** What a payment will do, shown before it is confirmed. */
 export interface SendPreview {
@@ -156,7 +156,7 @@ function planned<A>(plan: SendPlan, from: string, extra: Pick<Moved<A>, 'hash' |
 }
 
 /** The spend as the policy sees it. */
-function spendRequest<A>(m: Movement<A>, to: string): SpendRequest {
+function spendRequest<A>(ctx: OpsContext, m: Movement<A>, to: string): SpendRequest {
   const kind = m.spend?.kind ?? (m.note?.topupTransactionId !== undefined ? 'topup' : kindOf(m));
   return {
     account: m.signer.address,
@@ -168,7 +168,51 @@ function spendRequest<A>(m: Movement<A>, to: string): SpendRequest {
     ...(m.spend?.requirement === undefined ? {} : { requirement: m.spend.requirement }),
     ...(m.spend?.approvalId === undefined ? {} : { approvalId: m.spend.approvalId }),
     ...(m.spend?.payer === undefined ? {} : { payer: m.spend.payer }),
+    caller: ctx.frontEnd,
   };
+}
+
+/** The spending decisions of this process: the key store opened with the password, the policy checked against its seal. */
+function judgeOf(ctx: OpsContext): Judge {
+  return { profile: ctx.profile, frontEnd: ctx.frontEnd, policy: ctx.policy, now: ctx.now, store: ctx.store, contacts: ctx.contacts, counted: (since) => countedSpends(ctx, since), sealKey: ctx.sealKey };
+}
+
+/**
+ * What the policy would say of a spend, recording nothing (a dry run, a
+ * quote): an approval the caller holds for it makes an "ask" an allow. Judged
+ * by the unlocked session when the keys are there.
+ */
+export async function judgeDry(ctx: OpsContext, request: SpendRequest): Promise<Verdict> {
+  const authority = await ctx.authority();
+  if (authority !== undefined) return authority.judge(request, 'dry');
+  const { verdict, approval } = await decideSpend(judgeOf(ctx), request);
+  return verdict.outcome === 'ask' && approval !== undefined ? { outcome: 'allow' } : verdict;
+}
+
+/**
+ * Judges a spend before anything is asked or signed: refused (recorded,
+ * POLICY_DENIED), or held for a person (APPROVAL_REQUIRED). At a terminal a
+ * held spend is asked about there (askPerson answers its approval: yes needs
+ * the key store password); a no is DECLINED. Returns the spend with the
+ * approval it then carries, and whether the person at the terminal said yes.
+ */
+async function screen(ctx: OpsContext, request: SpendRequest): Promise<{ request: SpendRequest; attended: boolean }> {
+  const authority = await ctx.authority();
+  const judged = (r: SpendRequest): Promise<unknown> => (authority === undefined ? screenSpend(judgeOf(ctx), r) : authority.judge(r, 'screen'));
+  try {
+    await judged(request);
+    return { request, attended: false };
+  } catch (error) {
+    if (!(error instanceof NanoPayError) || error.code !== 'APPROVAL_REQUIRED' || ctx.askPerson === undefined) throw error;
+    const approval = error.details?.approval as { id: string; reason: string; rule: string };
+    if (!(await ctx.askPerson(`${approval.reason} (rule: ${approval.rule}). Pay it?`, approval.id))) {
+      await recordDeclined(judgeOf(ctx), request, approval.id);
+      throw new NanoPayError('DECLINED', 'Declined; nothing was signed');
+    }
+    const approved = { ...request, approvalId: approval.id };
+    await judged(approved);
+    return { request: approved, attended: true };
+  }
 }
 
 /**
@@ -199,17 +243,18 @@ export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<M
   }
 
   await importLegacySpends(ctx);
-  const request = spendRequest(m, to);
+  let request = spendRequest(ctx, m, to);
   if (m.dryRun) {
     // Judged as it would be, recording nothing and holding nothing.
-    const { verdict } = await decideSpend(ctx, request);
+    const verdict = await judgeDry(ctx, request);
     if (verdict.outcome === 'deny') throw denial(verdict);
     const first = await planSend(ctx, m.signer.address, to, m.amountRaw);
     return planned(first, m.signer.address, { hash: null, dryRun: true, policy: { outcome: verdict.outcome, ...(verdict.rule === undefined ? {} : { rule: verdict.rule, message: verdict.message as string }) } });
   }
-  const { attended } = await screenSpend(ctx, request);
+  const screened = await screen(ctx, request);
+  request = screened.request;
   // A person asked sees a preview planned on the verified head; without one, the plan made holding the lock is the only one.
-  if (!attended && m.confirm !== undefined) {
+  if (!screened.attended && m.confirm !== undefined) {
     const first = await planSend(ctx, m.signer.address, to, m.amountRaw);
     if (!(await m.confirm(preview(m.signer.address, to, m.amountRaw, first.head.state.balance, m.contact)))) throw new NanoPayError('DECLINED', 'Declined; nothing was signed');
   }
@@ -224,14 +269,24 @@ export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<M
     const note: BlockNote = { amountRaw: m.amountRaw.toString(), profile: ctx.profile, ...(m.id === undefined ? {} : { sendId: m.id, sendKind: kindOf(m) }), ...m.note };
     // Judged again and journaled in one hold of the profile's spending lock: the journaled send counts at once.
     const thresholds = m.workThreshold === undefined ? plan.head.thresholds : { ...plan.head.thresholds, send: harderThreshold(plan.head.thresholds.send, m.workThreshold) };
-    const entry = await signAndJournal(ctx, m.signer, sendBlockOf(plan), 'send', thresholds, note, (signed) =>
-      withSpendingLock(ctx, async () => {
-        await admitSpend(ctx, request, signed.hash, attended);
-        await ctx.journal.record(m.signer.address, signed).catch(async (error: unknown) => {
-          await markSpend(ctx, signed, 'dropped');
-          throw error;
-        });
-      }),
+    // An unlocked session judges (and records) the spend as it signs; else the decision is made again here, holding the lock.
+    const shown: SignContext = { ...(plan.head.block === undefined ? {} : { previous: plan.head.block }), spend: request };
+    const entry = await signAndJournal(
+      ctx,
+      m.signer,
+      sendBlockOf(plan),
+      'send',
+      thresholds,
+      note,
+      (signed) =>
+        withSpendingLock(ctx, async () => {
+          if (shown.judged !== true) await admitSpend(judgeOf(ctx), request, signed.hash);
+          await ctx.journal.record(m.signer.address, signed).catch(async (error: unknown) => {
+            await markSpend(ctx, signed, 'dropped');
+            throw error;
+          });
+        }),
+      shown,
     );
     const answer = await submitEntry(ctx, entry, m.submit ?? (publishTo(ctx, entry) as (block: StateBlock) => Promise<A>));
     if (m.outstanding === true) return planned(plan, m.signer.address, { hash: entry.hash, dryRun: false, ...(answer === undefined ? {} : { answer }) });
@@ -253,7 +308,10 @@ async function moveWithin<A>(ctx: OpsContext, m: Movement<A>, to: string, own: S
   return ctx.lock(m.signer.address, async () => {
     await settleJournal(ctx, m.signer.address, m.signer);
     const plan = await planSend(ctx, m.signer.address, to, m.amountRaw);
-    const entry = await signAndJournal(ctx, m.signer, sendBlockOf(plan), 'send', plan.head.thresholds, { amountRaw: m.amountRaw.toString(), profile: ctx.profile, ownTransfer: true });
+    const entry = await signAndJournal(ctx, m.signer, sendBlockOf(plan), 'send', plan.head.thresholds, { amountRaw: m.amountRaw.toString(), profile: ctx.profile, ownTransfer: true }, undefined, {
+      ...(plan.head.block === undefined ? {} : { previous: plan.head.block }),
+      ...(own.keyRef === undefined ? {} : { own: own.keyRef.index }),
+    });
     await submitEntry(ctx, entry, publishTo(ctx, entry));
     await recordLanded(ctx, entry);
     await ctx.journal.clear(m.signer.address);

@@ -4,6 +4,8 @@ import type { ProfileRecord, RuleLimits, SpendingPolicy } from '../../wallet/con
 import { formatDuration, parseDuration } from '../duration.js';
 import type { Session } from '../session.js';
 import { profilePolicy, RULE_FRONT_ENDS } from './policy.js';
+import { policySealHolds, policyTampered, sealProfile } from './seal.js';
+import { recordId } from './spend-log.js';
 
 /** Amount rules, as `policy set` and the JSON form name them. */
 const AMOUNT_RULES = { 'per-send': 'perSend', hour: 'hour', day: 'day', '30d': 'month', 'ask-above': 'askAbove', 'ask-above-hour': 'askAboveHour' } as const satisfies Record<string, keyof RuleLimits>;
@@ -164,6 +166,63 @@ export function showPolicy(session: Session): { profile: string; policy: PolicyD
   return { profile: session.profileName, policy: policyDocument(profilePolicy(session.profile())) };
 }
 
+/** A change of the policy as `policy set|unset|seal` names it, for the audit trail ("set day 1", "unset ask-above --front-end mcp"). */
+function changeLabel(verb: string, rule: string, value: string | undefined, scope: RuleScope): string {
+  const where = scopeOf(scope);
+  const flag = where === undefined ? '' : ` --${{ recipients: 'recipient', hosts: 'host', frontEnds: 'front-end' }[where.map]} ${where.key}`;
+  return `${verb} ${rule}${value === undefined ? '' : ` ${value}`}${flag}`;
+}
+
+/**
+ * Changes the profile's policy: only with the key store password (asked for,
+ * never taken from an unlocked session), sealed anew with its seal key, and
+ * recorded in the audit trail with what it was and what it became. A refusal
+ * (no password, a wrong one) is recorded too. A policy that no longer matches
+ * its seal is not changed rule by rule, which would seal the rest unseen: it
+ * is replaced whole (`whole`: set --from) or sealed as it stands once a person
+ * checked it (policy seal).
+ */
+export async function changePolicy(session: Session, label: string, change: (profile: ProfileRecord) => ProfileRecord, whole = false): Promise<{ profile: string; policy: PolicyDocument }> {
+  const keystore = await session.keystore('create').catch(async (error: unknown) => {
+    if (error instanceof NanoPayError) await recordPolicyChange(session, { label, decision: 'denied', message: `${label}: refused (${error.code}): only the key store password changes the policy`, rule: 'password' });
+    throw error;
+  });
+  const key = keystore.sealKey();
+  const contacts = Object.fromEntries(Object.entries(await session.contacts.all()).map(([name, c]) => [name, c.address]));
+  let before: PolicyDocument = {};
+  const next = session.updateProfile((p) => {
+    const name = session.profileName;
+    if (!whole && Object.keys(p.wallets).length > 0 && !policySealHolds(key, name, p)) throw policyTampered(name, p);
+    before = policyDocument(profilePolicy(p));
+    return sealProfile(key, name, change(p), contacts);
+  });
+  const after = policyDocument(profilePolicy(next));
+  await recordPolicyChange(session, { label, decision: 'policy_changed', message: `${label}, with ${session.passwordVia()}`, via: session.passwordVia(), before, after });
+  return { profile: session.profileName, policy: after };
+}
+
+async function recordPolicyChange(
+  session: Session,
+  change: { label: string; decision: 'policy_changed' | 'denied'; message: string; rule?: string; via?: string; before?: PolicyDocument; after?: PolicyDocument },
+): Promise<void> {
+  await (await session.dataStore()).audit.add({
+    id: recordId(),
+    at: new Date().toISOString(),
+    profile: session.profileName,
+    front_end: session.frontEnd,
+    kind: 'policy',
+    account: '',
+    recipient: '',
+    amount_raw: '0',
+    decision: change.decision,
+    rule: change.rule ?? change.label,
+    message: change.message,
+    ...(change.via === undefined ? {} : { via: change.via }),
+    ...(change.before === undefined ? {} : { before: change.before }),
+    ...(change.after === undefined ? {} : { after: change.after }),
+  });
+}
+
 /** `policy set RULE VALUE [scope]`: an amount in XNO, a duration for approval-ttl; allow and deny add the scope's recipient or host to their list. */
 export async function setPolicyRule(session: Session, rule: string, value: string | undefined, scope: RuleScope): Promise<{ profile: string; policy: PolicyDocument }> {
   checkRule(rule);
@@ -171,41 +230,44 @@ export async function setPolicyRule(session: Session, rule: string, value: strin
   if (scope.recipient?.startsWith('@') === true && contacts[scope.recipient.slice(1).toLowerCase()] === undefined) {
     throw new NanoPayError('NOT_FOUND', `There is no contact ${scope.recipient}`, { hint: 'Add it first (nanopay contacts add NAME ADDRESS), or name the address.' });
   }
-  session.updateProfile((p) =>
-    withPolicy(p, (policy) => {
-      if (rule === 'allow' || rule === 'deny') return setListed(policy, rule, scope, true);
-      if (value === undefined) throw new NanoPayError('USAGE', `Give a value for ${rule}`);
-      if (rule === 'approval-ttl') {
-        if (scopeOf(scope) !== undefined) throw new NanoPayError('USAGE', 'approval-ttl is the profile\'s, for every approval');
-        return { ...policy, approvalTtlS: parseDuration(value, { max: MAX_TTL_S, what: 'approval-ttl' }) };
-      }
-      return setLimit(policy, rule as AmountRule, xnoToRaw(value).toString(), scope);
-    }),
-  );
-  return showPolicy(session);
+  const apply = (policy: SpendingPolicy): SpendingPolicy => {
+    if (rule === 'allow' || rule === 'deny') return setListed(policy, rule, scope, true);
+    if (value === undefined) throw new NanoPayError('USAGE', `Give a value for ${rule}`);
+    if (rule === 'approval-ttl') {
+      if (scopeOf(scope) !== undefined) throw new NanoPayError('USAGE', 'approval-ttl is the profile\'s, for every approval');
+      return { ...policy, approvalTtlS: parseDuration(value, { max: MAX_TTL_S, what: 'approval-ttl' }) };
+    }
+    return setLimit(policy, rule as AmountRule, xnoToRaw(value).toString(), scope);
+  };
+  // Checked before the password is asked: a mistyped rule costs no unlock.
+  apply(profilePolicy(session.profile()));
+  return changePolicy(session, changeLabel('set', rule, value, scope), (p) => withPolicy(p, apply));
 }
 
 /** `policy unset RULE [scope]`: removes the rule (from allow and deny: the scope's recipient or host). */
-export function unsetPolicyRule(session: Session, rule: string, scope: RuleScope): { profile: string; policy: PolicyDocument } {
+export async function unsetPolicyRule(session: Session, rule: string, scope: RuleScope): Promise<{ profile: string; policy: PolicyDocument }> {
   checkRule(rule);
-  session.updateProfile((p) =>
-    withPolicy(p, (policy) => {
-      if (rule === 'allow' || rule === 'deny') return setListed(policy, rule, scope, false);
-      if (rule === 'approval-ttl') {
-        const { approvalTtlS: _ttl, ...rest } = policy;
-        return rest;
-      }
-      return setLimit(policy, rule as AmountRule, undefined, scope);
-    }),
-  );
-  return showPolicy(session);
+  const apply = (policy: SpendingPolicy): SpendingPolicy => {
+    if (rule === 'allow' || rule === 'deny') return setListed(policy, rule, scope, false);
+    if (rule === 'approval-ttl') {
+      const { approvalTtlS: _ttl, ...rest } = policy;
+      return rest;
+    }
+    return setLimit(policy, rule as AmountRule, undefined, scope);
+  };
+  apply(profilePolicy(session.profile()));
+  return changePolicy(session, changeLabel('unset', rule, undefined, scope), (p) => withPolicy(p, apply));
 }
 
 /** `policy set --from`: the whole policy replaced by a JSON document (checked whole before anything changes). */
-export function replacePolicy(session: Session, doc: unknown): { profile: string; policy: PolicyDocument } {
+export async function replacePolicy(session: Session, doc: unknown): Promise<{ profile: string; policy: PolicyDocument }> {
   const policy = policyFromDocument(doc);
-  session.updateProfile((p) => withPolicy(p, () => policy));
-  return showPolicy(session);
+  return changePolicy(session, 'set --from', (p) => withPolicy(p, () => policy), true);
+}
+
+/** `policy seal`: the policy as it stands (a person checked it), sealed with the password; the contacts it names are taken as they are now. */
+export async function sealPolicy(session: Session): Promise<{ profile: string; policy: PolicyDocument }> {
+  return changePolicy(session, 'seal', (p) => p, true);
 }
 
 /** The settings of versions before the policy, read and written as its rules. */

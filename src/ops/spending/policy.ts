@@ -6,6 +6,16 @@ const FRONT_ENDS = ['cli', 'toolset', 'mcp', 'agent', 'sdk'] as const;
 export type FrontEnd = (typeof FRONT_ENDS)[number];
 /** Front ends a rule can name: each of them, and x402 for every x402 payment, whoever fetched. */
 export const RULE_FRONT_ENDS = [...FRONT_ENDS, 'x402'] as const;
+/**
+ * Who a spend is judged as: a front end, or every one at once ('*', an
+ * unlocked session granted to no one front end): then the rules of every
+ * front end apply to it (x402's stay with x402 payments).
+ */
+export type JudgedAs = FrontEnd | '*';
+/** The scopes `nanopay unlock --scope` grants: one front end, or all (every front end's rules at once). */
+export const SESSION_SCOPES = [...FRONT_ENDS, 'all'] as const;
+export type SessionScope = (typeof SESSION_SCOPES)[number];
+export const judgedAs = (scope: SessionScope): JudgedAs => (scope === 'all' ? '*' : scope);
 
 /** What a spend pays for; a representative change is no spend. */
 export type SpendKind = 'send' | 'donate' | 'topup' | 'x402' | 'refund' | 'sweep';
@@ -16,7 +26,7 @@ const WINDOW_NAMES: Record<Window, [rule: string, said: string]> = { hour: ['hou
 
 /** The spend being decided. */
 export interface SpendFacts {
-  frontEnd: FrontEnd;
+  frontEnd: JudgedAs;
   kind: SpendKind;
   /** The recipient's address. */
   to: string;
@@ -46,6 +56,8 @@ export interface Verdict {
   limitRaw?: bigint;
   /** What the rule still leaves: a budget's remainder, a per-send maximum itself, 0 for a list. */
   remainingRaw?: bigint;
+  /** A budget's refusal: when enough of the window's spends have rolled out of it for this spend to fit (never, for one above the budget itself). */
+  retryAtMs?: number;
 }
 
 /**
@@ -144,7 +156,7 @@ function scopes(policy: SpendingPolicy, contacts: Record<string, string>): Scope
   }
   for (const [key, limits] of Object.entries(policy.hosts ?? {})) out.push({ flag: ` --host ${key}`, limits, has: (s) => s.host !== undefined && hostMatches(key, s.host) });
   for (const [key, limits] of Object.entries(policy.frontEnds ?? {})) {
-    out.push({ flag: ` --front-end ${key}`, limits, has: (s) => s.frontEnd === key || (key === 'x402' && s.kind === 'x402') });
+    out.push({ flag: ` --front-end ${key}`, limits, has: (s) => s.frontEnd === key || (key === 'x402' ? s.kind === 'x402' : s.frontEnd === '*') });
   }
   return out;
 }
@@ -179,6 +191,17 @@ function lists(policy: SpendingPolicy, spend: SpendFacts, contacts: Record<strin
 
 const sum = (spends: CountedSpend[]): bigint => spends.reduce((total, s) => total + s.amountRaw, 0n);
 
+/** When the oldest spends of a window have rolled out of it enough to free `needed`: undefined when the spend can never fit (it is above the budget). */
+function roomComesBack(within: CountedSpend[], needed: bigint, fits: boolean, windowMs: number): number | undefined {
+  if (!fits) return undefined;
+  let freed = 0n;
+  for (const spend of [...within].sort((a, b) => a.at - b.at)) {
+    freed += spend.amountRaw;
+    if (freed >= needed) return spend.at + windowMs;
+  }
+  return undefined;
+}
+
 /**
  * Decides a spend against the policy and the spends that count (the
  * profile's, all accounts together, landed or in flight). Refusals come
@@ -202,15 +225,18 @@ export function evaluate(policy: SpendingPolicy, spend: SpendFacts, counted: Cou
     for (const window of Object.keys(WINDOWS) as Window[]) {
       const budget = scope.limits[window];
       if (budget === undefined) continue;
-      const spent = sum(counted.filter((c) => c.at > spend.at - WINDOWS[window] && scope.has(c)));
+      const within = counted.filter((c) => c.at > spend.at - WINDOWS[window] && scope.has(c));
+      const spent = sum(within);
       if (spent + spend.amountRaw > BigInt(budget)) {
         const left = BigInt(budget) > spent ? BigInt(budget) - spent : 0n;
         const [rule, said] = WINDOW_NAMES[window];
+        const retryAtMs = roomComesBack(within, spent + spend.amountRaw - BigInt(budget), spend.amountRaw <= BigInt(budget), WINDOWS[window]);
         return {
           outcome: 'deny',
           rule: `${rule}${scope.flag}`,
           limitRaw: BigInt(budget),
           remainingRaw: left,
+          ...(retryAtMs === undefined ? {} : { retryAtMs }),
           message: `${what(spend)} would bring ${said} to ${xno(spent + spend.amountRaw)}, over the budget of ${xno(BigInt(budget))} (${xno(left)} left)`,
         };
       }

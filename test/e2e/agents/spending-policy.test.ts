@@ -182,7 +182,7 @@ describe('approvals', () => {
     // The person: a wrong password answers nothing; the right one approves.
     const wrong = await user.json(['approvals', 'approve', id, '--yes'], { env: { NANOPAY_PASSWORD: 'not the password' } });
     expect(wrong).toMatchObject({ _code: 6, error: { code: 'WRONG_PASSWORD' } });
-    expect(await user.json(['approvals', 'approve', id, '--yes'])).toMatchObject({ _code: 0, state: 'approved', decided_by: 'the password' });
+    expect(await user.json(['approvals', 'approve', id, '--yes'])).toMatchObject({ _code: 0, state: 'approved', decided_by: 'the key store password from the environment' });
 
     // Bound to exactly that spend: not another amount, not another front end.
     expect(await user.json(['send', other, '0.3', '--yes', '--approval', id])).toMatchObject({ _code: 10, error: { code: 'APPROVAL_INVALID' } });
@@ -193,6 +193,7 @@ describe('approvals', () => {
     expect(await user.json(['send', other, '0.2', '--yes', '--approval', id])).toMatchObject({ _code: 10, error: { code: 'APPROVAL_INVALID', message: expect.stringContaining('used already') } });
     const trail = (await user.run(['audit', '--json'])).stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, string>);
     expect(trail.map((r) => `${r.front_end} ${r.decision}`)).toEqual([
+      'cli policy_changed',
       'cli approval_required',
       'cli approval_required',
       'mcp denied',
@@ -203,7 +204,7 @@ describe('approvals', () => {
       'cli denied',
     ]);
     expect(trail.filter((r) => r.decision === 'denied').every((r) => r.rule === 'approval' && r.approval_id === id)).toBe(true);
-    expect(trail[6]).toMatchObject({ approval_id: id, hash: sent.hash, status: 'paid', rule: 'ask-above' });
+    expect(trail[7]).toMatchObject({ approval_id: id, hash: sent.hash, status: 'paid', rule: 'ask-above', via: 'the key store password from the environment' });
   });
 
   it('an approval expires: after its time it can be neither approved nor used; deny refuses it for good', async () => {
@@ -245,6 +246,10 @@ describe('the settings of earlier versions', () => {
     Object.assign(config.profiles.default as object, { limits: { perSend: xnoToRaw('0.5').toString(), perDay: xnoToRaw('0.6').toString() }, x402Max: xnoToRaw('0.001').toString() });
     await writeFile(join(user.configDir, 'config.json'), JSON.stringify(config));
     expect(await user.json(['policy', 'show'])).toMatchObject({ 'per-send': '0.5', day: '0.6', 'front-ends': { x402: { 'per-send': '0.001' } } });
+    // Written behind the seal (here, as a version before seals wrote it), it holds once a person seals it; the upgrade
+    // itself seals at the key store's first unlock (test/integration/policy-seal.test.ts).
+    expect(await user.json(['send', other, '0.1', '--yes'])).toMatchObject({ _code: 7, error: { code: 'POLICY_TAMPERED' } });
+    expect(await user.json(['policy', 'seal'])).toMatchObject({ _code: 0, 'per-send': '0.5' });
     expect(await user.json(['config', 'get', 'x402-max'])).toMatchObject({ value: '0.001', source: 'profile' });
     expect(await user.json(['send', other, '0.51', '--yes'])).toMatchObject({ _code: 7, error: { code: 'POLICY_DENIED', rule: 'per-send' } });
     expect(await user.json(['send', other, '0.4', '--yes'])).toMatchObject({ _code: 0 });
@@ -299,9 +304,9 @@ describe('the audit trail', () => {
 
     const csv = await small.run(['audit', '--csv', '--since', '2026-01-01T02:46:38Z']);
     const records = csv.stdout.split('\r\n');
-    expect(records[0]).toBe('at,front_end,kind,decision,rule,amount,amount_raw,recipient,contact,host,account,hash,status,approval_id,message,id');
+    expect(records[0]).toBe('at,front_end,kind,decision,rule,amount,amount_raw,recipient,contact,host,account,hash,status,approval_id,via,session,before,after,message,id');
     // 9998 s after the first: records 9998 and 9999 (a message with a comma, quotes and a line break is quoted, its quotes doubled).
-    expect(records[1]).toBe(`2026-01-01T02:46:38.000Z,toolset,send,allowed,,0.000000000000000000000000010998,10998,${other},,,${other},,,,"The send of 9998 raw, to ""someone"", was judged\nhere",rec-9998`);
+    expect(records[1]).toBe(`2026-01-01T02:46:38.000Z,toolset,send,allowed,,0.000000000000000000000000010998,10998,${other},,,${other},,,,,,,,"The send of 9998 raw, to ""someone"", was judged\nhere",rec-9998`);
     expect(records.length).toBe(4);
     expect(records[3]).toBe('');
   });

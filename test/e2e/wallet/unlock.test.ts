@@ -116,9 +116,9 @@ describe('nanopay unlock / lock', () => {
       started.push(fromEnv.pid);
       const cmdline = readFileSync(`/proc/${fromEnv.pid}/cmdline`, 'utf8');
       const environ = readFileSync(`/proc/${fromEnv.pid}/environ`, 'utf8');
-      expect(cmdline.split('\0').filter(Boolean)).toEqual([process.execPath, expect.stringMatching(/dist\/app\/unlocked-agent\.js$/)]);
-      // An empty environment, but for the IPC channel's variables that Node itself sets.
-      for (const entry of environ.split('\0').filter(Boolean)) expect(entry).toMatch(/^NODE_CHANNEL_[A-Z_]+=[\w-]*$/);
+      expect(cmdline.split('\0').filter(Boolean)).toEqual([process.execPath, expect.stringMatching(/dist\/app\/session-process\.js$/)]);
+      // None of the environment but HOME and PostgreSQL's settings (for a shared store), and the IPC channel's variables that Node itself sets.
+      for (const entry of environ.split('\0').filter(Boolean)) expect(entry).toMatch(/^(NODE_CHANNEL_[A-Z_]+=[\w-]*|HOME=.*|PG[A-Z_]*=.*)$/);
       for (const secret of secrets) {
         expect(cmdline).not.toContain(secret);
         expect(environ).not.toContain(secret);
@@ -126,7 +126,7 @@ describe('nanopay unlock / lock', () => {
       expect(await lock(sessionOf(user))).toMatchObject({ ended: 1 });
     }
     for (const secret of secrets) expect(outputs).not.toContain(secret);
-    // Nothing but the socket was ever written by it: no file in the config dir holds a secret in the clear.
+    // No file in the config dir holds a secret in the clear.
     for (const name of ['config.json', 'keystore.json']) {
       const content = await readFile(join(user.configDir, name), 'utf8');
       for (const secret of secrets) expect(content).not.toContain(secret);
@@ -213,7 +213,7 @@ describe('nanopay unlock / lock', () => {
     expect(existsSync(socketOf(user))).toBe(false);
     const human = await user.run(['unlock', '--for', '1h30m', '--password-file', passwordFile], { env: NO_PASSWORD });
     expect(human.code, human.stderr).toBe(0);
-    expect(human.stdout).toMatch(/Unlocked profile "default" until .+ \(1h30m\); commands need no password until then\./);
+    expect(human.stdout).toMatch(/Unlocked profile "default" until .+ \(1h30m\), scope all; commands need no password until then\./);
     expect(await lock(sessionOf(user))).toMatchObject({ ended: 1 });
   });
 

@@ -82,9 +82,10 @@ function journal(): Record<string, { hash: string; block: never; chequeFor?: str
   return Object.fromEntries(readdirSync(dir).filter((f) => /^nano_\w+\.json$/.test(f)).map((f) => [f.slice(0, -5), JSON.parse(readFileSync(join(dir, f), 'utf8'))]));
 }
 
+/** The spending decisions of the trail (its records of policy changes left out). */
 async function audit(): Promise<Record<string, string>[]> {
   const out = (await customer.run(['audit', '--json'])).stdout.trim();
-  return out === '' ? [] : out.split('\n').map((line) => JSON.parse(line) as Record<string, string>);
+  return out === '' ? [] : out.split('\n').map((line) => JSON.parse(line) as Record<string, string>).filter((r) => r.kind !== 'policy');
 }
 
 /**

@@ -35,12 +35,15 @@ afterAll(async () => {
   await sb.close();
 });
 
-/** What a dry run must leave as it was: no journal entry, no decision recorded, no approval, no block. */
+/** What a dry run must leave as it was: no journal entry, no spending decision recorded (policy edits are recorded, and no spend), no approval, no block. */
 async function untouched(): Promise<{ journal: string[]; audit: string; approvals: string; blocks: number }> {
   const dir = join(customer.configDir, 'journal');
   return {
     journal: existsSync(dir) ? readdirSync(dir) : [],
-    audit: (await customer.run(['audit', '--json'])).stdout,
+    audit: (await customer.run(['audit', '--json'])).stdout
+      .split('\n')
+      .filter((line) => line !== '' && (JSON.parse(line) as { kind: string }).kind !== 'policy')
+      .join('\n'),
     approvals: (await customer.run(['approvals', 'list', '--json'])).stdout,
     blocks: (await ledger(sb.url)).blocks.length,
   };

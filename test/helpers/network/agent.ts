@@ -43,6 +43,8 @@ export interface InProcessAgentOptions {
   /** Who may call, as `nanopay agent` sets it: a bearer token, and other users' connections refused. */
   token?: string;
   onlyUser?: AgentOptions['onlyUser'];
+  /** agent --chat-confirms: the chat's user approves the spends the chat held. */
+  chatConfirms?: boolean;
 }
 
 /**
@@ -72,6 +74,7 @@ export async function startInProcessAgent(apiUrl: string, options: InProcessAgen
     ...(options.model === undefined ? {} : { model: options.model }),
     ...(options.token === undefined ? {} : { token: options.token }),
     ...(options.onlyUser === undefined ? {} : { onlyUser: options.onlyUser }),
+    ...(options.chatConfirms === undefined ? {} : { chatConfirms: options.chatConfirms }),
   });
   return { ...agent, address: await holder.address(), dir, password, log };
 }

@@ -3,6 +3,8 @@ import { xnoToRaw } from '../../../src/nano/index.js';
 import { evaluate, profilePolicy, stricter, type CountedSpend, type SpendFacts } from '../../../src/ops/spending/policy.js';
 import { replacePolicy } from '../../../src/ops/spending/policy-edit.js';
 import { Session } from '../../../src/ops/session.js';
+import { KeyStore } from '../../../src/wallet/keystore.js';
+import { join } from 'node:path';
 import { tempDir } from '../../helpers/processes/temp.js';
 import type { SpendingPolicy } from '../../../src/wallet/config.js';
 
@@ -84,13 +86,16 @@ describe('the spending policy', () => {
   });
 
   it('has a JSON form that reads back as itself; a wrong one is refused whole, changing nothing', async () => {
-    const session = new Session({ password: async () => 'unused', configDir: await tempDir('nanopay-policy-'), env: {} });
+    const configDir = await tempDir('nanopay-policy-');
+    await KeyStore.create(join(configDir, 'keystore.json'), 'the password', 2 ** 10);
+    const session = new Session({ password: async () => 'the password', configDir, env: {} });
     const doc = { 'per-send': '1', day: '10', '30d': '100', 'ask-above': '0.5', recipients: { '@bob': { day: '1' } }, hosts: { 'api.example.com': { 'per-send': '0.01' } }, 'front-ends': { mcp: { hour: '2' } }, deny: { hosts: ['evil.example'] }, 'approval-ttl': '30m' };
-    expect(replacePolicy(session, doc).policy).toEqual(doc);
+    expect((await replacePolicy(session, doc)).policy).toEqual(doc);
     for (const wrong of [{ weekly: '1' }, { day: 10 }, { 'front-ends': { cli2: { day: '1' } } }, { hosts: { 'https://x/': { day: '1' } } }]) {
-      expect(() => replacePolicy(session, wrong)).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
+      await expect(replacePolicy(session, wrong)).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
     }
-    expect(replacePolicy(session, doc).policy).toEqual(doc);
+    expect((await replacePolicy(session, doc)).policy).toEqual(doc);
+    await session.close();
   });
 
   it('matches hosts by name on any port, by name and port, or a whole domain', () => {
