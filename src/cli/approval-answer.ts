@@ -31,6 +31,6 @@ export async function answerAtTerminal(question: string, approvalId: string, ses
     await answerApproval(session, approvalId, 'deny', 'terminal');
     return false;
   }
-  await answerApproval(session, approvalId, 'approve', withPassword ? `terminal, with ${session.passwordVia()}` : `terminal, with ${session.passwordVia()} typed for it`);
+  await answerApproval(session, approvalId, 'approve', withPassword ? `terminal, with ${session.passwordVia()}` : 'terminal, the key store password typed for it');
   return true;
 }

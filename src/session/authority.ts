@@ -20,7 +20,7 @@ interface Signed extends CountedSpend {
 const KEPT_MS = 30 * 24 * 60 * 60_000;
 
 /** What a block does to its account, read from its balance and the balance of the block before it. */
-export type BlockEffect = { spend: false } | { spend: true; to: string; amountRaw: bigint };
+type BlockEffect = { spend: false } | { spend: true; to: string; amountRaw: bigint };
 
 function refuse(message: string): NanoPayError {
   return new NanoPayError('INVALID_REQUEST', `The unlocked session refuses to sign: ${message}; nothing was signed`);
@@ -145,7 +145,14 @@ export class SessionAuthority {
    * kept in the session's memory. A refusal throws: nothing is signed.
    */
   async admitBlock(account: string, block: StateBlock, previous: StateBlock | undefined, claim: SpendRequest | undefined, own: string | undefined): Promise<void> {
-    const effect = blockEffect(account, block, previous);
+    let effect: BlockEffect;
+    try {
+      effect = blockEffect(account, block, previous);
+    } catch (error) {
+      // A block it cannot read the effect of is refused, and recorded: whoever asked may be trying something.
+      await refused(this.judge(), { kind: 'send', ...claim, account, to: linkAsAccount(block.link), amountRaw: 0n }, error);
+      throw error;
+    }
     if (!effect.spend) return;
     if (own !== undefined) {
       if (addressToPublicKey(own) === addressToPublicKey(effect.to)) return;

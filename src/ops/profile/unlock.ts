@@ -8,6 +8,7 @@ import { keystorePath } from '../../wallet/paths.js';
 import { secretIds, type Session } from '../session.js';
 import { profilePolicy, SESSION_SCOPES, type SessionScope } from '../spending/policy.js';
 import { policySealHolds, policyTampered } from '../spending/seal.js';
+import { withPasswordFor } from '../spending/audit.js';
 
 /** How long a session lasts unless told: a working session, not a day. */
 export const DEFAULT_UNLOCK = '15m';
@@ -83,7 +84,7 @@ export async function unlock(session: Session, input: { seconds: number; scope?:
   if (input.socket !== undefined && !isAbsolute(input.socket)) throw new NanoPayError('USAGE', `--socket takes an absolute path, not "${input.socket}"`);
   if (process.platform === 'win32') throw new NanoPayError('USAGE', 'An unlocked session needs Unix sockets; it is not available on Windows');
   const shareGid = input.group === undefined ? undefined : groupId(input.group);
-  const store = await session.keystore();
+  const store = await withPasswordFor(session, { kind: 'session', rule: `unlock --scope ${scope}` }, () => session.keystore());
   // The grant is the sealed policy: a policy changed behind the password's back grants nothing.
   const profile = session.profile();
   const sealKey = store.sealKey();

@@ -3,6 +3,7 @@ import { NanoPayError } from '../../errors.js';
 import { rawToXno } from '../../nano/index.js';
 import type { ApprovalRecord, SpendFields } from '../../store/spending.js';
 import type { Session } from '../session.js';
+import { withPasswordFor } from './audit.js';
 import { approve, describeApproval } from './decide.js';
 
 /** An approval as `approvals list` shows it. */
@@ -66,11 +67,13 @@ export async function getApproval(session: Session, id: string): Promise<Approva
  * pays nothing. `by` says how the person gave it, for the audit trail.
  */
 export async function answerApproval(session: Session, id: string, answer: 'approve' | 'deny', by: string): Promise<ApprovalShown> {
-  const key = (await session.keystore()).sealKey();
   const store = await session.dataStore();
   const approval = await store.approvals.get(session.profileName, id);
   if (approval === undefined) throw new NanoPayError('NOT_FOUND', `There is no approval ${id.slice(0, 80)} in profile "${session.profileName}"`);
-  return answered(session, key, approval, answer, by);
+  const { account, recipient, contact, host, amount_raw } = approval;
+  const spend = { account, recipient, amount_raw, ...(contact === undefined ? {} : { contact }), ...(host === undefined ? {} : { host }) };
+  const keystore = await withPasswordFor(session, { kind: 'approval', rule: `${answer} ${id}`, spend, approval_id: id }, () => session.keystore());
+  return answered(session, keystore.sealKey(), approval, answer, by);
 }
 
 async function answered(session: Session, key: Buffer, approval: ApprovalRecord, answer: 'approve' | 'deny', by: string): Promise<ApprovalShown> {

@@ -192,8 +192,8 @@ function auditOf(judge: Judge, spend: SpendRequest, decision: Decision, verdict:
 
 /** A refusal that is no rule's (a broken seal, an approval that cannot pay): recorded as denied, then thrown. */
 export async function refused(judge: Judge, spend: SpendRequest, error: unknown): Promise<never> {
-  if (error instanceof NanoPayError && (error.code === 'APPROVAL_INVALID' || error.code === 'POLICY_TAMPERED')) {
-    const rule = error.code === 'POLICY_TAMPERED' ? 'seal' : 'approval';
+  if (error instanceof NanoPayError && (error.code === 'APPROVAL_INVALID' || error.code === 'POLICY_TAMPERED' || error.code === 'INVALID_REQUEST')) {
+    const rule = { POLICY_TAMPERED: 'seal', APPROVAL_INVALID: 'approval', INVALID_REQUEST: 'block' }[error.code];
     await (await judge.store()).audit.add(auditOf(judge, spend, 'denied', { outcome: 'deny', rule, message: error.message }, spend.approvalId === undefined ? {} : { approval_id: spend.approvalId }));
   }
   throw error;

@@ -5,7 +5,7 @@ import { formatDuration, parseDuration } from '../duration.js';
 import type { Session } from '../session.js';
 import { profilePolicy, RULE_FRONT_ENDS } from './policy.js';
 import { policySealHolds, policyTampered, sealProfile } from './seal.js';
-import { recordId } from './spend-log.js';
+import { recordAct, withPasswordFor } from './audit.js';
 
 /** Amount rules, as `policy set` and the JSON form name them. */
 const AMOUNT_RULES = { 'per-send': 'perSend', hour: 'hour', day: 'day', '30d': 'month', 'ask-above': 'askAbove', 'ask-above-hour': 'askAboveHour' } as const satisfies Record<string, keyof RuleLimits>;
@@ -183,10 +183,7 @@ function changeLabel(verb: string, rule: string, value: string | undefined, scop
  * checked it (policy seal).
  */
 export async function changePolicy(session: Session, label: string, change: (profile: ProfileRecord) => ProfileRecord, whole = false): Promise<{ profile: string; policy: PolicyDocument }> {
-  const keystore = await session.keystore('create').catch(async (error: unknown) => {
-    if (error instanceof NanoPayError) await recordPolicyChange(session, { label, decision: 'denied', message: `${label}: refused (${error.code}): only the key store password changes the policy`, rule: 'password' });
-    throw error;
-  });
+  const keystore = await withPasswordFor(session, { kind: 'policy', rule: label }, () => session.keystore('create'));
   const key = keystore.sealKey();
   const contacts = Object.fromEntries(Object.entries(await session.contacts.all()).map(([name, c]) => [name, c.address]));
   let before: PolicyDocument = {};
@@ -197,30 +194,8 @@ export async function changePolicy(session: Session, label: string, change: (pro
     return sealProfile(key, name, change(p), contacts);
   });
   const after = policyDocument(profilePolicy(next));
-  await recordPolicyChange(session, { label, decision: 'policy_changed', message: `${label}, with ${session.passwordVia()}`, via: session.passwordVia(), before, after });
+  await recordAct(session, { kind: 'policy', decision: 'policy_changed', rule: label, message: `${label}, with ${session.passwordVia()}`, via: session.passwordVia(), before, after });
   return { profile: session.profileName, policy: after };
-}
-
-async function recordPolicyChange(
-  session: Session,
-  change: { label: string; decision: 'policy_changed' | 'denied'; message: string; rule?: string; via?: string; before?: PolicyDocument; after?: PolicyDocument },
-): Promise<void> {
-  await (await session.dataStore()).audit.add({
-    id: recordId(),
-    at: new Date().toISOString(),
-    profile: session.profileName,
-    front_end: session.frontEnd,
-    kind: 'policy',
-    account: '',
-    recipient: '',
-    amount_raw: '0',
-    decision: change.decision,
-    rule: change.rule ?? change.label,
-    message: change.message,
-    ...(change.via === undefined ? {} : { via: change.via }),
-    ...(change.before === undefined ? {} : { before: change.before }),
-    ...(change.after === undefined ? {} : { after: change.after }),
-  });
 }
 
 /** `policy set RULE VALUE [scope]`: an amount in XNO, a duration for approval-ttl; allow and deny add the scope's recipient or host to their list. */
