@@ -354,7 +354,7 @@ async function start(message: AgentInit): Promise<void> {
     await mkdir(dir, { recursive: true, mode: 0o700 });
     await checkPrivate(dir, 'dir');
   } else checkSharedDir(dir);
-  if ((await probe(message.socket)) === 'live') {
+  if ((await probe(message.socket, message.shareGid !== undefined)) === 'live') {
     throw new NanoPayError('CONFLICT', 'Another unlocked session of this profile started at the same time', { hint: 'End it with nanopay lock, then unlock again.' });
   }
   server = await listen(message.socket);

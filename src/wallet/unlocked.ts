@@ -189,9 +189,10 @@ async function ask(socket: string, request: AgentRequest): Promise<Exchange> {
   return { kind: 'stale' };
 }
 
-/** Probes a socket path before an agent listens there: 'live' when an agent answers, else the path is free (a stale socket removed). */
-export async function probe(socket: string): Promise<'live' | 'free'> {
-  const result = await ask(socket, { op: 'ping' });
+/** Probes a socket path before an agent listens there: 'live' when an agent answers, else the path is free (a stale socket removed). `shared`: a socket in a directory open to a group. */
+export async function probe(socket: string, shared = false): Promise<'live' | 'free'> {
+  const result = shared ? await askShared(socket, { op: 'ping' }) : await ask(socket, { op: 'ping' });
+  if (shared && result.kind === 'stale') await unlink(socket).catch(() => undefined);
   return result.kind === 'answer' || result.kind === 'silent' ? 'live' : 'free';
 }
 

@@ -183,6 +183,12 @@ function changeLabel(verb: string, rule: string, value: string | undefined, scop
  * checked it (policy seal).
  */
 export async function changePolicy(session: Session, label: string, change: (profile: ProfileRecord) => ProfileRecord, whole = false): Promise<{ profile: string; policy: PolicyDocument }> {
+  const shared = session.profile().sessionSocket;
+  if (shared !== undefined) {
+    throw new NanoPayError('USAGE', `Profile "${session.profileName}" signs through the session shared at ${shared}: its spends are judged by the policy of that session's owner, which only they change`, {
+      hint: 'Ask the owner of the keys; this profile has no policy of its own.',
+    });
+  }
   const keystore = await withPasswordFor(session, { kind: 'policy', rule: label }, () => session.keystore('create'));
   const key = keystore.sealKey();
   const contacts = Object.fromEntries(Object.entries(await session.contacts.all()).map(([name, c]) => [name, c.address]));

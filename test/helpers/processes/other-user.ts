@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { promisify } from 'node:util';
+import { runCommand } from './cli.js';
 
 const run = promisify(execFile);
 
@@ -24,6 +25,8 @@ export interface OtherUser {
   uid: number;
   /** Makes the requests at once, from one node process running as this user; the replies in order. */
   fetch(base: string, requests: AsRequest[]): Promise<AsReply[]>;
+  /** Runs this node with `args` as this user, in `env` only (and PATH), and what it printed and exited with. */
+  node(args: string[], env?: NodeJS.ProcessEnv, input?: string): Promise<{ code: number | null; stdout: string; stderr: string }>;
   remove(): Promise<void>;
 }
 
@@ -54,16 +57,27 @@ Promise.all(JSON.parse(list).map(async (r) => {
 })).then((replies) => process.stdout.write(JSON.stringify(replies)), (error) => { process.stderr.write(String(error)); process.exit(1); });
 `;
 
-/** useradd, tried again while another process (another test run) holds the lock on /etc/passwd. */
-async function useradd(name: string): Promise<void> {
+/** A command that edits /etc/passwd or /etc/group, tried again while another process (another test run) holds its lock. */
+async function account(command: string, args: string[]): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return void (await run(USERADD as string, ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', name]));
+      return void (await run(command, args));
     } catch (error) {
       if (attempt === 10 || !/lock/i.test(String((error as { stderr?: string }).stderr))) throw error;
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   }
+}
+
+const useradd = (name: string): Promise<void> => account(USERADD as string, ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', name]);
+
+/** A throwaway group of `members` (other users made here); its gid and how to remove it. */
+export async function addGroup(members: OtherUser[]): Promise<{ name: string; gid: number; remove(): Promise<void> }> {
+  const name = `nptestg${randomBytes(4).toString('hex')}`;
+  await account('groupadd', ['--system', name]);
+  for (const member of members) await account('usermod', ['-a', '-G', name, member.name]);
+  const gid = Number((await run('getent', ['group', name])).stdout.split(':')[2]);
+  return { name, gid, remove: async () => void (await run('groupdel', [name]).catch(() => undefined)) };
 }
 
 /**
@@ -84,6 +98,7 @@ export async function addOtherUser(): Promise<OtherUser> {
       name,
       uid,
       fetch: async (base, requests) => JSON.parse(await asUser(['-e', SCRIPT, base, JSON.stringify(requests)])) as AsReply[],
+      node: (args, env = {}, input) => runCommand(RUNUSER as string, ['-u', name, '--', process.execPath, ...args], { env: { PATH: process.env.PATH, ...env }, cwd: '/', ...(input === undefined ? {} : { input }) }),
       remove,
     };
   } catch (error) {
