@@ -24,7 +24,7 @@ import type { Store } from '../store/store.js';
 import type { SpendingPolicy } from '../wallet/config.js';
 import { profilePolicy, stricter, type FrontEnd } from './spending/policy.js';
 import type { SpendAuthority } from './spending/request.js';
-import { policySealHolds, policyTampered, sealProfile } from './spending/seal.js';
+import { canonicalJson, policySealHolds, policyTampered, sealProfile } from './spending/seal.js';
 import { spendToWire, verdictFromWire } from './spending/wire.js';
 
 /** Asks for the key store password; `purpose` says why (for a prompt). */
@@ -396,7 +396,12 @@ export class Session {
    */
   private async sealKey(profile: ProfileRecord): Promise<Buffer> {
     const key = (await this.keystore()).sealKey();
-    if (Object.keys(profile.wallets).length > 0 && !policySealHolds(key, this.profileName, profile)) throw policyTampered(this.profileName, profile);
+    // Read again: opening the key store may have just sealed it (a key store made before seals).
+    const now = this.profile();
+    if (Object.keys(now.wallets).length > 0 && !policySealHolds(key, this.profileName, now)) throw policyTampered(this.profileName, now);
+    if (canonicalJson([profilePolicy(profile), profile.policyContacts ?? {}]) !== canonicalJson([profilePolicy(now), now.policyContacts ?? {}])) {
+      throw new NanoPayError('CONFLICT', 'The spending policy changed while this spend was being judged; nothing was signed', { hint: 'Run it again.' });
+    }
     return key;
   }
 

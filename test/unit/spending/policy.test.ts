@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { xnoToRaw } from '../../../src/nano/index.js';
 import { evaluate, profilePolicy, stricter, type CountedSpend, type SpendFacts } from '../../../src/ops/spending/policy.js';
 import { replacePolicy } from '../../../src/ops/spending/policy-edit.js';
+import { denial } from '../../../src/ops/spending/decide.js';
 import { Session } from '../../../src/ops/session.js';
 import { KeyStore } from '../../../src/wallet/keystore.js';
 import { join } from 'node:path';
@@ -105,5 +106,38 @@ describe('the spending policy', () => {
     expect(host('*.example.com', 'a.b.example.com')).toBe('deny');
     expect(host('*.example.com', 'example.com')).toBe('allow');
     expect(host('example.com', 'badexample.com')).toBe('allow');
+  });
+
+  it('judges a spend of an unlocked session granted every front end by the rules of each (x402 rules stay with x402 payments)', () => {
+    const policy: SpendingPolicy = { frontEnds: { mcp: { perSend: raw('1') }, agent: { day: raw('2') }, x402: { perSend: raw('0.01') } } };
+    expect(evaluate(policy, spend('1.5', { frontEnd: '*' }))).toMatchObject({ outcome: 'deny', rule: 'per-send --front-end mcp' });
+    expect(evaluate(policy, spend('0.9', { frontEnd: '*' }), [past('1.5', HOUR, { frontEnd: 'agent' })])).toMatchObject({ outcome: 'deny', rule: 'day --front-end agent' });
+    // What such a session signed counts in every front end's budget.
+    expect(evaluate(policy, spend('0.9', { frontEnd: 'agent' }), [past('1.5', HOUR, { frontEnd: '*' })])).toMatchObject({ outcome: 'deny', rule: 'day --front-end agent' });
+    expect(evaluate(policy, spend('0.5', { frontEnd: '*' }))).toEqual({ outcome: 'allow' });
+    expect(evaluate(policy, spend('0.5', { frontEnd: '*', kind: 'x402', host: 'api.example.com' }))).toMatchObject({ rule: 'per-send --front-end x402' });
+  });
+
+  it('says when a budget has room again for the spend refused: as the oldest spends of the window leave it; never for one above the budget', () => {
+    const counted = [past('0.4', 20 * HOUR), past('0.3', 10 * HOUR), past('0.2', HOUR)];
+    const refused = evaluate({ day: raw('1') }, spend('0.5'), counted);
+    // 0.9 spent + 0.5 is 0.4 over: the 0.4 of 20 hours ago leaves the 24-hour window in 4 hours.
+    expect(refused).toMatchObject({ outcome: 'deny', rule: 'day', remainingRaw: xnoToRaw('0.1'), retryAtMs: NOW + 4 * HOUR });
+    expect(evaluate({ day: raw('1') }, spend('0.8'), counted)).toMatchObject({ retryAtMs: NOW - 10 * HOUR + 24 * HOUR });
+    expect(evaluate({ day: raw('1') }, spend('1.5'), counted).retryAtMs).toBeUndefined();
+  });
+
+  it("tells a refused caller what is left and when, never how to change the policy (the caller may be an agent)", () => {
+    for (const verdict of [
+      evaluate({ day: raw('1') }, spend('0.5'), [past('0.9', HOUR)]),
+      evaluate({ perSend: raw('0.1') }, spend('0.5')),
+      evaluate({ deny: { recipients: [alice] } }, spend('0.5')),
+      evaluate({ hour: raw('0.1') }, spend('0.5')),
+    ]) {
+      const error = denial(verdict);
+      expect(`${error.message} ${error.hint}`).not.toMatch(/policy (set|unset|seal)|config set|--front-end \w+ <XNO>/);
+      expect(error.details).toMatchObject({ rule: verdict.rule, remaining: expect.any(String) });
+    }
+    expect(denial(evaluate({ day: raw('1') }, spend('0.5'), [past('0.9', HOUR)])).details).toMatchObject({ retry_at: new Date(NOW - HOUR + 24 * HOUR).toISOString() });
   });
 });
