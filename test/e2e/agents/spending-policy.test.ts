@@ -199,12 +199,15 @@ describe('approvals', () => {
       'mcp denied',
       'cli approval_required',
       'cli denied',
+      'cli denied',
       'mcp denied',
       'cli approved',
       'cli denied',
     ]);
-    expect(trail.filter((r) => r.decision === 'denied').every((r) => r.rule === 'approval' && r.approval_id === id)).toBe(true);
-    expect(trail[7]).toMatchObject({ approval_id: id, hash: sent.hash, status: 'paid', rule: 'ask-above', via: 'the key store password from the environment' });
+    // The wrong password's attempt to approve, recorded; every other refusal is the approval's.
+    expect(trail[5]).toMatchObject({ kind: 'approval', rule: `approve ${id}`, approval_id: id, message: expect.stringContaining('WRONG_PASSWORD') });
+    expect(trail.filter((r) => r.decision === 'denied' && r.kind !== 'approval').every((r) => r.rule === 'approval' && r.approval_id === id)).toBe(true);
+    expect(trail[8]).toMatchObject({ approval_id: id, hash: sent.hash, status: 'paid', rule: 'ask-above', via: 'the key store password from the environment' });
   });
 
   it('an approval expires: after its time it can be neither approved nor used; deny refuses it for good', async () => {

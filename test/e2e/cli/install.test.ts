@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { cp, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, symlink } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -55,8 +55,7 @@ async function pathWithoutCompiler(dir: string): Promise<string> {
   return dir;
 }
 
-/** The placeholders of the MCP client blocks of docs/agents.md. */
-const DOCS_PASSWORD_FILE = '/home/me/.config/nanopay-mcp.pass';
+/** The placeholder of the MCP client blocks of docs/agents.md. */
 const DOCS_API_URL = 'http://127.0.0.1:7076';
 
 interface McpBlock {
@@ -158,14 +157,15 @@ describe('npm pack, then npm install -g of the tarball', () => {
       const request = await run(bin, ['request', '1', '--json'], { env: userEnv });
       expect(JSON.parse(request.stdout)).toMatchObject({ amount: expect.stringMatching(/^1\.0+\d+$/) });
 
-      // Each client's block of docs/agents.md, as that client starts it: its command, arguments and env (the password
-      // file and the URL are the user's; the absolute paths are where this install put node and nanopay).
-      const passwordFile = join(home, 'nanopay-mcp.pass');
-      await writeFile(passwordFile, 'install test password\n', { mode: 0o600 });
+      // Each client's block of docs/agents.md, as that client starts it: its command, arguments and env (the URL is the
+      // user's; the absolute paths are where this install put node and nanopay). No password: the blocks sign through
+      // the session the guide unlocks first, scoped for MCP.
+      const unlocked = await run(bin, ['unlock', '--for', '5m', '--scope', 'mcp', '--json'], { env: userEnv });
+      expect(JSON.parse(unlocked.stdout)).toMatchObject({ scope: 'mcp', undumpable: true });
       const blocks = mcpBlocks();
       expect(Object.keys(blocks)).toEqual(['Claude Desktop', 'VS Code', 'Codex']);
-      const mine = (text: string): string =>
-        text.replace(DOCS_PASSWORD_FILE, passwordFile).replace('/usr/local/bin/node', process.execPath).replace('/usr/local/bin/nanopay', bin).replace(DOCS_API_URL, url);
+      for (const block of Object.values(blocks)) expect(JSON.stringify(block)).not.toMatch(/password/i);
+      const mine = (text: string): string => text.replace('/usr/local/bin/node', process.execPath).replace('/usr/local/bin/nanopay', bin).replace(DOCS_API_URL, url);
       for (const [name, block] of Object.entries(blocks)) {
         const blockEnv = Object.fromEntries(Object.entries(block.env).map(([key, value]) => [key, mine(value)]));
         // What a client's process has besides: the global bin and node on PATH, HOME (so the default config dir).
@@ -184,6 +184,7 @@ describe('npm pack, then npm install -g of the tarball', () => {
         }
       }
     } finally {
+      await run(bin, ['lock'], { env: { ...env, NANOPAY_API_URL: 'http://127.0.0.1:1' } });
       sandbox.kill('SIGTERM');
       expect(await closed).toBe(0);
     }
@@ -201,5 +202,12 @@ describe('npm pack, then npm install -g of the tarball', () => {
     expect(generated.code, generated.stderr).toBe(0);
     expect(generated.stderr).toBe('nanopay: proof of work runs on the wasm kernel, slower: the native addon was not built at install, which needs a C compiler (README: Install).\n');
     expect(validateWork(root, (JSON.parse(generated.stdout) as { work: string }).work, 'fff0000000000000')).toBe(true);
+    // Without the addon an unlocked session cannot close its memory to the user's other processes: unlock says so.
+    const withPassword = { ...env, NANOPAY_PASSWORD: 'install test password' };
+    expect((await run(nanopay('bare'), ['wallet', 'create', '--json'], { env: withPassword })).code).toBe(0);
+    const unlocked = await run(nanopay('bare'), ['unlock', '--for', '30s'], { env: withPassword });
+    expect(unlocked.code, unlocked.stderr).toBe(0);
+    expect(unlocked.stderr).toContain("Warning: the session's memory is readable by your other processes");
+    expect((await run(nanopay('bare'), ['lock'], { env })).code).toBe(0);
   });
 });
