@@ -1,3 +1,4 @@
+import { NanoPayError } from '../errors.js';
 import { balance, type BalanceResult } from '../ops/account/balance.js';
 import { credits, topup, type CreditsResult, type TopupResult } from '../ops/spending/credits.js';
 import { donate, type DonateResult } from '../ops/spending/donate.js';
@@ -46,8 +47,12 @@ function spend(options: SpendOptions): { wallet?: string; index?: number; id?: s
 }
 
 export interface NanoPayOptions {
-  /** The key store password, or a function that returns it. */
-  password: string | (() => Promise<string>);
+  /**
+   * The key store password, or a function that returns it. Without one, the
+   * profile's unlocked session signs (nanopay unlock), judging every spend by
+   * the scope it was granted: what to give a program that is an agent.
+   */
+  password?: string | (() => Promise<string>);
   configDir?: string;
   profile?: string;
   /** Variables as the CLI reads them (NANOPAY_API_URL, NANOPAY_API_KEY, …); process.env by default. */
@@ -65,7 +70,16 @@ export class NanoPay {
   constructor(options: NanoPayOptions) {
     const password = options.password;
     const sessionOptions: SessionOptions = {
-      password: typeof password === 'string' ? () => Promise.resolve(password) : password,
+      password:
+        typeof password === 'string'
+          ? () => Promise.resolve(password)
+          : (password ??
+            (() =>
+              Promise.reject(
+                new NanoPayError('PASSWORD_REQUIRED', 'No key store password was given to NanoPay, and no unlocked session of the profile runs', {
+                  hint: 'Unlock one (nanopay unlock), or give NanoPay the password.',
+                }),
+              ))),
       frontEnd: 'sdk',
       ...(options.configDir === undefined ? {} : { configDir: options.configDir }),
       ...(options.profile === undefined ? {} : { profile: options.profile }),

@@ -8,11 +8,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NodeClient } from '../../../src/api/node-client.js';
 import { buildReceiveBlock, buildSendBlock, deriveAccount, hashBlock, rawToXno, xnoToRaw, type StateBlock } from '../../../src/nano/index.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
+import { NanoPay } from '../../../src/sdk/nanopay.js';
 import { chat, startAgentProcess } from '../../helpers/network/agent.js';
 import { BIN, userWithWallet, type CliUser } from '../../helpers/processes/cli.js';
 import { onTerminal, ptyMissing } from '../../helpers/processes/pty.js';
 import { fund, sandbox } from '../../helpers/ledger/sandbox.js';
-import type { RunningCommand } from '../../helpers/processes/serve.js';
+import { startCommand, type RunningCommand } from '../../helpers/processes/serve.js';
 import { tempDir } from '../../helpers/processes/temp.js';
 
 /**
@@ -143,10 +144,20 @@ describe('an agent with a shell and the unlocked session, without the password',
     }
   });
 
-  it('is judged by the scope granted at unlock whatever it calls itself: the CLI through the session meets the MCP rules and the deny list', async () => {
+  it('is judged by the scope granted at unlock whatever it calls itself: the CLI, the toolset and the SDK through the session meet the MCP rules and the deny list', async () => {
     const over = await attempt(async () => expect(await agent(['send', OTHER, '1.5', '--yes'])).toMatchObject({ _code: 7, error: { code: 'POLICY_DENIED', rule: 'per-send --front-end mcp' } }));
     expect(over).toEqual([expect.objectContaining({ decision: 'denied', front_end: 'mcp', session: 'mcp' })]);
     await attempt(async () => expect(await agent(['send', DENIED, '0.1', '--yes'])).toMatchObject({ _code: 7, error: { code: 'POLICY_DENIED', rule: 'deny --recipient' } }));
+    // The HTTP toolset it starts on the session, and the SDK in a program of its own: judged as the scope too.
+    const serve = await startCommand<{ url: string }>(['serve', '--port', '0', '--json'], { ...person.env, ...AGENT });
+    stops.push(() => serve.stop());
+    await attempt(async () => {
+      const answer = await fetch(`${serve.printed.url}/wallet/send`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ recipient_address: OTHER, amount: '1.5' }) });
+      expect(((await answer.json()) as { error: unknown }).error).toMatchObject({ error: 'POLICY_DENIED', rule: 'per-send --front-end mcp' });
+    });
+    const sdk = new NanoPay({ configDir: person.configDir, env: { ...person.env, ...AGENT } });
+    await attempt(async () => expect(sdk.send(OTHER, '1.5')).rejects.toMatchObject({ code: 'POLICY_DENIED', details: { rule: 'per-send --front-end mcp' } }));
+    await sdk.session.close();
     // A refusal tells what is left, never how to loosen the rule.
     const hint = (await agent(['send', OTHER, '1.5', '--yes'])).error?.hint ?? '';
     expect(hint).not.toMatch(/policy (set|unset|seal)|config set/);
