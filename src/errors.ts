@@ -122,6 +122,8 @@ const CATALOG: Record<string, CodeInfo> = {
   STORE_REFUSED: { status: 503, exit: ExitCode.AUTH },
   // An unlocked session's socket or dir that is not the user's own and private: refused, never used.
   UNSAFE_SESSION: { status: 500, exit: ExitCode.GENERAL },
+  // Another process traces this one (ptrace: a debugger, strace): no secret is read under it.
+  UNSAFE_PROCESS: { status: 500, exit: ExitCode.GENERAL },
   // A wallet the running unlocked session does not hold (the settings name one it was not unlocked with).
   NOT_IN_SESSION: conflict,
   // A private directory of another user, or a file of secrets (password, token) others could read or change: refused, never used.

@@ -430,7 +430,8 @@ export class Session {
       store: () => this.dataStore(),
       sealKey: () => this.sealKey(profile),
       authority: () => this.authority(),
-      ...(askPerson === undefined ? {} : { askPerson: (question: string, approvalId: string) => askPerson(question, approvalId, this) }),
+      // A profile signing through another user's session has no key store here to approve with.
+      ...(askPerson === undefined || profile.sessionSocket !== undefined ? {} : { askPerson: (question: string, approvalId: string) => askPerson(question, approvalId, this) }),
       representative: this.representative(),
       profile: this.profileName,
       now: Date.now,

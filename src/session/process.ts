@@ -378,8 +378,9 @@ function report(message: AgentStarted, then: (error: Error | null) => void): voi
   process.send(message, undefined, {}, (error) => then(error));
 }
 
-// Before any secret arrives: other processes of the user (an agent among them) cannot read this one's memory.
-const protectedMemory = undumpable();
+// Before any secret arrives: other processes of the user (an agent among them) cannot read this one's memory; `unlock`
+// hears so, checks that nothing traces it, and only then sends the secrets.
+report({ type: 'hello', undumpable: undumpable() }, (error) => error && end(1));
 
 for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => end());
 process.on('uncaughtException', () => end(1));
@@ -400,7 +401,7 @@ process.once('message', (message: unknown) => {
     () => {
       ready = true;
       // Nobody heard "ready" (unlock was interrupted): the session would be one nobody asked for.
-      report({ type: 'ready', pid: process.pid, undumpable: protectedMemory }, (error) => error && end(1));
+      report({ type: 'ready', pid: process.pid }, (error) => error && end(1));
     },
     (error: unknown) => {
       const known = error instanceof NanoPayError ? error : undefined;

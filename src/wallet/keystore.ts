@@ -3,6 +3,7 @@ import { NanoPayError } from '../errors.js';
 import { lstat } from 'node:fs/promises';
 import { readIfExists, writeFileAtomic } from '../fs/secure-fs.js';
 import { withKeystoreLock } from './lock.js';
+import { guardMemory } from './undumpable.js';
 
 /**
  * The encrypted secret store. A random 256-bit data key encrypts every secret
@@ -174,6 +175,7 @@ export class KeyStore {
       throw new NanoPayError('CONFLICT', `A key store already exists at ${path}`);
     }
     if (password.length === 0) throw new NanoPayError('PASSWORD_REQUIRED', 'The password must not be empty');
+    guardMemory();
     const header: Header = { format: FORMAT, kdf: { name: 'scrypt', N, r: KDF.r, p: KDF.p, salt: randomBytes(16).toString('base64') } };
     if (!sensibleKdf(header.kdf)) throw new RangeError(`scrypt N must be a power of two from 2^10 within the memory cap, not ${N}`);
     const keys = randomBytes(64);
@@ -186,6 +188,7 @@ export class KeyStore {
 
   /** Unlocks an existing store. A wrong password never changes the file. */
   static async open(path: string, password: string): Promise<KeyStore> {
+    guardMemory();
     await refuseLink(path);
     const text = await readIfExists(path);
     if (text === undefined) throw new NanoPayError('NOT_FOUND', `No key store at ${path}`, { hint: 'Create a wallet first: nanopay wallet create' });

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { NanoPayError } from '../errors.js';
 import type { StateBlock } from '../nano/index.js';
 import { KeyStore } from './keystore.js';
+import { tracerOf } from './undumpable.js';
 import type { SpendingPolicy } from './config.js';
 import type { WalletSecret } from './wallet-keys.js';
 
@@ -379,8 +380,12 @@ export interface AgentInit extends UnlockedContent, SessionGrant {
   expiresAt: number;
 }
 
-/** What the agent says back over IPC once, before `unlock` lets it go. */
-export type AgentStarted = { type: 'ready'; pid: number; undumpable: boolean } | { type: 'failed'; code: string; message: string };
+/**
+ * What the agent says over IPC: `hello` once it closed its memory, before any
+ * secret is sent (`unlock` then checks nothing traces it); then `ready` or
+ * `failed` once, before `unlock` lets it go.
+ */
+export type AgentStarted = { type: 'hello'; undumpable: boolean } | { type: 'ready'; pid: number } | { type: 'failed'; code: string; message: string };
 
 /** What of the environment reaches the session: PostgreSQL's own settings (its password is PGPASSWORD or ~/.pgpass), nothing else. */
 function sessionEnv(): NodeJS.ProcessEnv {
@@ -411,7 +416,8 @@ export async function startAgent(options: {
     });
   }
   const child = spawn(process.execPath, [AGENT_FILE], { detached: true, stdio: ['ignore', 'ignore', 'ignore', 'ipc'], env: sessionEnv(), cwd: '/' });
-  const started = await new Promise<{ pid: number; undumpable: boolean }>((resolve, reject) => {
+  let undumpable = false;
+  const started = await new Promise<{ pid: number }>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new NanoPayError('TIMEOUT', `The unlocked session did not start within ${START_MS / 1000} s`));
@@ -422,12 +428,6 @@ export async function startAgent(options: {
       child.on('error', () => undefined);
       fn();
     };
-    child.on('message', (message: AgentStarted) => {
-      if (message?.type === 'ready' && Number.isInteger(message.pid)) settle(() => resolve({ pid: message.pid, undumpable: message.undumpable === true }));
-      else settle(() => reject(new NanoPayError(message?.type === 'failed' ? message.code : 'INTERNAL_ERROR', message?.type === 'failed' ? message.message : 'The unlocked session sent an unexpected message')));
-    });
-    child.on('exit', (code, signal) => settle(() => reject(new NanoPayError('INTERNAL_ERROR', `The unlocked session ended as it started (${signal ?? `exit ${code}`})`))));
-    child.on('error', (error) => settle(() => reject(new NanoPayError('INTERNAL_ERROR', `Cannot start the unlocked session: ${error.message}`))));
     const init: AgentInit = {
       type: 'init',
       profile: options.profile,
@@ -439,9 +439,24 @@ export async function startAgent(options: {
       credentials: options.content.credentials,
       ...options.grant,
     };
-    child.send(init);
+    child.on('message', (message: AgentStarted) => {
+      if (message?.type === 'hello') {
+        // Its memory is closed now, so nothing can attach from here on: one that attached before would read the secrets.
+        const tracer = child.pid === undefined ? undefined : tracerOf(child.pid);
+        if (tracer !== undefined && tracer !== 0) {
+          child.kill('SIGKILL');
+          settle(() => reject(new NanoPayError('UNSAFE_PROCESS', `Another process (pid ${tracer}) traces the unlocked session as it starts (a debugger, strace); no secret was sent to it`)));
+          return;
+        }
+        undumpable = message.undumpable === true;
+        child.send(init);
+      } else if (message?.type === 'ready' && Number.isInteger(message.pid)) settle(() => resolve({ pid: message.pid }));
+      else settle(() => reject(new NanoPayError(message?.type === 'failed' ? message.code : 'INTERNAL_ERROR', message?.type === 'failed' ? message.message : 'The unlocked session sent an unexpected message')));
+    });
+    child.on('exit', (code, signal) => settle(() => reject(new NanoPayError('INTERNAL_ERROR', `The unlocked session ended as it started (${signal ?? `exit ${code}`})`))));
+    child.on('error', (error) => settle(() => reject(new NanoPayError('INTERNAL_ERROR', `Cannot start the unlocked session: ${error.message}`))));
   });
   if (child.connected) child.disconnect();
   child.unref();
-  return { ...started, socket };
+  return { ...started, socket, undumpable };
 }

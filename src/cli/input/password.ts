@@ -1,6 +1,7 @@
 import { NanoPayError } from '../../errors.js';
 import type { PasswordSource } from '../../ops/session.js';
 import { KeyStore, MIN_PASSWORD_LENGTH } from '../../wallet/keystore.js';
+import { guardMemory } from '../../wallet/undumpable.js';
 import { readFlagFile } from './flag-file.js';
 import { stdinLine } from './stdin.js';
 
@@ -46,6 +47,8 @@ function prompting(flags: PasswordFlags, env: NodeJS.ProcessEnv): boolean {
 export function promptingUnlock(flags: PasswordFlags, source: PasswordSource, env: NodeJS.ProcessEnv = process.env): (path: string) => Promise<KeyStore> {
   return async (path) => {
     if (!prompting(flags, env)) return KeyStore.open(path, await source('unlock'));
+    // Closed (and checked untraced) before a keystroke of the password is read.
+    guardMemory();
     for (let attempt = 1; ; attempt++) {
       const password = await ask('Key store password:');
       try {
@@ -69,6 +72,7 @@ async function ask(message: string, validate?: (v: string) => boolean | string):
 }
 
 async function resolve(flags: PasswordFlags, env: NodeJS.ProcessEnv, purpose: 'unlock' | 'create'): Promise<string> {
+  guardMemory();
   if (flags['password-file'] !== undefined) {
     const text = await readFlagFile(flags['password-file'], '--password-file');
     const password = text.replace(/\r?\n$/, '');

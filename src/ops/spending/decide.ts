@@ -222,7 +222,8 @@ export function denial(verdict: Verdict): NanoPayError {
         : verdict.rule?.startsWith('per-send') === true
           ? `One spend may be at most ${rawToXno(remaining)} XNO under this rule.`
           : `${left}; this spend is larger than the whole budget.`;
-  return new NanoPayError('POLICY_DENIED', `${verdict.message ?? 'The spending policy refuses this spend'} (rule: ${verdict.rule}); nothing was signed`, {
+  const when = back === undefined ? '' : `; room for it comes back at ${back}`;
+  return new NanoPayError('POLICY_DENIED', `${verdict.message ?? 'The spending policy refuses this spend'}${when} (rule: ${verdict.rule}); nothing was signed`, {
     hint,
     details: {
       rule: verdict.rule,

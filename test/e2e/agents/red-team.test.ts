@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
@@ -10,7 +11,7 @@ import { buildReceiveBlock, buildSendBlock, deriveAccount, hashBlock, rawToXno, 
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { NanoPay } from '../../../src/sdk/nanopay.js';
 import { chat, startAgentProcess } from '../../helpers/network/agent.js';
-import { BIN, userWithWallet, type CliUser } from '../../helpers/processes/cli.js';
+import { BIN, runCommand, userWithWallet, type CliUser } from '../../helpers/processes/cli.js';
 import { onTerminal, ptyMissing } from '../../helpers/processes/pty.js';
 import { fund, sandbox } from '../../helpers/ledger/sandbox.js';
 import { startCommand, type RunningCommand } from '../../helpers/processes/serve.js';
@@ -37,6 +38,9 @@ const OTHER = 'nano_3iy8tenzc3mcc7jprs6gszcsdbrnusfnsjyp8my3f1jwtshn6mdowe5gpytj
 const THIRD = 'nano_1111111111111111111111111111111111111111111111111111hifc8npp';
 const DENIED = 'nano_3uzu9nxf8ywo61mws76fcpoeq865o59jri487fnjk14gthyoysqn7h8bft7m';
 const FOURTH = deriveAccount({ seed: '2'.repeat(64), index: 0 }).address;
+/** Tracing the person's commands needs strace (Debian's; .ci/run installs it). */
+const straceMissing = spawnSync('strace', ['-V']).status === 0 ? undefined : 'strace is not installed';
+if (straceMissing !== undefined) console.warn(`the red-team test of tracing is skipped: ${straceMissing}`);
 /** The agent's shell: the person's environment without the password. */
 const AGENT = { NANOPAY_PASSWORD: '' };
 
@@ -270,6 +274,17 @@ describe('an agent with a shell and the unlocked session, without the password',
     db.prepare('DELETE FROM spend_audit').run();
     db.close();
     await attempt(async () => expect(await agent(['send', FOURTH, '0.5', '--yes'])).toMatchObject({ _code: 7, error: { code: 'POLICY_DENIED', rule: 'day' } }));
+  });
+});
+
+describe('an agent that traces the person\'s commands', () => {
+  it.skipIf(straceMissing !== undefined)('reads no password from them: a traced nanopay refuses to read one (UNSAFE_PROCESS), recorded; its memory is closed before it reads', async () => {
+    for (const args of [['unlock', '--for', '1m', '--scope', 'cli'], ['policy', 'set', 'day', '1000']]) {
+      await attempt(async () => {
+        const traced = await runCommand('strace', ['-f', '-o', '/dev/null', process.execPath, BIN, ...args, '--json'], { env: person.env });
+        expect(JSON.parse(traced.stdout), traced.stderr).toMatchObject({ error: { code: 'UNSAFE_PROCESS', message: expect.stringContaining('traces this one') } });
+      });
+    }
   });
 });
 
