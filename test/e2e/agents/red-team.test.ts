@@ -40,6 +40,7 @@ const DENIED = 'nano_3uzu9nxf8ywo61mws76fcpoeq865o59jri487fnjk14gthyoysqn7h8bft7
 const FOURTH = deriveAccount({ seed: '2'.repeat(64), index: 0 }).address;
 /** Tracing the person's commands needs strace (Debian's; .ci/run installs it). */
 const straceMissing = spawnSync('strace', ['-V']).status === 0 ? undefined : 'strace is not installed';
+if (straceMissing !== undefined && process.env.CI === 'true') throw new Error(`The red-team test needs strace in CI: ${straceMissing}`);
 if (straceMissing !== undefined) console.warn(`the red-team test of tracing is skipped: ${straceMissing}`);
 /** The agent's shell: the person's environment without the password. */
 const AGENT = { NANOPAY_PASSWORD: '' };
