@@ -77,6 +77,8 @@ async function store(session: Session, name: string, kind: WalletKind, secret: s
         : { mnemonic: secret, passphrase: extra.passphrase ?? '', legacy: kind === 'legacy-mnemonic', index };
   // Derive before storing anything: an invalid secret must leave no trace.
   const account = deriveAccount(source);
+  // Read before the key store is written: the profile is updated right after its secrets, with no wait between.
+  const contacts = Object.fromEntries(Object.entries(await session.contacts.all()).map(([n, c]) => [n, c.address]));
   const keystore = await session.keystore('create');
   await keystore.set(secretIds.wallet(session.profileName, name), kind === 'private-key' ? secret.toUpperCase() : secret);
   if (extra.passphrase) await keystore.set(secretIds.passphrase(session.profileName, name), extra.passphrase);
@@ -87,7 +89,6 @@ async function store(session: Session, name: string, kind: WalletKind, secret: s
     accounts: { [String(index)]: account.address },
     ...(extra.remote ? { remote: true } : {}),
   };
-  const contacts = Object.fromEntries(Object.entries(await session.contacts.all()).map(([n, c]) => [n, c.address]));
   const profile = session.updateProfile((p) => {
     const next: ProfileRecord = {
       ...p,
