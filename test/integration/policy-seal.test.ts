@@ -7,6 +7,7 @@ import { Session } from '../../src/ops/session.js';
 import { replacePolicy, sealPolicy, setPolicyRule, unsetPolicyRule } from '../../src/ops/spending/policy-edit.js';
 import { send } from '../../src/ops/spending/send.js';
 import { auditTrail } from '../../src/ops/spending/audit.js';
+import { answerApproval } from '../../src/ops/spending/approvals.js';
 import type { RunningSandbox } from '../../src/sandbox/index.js';
 import type { AuditRecord } from '../../src/store/spending.js';
 import { PASSWORD, userWithWallet } from '../helpers/processes/cli.js';
@@ -102,6 +103,23 @@ describe('the sealed policy', () => {
     // Resealed, the rule names what @bob is now.
     await sealPolicy(person);
     await expect(send(person, { to: MALLORY, amount: { xno: '0.1' } })).rejects.toMatchObject({ code: 'POLICY_DENIED', details: { rule: 'deny --recipient' } });
+  });
+});
+
+describe('approvals', () => {
+  it('one that fits a spend is used up by it even where no rule asks for one any more; one that does not fit is refused, not ignored', async () => {
+    const { user } = await userWithWallet(sb.url, '1');
+    const person = withPassword(user.configDir, user.env);
+    await setPolicyRule(person, 'ask-above', '0.1', {});
+    const held = await send(person, { to: OTHER, amount: { xno: '0.2' } }).catch((error: { details: { approval: { id: string } } }) => error.details.approval.id);
+    expect(held).toMatch(/^apr_/);
+    await answerApproval(person, held as string, 'approve', 'a test, with the password');
+    await unsetPolicyRule(person, 'ask-above', {});
+    // No rule holds 0.3 now: an approval for 0.2 named with it is still refused.
+    await expect(send(person, { to: OTHER, amount: { xno: '0.3' }, approval: held as string })).rejects.toMatchObject({ code: 'APPROVAL_INVALID' });
+    await expect(send(person, { to: OTHER, amount: { xno: '0.2' }, approval: held as string })).resolves.toMatchObject({ amount: '0.2' });
+    expect((await (await person.dataStore()).approvals.get(person.profileName, held as string))?.state).toBe('used');
+    await expect(send(person, { to: OTHER, amount: { xno: '0.2' }, approval: held as string })).rejects.toMatchObject({ code: 'APPROVAL_INVALID', message: expect.stringContaining('used already') });
   });
 });
 

@@ -7,14 +7,17 @@ import { runCommand } from '../../helpers/processes/cli.js';
 import { DOCS, docBlocks, fencedBlocks, pathWithNanopay, type DocBlock } from '../../helpers/processes/docs.js';
 import { sandbox } from '../../helpers/ledger/sandbox.js';
 import { tempDir } from '../../helpers/processes/temp.js';
+import { KeyStore } from '../../../src/wallet/keystore.js';
+import { keystorePath } from '../../../src/wallet/paths.js';
 
 /**
  * The short examples of the guides (blocks marked test=docs-examples), run as a reader runs them after starting the
  * sandbox: each block in bash (stopping at the first failing command), in a directory of its own, with a fresh config
- * dir, `nanopay` on PATH and the guides' `export NANOPAY_API_URL=http://127.0.0.1:7076 NANOPAY_PASSWORD=…`. The
+ * dir (its key store made at scrypt's lowest cost), `nanopay` on PATH and the guides' `export NANOPAY_API_URL=http://127.0.0.1:7076 NANOPAY_PASSWORD=…`. The
  * sandbox here listens on a free port, so its address stands where the guides write 127.0.0.1:7076.
  */
 const DEFAULT_SANDBOX = '127.0.0.1:7076';
+const PASSWORD = 'choose one';
 const examples: DocBlock[] = DOCS.flatMap((file) => (fencedBlocks(file).some((b) => b.attrs.test === 'docs-examples') ? docBlocks(file, 'docs-examples') : []));
 
 let sb: RunningSandbox;
@@ -34,12 +37,15 @@ async function runBlock(block: DocBlock): Promise<{ code: number | null; stdout:
   await mkdir(join(dir, 'home', '.config', 'fish', 'completions'), { recursive: true });
   const address = new URL(sb.url).host;
   await writeFile(join(dir, 'example.sh'), `set -eo pipefail\n${block.code.replaceAll(DEFAULT_SANDBOX, address)}`);
+  // The key store the guides' password opens, empty, at scrypt's lowest accepted cost: each command that unlocks it
+  // (a wallet made, a rule of the policy set) then costs a millisecond, not half a second.
+  await KeyStore.create(keystorePath(join(dir, 'config')), PASSWORD, 2 ** 10);
   const env = {
     PATH: await pathWithNanopay(dir),
     HOME: join(dir, 'home'),
     NANOPAY_CONFIG_DIR: join(dir, 'config'),
     NANOPAY_API_URL: sb.url,
-    NANOPAY_PASSWORD: 'choose one',
+    NANOPAY_PASSWORD: PASSWORD,
     NO_COLOR: '1',
   };
   return runCommand('bash', [join(dir, 'example.sh')], { cwd: dir, env, timeoutMs: 120_000 });
