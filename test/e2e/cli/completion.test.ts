@@ -166,7 +166,7 @@ describe.skipIf(!fish && process.env.CI === undefined)('the script in fish', () 
   it('completes commands, topics, subcommands, flags and values', async () => {
     expect(await complete('nanopay ')).toEqual(expect.arrayContaining(['wallet', 'credits', 'send', 'sandbox', 'completion', 'work']));
     expect(await complete('nanopay wal')).toEqual(['wallet']);
-    expect((await complete('nanopay wallet ')).sort()).toEqual(['create', 'export', 'import', 'list', 'remove', 'show', 'use']);
+    expect((await complete('nanopay wallet ')).sort()).toEqual(['attach', 'create', 'export', 'import', 'list', 'remove', 'show', 'use']);
     expect(await complete('nanopay credits ')).toEqual(['topup']);
     expect(await complete('nanopay credits topup --')).toEqual(expect.arrayContaining(['--wallet', '--account', '--yes', '--json', '--help']));
     expect(await complete('nanopay send nano_1abc 1 --')).toEqual(expect.arrayContaining(['--raw', '--wallet', '--account', '--dry-run', '--id']));
