@@ -1,5 +1,6 @@
 // npm run bench:pow — proof-of-work speed, measured side by side in one run on the same cores:
-// the C reference kernel and nanopay's engine in use, in turns (BENCH_ROUNDS rounds, 1 and all threads),
+// every native kernel as nanopay measures them to choose (the fastest on one thread and on all of them),
+// the C reference kernel and the chosen kernels, in turns (BENCH_ROUNDS rounds, 1 and all threads),
 // nanopay's other engines, nanocurrency's computeWork, and the latency of whole generateWork searches
 // against the time the reference would need. A benchmark, not a test: it prints figures.
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -11,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { computeWork } from 'nanocurrency';
 import { measure } from '../dist/ops/account/work.js';
-import { LIVE_THRESHOLDS, expectedHashes, generateWork, shutdownWorkers, workEngine } from '../dist/work/index.js';
+import { LIVE_THRESHOLDS, expectedHashes, generateWork, measureKernels, shutdownWorkers, workEngine } from '../dist/work/index.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 /** Time spent on each latency row (searches are random: more of them, a steadier mean). */
@@ -42,7 +43,7 @@ async function latency(threshold, refRate) {
   for (let i = 0; i < runs; i++) {
     const root = randomBytes(32).toString('hex');
     const started = performance.now();
-    await generateWork(root, threshold);
+    await generateWork(root, threshold, { kernel: pick });
     times.push(performance.now() - started);
   }
   times.sort((a, b) => a - b);
@@ -69,6 +70,19 @@ const load = () => loadavg().map((l) => l.toFixed(2)).join(', ');
 
 console.log(`Machine: ${cpus()[0]?.model ?? 'unknown CPU'}, ${THREADS} threads, Node ${process.version}; ${SECONDS} s per figure`);
 console.log(`nanopay engine in use: ${workEngine()}; load average at the start: ${load()}\n`);
+
+// The choice nanopay makes on this machine at first use (kernel-choice.ts): each kernel timed for a fixed number of
+// nonces, on one thread and on all of them, the fastest kept for each.
+const choice = workEngine() === 'native' ? await measureKernels() : undefined;
+if (choice !== undefined) {
+  console.log('Every native kernel, as nanopay measures them to choose (under a second):');
+  for (const kernel of [...new Set(choice.rates.map((r) => r.kernel))]) {
+    const rate = (t) => choice.rates.find((r) => r.kernel === kernel && r.threads === t)?.hashes_per_second;
+    const marks = [kernel === choice.one ? 'chosen for 1 thread' : '', kernel === choice.all ? `chosen for ${THREADS} threads` : ''].filter((m) => m !== '').join(', ');
+    console.log(`  ${kernel.padEnd(12)} 1 thread ${mhs(rate(1)).padStart(12)}   ${THREADS} threads ${THREADS === 1 ? '          -' : mhs(rate(THREADS)).padStart(12)}   ${marks}`);
+  }
+  console.log('');
+}
 const rows = [];
 const ref = reference();
 if (ref === undefined) console.log('No C compiler: the reference kernel was not built.');
@@ -79,11 +93,14 @@ if (ref === undefined) console.log('No C compiler: the reference kernel was not 
  * both: the ratio is the median of the rounds' ratios, each of which is printed beside it.
  */
 const best = workEngine();
+/** The kernel a wallet of this machine searches with, once it has chosen (the flags' one without the addon). */
+const pick = (threads) => (choice === undefined ? undefined : threads === 1 ? choice.one : choice.all);
+const inUse = (threads) => (choice === undefined ? best : `native:${threads === 1 ? choice.one : choice.all}`);
 const rounds = { ref1: [], refN: [], one: [], all: [], ratio1: [], ratioN: [] };
 for (let round = 0; round < (ref === undefined ? 1 : ROUNDS); round++) {
   for (const [threads, refKey, key, ratioKey] of [[1, 'ref1', 'one', 'ratio1'], [THREADS, 'refN', 'all', 'ratioN']]) {
     const refRate = ref?.(threads);
-    const rate = (await measure(best, threads, SECONDS * 1000)).hashes_per_second;
+    const rate = (await measure(inUse(threads), threads, SECONDS * 1000)).hashes_per_second;
     rounds[key].push(rate);
     if (refRate === undefined) continue;
     rounds[refKey].push(refRate);
@@ -94,7 +111,8 @@ const ref1 = ref === undefined ? undefined : median(rounds.ref1);
 const refN = ref === undefined ? undefined : median(rounds.refN);
 if (ref !== undefined) rows.push([`C reference (8 lanes), median of ${ROUNDS}`, ref1, refN]);
 const engines = { [best]: { one: median(rounds.one), all: median(rounds.all) } };
-rows.push([`nanopay ${best}${ref === undefined ? '' : `, median of ${ROUNDS}`}`, engines[best].one, engines[best].all]);
+const chosen = choice === undefined ? best : `${best} ${choice.one}${choice.one === choice.all ? '' : ` / ${choice.all}`} (chosen)`;
+rows.push([`nanopay ${chosen}${ref === undefined ? '' : `, median of ${ROUNDS}`}`, engines[best].one, engines[best].all]);
 for (const engine of ['native', 'wasm', 'js']) {
   if (engine === best || (engine === 'native' && workEngine('native') !== 'native')) continue;
   const one = (await measure(engine, 1, SECONDS * 1000)).hashes_per_second;
@@ -110,7 +128,7 @@ for (const [name, one, all] of rows) console.log(`${name.padEnd(44)} 1 thread ${
 const ours = engines[best];
 const spread = (ratios) => `${median(ratios).toFixed(2)}x (rounds: ${ratios.map((r) => r.toFixed(2)).join(', ')})`;
 console.log('');
-if (ref !== undefined) console.log(`nanopay ${best}/reference, all threads: ${spread(rounds.ratioN)}; 1 thread: ${spread(rounds.ratio1)}`);
+if (ref !== undefined) console.log(`nanopay ${chosen}/reference, all threads: ${spread(rounds.ratioN)}; 1 thread: ${spread(rounds.ratio1)}`);
 console.log(`nanopay/nanocurrency, 1 thread: ${(ours.one / nc).toFixed(2)}x   all threads: ${(ours.all / nc).toFixed(2)}x`);
 if (engines.wasm !== undefined) console.log(`WASM fallback/nanocurrency, 1 thread: ${(engines.wasm.one / nc).toFixed(2)}x`);
 console.log(`Expected live send (${LIVE_THRESHOLDS.send}): ${(expectedHashes(LIVE_THRESHOLDS.send) / ours.all).toFixed(1)} s; live receive (${LIVE_THRESHOLDS.receive}): ${(expectedHashes(LIVE_THRESHOLDS.receive) / ours.all).toFixed(2)} s`);
@@ -120,7 +138,7 @@ if (refN !== undefined) {
   console.log(`\nWhole searches, generateWork on ${THREADS} threads, random roots; expected time at the reference's all-thread rate,`);
   console.log('measured just before and just after each row (the machine may be shared):');
   // One search first, so starting the workers (once per process) is not counted.
-  await generateWork(randomBytes(32).toString('hex'), 'ff00000000000000');
+  await generateWork(randomBytes(32).toString('hex'), 'ff00000000000000', { kernel: pick });
   const ms = (t) => `${t.toFixed(t < 10 ? 2 : 1)} ms`;
   for (const threshold of ['f000000000000000', 'ffff000000000000', 'fffff80000000000', LIVE_THRESHOLDS.receive]) {
     const before = ref(THREADS, SECONDS / 2);

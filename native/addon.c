@@ -90,42 +90,54 @@ static napi_value undumpable(napi_env env, napi_callback_info info) {
 struct pow_kernel_choice {
   const char *name;
   pow_search_fn search;
+  int lanes;
   int supported;
 };
 
-/* The kernels, best first, each with whether this CPU runs it (asked of the CPU itself: cpuid). */
-static int pow_kernels(struct pow_kernel_choice kernels[3]) {
+#define POW_KERNELS 6
+
+/* The kernels, best first as the CPU's flags suggest, each with whether this CPU runs it (asked of the CPU itself: cpuid). */
+static int pow_kernels(struct pow_kernel_choice kernels[POW_KERNELS]) {
   int n = 0;
 #ifdef POW_X86_VARIANTS
   __builtin_cpu_init();
-  kernels[n++] = (struct pow_kernel_choice){"avx512", pow_search_avx512, __builtin_cpu_supports("avx512f")};
-  kernels[n++] = (struct pow_kernel_choice){"avx2", pow_search_avx2, __builtin_cpu_supports("avx2")};
+  const int avx512 = __builtin_cpu_supports("avx512f"), avx2 = __builtin_cpu_supports("avx2");
+  kernels[n++] = (struct pow_kernel_choice){"avx512", pow_search_avx512, 8, avx512};
+  kernels[n++] = (struct pow_kernel_choice){"avx512-16", pow_search_avx512_16, 16, avx512};
+  kernels[n++] = (struct pow_kernel_choice){"avx2", pow_search_avx2, 8, avx2};
+  kernels[n++] = (struct pow_kernel_choice){"avx2-4", pow_search_avx2_4, 4, avx2};
 #endif
-  kernels[n++] = (struct pow_kernel_choice){"baseline", pow_search_baseline, 1};
+  kernels[n++] = (struct pow_kernel_choice){"baseline", pow_search_baseline, 8, 1};
+  kernels[n++] = (struct pow_kernel_choice){"baseline-4", pow_search_baseline_4, 4, 1};
   return n;
 }
 
 /*
- * exports.search: the best kernel this CPU runs; exports.kernel: its name; exports.kernels: every
- * kernel this CPU runs, by name (for tests and benchmarks); exports.lanes: nonces per step.
+ * exports.search: the best kernel this CPU runs, as its flags suggest; exports.kernel: its name; exports.kernels:
+ * every kernel this CPU runs, by name, and exports.kernelLanes their widths (the choice measured on this machine picks
+ * among them); exports.lanes: nonces per step of the 8-lane kernels.
  */
 static napi_value init(napi_env env, napi_value exports) {
-  struct pow_kernel_choice kernels[3];
+  struct pow_kernel_choice kernels[POW_KERNELS];
   int n = pow_kernels(kernels);
-  napi_value fn, lanes, all, name;
-  int chosen = 0;
+  napi_value fn, lanes, all, widths, width, name;
+  int chosen = -1;
   CHECK(napi_create_object(env, &all));
-  for (int i = n - 1; i >= 0; i--) {
+  CHECK(napi_create_object(env, &widths));
+  for (int i = 0; i < n; i++) {
     if (!kernels[i].supported) continue;
-    chosen = i;
+    if (chosen < 0) chosen = i;
     CHECK(napi_create_function(env, kernels[i].name, NAPI_AUTO_LENGTH, search, (void *)kernels[i].search, &fn));
     CHECK(napi_set_named_property(env, all, kernels[i].name, fn));
+    CHECK(napi_create_int32(env, kernels[i].lanes, &width));
+    CHECK(napi_set_named_property(env, widths, kernels[i].name, width));
   }
   CHECK(napi_get_named_property(env, all, kernels[chosen].name, &fn));
   CHECK(napi_set_named_property(env, exports, "search", fn));
   CHECK(napi_create_string_utf8(env, kernels[chosen].name, NAPI_AUTO_LENGTH, &name));
   CHECK(napi_set_named_property(env, exports, "kernel", name));
   CHECK(napi_set_named_property(env, exports, "kernels", all));
+  CHECK(napi_set_named_property(env, exports, "kernelLanes", widths));
   CHECK(napi_create_int32(env, POW_LANES, &lanes));
   CHECK(napi_set_named_property(env, exports, "lanes", lanes));
   CHECK(napi_create_function(env, "undumpable", NAPI_AUTO_LENGTH, undumpable, NULL, &fn));

@@ -23,14 +23,24 @@ struct pow_outcome {
 typedef int (*pow_search_fn)(const uint8_t root[32], uint64_t threshold, uint64_t start, uint64_t count,
                              const int32_t *stop, struct pow_outcome *out);
 
-/* Every CPU of the architecture: SSE2 on x86-64 (its baseline), the compiler's default elsewhere. */
+/*
+ * Every CPU of the architecture: SSE2 on x86-64 (its baseline), the compiler's default elsewhere. Each instruction set
+ * is built at 8 lanes and at one other width (the `_N` builds), which may run faster where registers or execution
+ * units differ (an AVX-512 unit that splits 512-bit operations): which is fastest is measured, not guessed.
+ */
 int pow_search_baseline(const uint8_t root[32], uint64_t threshold, uint64_t start, uint64_t count, const int32_t *stop,
                         struct pow_outcome *out);
+int pow_search_baseline_4(const uint8_t root[32], uint64_t threshold, uint64_t start, uint64_t count, const int32_t *stop,
+                          struct pow_outcome *out);
 #ifdef POW_X86_VARIANTS
 int pow_search_avx2(const uint8_t root[32], uint64_t threshold, uint64_t start, uint64_t count, const int32_t *stop,
                     struct pow_outcome *out);
+int pow_search_avx2_4(const uint8_t root[32], uint64_t threshold, uint64_t start, uint64_t count, const int32_t *stop,
+                      struct pow_outcome *out);
 int pow_search_avx512(const uint8_t root[32], uint64_t threshold, uint64_t start, uint64_t count, const int32_t *stop,
                       struct pow_outcome *out);
+int pow_search_avx512_16(const uint8_t root[32], uint64_t threshold, uint64_t start, uint64_t count, const int32_t *stop,
+                         struct pow_outcome *out);
 #endif
 
 #endif

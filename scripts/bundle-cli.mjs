@@ -20,6 +20,8 @@ const entryPoints = [
   { in: join(root, 'src/cli/main.ts'), out: 'main' },
   // src/work/generator.ts starts workers from './pow-worker.js' beside itself.
   { in: join(root, 'src/work/pow-worker.ts'), out: 'pow-worker' },
+  // src/work/kernel-choice.ts starts the kernels' measurement from './measure-kernels.js' beside itself.
+  { in: join(root, 'src/work/measure-kernels.ts'), out: 'measure-kernels' },
   // src/wallet/unlocked.ts starts the unlocked session's process from './session-process.js' beside its chunk.
   { in: join(root, 'src/session/process.ts'), out: 'session-process' },
   // package.json names it as oclif's help class.

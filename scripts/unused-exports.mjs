@@ -10,7 +10,7 @@ import { dirname, join, relative, resolve, sep } from 'node:path';
 import { transformSync } from 'esbuild';
 import { init, parse } from 'es-module-lexer';
 
-const ENTRY = [/^src\/index\.ts$/, /^src\/commands\//, /^src\/hooks\//, /^src\/cli\/help\.ts$/, /^src\/cli\/main\.ts$/, /^src\/demo\/main\.ts$/, /^src\/work\/pow-worker\.ts$/, /^src\/session\/process\.ts$/];
+const ENTRY = [/^src\/index\.ts$/, /^src\/commands\//, /^src\/hooks\//, /^src\/cli\/help\.ts$/, /^src\/cli\/main\.ts$/, /^src\/demo\/main\.ts$/, /^src\/work\/pow-worker\.ts$/, /^src\/work\/measure-kernels\.ts$/, /^src\/session\/process\.ts$/];
 const NAME = String.raw`[A-Za-z_$][\w$]*`;
 
 /** The module a relative specifier names: src/x/y.ts for './y.js' from src/x/, or where outside src/ it points. */

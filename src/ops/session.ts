@@ -1,10 +1,11 @@
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type { BackendKind, LedgerBackend } from '../api/backend.js';
 import { ApiClient } from '../api/client.js';
 import { NodeClient } from '../api/node-client.js';
 import { NanoPayError } from '../errors.js';
 import { DEFAULT_REPRESENTATIVE, isValidAddress, normalizeAddress, type Account } from '../nano/index.js';
-import { WorkCache, providerSettings, workProvider, type WorkObserver } from '../work/index.js';
+import { CHOICE_FILE, WorkCache, kernelPicker, providerSettings, workProvider, type WorkObserver } from '../work/index.js';
 import { ConfigStore, refuseLaneIndex, type ProfileRecord, type WalletRecord } from '../wallet/config.js';
 import { ContactStore } from '../wallet/contacts.js';
 import { HistoryLog } from '../wallet/history-log.js';
@@ -360,7 +361,7 @@ export class Session {
   /** The configured way to make work (NANO_WORK_MODE…), made once. */
   private workProvider(): WorkProvider {
     if (this.provider === undefined) {
-      const settings = providerSettings(this.env, this.profile());
+      const settings = { ...providerSettings(this.env, this.profile()), kernel: kernelPicker(join(this.dir, CHOICE_FILE)) };
       // A node backend's node is one more work server (public nodes often refuse: then the next provider).
       if (this.backendKind() === 'node') settings.extra = { name: 'the node (work_generate)', generate: async (root, threshold) => (await this.nodeClient()).workGenerate(root, threshold) };
       this.provider = this.options.work ?? workProvider({ ...settings, ...(this.options.workObserver === undefined ? {} : { observer: this.options.workObserver }) });

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { isMainThread } from 'node:worker_threads';
 import { blake2b } from '@noble/hashes/blake2.js';
 
@@ -26,6 +27,8 @@ export interface SearchResult {
 
 export interface Engine {
   name: EngineName;
+  /** The native addon's kernel (an instruction set and width: avx512, avx2-4…); undefined for the others. */
+  kernel?: string;
   /** Nonces per call: how often a worker can report progress (the stop flag is read far more often). */
   batch: number;
   /** `stop`: Int32 flag, non-zero means stop (without it, a flag no one sets). */
@@ -36,10 +39,36 @@ const MASK = 2n ** 64n - 1n;
 /** The flag of a call given none: no one sets it. */
 const NEVER = new Int32Array(1);
 
-function nativeEngine(): Engine {
-  const require = createRequire(import.meta.url);
-  const addon = require('../../build/Release/nanopay_pow.node') as Pick<Engine, 'search'>;
-  return { name: 'native', batch: 1 << 20, search: (root, threshold, start, count, stop) => addon.search(root, threshold, start, count, stop) };
+/** The native addon: the kernels this CPU runs, by name, with their widths, and the one its flags suggest. */
+interface Addon {
+  kernel: string;
+  kernels: Record<string, Engine['search']>;
+  kernelLanes: Record<string, number>;
+}
+
+export const ADDON_FILE = new URL('../../build/Release/nanopay_pow.node', import.meta.url);
+
+function addon(): Addon {
+  return createRequire(import.meta.url)(fileURLToPath(ADDON_FILE)) as Addon;
+}
+
+/** The native kernels this CPU runs, with their widths (lanes), the one its flags suggest first; undefined without the addon. */
+export function nativeKernels(): { name: string; lanes: number }[] | undefined {
+  try {
+    const loaded = addon();
+    const names = Object.keys(loaded.kernels);
+    return [loaded.kernel, ...names.filter((n) => n !== loaded.kernel)].map((name) => ({ name, lanes: loaded.kernelLanes[name] ?? 8 }));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The native engine, with `kernel` when this CPU runs it, else the kernel its flags suggest. */
+function nativeEngine(kernel?: string): Engine {
+  const loaded = addon();
+  const name = kernel !== undefined && loaded.kernels[kernel] !== undefined ? kernel : loaded.kernel;
+  const search = loaded.kernels[name] as Engine['search'];
+  return { name: 'native', kernel: name, batch: 1 << 20, search: (root, threshold, start, count, stop) => search(root, threshold, start, count, stop) };
 }
 
 /** The part of the WebAssembly global used here (@types/node 20 does not declare it). */
@@ -110,7 +139,7 @@ function jsEngine(): Engine {
   };
 }
 
-const LOADERS: Record<EngineName, () => Engine> = { native: nativeEngine, wasm: wasmEngine, js: jsEngine };
+const LOADERS: Record<EngineName, (kernel?: string) => Engine> = { native: nativeEngine, wasm: wasmEngine, js: jsEngine };
 
 let toldNoAddon = false;
 
@@ -125,17 +154,19 @@ function tellNoAddon(fallback: EngineName): void {
 }
 
 /**
- * The engine named (NANOPAY_POW_ENGINE) if it loads here, else the fastest that
- * does: native, then wasm, then js (which always loads).
+ * The engine named (NANOPAY_POW_ENGINE; `native:KERNEL` names a native kernel
+ * too) if it loads here, else the fastest that does: native, then wasm, then
+ * js (which always loads).
  */
 export function loadEngine(preferred?: string): Engine {
+  const [wanted, kernel] = (preferred ?? '').split(':') as [string, string | undefined];
   const fastestFirst: EngineName[] = ['native', 'wasm', 'js'];
-  const named = fastestFirst.includes(preferred as EngineName);
-  const order = named ? [preferred as EngineName, ...fastestFirst.filter((n) => n !== preferred)] : fastestFirst;
+  const named = fastestFirst.includes(wanted as EngineName);
+  const order = named ? [wanted as EngineName, ...fastestFirst.filter((n) => n !== wanted)] : fastestFirst;
   let nativeMissing = false;
   for (const name of order) {
     try {
-      const engine = LOADERS[name]();
+      const engine = LOADERS[name](kernel);
       if (nativeMissing && !named) tellNoAddon(engine.name);
       return engine;
     } catch {

@@ -11,8 +11,13 @@ export interface GenerateOptions {
   signal?: AbortSignal;
   /** Worker threads (default: all cores; a search expected to be short runs on this thread, see searchHere). */
   workers?: number;
-  /** Force a kernel (default: NANOPAY_POW_ENGINE, else the fastest that loads). */
-  engine?: EngineName;
+  /** Force an engine, or one native kernel as `native:KERNEL` (default: NANOPAY_POW_ENGINE, else the fastest that loads). */
+  engine?: EngineName | `native:${string}`;
+  /**
+   * The native kernel for a search on `threads` worker threads, as measured on this machine (kernel-choice.ts);
+   * undefined leaves the one the CPU's flags suggest. Asked only for a search that goes to the workers.
+   */
+  kernel?: (threads: number) => string | undefined;
   /** Hashes tried so far, reported a few times a second. */
   onProgress?: (hashes: number) => void;
   /**
@@ -91,13 +96,43 @@ export async function generateWork(root: string, threshold: string, opts: Genera
   if (here !== undefined) return here;
   // Asked only for a search that needs threads: it reads the process's cgroup files each time.
   const count = opts.workers ?? availableParallelism();
+  const kernel = engine === 'auto' || engine === 'native' ? opts.kernel?.(count) : undefined;
   const workers = await acquire(count, signal, cancelled);
   // Aborted between the grant and now: the workers may still be starting; end them.
   if (signal?.aborted) {
     await Promise.all(workers.map(discard));
     throw cancelled();
   }
-  return search(workers, { root: checkedRoot, threshold, engine }, opts);
+  return search(workers, { root: checkedRoot, threshold, engine: kernel === undefined ? engine : `native:${kernel}` }, opts);
+}
+
+/**
+ * Hashes per second of `engine` (`native:KERNEL` for one native kernel) on `threads` worker
+ * threads at once, each timing `hashes` nonces: the fixed, short measurement the kernel choice is
+ * made from.
+ */
+export async function timeKernel(engine: string, threads: number, hashes: number): Promise<number> {
+  const workers = await acquire(threads, undefined, cancelled);
+  const id = nextJob++;
+  const answers = await Promise.all(
+    workers.map(
+      (worker) =>
+        new Promise<{ hashes: number; ns: number }>((resolve, reject) =>
+          worker.run(
+            { id, engine, bench: hashes },
+            {
+              answer: (answer) => {
+                if ('benched' in answer) resolve(answer);
+                else if ('error' in answer) reject(new NanoPayError('INTERNAL_ERROR', `Timing the ${engine} kernel failed: ${answer.error}`));
+              },
+              failed: (why) => reject(new NanoPayError('INTERNAL_ERROR', why)),
+            },
+          ),
+        ),
+    ),
+  );
+  const slowest = Math.max(...answers.map((a) => a.ns));
+  return (answers.reduce((sum, a) => sum + a.hashes, 0) * 1e9) / slowest;
 }
 
 function search(workers: SearchWorker[], task: { root: string; threshold: string; engine: string }, opts: GenerateOptions): Promise<string> {

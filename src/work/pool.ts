@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import type { SearchAnswer, SearchJob } from './pow-worker.js';
+import type { BenchJob, SearchAnswer, SearchJob } from './pow-worker.js';
 
 // vitest runs the TypeScript sources; workers always run the compiled copy in dist/.
 const WORKER_URL = new URL(import.meta.url.endsWith('.ts') ? '../../dist/work/pow-worker.js' : './pow-worker.js', import.meta.url);
@@ -14,7 +14,7 @@ export interface Listener {
 /** A search thread of the pool. */
 export interface SearchWorker {
   /** Posts a job; its answers go to `listener` until the final one, which gives the worker back. */
-  run(job: SearchJob, listener: Listener): void;
+  run(job: SearchJob | BenchJob, listener: Listener): void;
 }
 
 interface Slot extends SearchWorker {
@@ -41,7 +41,7 @@ const idle: Slot[] = [];
 const queue: Waiter[] = [];
 let live = 0;
 
-const isFinal = (answer: SearchAnswer): boolean => 'work' in answer || 'stopped' in answer || 'error' in answer;
+const isFinal = (answer: SearchAnswer): boolean => 'work' in answer || 'stopped' in answer || 'benched' in answer || 'error' in answer;
 
 function forget(slot: Slot): void {
   pool.delete(slot);

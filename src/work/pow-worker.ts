@@ -1,6 +1,13 @@
 import { parentPort } from 'node:worker_threads';
 import { loadEngine, type Engine } from './engines.js';
 
+/** A kernel timed: `bench` nonces from 0 at a threshold none meets, on this thread. */
+export interface BenchJob {
+  id: number;
+  engine: string;
+  bench: number;
+}
+
 /** One search: consecutive nonces from `start` until found or the shared stop flag is set. */
 export interface SearchJob {
   id: number;
@@ -22,6 +29,7 @@ export type SearchAnswer =
   | { id: number; hashes: number }
   | { id: number; work: string; hashes: number; unseen: number }
   | { id: number; stopped: true; hashes: number; unseen: number }
+  | { id: number; benched: true; hashes: number; ns: number }
   | { id: number; error: string };
 
 const MASK = 2n ** 64n - 1n;
@@ -67,9 +75,20 @@ function search(job: SearchJob): SearchAnswer {
   return { id: job.id, stopped: true, hashes, unseen };
 }
 
-parentPort?.on('message', (job: SearchJob) => {
+/** The threshold no value meets: a bench never stops early. */
+const NEVER_MET = 2n ** 64n - 1n;
+
+function bench(job: BenchJob): SearchAnswer {
+  const engine = engineFor(job.engine);
+  const root = new Uint8Array(32);
+  const started = process.hrtime.bigint();
+  const { hashes } = engine.search(root, NEVER_MET, 0n, job.bench);
+  return { id: job.id, benched: true, hashes, ns: Number(process.hrtime.bigint() - started) };
+}
+
+parentPort?.on('message', (job: SearchJob | BenchJob) => {
   try {
-    parentPort?.postMessage(search(job));
+    parentPort?.postMessage('bench' in job ? bench(job) : search(job));
   } catch (error) {
     parentPort?.postMessage({ id: job.id, error: error instanceof Error ? error.message : String(error) });
   }

@@ -13,6 +13,8 @@ export interface ProviderSettings {
   timeoutMs: number;
   /** Follows local searches, e.g. for a spinner. */
   observer?: WorkObserver;
+  /** The native kernel measured fastest here for a search on so many threads (kernel-choice.ts). */
+  kernel?: (threads: number) => string | undefined;
   onServerFailure?: (server: string, reason: string) => void;
 }
 
@@ -47,6 +49,7 @@ export function workProvider(settings: ProviderSettings): Provide {
     observer?.start(threshold);
     return generateWork(root, threshold, {
       ...(signal === undefined ? {} : { signal }),
+      ...(settings.kernel === undefined ? {} : { kernel: settings.kernel }),
       ...(observer === undefined ? {} : { onProgress: (hashes: number) => observer.progress(hashes, threshold) }),
     }).finally(() => observer?.done());
   };

@@ -1,6 +1,22 @@
 import { NanoPayError } from '../../errors.js';
 import { parseHash } from '../../nano/index.js';
-import { LIVE_THRESHOLDS, expectedHashes, generateWork, parseThreshold, validateWork, workEngine, workValue, type EngineName } from '../../work/index.js';
+import { join } from 'node:path';
+import {
+  CHOICE_FILE,
+  LIVE_THRESHOLDS,
+  expectedHashes,
+  generateWork,
+  measureKernels,
+  nativeKernels,
+  parseThreshold,
+  readChoice,
+  validateWork,
+  workEngine,
+  workValue,
+  writeChoice,
+  type EngineName,
+  type KernelRate,
+} from '../../work/index.js';
 import { serviceThresholds } from '../ledger/chain.js';
 import { nextWork } from './precache.js';
 import type { Session } from '../session.js';
@@ -50,7 +66,7 @@ export async function precacheAfter(session: Session, hash: string, signal?: Abo
 }
 
 export interface EngineFigure {
-  engine: EngineName;
+  engine: EngineName | `native:${string}`;
   workers: number;
   hashes_per_second: number;
 }
@@ -62,7 +78,7 @@ const MEASURE_GRACE_MS = 15_000;
  * Hashes per second of a kernel on `workers` threads, over about `ms` — and at least two progress
  * reports apart: a figure is never made from nothing (a slow start on a loaded machine once gave 0).
  */
-export async function measure(engine: EngineName, workers: number, ms: number): Promise<EngineFigure> {
+export async function measure(engine: EngineFigure['engine'], workers: number, ms: number): Promise<EngineFigure> {
   const controller = new AbortController();
   const started = Date.now();
   let first: { at: number; hashes: number } | undefined;
@@ -92,15 +108,52 @@ export async function measure(engine: EngineName, workers: number, ms: number): 
   return { engine, workers, hashes_per_second: Math.round(((last.hashes - first.hashes) * 1000) / (last.at - first.at)) };
 }
 
-/** The engine in use and its speed on one and on all threads, with what that means for live blocks. */
-export async function bench(input: { workers: number; ms: number; onPhase?: (threads: number) => void }) {
+/** The native kernels measured on this machine (`nanopay work bench`): each one's rate, and the ones chosen. */
+export interface KernelTable {
+  /** How the kernels in use were picked: measured here, or from the CPU's flags (no measurement yet). */
+  chosen_by: 'measurement' | 'cpu flags';
+  measured_at: string | null;
+  one: string;
+  all: string;
+  rates: KernelRate[];
+}
+
+/**
+ * The kernels of this machine: the choice kept in the config dir (measured
+ * again with `choose`), else the one the CPU's flags suggest; undefined where
+ * the engine is not the native one.
+ */
+async function kernelTable(session: Session, choose: boolean): Promise<KernelTable | undefined> {
+  const kernels = nativeKernels();
+  if (kernels === undefined || workEngine() !== 'native') return undefined;
+  const file = join(session.dir, CHOICE_FILE);
+  let choice = readChoice(file);
+  if (choose) {
+    choice = await measureKernels();
+    if (choice !== undefined) writeChoice(file, choice);
+  }
+  if (choice === undefined) {
+    const flags = (kernels[0] as { name: string }).name;
+    return { chosen_by: 'cpu flags', measured_at: null, one: flags, all: flags, rates: [] };
+  }
+  return { chosen_by: 'measurement', measured_at: choice.measured_at, one: choice.one, all: choice.all, rates: choice.rates };
+}
+
+/**
+ * The engine in use and its speed on one and on all threads, with what that
+ * means for live blocks; on the native engine, the kernels measured here and
+ * the ones chosen (`choose`: measured again first, and kept).
+ */
+export async function bench(session: Session, input: { workers: number; ms: number; choose?: boolean; onPhase?: (threads: number) => void }) {
   const engine = workEngine();
+  const kernels = await kernelTable(session, input.choose === true);
   input.onPhase?.(1);
-  const one = await measure(engine, 1, input.ms);
+  const one = await measure(kernels === undefined ? engine : `native:${kernels.one}`, 1, input.ms);
   input.onPhase?.(input.workers);
-  const all = await measure(engine, input.workers, input.ms);
+  const all = await measure(kernels === undefined ? engine : `native:${kernels.all}`, input.workers, input.ms);
   return {
     engine,
+    kernels: kernels ?? null,
     single_thread: one.hashes_per_second,
     all_threads: all.hashes_per_second,
     workers: input.workers,

@@ -58,7 +58,7 @@ describe('the native proof-of-work addon', () => {
 
   const objdump = spawnSync('objdump', ['--version']).status === 0;
   it.skipIf(!built || !x64 || !objdump)(
-    `x86-64: only the AVX2 and AVX-512 kernels use AVX (VEX or EVEX) instructions; the rest runs on any x86-64 CPU${!built ? ` (skipped: ${notBuilt})` : !x64 ? ' (skipped: not x86-64)' : !objdump ? ' (skipped: objdump is not installed)' : ''}`,
+    `x86-64: only the AVX2 and AVX-512 kernels (of every width) use AVX (VEX or EVEX) instructions; the rest runs on any x86-64 CPU${!built ? ` (skipped: ${notBuilt})` : !x64 ? ' (skipped: not x86-64)' : !objdump ? ' (skipped: objdump is not installed)' : ''}`,
     () => {
       const listing = spawnSync('objdump', ['-d', '--no-show-raw-insn', addonPath], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 }).stdout;
       // Functions by address: "0000000000001234 <name>:" then one instruction a line ("    1234:\tvpaddq %zmm…").
@@ -79,14 +79,15 @@ describe('the native proof-of-work addon', () => {
           if (call !== null && functions.has(call[1] as string)) allow(call[1] as string);
         }
       };
-      const kernels = [...functions].filter(([, f]) => f.name === 'pow_search_avx2' || f.name === 'pow_search_avx512');
-      expect(kernels.map(([, f]) => f.name).sort()).toEqual(['pow_search_avx2', 'pow_search_avx512']);
+      const AVX = ['pow_search_avx2', 'pow_search_avx2_4', 'pow_search_avx512', 'pow_search_avx512_16'];
+      const kernels = [...functions].filter(([, f]) => AVX.includes(f.name));
+      expect(kernels.map(([, f]) => f.name).sort()).toEqual(AVX);
       for (const [address] of kernels) allow(address);
       const avx = (insn: string): boolean => /^v[a-z]/.test(insn) || /%[yz]mm/.test(insn);
       const elsewhere = [...functions].filter(([address, f]) => !allowed.has(address) && f.lines.some(avx)).map(([, f]) => f.name);
       expect(elsewhere).toEqual([]);
-      // The baseline kernel is there, and really is SSE2 code.
-      expect([...functions.values()].some((f) => f.name === 'pow_search_baseline')).toBe(true);
+      // The baseline kernels (8 and 4 lanes) are there, and really are SSE2 code.
+      for (const name of ['pow_search_baseline', 'pow_search_baseline_4']) expect([...functions.values()].some((f) => f.name === name), name).toBe(true);
     },
   );
 });
