@@ -42,7 +42,7 @@ export const ENVIRONMENT: [string, string][] = [
   ['NANO_WORK_SERVER_URL', 'Work server URLs, comma-separated.'],
   ['NANO_WORK_TIMEOUT_MS', 'Timeout of one work server (default 10000).'],
   ['HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY', 'Proxies for the service, node, work servers and rate source (lower case too); loopback is always direct.'],
-  ['NANOPAY_POW_ENGINE', 'Force a local proof-of-work kernel: native, wasm or js.'],
+  ['NANOPAY_POW_ENGINE', 'Force a local proof-of-work engine: native, wasm or js; native:KERNEL (avx2, avx512-16…) one native kernel.'],
   ['NANOPAY_HTTP_LISTEN_ADDR', 'serve: the listen address host:port (default 127.0.0.1:3123; also HTTP_LISTEN_ADDR).'],
   ['NANOPAY_TOOLSET_TOKEN', 'serve: the bearer token every request must carry.'],
   ['NANOPAY_AGENT_LISTEN_ADDR', 'agent: the listen address host:port (default 127.0.0.1:7860).'],

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
-import { validateWork } from '../../../src/work/index.js';
+import { readFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { nativeKernels, validateWork } from '../../../src/work/index.js';
 import { userWithWallet, type CliUser } from '../../helpers/processes/cli.js';
 import { sandbox } from '../../helpers/ledger/sandbox.js';
 
@@ -48,6 +51,21 @@ describe('work commands', () => {
     const tooShort = await user.run(['work', 'bench', '--seconds', '0.4', '--json']);
     expect(tooShort.code).toBe(2);
     expect(JSON.parse(tooShort.stdout)).toMatchObject({ error: { code: 'USAGE', message: expect.stringContaining('from 0.5 to 3600') } });
+  });
+
+  it.skipIf(nativeKernels() === undefined)('work bench --choose measures every native kernel, keeps the fastest in the config dir, and shows the table and the choice', async () => {
+    type Bench = { engine: string; kernels: { chosen_by: string; measured_at: string; one: string; all: string; rates: { kernel: string; threads: number; hashes_per_second: number }[] } };
+    const chosen = await user.json<Bench>(['work', 'bench', '--choose', '--seconds', '0.5']);
+    expect(chosen).toMatchObject({ _code: 0, engine: 'native', kernels: { chosen_by: 'measurement' } });
+    const names = nativeKernels()?.map((k) => k.name) ?? [];
+    expect(new Set(chosen.kernels.rates.map((r) => r.kernel))).toEqual(new Set(names));
+    const best = (threads: number): string => [...chosen.kernels.rates].filter((r) => r.threads === threads).sort((a, b) => b.hashes_per_second - a.hashes_per_second)[0]?.kernel as string;
+    expect([chosen.kernels.one, chosen.kernels.all]).toEqual([best(1), best(availableParallelism())]);
+    expect(JSON.parse(await readFile(join(user.configDir, 'work-kernel.json'), 'utf8'))).toMatchObject({ one: chosen.kernels.one, all: chosen.kernels.all });
+    // Kept: the next bench (and every search) uses it without measuring again.
+    const human = await user.run(['work', 'bench', '--seconds', '0.5']);
+    expect(human.stdout).toContain(`kernel ${chosen.kernels.one} on 1 thread, ${chosen.kernels.all} on ${availableParallelism()} (measured on this machine ${chosen.kernels.measured_at})`);
+    for (const name of names) expect(human.stdout).toMatch(new RegExp(`^${name} +\\d+\\.\\d+ MH/s`, 'm'));
   });
 });
 
