@@ -41,7 +41,7 @@ export interface KernelChoice {
 export const CHOICE_FILE = 'work-kernel.json';
 
 /** The fastest kernel of `rates` on `threads` threads. */
-export function fastest(rates: KernelRate[], threads: number): string | undefined {
+function fastest(rates: KernelRate[], threads: number): string | undefined {
   return rates.filter((r) => r.threads === threads).sort((a, b) => b.hashes_per_second - a.hashes_per_second)[0]?.kernel;
 }
 
@@ -64,13 +64,13 @@ let machine: string | undefined;
 let addon: string | null | undefined;
 
 /** The CPU the choice was made on. */
-export function machineId(): string {
+function machineId(): string {
   machine ??= sha256(cpuDescription());
   return machine;
 }
 
 /** The addon's build (a digest of the file), null without one. */
-export function addonId(): string | null {
+function addonId(): string | null {
   if (addon === undefined) {
     try {
       addon = sha256(readFileSync(fileURLToPath(ADDON_FILE)));
@@ -158,8 +158,8 @@ const MEASURE_FILE = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? '..
 /** How old a measurement under way may be before another process takes it over (one that died). */
 const LEASE_MS = 60_000;
 
-/** Starts measuring into `file` in a detached process at the lowest priority, unless one already measures. */
-function startMeasuring(file: string): void {
+/** Starts measuring into `file` in a detached process at the lowest priority, unless one already measures; `done` when it ends. */
+function startMeasuring(file: string, done: () => void): void {
   const lease = `${file}.measuring`;
   try {
     if (Date.now() - statSync(lease).mtimeMs < LEASE_MS) return;
@@ -175,6 +175,7 @@ function startMeasuring(file: string): void {
   try {
     const child = spawn(process.execPath, [MEASURE_FILE, file, lease], { detached: true, stdio: 'ignore', env: {}, cwd: '/' });
     child.on('error', () => undefined);
+    child.on('exit', done);
     if (child.pid !== undefined) setPriority(child.pid, constants.priority.PRIORITY_LOW);
     child.unref();
   } catch {
@@ -182,13 +183,16 @@ function startMeasuring(file: string): void {
   }
 }
 
-/** What each process knows of a choice file: read once; null when there was none to use. */
+/** What each process knows of a choice file: read once (again once its measurement ended); null when there was none to use. */
 const known = new Map<string, KernelChoice | null>();
+/** Choice files this process started a measurement for: once each. */
+const measured = new Set<string>();
 
 /**
  * The kernel for a search on `threads` threads, from the choice kept in
  * `file`; undefined while there is none made here (the kernel the CPU's flags
- * suggest then serves), and then it starts being measured, once per process.
+ * suggest then serves), and then it starts being measured, once per process:
+ * a process that lives on (a server) reads the file again once that ended.
  */
 export function kernelPicker(file: string): (threads: number) => string | undefined {
   return (threads) => {
@@ -196,7 +200,10 @@ export function kernelPicker(file: string): (threads: number) => string | undefi
     if (choice === undefined) {
       choice = readChoice(file) ?? null;
       known.set(file, choice);
-      if (choice === null && nativeKernels() !== undefined) startMeasuring(file);
+      if (choice === null && !measured.has(file) && nativeKernels() !== undefined) {
+        measured.add(file);
+        startMeasuring(file, () => known.delete(file));
+      }
     }
     if (choice === null) return undefined;
     return threads === 1 ? choice.one : choice.all;

@@ -4,7 +4,7 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadEngine, nativeKernels } from '../../../src/work/engines.js';
-import { fastest, kernelPicker, measureKernels, readChoice, writeChoice, type KernelChoice } from '../../../src/work/kernel-choice.js';
+import { kernelPicker, measureKernels, readChoice, writeChoice, type KernelChoice } from '../../../src/work/kernel-choice.js';
 import { generateWork, shutdownWorkers, validateWork } from '../../../src/work/index.js';
 import { waitUntil } from '../../helpers/processes/unlocked.js';
 import { tempDir } from '../../helpers/processes/temp.js';
@@ -23,19 +23,7 @@ afterAll(async () => {
 });
 
 describe('choosing the kernel', () => {
-  it('picks the fastest kernel of each thread count, whatever the flags suggest', () => {
-    const rates = [
-      { kernel: 'avx512', threads: 1, hashes_per_second: 30e6 },
-      { kernel: 'avx2', threads: 1, hashes_per_second: 31e6 },
-      { kernel: 'avx512', threads: 2, hashes_per_second: 61e6 },
-      { kernel: 'avx2', threads: 2, hashes_per_second: 58e6 },
-    ];
-    expect(fastest(rates, 1)).toBe('avx2');
-    expect(fastest(rates, 2)).toBe('avx512');
-    expect(fastest(rates, 4)).toBeUndefined();
-  });
-
-  it.skipIf(noAddon !== undefined)('measures fake kernels of given rates, after a warm-up, keeping each one\'s best round, within its budget', async () => {
+  it.skipIf(noAddon !== undefined)('picks the fastest of fake kernels of given rates on each thread count, whatever the flags suggest: after a warm-up, each one\'s best round, within its budget', async () => {
     // Each kernel's rate on one thread, round by round; on all threads twice that, but for "split", which gains nothing there.
     const rates: Record<string, number[]> = { slow: [10e6, 10e6, 10e6], split: [20e6, 45e6, 44e6], wide: [40e6, 30e6, 30e6] };
     const asked: string[] = [];
@@ -94,19 +82,21 @@ describe.skipIf(noAddon !== undefined)('the choice kept in the config dir', () =
     expect(readChoice(file)).toBeUndefined();
   });
 
-  it('is measured again in the background when stale or damaged, while the kernel the flags suggest serves at once', async () => {
+  it('is measured again in the background when stale or damaged, while the kernel the flags suggest serves at once', { timeout: 150_000 }, async () => {
     const dir = await tempDir('nanopay-kernel-');
     const file = join(dir, 'work-kernel.json');
     await writeFile(file, 'not a choice');
     const pick = kernelPicker(file);
     // Nothing to use yet: the flags' kernel serves (undefined), and a measurement started, in another process.
     expect(pick(threads)).toBeUndefined();
-    await waitUntil('the measurement to keep a choice', () => readChoice(file) !== undefined, 20_000);
+    // At the lowest priority it may wait long for a core on a busy machine (this suite's).
+    await waitUntil('the measurement to keep a choice', () => readChoice(file) !== undefined, 60_000);
     expect(existsSync(`${file}.measuring`)).toBe(false);
     const kept = JSON.parse(await readFile(file, 'utf8')) as KernelChoice;
     expect(kept.rates.length).toBeGreaterThan(0);
-    // Another process reads it and uses it.
-    expect(kernelPicker(`${dir}/./work-kernel.json`)(threads)).toBe(kept.all);
+    // This process (a server that lives on) reads it again once the measurement ended, and uses it.
+    await waitUntil('the picker to read the new choice', () => pick(threads) !== undefined, 60_000);
+    expect([pick(1), pick(threads)]).toEqual([kept.one, kept.all]);
   });
 
   it('without the addon, WASM and then JS serve, and a kernel named for the native engine is not needed', () => {
