@@ -61,10 +61,13 @@ export class AgentClient {
     return { balance: data.balance, address: data.account };
   }
 
-  /** A send; `approval_id` is the approval a person gave for exactly this send, after an APPROVAL_REQUIRED. */
-  async pay(address: string, amount: string, options: { approval_id?: string } = {}): Promise<{ hash: string }> {
-    const data = await this.call<{ hash: string }>('POST', '/wallet/send', { recipient_address: address, amount, ...options });
-    return { hash: data.hash };
+  /**
+   * A send; `approval_id` is the approval a person gave for exactly this send, after an APPROVAL_REQUIRED; `id` an
+   * idempotency key: a retry with it (after a timeout) returns the first send (`repeated`), never a second one.
+   */
+  async pay(address: string, amount: string, options: { approval_id?: string; id?: string } = {}): Promise<{ hash: string; repeated: boolean }> {
+    const data = await this.call<{ hash: string; repeated: boolean }>('POST', '/wallet/send', { recipient_address: address, amount, ...options });
+    return { hash: data.hash, repeated: data.repeated };
   }
 
   async request_payment(amount: string): Promise<{ amount: string; receive_address: string }> {

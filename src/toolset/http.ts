@@ -40,8 +40,24 @@ export interface ToolRoute {
   input(call: Call): unknown;
 }
 
-/** A route whose input is in its path takes an approval id in its body (`{"approval_id": …}`). */
-const approvalIn = (body: Record<string, unknown>): Record<string, unknown> => (body.approval_id === undefined ? {} : { approval_id: body.approval_id });
+/** A route whose input is in its path takes an approval id and an idempotency key in its body (`{"approval_id": …, "id": …}`). */
+const approvalIn = (body: Record<string, unknown>): Record<string, unknown> => ({
+  ...(body.approval_id === undefined ? {} : { approval_id: body.approval_id }),
+  ...(body.id === undefined ? {} : { id: body.id }),
+});
+
+/**
+ * The idempotency key of a spending route: `id` in the input, or the
+ * `Idempotency-Key` header (as payment APIs take it); both, they must agree.
+ */
+function withKey(tool: Tool, input: unknown, call: Call): unknown {
+  const header = call.headers['idempotency-key'];
+  if (header === undefined || !Object.hasOwn(tool.inputSchema.properties, 'id')) return input;
+  const key = Array.isArray(header) ? header.join(',') : header;
+  const given = input as Record<string, unknown>;
+  if (given.id !== undefined && given.id !== null && given.id !== key) throw new NanoPayError('INVALID_REQUEST', 'The Idempotency-Key header and "id" in the body differ: give one key');
+  return { ...given, id: key };
+}
 
 /** The spec's routes (section B), each a thin mapping onto one tool. */
 export const TOOL_ROUTES: readonly ToolRoute[] = [
@@ -77,7 +93,7 @@ export function routesFor(tools: readonly ToolRoute[], run: (tool: Tool, input: 
     handle: async (call) => {
       const tool = findTool(route.tool);
       try {
-        const data = await run(tool, checkInput(tool, route.input(call)), call);
+        const data = await run(tool, checkInput(tool, withKey(tool, route.input(call), call)), call);
         calls?.inc({ tool: tool.name, result: 'ok' });
         return data;
       } catch (error) {

@@ -60,6 +60,14 @@ const APPROVAL_ID = {
 /** The approval id of a tool's input, for the operation. */
 const approvalOf = (input: ToolInput): { approval?: string } => (typeof input.approval_id === 'string' && input.approval_id !== '' ? { approval: input.approval_id } : {});
 
+/** Every spending tool takes an idempotency key: a client that retries (a timeout, a lost answer) gets the first result, never a second payment. */
+const IDEMPOTENCY_KEY = {
+  id: str('idempotency key: send the same one when you retry this call (after a timeout or a lost answer): the first result comes back and nothing is paid twice'),
+};
+
+/** The idempotency key of a tool's input, for the operation. */
+const keyOf = (input: ToolInput): { id?: string } => (typeof input.id === 'string' && input.id !== '' ? { id: input.id } : {});
+
 /**
  * Checks an input against its schema: unknown fields, missing fields and wrong
  * types are INVALID_REQUEST. A null field counts as absent, as clients send it
@@ -116,13 +124,13 @@ export const TOOLS: Tool[] = [
     description:
       'Send an amount in XNO from the toolset wallet to an address. The spending policy applies: a refusal is POLICY_DENIED; a spend above its "ask above" amount answers APPROVAL_REQUIRED with an approval id, and runs once a person approved it and the call is made again with approval_id.',
     inputSchema: schema(
-      { recipient_address: str('destination address (nano_… or xrb_…), or @NAME of one of the profile\'s contacts'), amount: str('amount in XNO, e.g. "0.5"'), ...APPROVAL_ID },
+      { recipient_address: str('destination address (nano_… or xrb_…), or @NAME of one of the profile\'s contacts'), amount: str('amount in XNO, e.g. "0.5"'), ...IDEMPOTENCY_KEY, ...APPROVAL_ID },
       ['recipient_address', 'amount'],
     ),
     writes: true,
     handler: async (session, input, signal) => {
-      const sent = await send(session, { to: text(input, 'recipient_address'), amount: { xno: text(input, 'amount') }, ...approvalOf(input), ...(signal === undefined ? {} : { signal }) });
-      return { amount: sent.amount, recipient: sent.to, hash: sent.hash };
+      const sent = await send(session, { to: text(input, 'recipient_address'), amount: { xno: text(input, 'amount') }, ...keyOf(input), ...approvalOf(input), ...(signal === undefined ? {} : { signal }) });
+      return { amount: sent.amount, recipient: sent.to, hash: sent.hash, repeated: sent.repeated };
     },
   },
   {
@@ -178,11 +186,11 @@ export const TOOLS: Tool[] = [
     title: 'Buy credits',
     annotations: SPEND,
     description: 'Buy credits (10, 50, 100, 500, 1000, 5000, 10000, 50000 or 100000): pays the service from the toolset wallet.',
-    inputSchema: schema({ credits_amount: str('the tier to buy'), ...APPROVAL_ID }, ['credits_amount']),
+    inputSchema: schema({ credits_amount: str('the tier to buy'), ...IDEMPOTENCY_KEY, ...APPROVAL_ID }, ['credits_amount']),
     writes: true,
     handler: async (session, input, signal) => {
-      const result = await topup(session, { tier: parseTier(text(input, 'credits_amount')), ...approvalOf(input), ...(signal === undefined ? {} : { signal }) });
-      return { topped_up_credits: result.topped_up_credits, new_credits_balance: result.new_credits_balance };
+      const result = await topup(session, { tier: parseTier(text(input, 'credits_amount')), ...keyOf(input), ...approvalOf(input), ...(signal === undefined ? {} : { signal }) });
+      return { topped_up_credits: result.topped_up_credits, new_credits_balance: result.new_credits_balance, hash: result.hash, repeated: result.repeated };
     },
   },
   {
@@ -190,11 +198,11 @@ export const TOOLS: Tool[] = [
     title: 'Donate XNO',
     annotations: SPEND,
     description: 'Donate an amount in XNO to the service.',
-    inputSchema: schema({ amount: str('amount in XNO'), ...APPROVAL_ID }, ['amount']),
+    inputSchema: schema({ amount: str('amount in XNO'), ...IDEMPOTENCY_KEY, ...APPROVAL_ID }, ['amount']),
     writes: true,
     handler: async (session, input, signal) => {
-      const result = await donate(session, { amount: { xno: text(input, 'amount') }, ...approvalOf(input), ...(signal === undefined ? {} : { signal }) });
-      return { success: result.success, amount: result.amount, message: result.message };
+      const result = await donate(session, { amount: { xno: text(input, 'amount') }, ...keyOf(input), ...approvalOf(input), ...(signal === undefined ? {} : { signal }) });
+      return { success: result.success, amount: result.amount, message: result.message, hash: result.hash, repeated: result.repeated };
     },
   },
   {
@@ -210,7 +218,7 @@ export const TOOLS: Tool[] = [
         method: str('HTTP method (default GET)'),
         body: str('request body (sent as text)'),
         content_type: str('Content-Type of the body'),
-        id: str('idempotency key: a rerun with it presents the same payment, never a second one'),
+        ...IDEMPOTENCY_KEY,
         dry_run: { type: 'boolean', description: 'pay nothing: answer what the server asks and whether the spending policy would allow it' },
         ...APPROVAL_ID,
       },
@@ -234,7 +242,7 @@ export const TOOLS: Tool[] = [
       const { response, payment } = await fetchWithPayment(session, url, init, {
         maxXno: text(input, 'max_xno'),
         ...approvalOf(input),
-        ...(typeof input.id === 'string' ? { id: input.id } : {}),
+        ...keyOf(input),
         ...(signal === undefined ? {} : { signal }),
       });
       const body = Buffer.from(await response.arrayBuffer());

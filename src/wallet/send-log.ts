@@ -8,7 +8,7 @@ import { readIfExistsSync, writeFileAtomic } from '../fs/secure-fs.js';
  * What a key (--id) was used for: a send (send, pay), a donation, an x402 payment (fetch), a refund of a
  * request (keyed by the refund's own id), or one account's move in a sweep (keyed by the run and the account).
  */
-export type PaymentKind = 'send' | 'donate' | 'x402' | 'refund' | 'sweep';
+export type PaymentKind = 'send' | 'donate' | 'x402' | 'refund' | 'sweep' | 'topup';
 
 /** What a completed send returns; kept so `send --id KEY` can answer a repeat. */
 export interface SendRecord {
@@ -21,6 +21,8 @@ export interface SendRecord {
   amountRaw: string;
   balanceRaw: string;
   at: string;
+  /** A top-up's answer: the credits it bought and the balance after. */
+  topup?: { credits: number; balance: number };
 }
 
 /** A landed send as versions before the spending policy kept it (now in the store). */

@@ -13,6 +13,7 @@ it again completes it without paying twice.`;
   static override flags = {
     yes: Flags.boolean({ char: 'y', description: 'do not ask for confirmation' }),
     approval: Flags.string({ description: 'the id of an approval a person gave for this very spend (APPROVAL_REQUIRED named it)' }),
+    id: Flags.string({ description: 'idempotency key: a retry with it (after a lost answer) shows the first top-up and pays nothing' }),
     wallet: Flags.string({ description: 'wallet to pay from instead of the active one' }),
     account: Flags.integer({ description: 'account index within the wallet', min: 0 }),
   };
@@ -26,13 +27,15 @@ it again completes it without paying twice.`;
       tier,
       signal: this.signal,
       ...(flags.approval === undefined ? {} : { approval: flags.approval }),
+      ...(flags.id === undefined ? {} : { id: flags.id }),
       ...(flags.wallet === undefined ? {} : { wallet: flags.wallet }),
       ...(flags.account === undefined ? {} : { index: flags.account }),
       ...(confirm === undefined ? {} : { confirm }),
       // Shown before the top-up is finished with, so a run killed before the user saw it is completed by the next one.
       report: (result) => {
         if (json) return this.logJson(result);
-        if (result.resumed) this.log(`Completed an interrupted top-up (block ${result.hash}); nothing new was paid.`);
+        if (result.repeated) this.log(`Already topped up under this key (block ${result.hash}); nothing new was paid.`);
+        else if (result.resumed) this.log(`Completed an interrupted top-up (block ${result.hash}); nothing new was paid.`);
         else this.log(`Paid ${result.amount} XNO to ${result.payment_address} (block ${result.hash}).`);
         const cost = result.calls_cost === undefined || result.calls_cost === 0 ? '' : ` (${result.credits_before} before; the top-up's own calls cost ${result.calls_cost})`;
         this.log(`Topped up ${result.topped_up_credits} credits; balance now ${result.new_credits_balance}${cost}.`);

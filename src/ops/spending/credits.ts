@@ -2,6 +2,7 @@ import { CREDIT_TIERS, parseTier, type CreditTier } from '../../api/contract.js'
 import { NanoPayError } from '../../errors.js';
 import { linkAsAccount, rawToXno, xnoToRaw } from '../../nano/index.js';
 import type { TopupAnswer } from '../../wallet/journal.js';
+import type { SendRecord } from '../../wallet/send-log.js';
 import { inconsistent } from '../ledger/chain.js';
 import type { OpsContext, Signer } from '../context.js';
 import { xnoAndRaw } from '../money.js';
@@ -29,6 +30,8 @@ export interface TopupResult {
   payment_address: string;
   /** True when this run completed an earlier, interrupted top-up instead of paying again. */
   resumed: boolean;
+  /** True when `id` had already bought this top-up: its result, nothing paid this time. */
+  repeated: boolean;
   /** Credits just before this top-up (not known for a resumed one). */
   credits_before?: number;
   /** What the top-up's own protected calls (balance, publish…) cost: before + bought - after. */
@@ -43,6 +46,8 @@ export interface TopupInput {
   confirm?: Confirm;
   /** The approval a person gave for this very top-up (APPROVAL_REQUIRED named it). */
   approval?: string;
+  /** Idempotency key: a retry with it (after a lost answer) returns the first top-up's result and pays nothing. */
+  id?: string;
   /**
    * Shows the result to the user. It runs before the top-up's journal entry
    * goes, so a run killed before the user saw the result is completed by the
@@ -53,7 +58,26 @@ export interface TopupInput {
 }
 
 function resultOf(answer: TopupAnswer, hash: string, amountRaw: bigint, paymentAddress: string, resumed: boolean): TopupResult {
-  return { topped_up_credits: answer.toppedUp, new_credits_balance: answer.newBalance, hash, amount: rawToXno(amountRaw), payment_address: paymentAddress, resumed };
+  return { topped_up_credits: answer.toppedUp, new_credits_balance: answer.newBalance, hash, amount: rawToXno(amountRaw), payment_address: paymentAddress, resumed, repeated: false };
+}
+
+/** The top-up an idempotency key bought already, if it is this one (this tier, from this account); another payment under the key is refused. */
+function repeatedTopup(record: SendRecord, id: string, tier: CreditTier, account: string): TopupResult {
+  if (record.kind !== 'topup' || record.topup === undefined || record.topup.credits !== tier || record.from !== account) {
+    const first = record.kind === 'topup' && record.topup !== undefined ? `a top-up of ${record.topup.credits} credits from ${record.from}` : `a ${record.kind ?? 'payment'} of ${rawToXno(BigInt(record.amountRaw))} XNO to ${record.to}`;
+    throw new NanoPayError('IDEMPOTENCY_MISMATCH', `The key "${id}" was first used for ${first} (block ${record.hash}); it cannot be the key of a top-up of ${tier} credits from ${account} too. Nothing was paid`, {
+      hint: 'Use a new id for a new top-up; repeat the same one to get its result.',
+    });
+  }
+  return {
+    topped_up_credits: record.topup.credits,
+    new_credits_balance: record.topup.balance,
+    hash: record.hash,
+    amount: rawToXno(BigInt(record.amountRaw)),
+    payment_address: record.to,
+    resumed: false,
+    repeated: true,
+  };
 }
 
 /** An earlier top-up of the same tier that was paid but not finished (or not reported): completed now, without paying again. */
@@ -64,7 +88,14 @@ async function resume(ctx: OpsContext, signer: Signer, tier: CreditTier): Promis
   if (settled.refused !== undefined) throw settled.refused;
   if (settled.topup === undefined || settled.entry === undefined || settled.topup.toppedUp !== tier) return undefined;
   const entry = settled.entry;
+  await keepAnswer(ctx, entry.sendId, settled.topup);
   return resultOf(settled.topup, entry.hash, BigInt(entry.amountRaw ?? '0'), linkAsAccount(entry.block.link), true);
+}
+
+/** Keeps a top-up's answer with its idempotency key's result: what a retry under the key answers. */
+async function keepAnswer(ctx: OpsContext, id: string | undefined, answer: TopupAnswer): Promise<void> {
+  const kept = id === undefined ? undefined : await ctx.sendLog.result(ctx.profile, id);
+  if (kept !== undefined) await ctx.sendLog.saveResult(ctx.profile, id as string, { ...kept, topup: { credits: answer.toppedUp, balance: answer.newBalance } });
 }
 
 /**
@@ -83,6 +114,12 @@ export async function topup(session: Session, input: TopupInput): Promise<TopupR
     await input.report?.(resumed);
     return resumed;
   }
+  const earlier = input.id === undefined ? undefined : await ctx.sendLog.result(ctx.profile, input.id);
+  if (earlier !== undefined) {
+    const repeated = repeatedTopup(earlier, input.id as string, tier, signer.address);
+    await input.report?.(repeated);
+    return repeated;
+  }
 
   // The credits call is free: the balance before the top-up, to say what its own calls cost.
   const before = await ctx.api.credits();
@@ -98,12 +135,14 @@ export async function topup(session: Session, input: TopupInput): Promise<TopupR
     to: offer.paymentAddress,
     amountRaw,
     note: { topupTransactionId: offer.transactionId },
+    ...(input.id === undefined ? {} : { id: input.id, kind: 'topup' as const }),
     spend: { kind: 'topup', ...(input.approval === undefined ? {} : { approvalId: input.approval }) },
     ...(input.confirm === undefined ? {} : { confirm: input.confirm }),
     submit: (block) => ctx.api.topupSubmit(block, offer.transactionId),
     landed: async (answer, entry, plan) => {
       if (answer === undefined) throw new NanoPayError('INVALID_DATA', 'The service did not confirm the top-up; run the same command again to complete it');
       await ctx.journal.record(signer.address, { ...entry, topupResult: answer });
+      await keepAnswer(ctx, input.id, answer);
       const made = resultOf(answer, entry.hash, amountRaw, plan.to, false);
       result = { ...made, credits_before: before.credits, calls_cost: before.credits + made.topped_up_credits - made.new_credits_balance };
       await input.report?.(result);

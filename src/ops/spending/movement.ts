@@ -115,6 +115,7 @@ const KIND_NAMES: Record<PaymentKind, [article: string, name: string]> = {
   x402: ['an', 'x402 payment (nanopay fetch)'],
   refund: ['a', 'refund'],
   sweep: ['a', 'sweep'],
+  topup: ['a', 'top-up'],
 };
 const named = (kind: PaymentKind): string => KIND_NAMES[kind].join(' ');
 
