@@ -130,7 +130,7 @@ export function walletChecks(use: SessionUse): ReadinessCheck[] {
       name: 'wallet',
       check: () =>
         use(async (session) => {
-          if (!(await session.hasKeystore())) throw new NanoPayError('NOT_FOUND', 'The key store is gone');
+          if (!(await session.hasKeystore()) && session.profile().sessionSocket === undefined) throw new NanoPayError('NOT_FOUND', 'The key store is gone');
         }),
     },
     { name: 'backend', check: () => use((session) => pingBackend(session)) },

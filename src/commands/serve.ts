@@ -6,12 +6,14 @@ import { serverAccess } from '../cli/server-access.js';
 import { serverFlags, ServerRuntime, walletChecks } from '../cli/server-runtime.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { startToolset } from '../toolset/http.js';
-import { openToolsetSession } from '../toolset/session.js';
+import { holdToolsetSession } from '../toolset/session.js';
 import { configDir } from '../wallet/paths.js';
 
 export default class Serve extends SessionCommand {
   static override summary = 'Run the local HTTP toolset (the seven tools) on 127.0.0.1:3123.';
-  static override description = `Unlocks the wallet once at start and keeps running. Refuses requests whose Host is not the listen
+  static override description = `Signs through the unlocked session (nanopay unlock --scope toolset), or unlocks the wallet once at start, and keeps
+running; while it cannot serve (no wallet, no password source or session), each call answers why and what to run, and
+it tries again at each call. Refuses requests whose Host is not the listen
 address, requests from web pages (Origin or cross-site Sec-Fetch-Site), POST bodies that are not JSON (a POST without a body is
 accepted) and large bodies. On loopback it answers only your own user: on Linux other users' connections are refused;
 where the system cannot tell who connects, a token is required, made in serve.token in the config dir unless you give
@@ -47,18 +49,19 @@ to stderr (--log-format json: one object a line). SIGTERM or Ctrl-C drains it: c
       env: process.env,
     });
     const { log } = runtime;
-    const { session, refreshWork } = await openToolsetSession(
+    const holder = await holdToolsetSession(
       { password: this.passwordSource(flags), frontEnd: 'toolset', ...(flags.profile === undefined ? {} : { profile: flags.profile }) },
-      log,
+      (line) => log(line),
+      'nanopay serve',
     );
-    const { server: toolset, shown: probesShown } = await runtime.start(walletChecks((fn) => fn(session)), (probes) =>
-      startToolset(session, {
+    const { server: toolset, shown: probesShown } = await runtime.start(walletChecks(async (fn) => fn(await holder.session())), (probes) =>
+      startToolset(holder, {
         host,
         port: flags.port ?? listen.port ?? 3123,
         ...(access.token === undefined ? {} : { token: access.token }),
         ...(access.onlyUser === undefined ? {} : { onlyUser: access.onlyUser }),
         log,
-        afterWrite: refreshWork,
+        afterWrite: () => holder.refreshWork(),
         probes,
         drainMs: runtime.drainMs,
       }),

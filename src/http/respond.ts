@@ -15,8 +15,8 @@ export function successEnvelope<T>(data: T): Envelope<T> {
 }
 
 export function errorEnvelope(failure: NanoPayError): Envelope<never> {
-  // Facts a program acts on (a policy refusal's rule and room, an approval's id) beside code and message.
-  return { success: false, data: null, error: { ...failure.details, error: failure.code, message: failure.message } };
+  // Facts a program acts on (a policy refusal's rule and room, an approval's id) beside code and message, and what to do next.
+  return { success: false, data: null, error: { ...failure.details, error: failure.code, message: failure.message, ...(failure.hint === undefined ? {} : { hint: failure.hint }) } };
 }
 
 /**

@@ -5,7 +5,7 @@ import type { ServerLog } from '../http/log.js';
 import type { Counter, Metrics } from '../http/metrics.js';
 import { probeRoutes, type Probes } from '../http/probes.js';
 import { startHttpServer, type Call, type HttpServerOptions, type Route } from '../http/server.js';
-import type { Session } from '../ops/session.js';
+import type { ToolsetHolder } from './session.js';
 import { checkInput, findTool, type Tool, type ToolInput } from './tools.js';
 
 export interface ToolsetOptions {
@@ -107,9 +107,10 @@ export function routesFor(tools: readonly ToolRoute[], run: (tool: Tool, input: 
 /**
  * The local HTTP toolset: the tools over the spec's routes (and /http/fetch-paid), behind the
  * guards that keep web pages out (Host, Origin, Sec-Fetch-Site, JSON bodies)
- * and, when set, the user check and the token.
+ * and, when set, the user check and the token. It serves from the start:
+ * while its session cannot be opened, each call answers why.
  */
-export async function startToolset(session: Session, options: ToolsetOptions): Promise<RunningToolset> {
+export async function startToolset(holder: ToolsetHolder, options: ToolsetOptions): Promise<RunningToolset> {
   if (!isLoopback(options.host) && options.token === undefined) {
     throw new NanoPayError('USAGE', `Listening on ${options.host} (not loopback) requires a token`, { hint: 'Pass --token-file or set NANOPAY_TOOLSET_TOKEN.' });
   }
@@ -117,7 +118,8 @@ export async function startToolset(session: Session, options: ToolsetOptions): P
   const routes = routesFor(
     TOOL_ROUTES,
     async (tool, input, call) => {
-      const data = await tool.handler(session, input, call.signal);
+      // While the session cannot be opened (no wallet, no password), each call answers why, and what to run.
+      const data = await tool.handler(await holder.session(), input, call.signal);
       if (tool.writes) options.afterWrite?.();
       return data;
     },

@@ -2,7 +2,8 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { SANDBOX_NOTE, talkedToSandbox, withSandboxMark } from '../api/sandbox-mark.js';
-import type { Session } from '../ops/session.js';
+import { errorEnvelope, publicFailure } from '../http/respond.js';
+import type { ToolsetHolder } from './session.js';
 import { TOOLS, functionName, lookupTool, runTool } from './tools.js';
 
 export interface McpOptions {
@@ -16,9 +17,11 @@ export interface McpOptions {
  * JSON text and as structured content; a failed tool is an error result with
  * the code and message, never a protocol error. stdout is the protocol's alone.
  * Answers of the sandbox make it `"sandbox": true`, with the note in words
- * beside it, so an agent can tell its user the money was test money.
+ * beside it, so an agent can tell its user the money was test money. It
+ * completes the handshake whatever happens: while its session cannot be
+ * opened, every call answers why and what to run.
  */
-export async function serveMcp(session: Session, options: McpOptions): Promise<{ closed: Promise<void> }> {
+export async function serveMcp(holder: ToolsetHolder, options: McpOptions): Promise<{ closed: Promise<void> }> {
   const server = new Server({ name: 'nanopay', version: options.version }, { capabilities: { tools: {} } });
 
   // Listed under names the main clients accept (wallet_send); the spec's dotted
@@ -40,7 +43,9 @@ export async function serveMcp(session: Session, options: McpOptions): Promise<{
       const envelope = { success: false, data: null, error: { error: 'NOT_FOUND', message: `No tool named "${request.params.name}"` } };
       return { isError: true, content: [{ type: 'text' as const, text: JSON.stringify(envelope) }], structuredContent: envelope };
     }
-    const { envelope } = await runTool(session, tool, request.params.arguments ?? {}, extra.signal);
+    // A session that cannot be opened (no wallet, no password) answers its failure and hint, as the tool's error.
+    const session = await holder.session().catch((error: unknown) => error as Error);
+    const { envelope } = session instanceof Error ? { envelope: errorEnvelope(publicFailure(session)) } : await runTool(session, tool, request.params.arguments ?? {}, extra.signal);
     options.log?.(`tool ${functionName(tool.name)} ${envelope.success ? 'ok' : envelope.error?.error} ${Date.now() - started}ms`);
     if (tool.writes && envelope.success) options.afterWrite?.();
     const marked = withSandboxMark(envelope) as Record<string, unknown>;
