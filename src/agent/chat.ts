@@ -205,6 +205,25 @@ function describe(name: string, data: Record<string, unknown>): string {
       return data.is_paid === true ? `Request ${d('transaction_id')} is paid.` : `Request ${d('transaction_id')} is not paid yet.`;
     case 'credits.get':
       return `${d('credits')} credits left.`;
+    case 'spending.status': {
+      const spent = data.spent as Record<string, string>;
+      const rules = data.rules as { rule: string; kind: string; limit: string; remaining?: string; room_back_at?: string }[];
+      const waiting = data.pending_approvals as { id: string; amount: string; recipient: string; host?: string }[];
+      const lines = [`Spent ${spent.last_hour} XNO in the last hour, ${spent.last_24_hours} XNO in the last 24 hours, ${spent.last_30_days} XNO in the last 30 days.`];
+      if (data.sealed === false) lines.push('The spending policy was changed behind its seal: every payment is refused until a person reseals it.');
+      if (rules.length === 0) lines.push('No spending limit applies.');
+      for (const r of rules) {
+        const left = r.remaining === undefined ? '' : `: ${r.remaining} XNO left${r.room_back_at === undefined || r.remaining === r.limit ? '' : `, more from ${r.room_back_at}`}`;
+        lines.push(`- ${r.rule} ${r.limit} XNO${left}`);
+      }
+      lines.push(waiting.length === 0 ? 'Nothing waits for approval.' : `Waiting for a person's approval: ${waiting.map((a) => `${a.amount} XNO to ${a.host ?? a.recipient} (${a.id})`).join('; ')}.`);
+      return lines.join('\n');
+    }
+    case 'wallet.history': {
+      const items = data.history as { type: string; counterparty: string | null; amount: string; time: string | null }[];
+      if (items.length === 0) return 'No payments yet.';
+      return items.map((h) => `- ${h.time ?? '?'} ${h.type} ${h.amount} XNO${h.counterparty === null ? '' : ` ${h.type === 'send' ? 'to' : 'from'} ${h.counterparty}`}`).join('\n');
+    }
     case 'credits.topup':
       return `Bought ${d('topped_up_credits')} credits; the balance is now ${d('new_credits_balance')}.`;
     case 'donate.send':

@@ -27,6 +27,10 @@ interface Sentence {
 }
 
 const ADDRESS = /^(?:nano|xrb)_[a-z0-9]+$/i;
+/** A contact of the profile, named as the tools take it (the tool resolves it, or says there is none). */
+const CONTACT = /^@[a-z0-9][a-z0-9._-]{0,31}$/i;
+/** An amount written with a decimal comma ("1,5"): never guessed, asked about. */
+const COMMA_AMOUNT = /^Ӿ?[0-9]+,[0-9]+(?:xno|nano|Ӿ)?$/i;
 const URI = /^(?:nano|nanorep|xrb):/i;
 /** A number as typed (the tool decides whether it is a valid amount), with an optional XNO sign or unit glued on. */
 const AMOUNT = /^Ӿ?([0-9.][0-9.,_eE+-]*)(?:xno|nano|Ӿ)?$/i;
@@ -41,6 +45,8 @@ const NEGATION = /\b(?:not|no|never|don't|dont|didn't|doesn't|won't|wont|shouldn
 /** Words a money-moving sentence may hold besides its verb, amount and address. */
 const SPEND_FILLERS = new Set(['to', 'into', 'the', 'a', 'an', 'of', 'address', 'account', 'wallet', 'exactly', 'from', 'my', 'xno', 'nano', 'Ӿ']);
 const SEND_VERBS = new Set(['send', 'pay', 'transfer', 'give', 'tip', 'wire']);
+/** Words a payment link may come with ("pay the invoice nano:…"). */
+const URI_FILLERS = new Set(['invoice', 'bill', 'request', 'link', 'payment', 'this', 'that', 'uri']);
 
 const PLAIN_ORDER = 'To send, say just the amount in XNO and one address, e.g. "send 0.1 to nano_…"';
 
@@ -102,15 +108,17 @@ function writes(s: Sentence): Intent | undefined {
   return undefined;
 }
 
-/** Amounts, addresses and the words that are neither, of a write's words after its verb. */
-function pieces(words: string[]): { amounts: string[]; addresses: string[]; uris: string[]; others: string[] } {
+/** Amounts, addresses (and contacts, @NAME), and the words that are neither, of a write's words after its verb. */
+function pieces(words: string[]): { amounts: string[]; addresses: string[]; uris: string[]; others: string[]; commas: string[] } {
   const amounts: string[] = [];
   const addresses: string[] = [];
   const uris: string[] = [];
   const others: string[] = [];
+  const commas: string[] = [];
   for (const word of words) {
-    if (ADDRESS.test(word)) addresses.push(word);
+    if (ADDRESS.test(word) || CONTACT.test(word)) addresses.push(word);
     else if (URI.test(word)) uris.push(word);
+    else if (COMMA_AMOUNT.test(word)) commas.push(word);
     else if (XNO_UNIT.has(word.toLowerCase())) others.push(word.toLowerCase());
     else {
       const amount = AMOUNT.exec(word);
@@ -118,7 +126,15 @@ function pieces(words: string[]): { amounts: string[]; addresses: string[]; uris
       else others.push(word.toLowerCase());
     }
   }
-  return { amounts, addresses, uris, others };
+  return { amounts, addresses, uris, others, commas };
+}
+
+/** "1,5": the amount meant is asked about, never guessed (in some languages it is 1.5, in others fifteen hundred…). */
+function commaAmount(p: { commas: string[] }, example: string): Intent | undefined {
+  const word = p.commas[0];
+  if (word === undefined) return undefined;
+  const dotted = word.replace(/^Ӿ/, '').replace(/(?:xno|nano|Ӿ)$/i, '').replace(',', '.');
+  return unknown(`Did you mean ${dotted}? Amounts are written with a dot (${example}); nothing was done.`);
 }
 
 /** Why a sentence is not read as an order, or undefined when it is one. */
@@ -132,7 +148,9 @@ function send(s: Sentence, words: string[]): Intent {
   const why = notAnOrder(s);
   if (why !== undefined) return unknown(`${why}. ${PLAIN_ORDER}.`);
   const p = pieces(words);
-  if (p.uris.length === 1 && p.amounts.length === 0 && p.addresses.length === 0 && p.others.every((w) => SPEND_FILLERS.has(w))) return payUri(p.uris[0] as string);
+  const comma = commaAmount(p, '"send 1.5 to nano_…"');
+  if (comma !== undefined) return comma;
+  if (p.uris.length === 1 && p.amounts.length === 0 && p.addresses.length === 0 && p.others.every((w) => SPEND_FILLERS.has(w) || URI_FILLERS.has(w))) return payUri(p.uris[0] as string);
   if (p.amounts.length !== 1 || p.addresses.length !== 1 || p.uris.length > 0) {
     return unknown(`I need exactly one amount and one address to send, and found ${p.amounts.length} and ${p.addresses.length + p.uris.length}; nothing was sent. ${PLAIN_ORDER}.`);
   }
@@ -167,6 +185,8 @@ function donate(s: Sentence, words: string[]): Intent {
   const why = notAnOrder(s);
   if (why !== undefined) return unknown(`${why}. To donate, say e.g. "donate 0.01".`);
   const p = pieces(words);
+  const comma = commaAmount(p, '"donate 0.5"');
+  if (comma !== undefined) return comma;
   const fillers = new Set([...SPEND_FILLERS, 'service', 'nanopay', 'project', 'developers', 'donation']);
   if (p.amounts.length !== 1 || p.addresses.length > 0 || p.uris.length > 0 || p.others.some((w) => !fillers.has(w))) {
     return unknown('To donate, say one amount in XNO, e.g. "donate 0.01" (donations go to the service); nothing was donated.');
@@ -178,6 +198,8 @@ function request(s: Sentence, words: string[]): Intent {
   const why = notAnOrder(s);
   if (why !== undefined) return unknown(`${why}. To ask for a payment, say e.g. "request 2.5".`);
   const p = pieces(words);
+  const comma = commaAmount(p, '"request 2.5"');
+  if (comma !== undefined) return comma;
   // No "from": the address of a request is the one paid, never the payer's.
   const fillers = new Set(['to', 'into', 'the', 'a', 'an', 'of', 'for', 'payment', 'on', 'at', 'me', 'new', 'my', 'address', 'account', 'wallet', 'exactly', 'xno', 'nano', 'Ӿ']);
   if (p.amounts.length !== 1 || p.addresses.length > 1 || p.uris.length > 0 || p.others.some((w) => !fillers.has(w))) {
@@ -205,12 +227,39 @@ function reads(s: Sentence): Intent | undefined {
   const status = paymentStatus(s.text);
   if (status !== undefined) return tool('payment.status', { transaction_id: status });
   if (s.words.some((w) => ADDRESS.test(w) || URI.test(w))) return undefined;
+  const listed = history(s.text);
+  if (listed !== undefined) return tool('wallet.history', listed);
+  if (SPENDING.some((pattern) => pattern.test(s.text))) return tool('spending.status', {});
   if (/\bcredits?\b|\btop-?up prices?\b|^prices$/.test(s.text)) return tool('credits.get', {});
   if (/\bbalance\b/.test(s.text) || /^how much (?:xno |nano |money )?(?:do i have|have i got|is (?:there )?(?:in|on) (?:my|the) (?:wallet|account))\b/.test(s.text)) {
     return tool('wallet.balance', /\breceiv(?:e|ing)\b/.test(s.text) ? { auto_receive_pending_blocks: true } : {});
   }
   if (/^(?:(?:show|check)(?: me)? )?(?:my )?(?:funds|wallet|money)$/.test(s.text) || /^what(?:'s| is)? in my (?:wallet|account)$/.test(s.text)) return tool('wallet.balance', {});
   return undefined;
+}
+
+/** Questions about what may be spent, what was, and what waits for approval: the spending status. */
+const SPENDING = [
+  /^how much (?:xno |nano |money )?(?:did|have) i (?:spent|spend|paid|pay)\b/,
+  /^how much (?:more )?(?:xno |nano |money )?(?:can|may) i (?:still )?(?:spend|pay|send)\b/,
+  /^what(?:'s| is)? (?:my |the )?(?:spending |payment )?(?:limits?|budgets?)\b/,
+  /^what(?:'s| is)? (?:left|remaining)\b/,
+  /^(?:show |list |check )?(?:my |the )?(?:spending|budget|budgets|limits|spending limits?|spending status|policy)$/,
+  /^(?:show |list |check )?(?:me )?(?:my |the )?(?:pending |waiting )?approvals$/,
+  /^(?:is there |is |are there |what(?:'s| is) )?(?:anything |something |payments )?waiting for (?:my |an? |your )?approvals?\b/,
+  /^(?:what|which) (?:payments|spends) (?:are )?(?:waiting|pending|held)\b/,
+];
+
+const NUMBER_WORDS: Record<string, number> = { one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, seven: 7, eight: 8, nine: 9, ten: 10, twenty: 20 };
+
+/** "show my last 3 payments", "history", "recent transactions": the history, with how many when said. */
+function history(text: string): Record<string, string> | undefined {
+  if (/^(?:(?:show|list)(?: me)? )?(?:my |the )?(?:payment |transaction |wallet )?history$/.test(text)) return {};
+  const m = /^(?:(?:show|list|what are|what were)(?: me)? )?(?:my |the )?(?:last|latest|recent|most recent)(?: (\d{1,3}|[a-z]+))? (?:payments|transactions|sends|blocks|transfers)$/.exec(text);
+  if (m === null) return /^what did i (?:pay|send|spend) (?:recently|lately|last)$/.test(text) ? {} : undefined;
+  const count = m[1] === undefined ? undefined : /^\d+$/.test(m[1]) ? Number(m[1]) : NUMBER_WORDS[m[1]];
+  if (m[1] !== undefined && count === undefined) return undefined;
+  return count === undefined ? {} : { limit: String(Math.min(count, 100)) };
 }
 
 /** The transaction id of a status question ("status <id>", "is <id> paid?", …); ids hold a digit or a dash. */
@@ -246,10 +295,12 @@ export const HELP = [
   'I understand:',
   '  balance / how much do I have            the balance and pending amount',
   '  receive                                 receive everything pending, then the balance',
-  '  send 0.1 to nano_… / pay nano_… 0.1     send XNO to an address (or: pay nano:…?amount=…)',
+  '  send 0.1 to nano_… / pay nano_… 0.1     send XNO to an address or a contact (@alice), or pay nano:…?amount=…',
   '  request 2.5 [to nano_…]                 a payment request for 2.5 XNO (also: receive 2.5, get paid 2.5, bill 2.5)',
   '  status <id> / is <id> paid?             whether a payment request was paid',
   '  credits                                 the API credit balance and top-up prices',
+  '  how much did I spend / what is my limit  what the spending policy still allows, and what waits for approval',
+  '  show my last 5 payments / history       the latest payments of the wallet',
   '  top up 100 / buy 100 credits            buy 100 credits',
   '  donate 0.01                             donate XNO to the service',
   '  confirm <token>                         carry out a payment that asked for confirmation',

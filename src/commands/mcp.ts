@@ -3,7 +3,7 @@ import { serveMcp } from '../toolset/mcp.js';
 import { holdToolsetSession } from '../toolset/session.js';
 
 export default class Mcp extends SessionCommand {
-  static override summary = 'Serve the seven tools over MCP on stdio (for agents).';
+  static override summary = 'Serve nanopay\'s tools over MCP on stdio (for agents).';
   static override description = `Standard output carries only protocol messages; logs go to stderr. Signs through the unlocked session (nanopay unlock
 --scope mcp) or unlocks the wallet once at start; spending limits apply. It always completes the MCP handshake: while it
 cannot serve (no wallet, no API key, no password source or session), every tool call answers why and what to run, and it

@@ -10,7 +10,7 @@ import { holdToolsetSession } from '../toolset/session.js';
 import { configDir } from '../wallet/paths.js';
 
 export default class Serve extends SessionCommand {
-  static override summary = 'Run the local HTTP toolset (the seven tools) on 127.0.0.1:3123.';
+  static override summary = 'Run the local HTTP toolset (nanopay\'s tools over HTTP) on 127.0.0.1:3123.';
   static override description = `Signs through the unlocked session (nanopay unlock --scope toolset), or unlocks the wallet once at start, and keeps
 running; while it cannot serve (no wallet, no password source or session), each call answers why and what to run, and
 it tries again at each call. Refuses requests whose Host is not the listen

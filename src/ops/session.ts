@@ -24,7 +24,7 @@ import { checkDatabaseUrl } from '../store/url.js';
 import type { Store } from '../store/store.js';
 import type { SpendingPolicy } from '../wallet/config.js';
 import { profilePolicy, stricter, type FrontEnd } from './spending/policy.js';
-import type { SpendAuthority } from './spending/request.js';
+import type { SpendAuthority, SpendingStatus } from './spending/request.js';
 import { canonicalJson, policySealHolds, policyTampered, sealProfile } from './spending/seal.js';
 import { spendToWire, verdictFromWire } from './spending/wire.js';
 
@@ -411,7 +411,7 @@ export class Session {
     const keys = await this.keys();
     if (!('unlocked' in keys)) return undefined;
     const { unlocked } = keys;
-    return { judge: async (spend, mode) => verdictFromWire(await unlocked.judge(spendToWire(spend), mode)) };
+    return { judge: async (spend, mode) => verdictFromWire(await unlocked.judge(spendToWire(spend), mode)), status: async () => (await unlocked.spending()) as unknown as SpendingStatus };
   }
 
   async context(signal?: AbortSignal): Promise<OpsContext> {

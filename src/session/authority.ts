@@ -2,7 +2,8 @@ import { NanoPayError } from '../errors.js';
 import { ZERO_HASH, addressToPublicKey, hashBlock, linkAsAccount, type StateBlock } from '../nano/index.js';
 import { admitSpend, decideSpend, refused, screenSpend, type Judge } from '../ops/spending/decide.js';
 import { judgedAs, profilePolicy, stricter, type CountedSpend, type SessionScope, type Verdict } from '../ops/spending/policy.js';
-import type { SpendRequest } from '../ops/spending/request.js';
+import type { SpendingStatus, SpendRequest } from '../ops/spending/request.js';
+import { summarizeSpending } from '../ops/spending/status.js';
 import { policySealHolds, policyTampered } from '../ops/spending/seal.js';
 import { withSpendingLock } from '../ops/spending/spend-log.js';
 import type { Store } from '../store/store.js';
@@ -123,6 +124,11 @@ export class SessionAuthority {
     const error = new NanoPayError('APPROVAL_INVALID', `The approval ${spend.approvalId} was used already through this session: an approval pays one spend once; nothing was signed`);
     if (record) await refused(judge, spend, error);
     throw error;
+  }
+
+  /** What the scope still lets a caller spend, and what waits for a person. */
+  status(): Promise<SpendingStatus> {
+    return summarizeSpending(this.judge());
   }
 
   /** What the scope says of a spend before anything is signed: `dry` records nothing; `screen` records a refusal or holds it for a person. */

@@ -127,6 +127,7 @@ const FIELDS: Record<AgentRequest['op'], readonly string[]> = {
   stop: [],
   credentials: [],
   wallets: [],
+  spending: [],
   account: ['wallet', 'index'],
   judge: ['mode', 'spend'],
   sign: ['wallet', 'index', 'block', 'previous', 'spend', 'own'],
@@ -225,6 +226,8 @@ async function answerTo(text: string): Promise<{ body: AgentAnswer | AgentFailur
         return { body: status };
       case 'credentials':
         return { body: { ...status, credentials: Object.fromEntries(keys.credentials) } };
+      case 'spending':
+        return { body: { ...status, spending: { ...(await judging.status()) } } };
       case 'wallets':
         return { body: { ...status, wallets: Object.fromEntries([...keys.wallets].map(([name, secret]) => [name, secret.kind])) } };
       case 'judge':

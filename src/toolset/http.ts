@@ -76,8 +76,10 @@ export const TOOL_ROUTES: readonly ToolRoute[] = [
   { method: 'GET', path: '/credits', tool: 'credits.get', input: () => ({}) },
   { method: 'POST', path: '/credits/topup/:credits_amount', tool: 'credits.topup', input: ({ params, body }) => ({ ...approvalIn(body), credits_amount: params.credits_amount }) },
   { method: 'POST', path: '/donate/:amount', tool: 'donate.send', input: ({ params, body }) => ({ ...approvalIn(body), amount: params.amount }) },
-  // Not in the spec: fetch a URL paying its x402 challenge (nanopay fetch).
+  // Not in the spec: fetch a URL paying its x402 challenge (nanopay fetch); what may still be spent; the history.
   { method: 'POST', path: '/http/fetch-paid', tool: 'http_fetch_paid', input: ({ body }) => body },
+  { method: 'GET', path: '/spending/status', tool: 'spending.status', input: () => ({}) },
+  { method: 'GET', path: '/wallet/history', tool: 'wallet.history', input: ({ query }) => (query.get('limit') === null ? {} : { limit: query.get('limit') }) },
 ];
 
 /** The count of tool calls by tool and result (ok, error): payments are the calls of wallet.send, donate.send, credits.topup. */

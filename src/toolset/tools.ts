@@ -1,6 +1,8 @@
 import { NanoPayError } from '../errors.js';
 import { errorEnvelope, type Envelope } from '../http/respond.js';
 import { balance } from '../ops/account/balance.js';
+import { history } from '../ops/account/history.js';
+import { spendingStatus } from '../ops/spending/status.js';
 import { credits, parseTier, topup } from '../ops/spending/credits.js';
 import { donate } from '../ops/spending/donate.js';
 import { paymentStatus, requestPayment } from '../ops/requests/payments.js';
@@ -203,6 +205,35 @@ export const TOOLS: Tool[] = [
     handler: async (session, input, signal) => {
       const result = await donate(session, { amount: { xno: text(input, 'amount') }, ...keyOf(input), ...approvalOf(input), ...(signal === undefined ? {} : { signal }) });
       return { success: result.success, amount: result.amount, message: result.message, hash: result.hash, repeated: result.repeated };
+    },
+  },
+  {
+    name: 'spending.status',
+    title: 'What I may still spend',
+    annotations: READ,
+    description:
+      'Read only: what this wallet may still spend under its spending policy, as its spends are judged: each rule (per-send, hour/day/30d budgets, ask-above) with its limit, what its window holds, what is left and when room comes back; what was spent in the last hour, 24 hours and 30 days; the recipients and hosts refused or allowed; the spends waiting for a person\'s approval.',
+    inputSchema: schema({}),
+    writes: false,
+    handler: async (session) => ({ ...(await spendingStatus(session)) }),
+  },
+  {
+    name: 'wallet.history',
+    title: 'Payment history',
+    annotations: READ,
+    description: 'Read only: the latest blocks of the wallet\'s account, newest first: each send (to whom) and receive (from whom), its amount, balance after and time.',
+    inputSchema: schema({ limit: str('how many, newest first: 1 to 100 (default 10)') }),
+    writes: false,
+    handler: async (session, input) => {
+      const limit = input.limit === undefined ? 10 : Number(input.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new NanoPayError('INVALID_REQUEST', '"limit" must be a whole number from 1 to 100');
+      const result = await history(session, { limit });
+      return {
+        account: result.account,
+        source: result.source,
+        history: result.history.map((h) => ({ hash: h.hash, type: h.type, counterparty: h.counterparty, amount: h.amount, balance: h.balance, time: h.time })),
+        more: result.more,
+      };
     },
   },
   {

@@ -51,6 +51,8 @@ export type AgentRequest =
   | { op: 'credentials' }
   /** The names and kinds of the wallets it holds (no secret). */
   | { op: 'wallets' }
+  /** What its scope still lets a caller spend, and what waits for a person. */
+  | { op: 'spending' }
   /** The address and public key of a wallet's account. */
   | { op: 'account'; wallet: string; index: number }
   /** What the session's scope says of a spend: `dry` records nothing, `screen` records a refusal or holds it for a person. */
@@ -75,6 +77,7 @@ export interface AgentAnswer {
   scope: string;
   credentials?: Credentials;
   wallets?: Record<string, string>;
+  spending?: Record<string, unknown>;
   address?: string;
   public_key?: string;
   signature?: string;
@@ -214,6 +217,8 @@ export interface UnlockedKeys {
   account(wallet: string, index: number): Promise<{ address: string; publicKey: string } | undefined>;
   /** The wallets it holds, by name, with their kinds. */
   wallets(): Promise<Record<string, string>>;
+  /** What its scope still lets a caller spend, and what waits for a person. */
+  spending(): Promise<Record<string, unknown>>;
   /** What the session's scope says of a spend (its refusal or hold is thrown as the session's error). */
   judge(spend: SpendWire, mode: 'dry' | 'screen'): Promise<VerdictWire>;
   /** The block's signature by a wallet's account, made in the session once it judged the block; undefined once the session has ended. */
@@ -286,6 +291,11 @@ export async function openUnlocked(dir: string, profile: string, keystore: strin
       const answer = await later({ op: 'wallets' });
       if (answer === undefined) throw ended();
       return answer.wallets ?? {};
+    },
+    spending: async () => {
+      const answer = await later({ op: 'spending' });
+      if (answer?.spending === undefined) throw ended();
+      return answer.spending;
     },
     judge: async (spend, mode) => {
       const answer = await later({ op: 'judge', mode, spend });

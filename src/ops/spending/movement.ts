@@ -174,7 +174,7 @@ function spendRequest<A>(ctx: OpsContext, m: Movement<A>, to: string): SpendRequ
 }
 
 /** The spending decisions of this process: the key store opened with the password, the policy checked against its seal. */
-function judgeOf(ctx: OpsContext): Judge {
+export function judgeOf(ctx: OpsContext): Judge {
   return { profile: ctx.profile, frontEnd: ctx.frontEnd, policy: ctx.policy, now: ctx.now, store: ctx.store, contacts: ctx.contacts, counted: (since) => countedSpends(ctx, since), sealKey: ctx.sealKey };
 }
 

@@ -98,7 +98,7 @@ function stricterMap(a: Record<string, RuleLimits> | undefined, b: Record<string
 
 /** Both policies at once: every rule of either holds, the stricter where both set one (a process adds rules, never lifts one). */
 export function stricter(a: SpendingPolicy, b: SpendingPolicy): SpendingPolicy {
-  const lists = (x?: string[], y?: string[]): string[] | undefined => (x === undefined && y === undefined ? undefined : [...(x ?? []), ...(y ?? [])]);
+  const lists = (x?: string[], y?: string[]): string[] | undefined => (x === undefined && y === undefined ? undefined : [...new Set([...(x ?? []), ...(y ?? [])])]);
   const allowOf = (x?: string[], y?: string[]): string[] | undefined => (x === undefined || y === undefined ? (x ?? y) : x.filter((v) => y.includes(v)));
   const recipients = stricterMap(a.recipients, b.recipients);
   const hosts = stricterMap(a.hosts, b.hosts);
@@ -275,4 +275,49 @@ export function lookback(policy: SpendingPolicy): number {
     if (limits.askAboveHour !== undefined) ms = Math.max(ms, WINDOWS.hour);
   }
   return ms;
+}
+
+/** One rule as it stands for the caller: its limit, what the window holds, what is left and when room comes back. */
+export interface RuleStanding {
+  /** As `policy set` takes it ("day --front-end mcp"). */
+  rule: string;
+  kind: 'per-send' | 'budget' | 'ask-above' | 'ask-above-hour';
+  limitRaw: bigint;
+  /** A budget's (and ask-above-hour's): what counts in its window now. */
+  spentRaw?: bigint;
+  remainingRaw?: bigint;
+  /** When the oldest spend in the window leaves it, giving room back (none while nothing is spent). */
+  roomBackAtMs?: number;
+}
+
+/**
+ * Every amount rule that applies to spends judged as `frontEnd`, with what it
+ * leaves now: the profile's, the front end's (every front end's for '*'),
+ * x402's, and each recipient's and host's (for spends to them).
+ */
+export function standing(policy: SpendingPolicy, frontEnd: JudgedAs, counted: CountedSpend[], contacts: Record<string, string>, now: number): RuleStanding[] {
+  const out: RuleStanding[] = [];
+  const mine = scopes(policy, contacts).filter((scope) => !scope.flag.startsWith(' --front-end ') || scope.flag === ' --front-end x402' || frontEnd === '*' || scope.flag === ` --front-end ${frontEnd}`);
+  for (const scope of mine) {
+    const { limits } = scope;
+    if (limits.perSend !== undefined) out.push({ rule: `per-send${scope.flag}`, kind: 'per-send', limitRaw: BigInt(limits.perSend) });
+    if (limits.askAbove !== undefined) out.push({ rule: `ask-above${scope.flag}`, kind: 'ask-above', limitRaw: BigInt(limits.askAbove) });
+    const windows: [Window | 'askAboveHour', string | undefined][] = [...(Object.keys(WINDOWS) as Window[]).map((w) => [w, limits[w]] as [Window, string | undefined]), ['askAboveHour', limits.askAboveHour]];
+    for (const [window, limit] of windows) {
+      if (limit === undefined) continue;
+      const ms = window === 'askAboveHour' ? WINDOWS.hour : WINDOWS[window];
+      const within = counted.filter((c) => c.at > now - ms && scope.has(c) && (window !== 'askAboveHour' || !c.attended));
+      const spent = sum(within);
+      const oldest = within.reduce<number | undefined>((first, c) => (first === undefined || c.at < first ? c.at : first), undefined);
+      out.push({
+        rule: `${window === 'askAboveHour' ? 'ask-above-hour' : WINDOW_NAMES[window][0]}${scope.flag}`,
+        kind: window === 'askAboveHour' ? 'ask-above-hour' : 'budget',
+        limitRaw: BigInt(limit),
+        spentRaw: spent,
+        remainingRaw: BigInt(limit) > spent ? BigInt(limit) - spent : 0n,
+        ...(oldest === undefined ? {} : { roomBackAtMs: oldest + ms }),
+      });
+    }
+  }
+  return out;
 }

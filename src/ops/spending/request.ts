@@ -31,4 +31,22 @@ export interface SpendRequest {
  */
 export interface SpendAuthority {
   judge(spend: SpendRequest, mode: 'dry' | 'screen'): Promise<Verdict>;
+  /** What the session's scope still lets its caller spend, and what waits for a person (status.ts's SpendingStatus). */
+  status(): Promise<SpendingStatus>;
+}
+
+/** What a caller (an agent above all) may still spend, and what waits for a person: read-only, from the rules that judge its spends. */
+export interface SpendingStatus {
+  /** Who its spends are judged as: the process's front end, or the unlocked session's scope ("*": every front end's rules). */
+  judged_as: string;
+  /** False when the policy was changed behind its seal: every spend is refused until a person reseals it. */
+  sealed: boolean;
+  /** The profile's spends that count (landed or in flight), every account together. */
+  spent: { last_hour: string; last_24_hours: string; last_30_days: string };
+  /** Each amount rule that applies, with what it leaves and when room comes back (ISO). */
+  rules: { rule: string; kind: string; limit: string; spent?: string; remaining?: string; room_back_at?: string }[];
+  /** Recipients and hosts a spend cannot go to (deny), or must go to (allow, when not empty). */
+  lists: { deny_recipients: string[]; allow_recipients: string[]; deny_hosts: string[]; allow_hosts: string[] };
+  /** Spends held for a person's approval, not yet answered. */
+  pending_approvals: { id: string; amount: string; recipient: string; host?: string; rule: string; expires_at: string }[];
 }

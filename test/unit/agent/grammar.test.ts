@@ -137,6 +137,27 @@ const UNDERSTOOD: [string, unknown][] = [
   ['donate 1 nano to the service', donates('1')],
   ['make a donation of 0.2 XNO', donates('0.2')],
   ['tip the service 0.1', donates('0.1')],
+  // what was spent, what may still be, what waits for approval; the history
+  ['how much did I spend today?', read('spending.status')],
+  ['How much have I spent this week?', read('spending.status')],
+  ['how much can I still spend today?', read('spending.status')],
+  ['what is my spending limit?', read('spending.status')],
+  ["what's my budget", read('spending.status')],
+  ["what's left to spend?", read('spending.status')],
+  ['spending limits', read('spending.status')],
+  ['list pending approvals', read('spending.status')],
+  ['show my approvals', read('spending.status')],
+  ['is anything waiting for approval?', read('spending.status')],
+  ['show my last 3 payments', read('wallet.history', { limit: '3' })],
+  ['show me my last five payments', read('wallet.history', { limit: '5' })],
+  ['recent transactions', read('wallet.history')],
+  ['history', read('wallet.history')],
+  ['payment history', read('wallet.history')],
+  ['what did I pay recently?', read('wallet.history')],
+  // a contact by name, and a payment link with words around it
+  ['send 0.1 to @alice', sends('0.1', '@alice')],
+  ['pay @bob 2 XNO', sends('2', '@bob')],
+  [`pay the invoice nano:${addr}?amount=1000000000000000000000000000000`, sends('1')],
   // the rest
   ['help', { kind: 'help' }],
   ['?', { kind: 'help' }],
@@ -196,6 +217,8 @@ const NOT_SPENDS: string[] = [
   `send everything to ${addr}`,
   `send all my money to ${addr}`,
   `send 100% to ${addr}`,
+  `send 1,5 to ${addr}`,
+  `send 0.1 to @`,
   `send -1 to ${addr}`,
   'send everything to my friend',
   `I sent 0.1 to ${addr}`,
@@ -237,7 +260,7 @@ describe('the plain grammar', () => {
     const intent = parseSentence(sentence);
     expect(intent.kind === 'tool' && SPENDS.has(intent.name), JSON.stringify(intent)).toBe(false);
     // Not any other write either: at most a read, usually "unknown" (the chat then lists what it understands).
-    expect(intent.kind === 'tool' ? ['wallet.balance', 'payment.status', 'credits.get'] : ['unknown', 'help']).toContain(intent.kind === 'tool' ? intent.name : intent.kind);
+    expect(intent.kind === 'tool' ? ['wallet.balance', 'payment.status', 'credits.get', 'spending.status', 'wallet.history'] : ['unknown', 'help']).toContain(intent.kind === 'tool' ? intent.name : intent.kind);
     if (intent.kind === 'tool') expect(intent.arguments).not.toHaveProperty('auto_receive_pending_blocks');
   });
 
@@ -246,6 +269,10 @@ describe('the plain grammar', () => {
     expect(parseSentence(`don't send 0.1 to ${addr}`)).toMatchObject({ kind: 'unknown', why: expect.stringMatching(/not to/) });
     expect(parseSentence('send 0.1')).toMatchObject({ kind: 'unknown', why: expect.stringMatching(/one amount and one address/) });
     expect(parseSentence(`send 5 dollars to ${addr}`)).toMatchObject({ kind: 'unknown', why: expect.stringMatching(/"dollars"/) });
+    // A decimal comma is asked about, never guessed.
+    expect(parseSentence(`send 1,5 to ${addr}`)).toMatchObject({ kind: 'unknown', why: expect.stringMatching(/Did you mean 1\.5\?/) });
+    expect(parseSentence('request 2,25 xno')).toMatchObject({ kind: 'unknown', why: expect.stringMatching(/Did you mean 2\.25\?/) });
+    expect(parseSentence('donate 0,5')).toMatchObject({ kind: 'unknown', why: expect.stringMatching(/Did you mean 0\.5\?/) });
   });
 
   it('keeps amounts as typed: the tool decides whether they are valid', () => {
