@@ -472,7 +472,7 @@ describe('the agent with a language model', () => {
     const first = f.model.received[0] as ModelRequest;
     expect(first.body.model).toBe('stand-in-1');
     expect(first.authorization).toBe(`Bearer ${MODEL_KEY}`);
-    expect(first.body.tools.map((t) => t.function.name)).toEqual(['wallet_balance', 'wallet_send', 'payment_request', 'payment_status', 'credits_get', 'credits_topup', 'donate_send', 'http_fetch_paid']);
+    expect(first.body.tools.map((t) => t.function.name)).toEqual(['wallet_balance', 'wallet_send', 'payment_request', 'payment_status', 'credits_get', 'credits_topup', 'donate_send', 'spending_status', 'wallet_history', 'http_fetch_paid']);
     expect(first.body.tools.map((t) => t.function.parameters)).toEqual(TOOLS.map((t) => t.inputSchema));
     await expectNoSecretShown(f);
   });
@@ -571,12 +571,14 @@ describe('the agent with a language model', () => {
           // The agent's own address: refused, nothing fetched (a model reaches no server of this machine, which
           // would answer this user's process without asking for a confirmation).
           ['8', 'http_fetch_paid', JSON.stringify({ url: `${agent.url}/status`, max_xno: '0.01' })],
+          ['9', 'spending_status', '{}'],
+          ['10', 'wallet_history', '{}'],
         )(),
       says('Done.'),
     );
     const events = await (await chat(agent.url, { message: 'Use every tool once' })).all();
     const results = events.filter((e) => e.type === 'tool_result');
-    expect(results.map((r) => (r.ok ? r.name : r.error.error))).toEqual(['wallet.balance', 'wallet.send', 'payment.request', 'credits.get', 'credits.topup', 'donate.send', 'payment.status', 'INVALID_REQUEST']);
+    expect(results.map((r) => (r.ok ? r.name : r.error.error))).toEqual(['wallet.balance', 'wallet.send', 'payment.request', 'credits.get', 'credits.topup', 'donate.send', 'payment.status', 'INVALID_REQUEST', 'spending.status', 'wallet.history']);
     expect(new Set(results.map((r) => r.name))).toEqual(new Set(TOOLS.map((t) => t.name)));
     expect(model.received).toHaveLength(3);
     await expectNoSecretShown(f);

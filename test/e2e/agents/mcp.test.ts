@@ -43,7 +43,7 @@ afterAll(async () => {
 describe('nanopay mcp over stdio', () => {
   it('lists the tools under names every main client accepts, each with a title and annotations', async () => {
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['credits_get', 'credits_topup', 'donate_send', 'http_fetch_paid', 'payment_request', 'payment_status', 'wallet_balance', 'wallet_send']);
+    expect(tools.map((t) => t.name).sort()).toEqual(['credits_get', 'credits_topup', 'donate_send', 'http_fetch_paid', 'payment_request', 'payment_status', 'spending_status', 'wallet_balance', 'wallet_history', 'wallet_send']);
     for (const tool of tools) {
       expect(tool.name).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
       expect(tool.title).toMatch(/\w/);
@@ -61,11 +61,13 @@ describe('nanopay mcp over stdio', () => {
       credits_topup: [false, true, false],
       donate_send: [false, true, false],
       http_fetch_paid: [false, true, false],
+      spending_status: [true, false, true],
+      wallet_history: [true, false, true],
     });
     const send = tools.find((t) => t.name === 'wallet_send');
     expect(send?.inputSchema).toMatchObject({ type: 'object', required: ['recipient_address', 'amount'] });
-    // approval_id: the id of an approval a person gave for this very send (the spending policy's ask-above).
-    expect(Object.keys(send?.inputSchema.properties ?? {})).toEqual(['recipient_address', 'amount', 'approval_id']);
+    // id: the idempotency key a retry repeats; approval_id: the id of an approval a person gave for this very send.
+    expect(Object.keys(send?.inputSchema.properties ?? {})).toEqual(['recipient_address', 'amount', 'id', 'approval_id']);
   });
 
   it('calls wallet_balance and payment_request by their listed names', async () => {

@@ -111,14 +111,15 @@ describe('the seven routes', () => {
     for (const tier of [10, 50, 100, 500, 1000, 5000, 10000, 50000, 100000]) expect(typeof credits.body.data?.[`current_credits_price_${tier}`]).toBe('number');
     const topup = await post('/credits/topup/10', {});
     expect(topup.status).toBe(200);
-    expect(topup.body.data).toEqual({ topped_up_credits: 10, new_credits_balance: expect.any(Number) });
+    // Upstream's fields, and the block that paid with whether it is a retry's answer (idempotency keys).
+    expect(topup.body.data).toEqual({ topped_up_credits: 10, new_credits_balance: expect.any(Number), hash: expect.stringMatching(/^[0-9A-F]{64}$/), repeated: false });
     expectEnvelopeError(await post('/credits/topup/7', {}), 400, 'INVALID_CREDITS_AMOUNT');
   });
 
   it('POST /donate/{amount}', async () => {
     const donated = await post('/donate/0.1', {});
     expect(donated.status).toBe(200);
-    expect(donated.body.data).toEqual({ success: true, amount: '0.1', message: expect.any(String) });
+    expect(donated.body.data).toEqual({ success: true, amount: '0.1', message: expect.any(String), hash: expect.stringMatching(/^[0-9A-F]{64}$/), repeated: false });
     expectEnvelopeError(await post('/donate/abc', {}), 400, 'INVALID_NUMBER_FORMAT');
   });
 
@@ -216,9 +217,9 @@ describe('clients of the upstream toolset', () => {
     expect((await httpCall(serve.url, 'GET', '/credits')).body).toMatchObject({ success: true, data: { credits: expect.any(Number) } });
     const topup = await httpCall(serve.url, 'POST', '/credits/topup/10');
     // The envelope, and (this toolset answers from the sandbox) its mark: test money.
-    expect(topup.body).toEqual({ success: true, data: { topped_up_credits: 10, new_credits_balance: expect.any(Number) }, error: null, sandbox: true });
+    expect(topup.body).toEqual({ success: true, data: { topped_up_credits: 10, new_credits_balance: expect.any(Number), hash: expect.any(String), repeated: false }, error: null, sandbox: true });
     const donated = await httpCall(serve.url, 'POST', '/donate/0.01');
-    expect(donated.body).toEqual({ success: true, data: { success: true, amount: '0.01', message: expect.any(String) }, error: null, sandbox: true });
+    expect(donated.body).toEqual({ success: true, data: { success: true, amount: '0.01', message: expect.any(String), hash: expect.any(String), repeated: false }, error: null, sandbox: true });
   });
 
   it('null is an absent optional field; a required one stays required', async () => {

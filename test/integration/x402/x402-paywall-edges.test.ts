@@ -124,7 +124,7 @@ describe('paywall: the path priced is the path forwarded (issue 31, point 1)', (
     }
     // What is refused says why, in the product's envelope.
     const refused = await asIs(plain, '/free/../secret');
-    expect([refused.status, JSON.parse(refused.body).error]).toEqual([400, { error: 'INVALID_REQUEST', message: expect.stringMatching(/dot segment/) }]);
+    expect([refused.status, JSON.parse(refused.body).error]).toEqual([400, { error: 'INVALID_REQUEST', message: expect.stringMatching(/dot segment/), hint: expect.stringMatching(/without dot segments/) }]);
     // Plain paths still pass, as sent, under the prefix, with their query.
     expect((await asIs(prefixed, '/free/x?a=1&b=%2e')).body).toBe('served GET /api/free/x?a=1&b=%2e');
     expect((await asIs(plain, '/free/x')).body).toBe('served GET /free/x');
