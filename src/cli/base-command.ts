@@ -1,7 +1,6 @@
 import { Command, Errors } from '@oclif/core';
-import { SANDBOX_NOTE, talkedToSandbox, withSandboxMark } from '../api/sandbox-mark.js';
+import { observeWaits, SANDBOX_NOTE, talkedToSandbox, withSandboxMark } from '../ops/observe.js';
 import { ExitCode, NanoPayError, toNanoPayError } from '../errors.js';
-import { observeWaits } from '../api/waits.js';
 import { commandFinished, interruption } from './interrupt.js';
 import { waitReporter } from './output/wait-report.js';
 import { colourless, endSpinners, stopSpinners } from './output/spinner.js';

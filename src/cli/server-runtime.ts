@@ -1,7 +1,7 @@
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { Flags } from '@oclif/core';
-import { observeWaits } from '../api/waits.js';
+import { observeWaits } from '../ops/observe.js';
 import { NanoPayError, notWritable } from '../errors.js';
 import { ensurePrivateDir } from '../fs/secure-fs.js';
 import { serveUntilSignal } from '../http/drain.js';

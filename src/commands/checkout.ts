@@ -5,7 +5,7 @@ import type { PasswordFlags } from '../cli/input/password.js';
 import { runFlags, ServerRuntime } from '../cli/server-runtime.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { DEFAULT_REDIRECT_SECONDS, DEFAULT_RELOAD_SECONDS } from '../checkout/page.js';
-import { talkedToSandbox } from '../api/sandbox-mark.js';
+import { talkedToSandbox } from '../ops/observe.js';
 import { startCheckoutServer } from '../checkout/server.js';
 import { checkoutConfirmations, checkoutReader, openCheckout } from '../ops/requests/checkout.js';
 

@@ -3,7 +3,7 @@ import { SessionCommand } from '../cli/session-command.js';
 import { progress, type Progress } from '../cli/output/spinner.js';
 import { xnoToRaw } from '../nano/index.js';
 import { receive, watchReceive, type ReceiveResult } from '../ops/account/receive.js';
-import { withSandboxMark } from '../api/sandbox-mark.js';
+import { withSandboxMark } from '../ops/observe.js';
 
 export default class Receive extends SessionCommand {
   static override summary = 'Receive every pending block of the active account (opening it if new).';

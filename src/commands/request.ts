@@ -3,7 +3,7 @@ import { QR_STYLES, renderQr, type QrStyle } from '../cli/output/qr.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { requestPayment, type PaymentRequestResult } from '../ops/requests/payments.js';
 import { watch } from '../cli/output/watch.js';
-import { withSandboxMark } from '../api/sandbox-mark.js';
+import { withSandboxMark } from '../ops/observe.js';
 import { formatDuration, parseDuration } from '../ops/duration.js';
 import { DEFAULT_REQUEST_EXPIRY_S, MAX_REQUEST_EXPIRY_S } from '../ops/requests/node-requests.js';
 import { askedAmount } from '../ops/money.js';

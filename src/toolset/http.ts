@@ -1,4 +1,4 @@
-import { withSandboxMark } from '../api/sandbox-mark.js';
+import { withSandboxMark } from '../ops/observe.js';
 import { NanoPayError } from '../errors.js';
 import { isLoopback } from '../http/guards.js';
 import type { ServerLog } from '../http/log.js';

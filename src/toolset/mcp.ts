@@ -1,7 +1,7 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { SANDBOX_NOTE, talkedToSandbox, withSandboxMark } from '../api/sandbox-mark.js';
+import { SANDBOX_NOTE, talkedToSandbox, withSandboxMark } from '../ops/observe.js';
 import { errorEnvelope, publicFailure } from '../http/respond.js';
 import type { ToolsetHolder } from './session.js';
 import { TOOLS, functionName, lookupTool, runTool } from './tools.js';

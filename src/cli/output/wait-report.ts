@@ -1,4 +1,4 @@
-import type { WaitObserver } from '../../api/waits.js';
+import type { WaitObserver } from '../../ops/observe.js';
 import { othersSpinning, progress, type Progress } from './spinner.js';
 
 /** How long a call may go unanswered before the terminal says whom it waits for. */

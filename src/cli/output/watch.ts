@@ -1,7 +1,7 @@
 import { watchPayment, type PaymentStatusResult } from '../../ops/requests/payments.js';
 import type { Session } from '../../ops/session.js';
 import { progress } from './spinner.js';
-import { withSandboxMark } from '../../api/sandbox-mark.js';
+import { withSandboxMark } from '../../ops/observe.js';
 
 /** Live polling shared by `status --watch` and `request --watch`: NDJSON events in JSON mode, a spinner otherwise. */
 export async function watch(

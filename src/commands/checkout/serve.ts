@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { talkedToSandbox } from '../../api/sandbox-mark.js';
+import { talkedToSandbox } from '../../ops/observe.js';
 import { NanoPayError } from '../../errors.js';
 import { backendCheck, serverFlags, ServerRuntime, storeCheck } from '../../cli/server-runtime.js';
 import { SessionCommand } from '../../cli/session-command.js';

@@ -1,6 +1,5 @@
 import { describeSource, table } from '../../cli/output/format.js';
 import { SessionCommand } from '../../cli/session-command.js';
-import { proxySettings } from '../../api/proxy.js';
 import { listSettings } from '../../ops/profile/config.js';
 
 export default class ConfigList extends SessionCommand {
@@ -8,11 +7,9 @@ export default class ConfigList extends SessionCommand {
   static override description = 'A variable overrides the profile, which overrides the default; secrets are never shown.';
   static override examples = ['<%= config.bin %> config list', '<%= config.bin %> config list --profile shop --json'];
 
-  async run(): Promise<Awaited<ReturnType<typeof listSettings>> & { proxies: Record<string, string | null> }> {
+  async run(): Promise<Omit<Awaited<ReturnType<typeof listSettings>>, 'proxies'> & { proxies: Record<string, string | null> }> {
     const { flags } = await this.parse(ConfigList);
-    const result = await listSettings(this.session(flags));
-    // Proxies come from the environment only (as for curl and npm); their credentials are never shown.
-    const proxies = proxySettings();
+    const { proxies, ...result } = await listSettings(this.session(flags));
     this.log(`Profile: ${result.profile}`);
     this.log(table([['SETTING', 'VALUE', 'FROM', 'MEANING'], ...result.settings.map((s) => [s.name, s.value ?? '(not set)', describeSource(s), s.description])]));
     const set = proxies.filter((p) => p.value !== null);

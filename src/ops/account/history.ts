@@ -2,7 +2,7 @@ import type { NodeHistoryEntry } from '../../api/node-client.js';
 import { NanoPayError } from '../../errors.js';
 import { ZERO_HASH, hashBlock, linkAsAccount, normalizeAddress, rawToXno, verifyBlock, type StateBlock } from '../../nano/index.js';
 import type { HistoryRecord } from '../../wallet/history-log.js';
-import { inconsistent } from '../ledger/chain.js';
+import { inconsistent } from '../ledger/inconsistent.js';
 import type { Session } from '../session.js';
 
 /** One block of an account's history, newest first. */

@@ -1,7 +1,8 @@
 import { NanoPayError } from '../../errors.js';
 import { buildChangeBlock, normalizeAddress } from '../../nano/index.js';
 import { publishTo, readAccountHead, signAndJournal, submitEntry } from '../ledger/chain.js';
-import { recordLanded, settleJournal } from '../ledger/recovery.js';
+import { recordLanded } from '../ledger/landed.js';
+import { settleJournal } from '../ledger/recovery.js';
 import type { Session } from '../session.js';
 
 export interface RepresentativeShown {

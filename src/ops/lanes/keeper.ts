@@ -1,6 +1,7 @@
 import { readAccountHead, receiveAllPending } from '../ledger/chain.js';
 import { provedReceivable } from '../ledger/proofs.js';
-import { recordLanded, settleJournal } from '../ledger/recovery.js';
+import { recordLanded } from '../ledger/landed.js';
+import { settleJournal } from '../ledger/recovery.js';
 import { move } from '../spending/movement.js';
 import { stateDir } from '../../wallet/paths.js';
 import type { OpsContext, Signer } from '../context.js';

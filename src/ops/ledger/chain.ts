@@ -1,4 +1,4 @@
-import type { BackendKind, LedgerBackend } from '../../api/backend.js';
+import type { LedgerBackend } from '../../api/backend.js';
 import type { RemoteAccountInfo, RemoteBlockInfo } from '../../api/client.js';
 import { NanoPayError } from '../../errors.js';
 import {
@@ -21,7 +21,8 @@ import type { BlockNote, OpsContext, SignContext, Signer } from '../context.js';
 import { xnoAndRaw } from '../money.js';
 import { confirmedBlock, rememberConfirmed } from './confirmed-blocks.js';
 import { provedReceivable } from './proofs.js';
-import { recordLanded } from './recovery.js';
+import { recordLanded } from './landed.js';
+import { inconsistent } from './inconsistent.js';
 import { markSpend } from '../spending/spend-log.js';
 
 export interface AccountHead {
@@ -41,19 +42,6 @@ export interface AccountHead {
 export async function serviceThresholds(api: LedgerBackend, orLive = true): Promise<{ thresholds: Thresholds; reported: boolean }> {
   const reported = await (orLive ? api.activeDifficulty().catch(() => null) : api.activeDifficulty());
   return { thresholds: reported ?? LIVE_THRESHOLDS, reported: reported !== null };
-}
-
-/** What a consequence of `inconsistent` names: the party that answered, and what was not done. */
-export interface InconsistencyContext {
-  party?: BackendKind;
-  outcome?: string;
-}
-
-/** The service (or node) said something that contradicts what was asked or what a block itself says. */
-export function inconsistent(message: string, { party = 'service', outcome = 'Nothing was signed.' }: InconsistencyContext = {}): NanoPayError {
-  return new NanoPayError('SERVICE_INCONSISTENT', `The ${party} answered inconsistently: ${message}. ${outcome}`, {
-    hint: `nanopay checks every answer against what it asked and against the blocks themselves. Check the ${party === 'node' ? 'node URL' : 'API URL'} (a proxy or a faulty ${party} may sit in between).`,
-  });
 }
 
 function sameAccount(a: string, b: string): boolean {

@@ -2,7 +2,7 @@ import type { LedgerBackend } from '../../api/backend.js';
 import type { RemoteBlockInfo } from '../../api/client.js';
 import { NanoPayError } from '../../errors.js';
 import { ZERO_HASH, hashBlock, linkAsAccount, normalizeAddress, verifyBlock } from '../../nano/index.js';
-import { inconsistent } from './chain.js';
+import { inconsistent } from './inconsistent.js';
 
 /** A send block nanopay proved from the blocks themselves, not from what a backend said about it. */
 export interface ProvedSend {

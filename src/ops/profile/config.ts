@@ -1,4 +1,5 @@
 import { NanoPayError, redactUrl } from '../../errors.js';
+import { proxySettings } from '../../api/proxy.js';
 import { DEFAULT_REPRESENTATIVE, normalizeAddress, rawToXno, xnoToRaw } from '../../nano/index.js';
 import type { ProfileRecord } from '../../wallet/config.js';
 import { checkDatabaseUrl, maskDatabaseUrl } from '../../store/url.js';
@@ -227,10 +228,11 @@ export async function getSetting(session: Session, name: string): Promise<Settin
   return { name, value: s.fallback ?? null, source: 'default', description: s.describe };
 }
 
-export async function listSettings(session: Session): Promise<{ profile: string; settings: SettingValue[]; policy: PolicyDocument }> {
+/** The profile's settings and policy, and the proxies in effect: those come from the environment only (as for curl and npm), credentials masked. */
+export async function listSettings(session: Session): Promise<{ profile: string; settings: SettingValue[]; policy: PolicyDocument; proxies: ReturnType<typeof proxySettings> }> {
   const settings = [];
   for (const name of SETTING_NAMES) settings.push(await getSetting(session, name));
-  return { profile: session.profileName, settings, policy: policyDocument(profilePolicy(session.profile())) };
+  return { profile: session.profileName, settings, policy: policyDocument(profilePolicy(session.profile())), proxies: proxySettings() };
 }
 
 /** The settings of versions before the spending policy: rules of it, so changing one is changing the policy (the password, a new seal). */

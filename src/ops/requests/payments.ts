@@ -2,7 +2,7 @@ import { checkRedirectUrl, isTransactionId } from '../../api/contract.js';
 import type { CallOptions } from '../../api/http.js';
 import { ExitCode, NanoPayError } from '../../errors.js';
 import { buildNanoUri, normalizeAddress, parseNanoUri, rawToXno, xnoToRaw } from '../../nano/index.js';
-import { inconsistent } from '../ledger/chain.js';
+import { inconsistent } from '../ledger/inconsistent.js';
 import { rawOf, xnoAndRaw, type Amount, type FiatAmount } from '../money.js';
 import { priceInXno } from '../pricing/rates.js';
 import type { FiatPrice } from '../../store/prices.js';

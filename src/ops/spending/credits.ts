@@ -3,7 +3,7 @@ import { NanoPayError } from '../../errors.js';
 import { linkAsAccount, rawToXno, xnoToRaw } from '../../nano/index.js';
 import type { TopupAnswer } from '../../wallet/journal.js';
 import type { SendRecord } from '../../wallet/send-log.js';
-import { inconsistent } from '../ledger/chain.js';
+import { inconsistent } from '../ledger/inconsistent.js';
 import type { OpsContext, Signer } from '../context.js';
 import { xnoAndRaw } from '../money.js';
 import { move, type Confirm } from './movement.js';
