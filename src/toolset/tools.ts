@@ -8,7 +8,7 @@ import { donate } from '../ops/spending/donate.js';
 import { paymentStatus, requestPayment } from '../ops/requests/payments.js';
 import { send } from '../ops/spending/send.js';
 import type { Session } from '../ops/session.js';
-import { refuseLocalUrl } from '../x402/local-hosts.js';
+import { publicOnly } from '../x402/local-hosts.js';
 import { fetchWithPayment } from '../x402/client.js';
 import { quoteX402 } from '../x402/quote.js';
 
@@ -259,7 +259,7 @@ export const TOOLS: Tool[] = [
     handler: async (session, input, signal) => {
       const url = URL.canParse(text(input, 'url')) ? new URL(text(input, 'url')) : undefined;
       if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new NanoPayError('INVALID_REQUEST', 'url must be an http or https URL');
-      await refuseLocalUrl(url, session.env.NANOPAY_FETCH_ALLOW_HOSTS);
+      const transport = publicOnly(session.env.NANOPAY_FETCH_ALLOW_HOSTS);
       const init: RequestInit = {
         // A redirect comes back to the model as it is: its target is checked like any URL when asked for.
         redirect: 'manual',
@@ -268,10 +268,11 @@ export const TOOLS: Tool[] = [
         ...(typeof input.content_type === 'string' ? { headers: { 'content-type': input.content_type } } : {}),
       };
       if (input.dry_run === true) {
-        return { ...(await quoteX402(session, url, init, { maxXno: text(input, 'max_xno'), ...approvalOf(input), ...(signal === undefined ? {} : { signal }) })) };
+        return { ...(await quoteX402(session, url, init, { maxXno: text(input, 'max_xno'), transport, ...approvalOf(input), ...(signal === undefined ? {} : { signal }) })) };
       }
       const { response, payment } = await fetchWithPayment(session, url, init, {
         maxXno: text(input, 'max_xno'),
+        transport,
         ...approvalOf(input),
         ...keyOf(input),
         ...(signal === undefined ? {} : { signal }),

@@ -8,11 +8,13 @@ import { rememberConfirmed } from '../ops/ledger/confirmed-blocks.js';
 import { recordLanded } from '../ops/ledger/landed.js';
 import { settleJournal } from '../ops/ledger/recovery.js';
 import type { Session } from '../ops/session.js';
+import { hostOfUrl } from '../ops/spending/hosts.js';
 import { move, type Confirm, type Moved } from '../ops/spending/movement.js';
 import { payerFor, settleHandedCheque, type Payer } from '../ops/lanes/payer.js';
 import { xnoAndRaw } from '../ops/money.js';
 import { parseThreshold } from '../work/index.js';
 import { backendNetwork } from './network.js';
+import type { Transport } from './local-hosts.js';
 import type { JournalEntry } from '../wallet/journal.js';
 import {
   HEADERS,
@@ -42,6 +44,8 @@ export interface PaidFetchOptions {
   settleWaitMs?: number;
   /** The approval a person gave for this payment (APPROVAL_REQUIRED named it): bound to the host and the requirement. */
   approval?: string;
+  /** How requests reach the server (fetch by default; the toolset's reaches public hosts only). */
+  transport?: Transport;
 }
 
 /** A payment made (or found made under the same id) for a request. */
@@ -151,6 +155,7 @@ async function seenConfirmed(api: LedgerBackend, hash: string, waitMs: number, s
 interface Challenge {
   url: string;
   init: RequestInit;
+  transport: Transport;
   required: PaymentRequired;
   chosen: PaymentRequirements;
 }
@@ -178,11 +183,11 @@ function redirectOf(response: Response, from: string): string | undefined {
  * paid to, or sent to, a host the user did not name. With `redirect:
  * "manual"` (the toolset) no redirect is followed.
  */
-export async function reach(url: string, init: RequestInit, signal: AbortSignal | undefined): Promise<Reached> {
+export async function reach(url: string, init: RequestInit, signal: AbortSignal | undefined, transport: Transport = fetch): Promise<Reached> {
   let current: Reached | undefined;
   let at = { url, init };
   for (let hops = 0; ; hops++) {
-    const response = await fetch(at.url, { ...at.init, redirect: 'manual', ...(signal === undefined ? {} : { signal }) }).catch((error: unknown) => Promise.reject(fetchFailure(error, at.url)));
+    const response = await transport(at.url, { ...at.init, redirect: 'manual', ...(signal === undefined ? {} : { signal }) }).catch((error: unknown) => Promise.reject(error instanceof NanoPayError ? error : fetchFailure(error, at.url)));
     const next = redirectOf(response, at.url);
     current = { response, ...at };
     if (next === undefined || init.redirect === 'manual') return current;
@@ -243,7 +248,7 @@ async function present(ctx: OpsContext, c: Challenge, block: StateBlock, waitMs:
   headers.set(HEADERS.signature, header);
   headers.set(HEADERS.legacyPayment, header);
   // Never followed: the payment header goes to this URL only.
-  const response = await fetch(c.url, { ...c.init, headers, redirect: 'manual', ...(ctx.signal === undefined ? {} : { signal: ctx.signal }) }).catch((error: unknown) => {
+  const response = await c.transport(c.url, { ...c.init, headers, redirect: 'manual', ...(ctx.signal === undefined ? {} : { signal: ctx.signal }) }).catch((error: unknown) => {
     throw new NanoPayError('X402_UNSETTLED', `Presenting the payment ${hash} to ${c.url} failed (${error instanceof Error ? error.message : String(error)}); it is outstanding`, {
       hint: 'Run again with the same --id to present the same block, or any send or receive of this account cancels it.',
     });
@@ -324,7 +329,7 @@ async function presentAgain(ctx: OpsContext, signer: Signer, c: Challenge, id: s
  * account it pays for (approvals bind to that, whichever lane pays).
  */
 export function x402Spend(url: string | undefined, requirement: PaymentRequirements, approval: string | undefined, payer: string | undefined): { kind: 'x402'; host?: string; requirement: PaymentRequirements; approvalId?: string; payer?: string } {
-  const host = url !== undefined && URL.canParse(url) ? new URL(url).host : undefined;
+  const host = url !== undefined && URL.canParse(url) ? hostOfUrl(new URL(url)) : undefined;
   return { kind: 'x402', requirement, ...(host === undefined ? {} : { host }), ...(approval === undefined ? {} : { approvalId: approval }), ...(payer === undefined ? {} : { payer }) };
 }
 
@@ -360,7 +365,8 @@ function payerOf(session: Session, ctx: OpsContext, options: Pick<PaidFetchOptio
  */
 export async function fetchWithPayment(session: Session, input: string | URL, init: RequestInit = {}, options: PaidFetchOptions = {}): Promise<PaidFetch> {
   const signal = options.signal;
-  const reached = await reach(String(input), init, signal);
+  const transport = options.transport ?? fetch;
+  const reached = await reach(String(input), init, signal, transport);
   const first = reached.response;
   if (first.status !== 402) return { response: first, ...(reached.redirect === undefined ? {} : { redirect: reached.redirect }) };
   const url = reached.url;
@@ -371,7 +377,7 @@ export async function fetchWithPayment(session: Session, input: string | URL, in
   const ctx = boundedWork(await session.context(signal), session.workBoundMs());
   const chosen = choose(required, maxRaw, await payerNetwork(session, ctx));
   const amountRaw = BigInt(chosen.amount);
-  const c: Challenge = { url, init: reached.init, required, chosen };
+  const c: Challenge = { url, init: reached.init, transport, required, chosen };
   const waitMs = options.settleWaitMs ?? 15_000;
   const payer = await payerOf(session, ctx, options, chosen);
   let moved: Moved<void> | undefined;

@@ -56,8 +56,8 @@ function offerOf(offer: PaymentRequirements | undefined): Pick<X402Quote, 'amoun
  * and judged by the spending policy as a payment would be (decideSpend, which
  * records nothing). Nothing is signed, journaled or recorded.
  */
-export async function quoteX402(session: Session, input: string | URL, init: RequestInit = {}, options: Pick<PaidFetchOptions, 'maxXno' | 'wallet' | 'index' | 'approval' | 'signal'> = {}): Promise<X402Quote> {
-  const reached = await reach(String(input), init, options.signal);
+export async function quoteX402(session: Session, input: string | URL, init: RequestInit = {}, options: Pick<PaidFetchOptions, 'maxXno' | 'wallet' | 'index' | 'approval' | 'signal' | 'transport'> = {}): Promise<X402Quote> {
+  const reached = await reach(String(input), init, options.signal, options.transport);
   const base = { dry_run: true as const, url: reached.url, status: reached.response.status, ...(reached.redirect === undefined ? {} : { redirect: reached.redirect }) };
   if (reached.response.status !== 402) {
     await reached.response.body?.cancel().catch(() => undefined);

@@ -33,20 +33,43 @@ export const nanoExactServerScheme = {
   },
 };
 
+/** What @x402/core hands a scheme's onBeforePaymentCreation hook, and x402HTTPClient's onPaymentRequired hook. */
+interface PaymentRequiredContext {
+  paymentRequired: object;
+}
+
 /**
  * The client side: signs the payer's send as a cheque through nanopay's
  * guarded money path, within `maxXno` (from a free payment lane when the
  * wallet has lanes). The answer to the paid request (the client's
  * onPaymentResponse hook) resolves a lane's cheque at once, freeing the lane.
+ *
+ * Host rules judge the host the request went to, which only the HTTP client
+ * knows: registered on it (`new x402HTTPClient(client).onPaymentRequired(scheme.onPaymentRequired)`),
+ * the scheme learns it for each payment (never from the seller's resource.url,
+ * which the seller writes). Without it the host is unknown, and a policy with
+ * host rules refuses the payment (rule "host unknown").
  */
 export function nanoExactClientScheme(nanopay: NanoPay, options: Omit<PaidFetchOptions, 'settleWaitMs'>) {
+  // Each payment's URL, passed along by object: the PaymentRequired answer, then the requirement chosen from it.
+  const requested = new WeakMap<object, string>();
+  const forRequirement = new WeakMap<object, string>();
   return {
     scheme: X402_SCHEME,
+    /** For x402HTTPClient.onPaymentRequired: the URL the 402 answered. */
+    async onPaymentRequired(context: PaymentRequiredContext & { requestUrl: string }): Promise<void> {
+      requested.set(context.paymentRequired, context.requestUrl);
+    },
     async createPaymentPayload(x402Version: number, requirements: unknown): Promise<{ x402Version: number; payload: Record<string, unknown> }> {
-      const block = await signCheque(nanopay.session, parseRequirements(requirements), options);
+      const url = typeof requirements === 'object' && requirements !== null ? forRequirement.get(requirements) : undefined;
+      const block = await signCheque(nanopay.session, parseRequirements(requirements), { ...options, ...(url === undefined ? {} : { chequeFor: url }) });
       return { x402Version, payload: { block } };
     },
     schemeHooks: {
+      async onBeforePaymentCreation(context: PaymentRequiredContext & { selectedRequirements: object }): Promise<void> {
+        const url = requested.get(context.paymentRequired);
+        if (url !== undefined) forRequirement.set(context.selectedRequirements, url);
+      },
       async onPaymentResponse(answer: { paymentPayload: { payload: Record<string, unknown> }; settleResponse?: SettleResponse }): Promise<void> {
         chequeAnswered(nanopay.session, answer.paymentPayload.payload.block, answer.settleResponse);
       },

@@ -4,7 +4,7 @@ import { rawToXno } from '../../nano/index.js';
 import type { ApprovalRecord, AuditRecord, Decision, SpendFields } from '../../store/spending.js';
 import type { Store } from '../../store/store.js';
 import type { SpendingPolicy } from '../../wallet/config.js';
-import { evaluate, lookback, type CountedSpend, type JudgedAs, type SpendKind, type Verdict } from './policy.js';
+import { evaluate, lookback, UNKNOWN_HOST_RULE, type CountedSpend, type JudgedAs, type SpendKind, type Verdict } from './policy.js';
 import type { SpendRequest } from './request.js';
 import { canonicalJson, sealHolds, sealOf } from './seal.js';
 import { recordId } from './spend-log.js';
@@ -215,7 +215,9 @@ export function denial(verdict: Verdict): NanoPayError {
   const back = verdict.retryAtMs === undefined ? undefined : new Date(verdict.retryAtMs).toISOString();
   const left = `${rawToXno(remaining)} XNO is left under this rule`;
   const hint =
-    verdict.rule?.startsWith('allow') === true || verdict.rule?.startsWith('deny') === true
+    verdict.rule === UNKNOWN_HOST_RULE
+      ? 'nanopay fetch and the SDK\'s fetch say the host; with @x402/fetch, register the scheme\'s onPaymentRequired on the x402HTTPClient (docs/x402.md).'
+      : verdict.rule?.startsWith('allow') === true || verdict.rule?.startsWith('deny') === true
       ? 'This recipient or host is refused by the policy whatever the amount.'
       : back !== undefined
         ? `${left}; room for this spend comes back at ${back}, as earlier spends leave the window.`

@@ -3,6 +3,7 @@ import { normalizeAddress, rawToXno, xnoToRaw } from '../../nano/index.js';
 import type { ProfileRecord, RuleLimits, SpendingPolicy } from '../../wallet/config.js';
 import { formatDuration, parseDuration } from '../duration.js';
 import type { Session } from '../session.js';
+import { hostRule } from './hosts.js';
 import { profilePolicy, RULE_FRONT_ENDS } from './policy.js';
 import { policySealHolds, policyTampered, sealProfile } from './seal.js';
 import { recordAct, withPasswordFor } from './audit.js';
@@ -56,14 +57,6 @@ function recipientKey(key: string): string {
   return `@${name}`;
 }
 
-function hostKey(key: string): string {
-  const host = key.trim().toLowerCase();
-  if (!/^(\*\.)?[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:\d{1,5})?$/.test(host) && !/^\[[0-9a-f:.]+\](:\d{1,5})?$/.test(host)) {
-    throw new NanoPayError('INVALID_REQUEST', `"${key}" is not a host: write it like api.example.com, api.example.com:8080 or *.example.com (no scheme, no path)`);
-  }
-  return host;
-}
-
 function frontEndKey(key: string): string {
   if (!(RULE_FRONT_ENDS as readonly string[]).includes(key)) throw new NanoPayError('INVALID_REQUEST', `"${key}" is not a front end: ${RULE_FRONT_ENDS.join(', ')}`);
   return key;
@@ -97,7 +90,7 @@ function listsFrom(doc: unknown, where: string): { recipients?: string[]; hosts?
     if ((name !== 'recipients' && name !== 'hosts') || !Array.isArray(values) || !values.every((v) => typeof v === 'string')) {
       throw new NanoPayError('INVALID_REQUEST', `"${where}" takes "recipients" and "hosts", each a list of strings`);
     }
-    out[name] = [...new Set((values as string[]).map(name === 'recipients' ? recipientKey : hostKey))];
+    out[name] = [...new Set((values as string[]).map(name === 'recipients' ? recipientKey : hostRule))];
   }
   return out;
 }
@@ -109,7 +102,7 @@ function policyFromDocument(doc: unknown): SpendingPolicy {
   return {
     ...limitsFrom(limits, 'the policy'),
     ...(recipients === undefined ? {} : { recipients: scopedFrom(recipients, 'recipients', recipientKey) }),
-    ...(hosts === undefined ? {} : { hosts: scopedFrom(hosts, 'hosts', hostKey) }),
+    ...(hosts === undefined ? {} : { hosts: scopedFrom(hosts, 'hosts', hostRule) }),
     ...(frontEnds === undefined ? {} : { frontEnds: scopedFrom(frontEnds, 'front-ends', frontEndKey) }),
     ...(allow === undefined ? {} : { allow: listsFrom(allow, 'allow') }),
     ...(deny === undefined ? {} : { deny: listsFrom(deny, 'deny') }),
@@ -127,7 +120,7 @@ function scopeOf(scope: RuleScope): { map: 'recipients' | 'hosts' | 'frontEnds';
   const given = [scope.recipient, scope.host, scope.frontEnd].filter((v) => v !== undefined).length;
   if (given > 1) throw new NanoPayError('USAGE', 'A rule is about one of --recipient, --host or --front-end, not several');
   if (scope.recipient !== undefined) return { map: 'recipients', key: recipientKey(scope.recipient) };
-  if (scope.host !== undefined) return { map: 'hosts', key: hostKey(scope.host) };
+  if (scope.host !== undefined) return { map: 'hosts', key: hostRule(scope.host) };
   if (scope.frontEnd !== undefined) return { map: 'frontEnds', key: frontEndKey(scope.frontEnd) };
   return undefined;
 }

@@ -1,5 +1,6 @@
 import { normalizeAddress, rawToXno } from '../../nano/index.js';
 import type { ProfileRecord, RuleLimits, SpendingPolicy } from '../../wallet/config.js';
+import { hostMatches } from './hosts.js';
 
 /** Who asked for a spend: set by the process that serves the caller, never by what the caller sends. */
 const FRONT_ENDS = ['cli', 'toolset', 'mcp', 'agent', 'sdk'] as const;
@@ -30,7 +31,7 @@ export interface SpendFacts {
   kind: SpendKind;
   /** The recipient's address. */
   to: string;
-  /** The host an x402 payment pays (URL host, with a port when it has one). */
+  /** The host an x402 payment pays (hostOfUrl: the request's, never the seller's word), absent when the client did not say. */
   host?: string;
   amountRaw: bigint;
   at: number;
@@ -119,18 +120,6 @@ export function stricter(a: SpendingPolicy, b: SpendingPolicy): SpendingPolicy {
   };
 }
 
-/**
- * Whether a host rule names `host`: example.com names it on any port,
- * example.com:8080 on that port only, *.example.com every host under it.
- */
-function hostMatches(rule: string, host: string): boolean {
-  const r = rule.toLowerCase();
-  const h = host.toLowerCase();
-  const name = h.replace(/:\d+$/, '');
-  if (r.startsWith('*.')) return name.endsWith(r.slice(1));
-  return r.includes(':') && !r.startsWith('[') ? r === h : r === name || r === h;
-}
-
 /** A recipient rule's key as an address: itself, or the address of the contact it names (undefined for an unknown contact: it names no one). */
 function recipientOf(key: string, contacts: Record<string, string>): string | undefined {
   if (key.startsWith('@')) return contacts[key.slice(1).toLowerCase()];
@@ -170,6 +159,13 @@ function what(spend: SpendFacts): string {
 
 function listed(list: string[] | undefined, spend: SpendFacts, contacts: Record<string, string>, kind: 'recipients' | 'hosts'): boolean {
   return (list ?? []).some((key) => (kind === 'hosts' ? spend.host !== undefined && hostMatches(key, spend.host) : recipientOf(key, contacts) === spend.to));
+}
+
+/** The rule named by a refusal of an x402 payment whose host is not known while host rules exist. */
+export const UNKNOWN_HOST_RULE = 'host unknown';
+
+function hasHostRules(policy: SpendingPolicy): boolean {
+  return Object.keys(policy.hosts ?? {}).length > 0 || (policy.allow?.hosts?.length ?? 0) > 0 || (policy.deny?.hosts?.length ?? 0) > 0;
 }
 
 /** The allow and deny lists: recipients for every spend, hosts for x402 payments (a send has no host). */
@@ -212,6 +208,10 @@ function roomComesBack(within: CountedSpend[], needed: bigint, fits: boolean, wi
  * included: it is refused when that total would pass the budget.
  */
 export function evaluate(policy: SpendingPolicy, spend: SpendFacts, counted: CountedSpend[] = [], contacts: Record<string, string> = {}): Verdict {
+  if (spend.kind === 'x402' && spend.host === undefined && hasHostRules(policy)) {
+    // Host rules judge only a known host: a payment whose client did not say which URL it requested fails closed.
+    return { outcome: 'deny', rule: UNKNOWN_HOST_RULE, remainingRaw: 0n, message: `${what(spend)} is refused: its client did not say which host it requested, and the policy has host rules` };
+  }
   const listedVerdict = lists(policy, spend, contacts);
   if (listedVerdict !== undefined) return listedVerdict;
   const mine = scopes(policy, contacts).filter((scope) => scope.has(spend));

@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { xnoToRaw } from '../../../src/nano/index.js';
 import { evaluate, profilePolicy, stricter, type CountedSpend, type SpendFacts } from '../../../src/ops/spending/policy.js';
 import { replacePolicy } from '../../../src/ops/spending/policy-edit.js';
+import { hostOfUrl, hostRule } from '../../../src/ops/spending/hosts.js';
+import { x402Spend } from '../../../src/x402/client.js';
 import { denial } from '../../../src/ops/spending/decide.js';
 import { Session } from '../../../src/ops/session.js';
 import { KeyStore } from '../../../src/wallet/keystore.js';
@@ -106,6 +108,52 @@ describe('the spending policy', () => {
     expect(host('*.example.com', 'a.b.example.com')).toBe('deny');
     expect(host('*.example.com', 'example.com')).toBe('allow');
     expect(host('example.com', 'badexample.com')).toBe('allow');
+  });
+
+  it('compares hosts in one form: case, trailing dot, IDNA, default ports and IP literals never slip past a rule', () => {
+    // What a payment to a URL is judged as, and what the audit shows.
+    const paying = (url: string): string | undefined => x402Spend(url, {} as never, undefined, undefined).host;
+    expect(paying('https://Evil.Example./pay')).toBe('evil.example');
+    expect(paying('https://evil.example:443/pay')).toBe('evil.example');
+    expect(paying('http://evil.example/pay')).toBe('evil.example:80');
+    expect(paying('https://bücher.de/')).toBe('xn--bcher-kva.de');
+    expect(paying('http://127.1:8402/')).toBe('127.0.0.1:8402');
+    expect(paying('http://0x7f000001:8402/')).toBe('127.0.0.1:8402');
+    expect(paying('http://[::ffff:127.0.0.1]:8402/')).toBe('127.0.0.1:8402');
+    expect(paying('http://[0:0::1]:8402/')).toBe('[::1]:8402');
+    expect(hostOfUrl(new URL('https://a.evil.example../'))).toBe('a.evil.example');
+    // Each rule against each spelling of the host it names, by every kind of host rule.
+    const judged = (policy: SpendingPolicy, url: string, xno = '1') => evaluate(policy, spend(xno, { kind: 'x402', host: paying(url) }));
+    for (const url of ['https://evil.example./x', 'https://EVIL.EXAMPLE/x', 'https://evil.example:443/x', 'https://sub.evil.example./x']) {
+      const name = url.includes('sub.') ? '*.evil.example' : 'evil.example';
+      expect(judged({ deny: { hosts: [name] } }, url)).toMatchObject({ outcome: 'deny', rule: 'deny --host' });
+      expect(judged({ hosts: { [name]: { perSend: raw('0.5') } } }, url)).toMatchObject({ outcome: 'deny', rule: `per-send --host ${name}` });
+      expect(judged({ hosts: { [name]: { askAbove: raw('0.5') } } }, url)).toMatchObject({ outcome: 'ask', rule: `ask-above --host ${name}` });
+      expect(judged({ allow: { hosts: [name] } }, url)).toEqual({ outcome: 'allow' });
+    }
+    // A rule written with a default port names the host on that port: :443 is https's, :80 http's.
+    expect(judged({ deny: { hosts: ['evil.example:443'] } }, 'https://evil.example/x').outcome).toBe('deny');
+    expect(judged({ deny: { hosts: ['evil.example:443'] } }, 'http://evil.example/x').outcome).toBe('allow');
+    expect(judged({ deny: { hosts: ['evil.example:80'] } }, 'http://evil.example/x').outcome).toBe('deny');
+    expect(judged({ deny: { hosts: ['Evil.Example.:443'] } }, 'https://EVIL.example./x').outcome).toBe('deny');
+    expect(judged({ deny: { hosts: ['bücher.de'] } }, 'https://xn--bcher-kva.de/').outcome).toBe('deny');
+    expect(judged({ deny: { hosts: ['127.1'] } }, 'http://[::ffff:7f00:1]:3000/').outcome).toBe('deny');
+    expect(judged({ deny: { hosts: ['127.0.0.1'] } }, 'http://127.1:3000/').outcome).toBe('deny');
+    // Rules are kept in the one form; what is no host is refused.
+    expect(['EVIL.example.', 'evil.example:443', '*.Evil.Example', 'bücher.de', '127.1', '[0:0::1]:80'].map(hostRule)).toEqual(['evil.example', 'evil.example:443', '*.evil.example', 'xn--bcher-kva.de', '127.0.0.1', '[::1]:80']);
+    for (const wrong of ['https://evil.example/', 'evil.example/x', 'user@evil.example', 'evil..example', 'evil.example:0', 'evil.example:99999', '*.[::1]', '']) expect(() => hostRule(wrong)).toThrow(/is not a host/);
+  });
+
+  it('refuses an x402 payment whose host is not known while any host rule exists (fail closed); without host rules it is judged as before', () => {
+    const unknown = spend('0.1', { kind: 'x402' });
+    for (const policy of [{ deny: { hosts: ['evil.example'] } }, { allow: { hosts: ['api.example.com'] } }, { hosts: { 'api.example.com': { day: raw('5') } } }] as SpendingPolicy[]) {
+      const verdict = evaluate(policy, unknown);
+      expect(verdict).toMatchObject({ outcome: 'deny', rule: 'host unknown', message: expect.stringMatching(/did not say which host/) });
+      expect(denial(verdict)).toMatchObject({ code: 'POLICY_DENIED', hint: expect.stringMatching(/onPaymentRequired/) });
+    }
+    expect(evaluate({ day: raw('5') }, unknown)).toEqual({ outcome: 'allow' });
+    // A send has no host, and host rules do not judge it.
+    expect(evaluate({ deny: { hosts: ['evil.example'] } }, spend('0.1'))).toEqual({ outcome: 'allow' });
   });
 
   it('judges a spend of an unlocked session granted every front end by the rules of each (x402 rules stay with x402 payments)', () => {
