@@ -92,6 +92,8 @@ const CATALOG: Record<string, CodeInfo> = {
   IDEMPOTENCY_MISMATCH: conflict,
   // An x402 payment handed to a server and not yet resolved (seen on the ledger, or cancelled).
   CHEQUE_OUTSTANDING: conflict,
+  // An x402 payment made before under this idempotency key is confirmed, and the server does not serve the request for it again.
+  X402_PAID_NOT_SERVED: conflict,
   // Every payment lane of the wallet stayed busy (an outstanding cheque each, or held by other payments) for the whole wait.
   LANES_BUSY: conflict,
   // x402: no acceptable Nano requirement, or over the maximum (or no maximum set).

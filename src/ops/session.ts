@@ -324,8 +324,8 @@ export class Session {
     return new ApiClient({ baseUrl: this.apiUrl(), timeoutMs: this.options.timeoutMs ?? timeoutFromEnv(this.env), deadlineMs: this.deadlineMs() });
   }
 
-  /** How long one call may wait for the service or the node, retries included. */
-  private deadlineMs(): number {
+  /** How long one call may wait for the service, the node or an x402 seller, retries included (--timeout, NANOPAY_TIMEOUT). */
+  deadlineMs(): number {
     if (this.options.deadlineMs !== undefined) return this.options.deadlineMs;
     const given = this.env.NANOPAY_TIMEOUT;
     return given === undefined || given.trim() === '' ? DEFAULT_CALL_TIMEOUT_S * 1000 : parseCallTimeout(given, 'NANOPAY_TIMEOUT') * 1000;

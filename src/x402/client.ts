@@ -5,6 +5,7 @@ import { NanoPayError } from '../errors.js';
 import { MAX_RAW, hashBlock, isValidAddress, linkAsAccount, normalizeAddress, rawToXno, xnoToRaw, type StateBlock } from '../nano/index.js';
 import type { OpsContext, Signer } from '../ops/context.js';
 import { rememberConfirmed } from '../ops/ledger/confirmed-blocks.js';
+import { inconsistent } from '../ops/ledger/inconsistent.js';
 import { recordLanded } from '../ops/ledger/landed.js';
 import { settleJournal } from '../ops/ledger/recovery.js';
 import type { Session } from '../ops/session.js';
@@ -207,6 +208,25 @@ export function payerNetwork(session: Session, ctx: OpsContext): Promise<string>
 }
 
 /**
+ * A server's answer bounded by `ms` (--timeout): one that has not answered
+ * (its status and headers) in that long is given up on, the request aborted.
+ */
+function answeredWithin(transport: Transport, ms: number): Transport {
+  return async (url, init) => {
+    const timer = new AbortController();
+    const pending = setTimeout(() => timer.abort(), ms);
+    try {
+      return await transport(url, { ...init, signal: init.signal === undefined || init.signal === null ? timer.signal : AbortSignal.any([init.signal, timer.signal]) });
+    } catch (error) {
+      if (!timer.signal.aborted || init.signal?.aborted === true) throw error;
+      throw new NanoPayError('TIMEOUT', `${new URL(url).origin} did not answer within ${ms / 1000} s (--timeout)`, { hint: 'Allow it more with --timeout (or NANOPAY_TIMEOUT), or try again later.' });
+    } finally {
+      clearTimeout(pending);
+    }
+  };
+}
+
+/**
  * The payment's proof of work bounded by `ms` (--timeout): a search past it
  * ends in TIMEOUT before anything is signed.
  */
@@ -270,6 +290,27 @@ async function present(ctx: OpsContext, c: Challenge, block: StateBlock, waitMs:
   });
 }
 
+/** A block of ours the ledger shows confirmed, its contents checked against its hash. */
+async function confirmedOwnBlock(ctx: OpsContext, hash: string): Promise<StateBlock> {
+  const info = await ctx.api.blockInfo(hash);
+  if (!info.confirmed || hashBlock(info.contents) !== hash) throw inconsistent(`block ${hash}, recorded paid, is not a confirmed block with those contents`, { party: ctx.api.kind, outcome: 'Nothing was paid.' });
+  return info.contents;
+}
+
+/**
+ * The answer to a payment made before under `id`, presented again: what the
+ * server serves for it, or X402_PAID_NOT_SERVED when it answers 402 (it took
+ * the payment and will not serve it twice): never a bare 402.
+ */
+function servedAgain(presented: Presented, payment: X402Payment, id: string): PaidFetch {
+  if (presented.response.status !== 402) return { response: presented.response, payment, ...(presented.redirect === undefined ? {} : { redirect: presented.redirect }) };
+  void presented.response.body?.cancel().catch(() => undefined);
+  throw new NanoPayError('X402_PAID_NOT_SERVED', `The payment ${payment.hash} of ${payment.amount} XNO to ${payment.pay_to} under the key "${id}" was made and is confirmed, but the server answers 402 to it now: it does not serve that request again. Nothing more was paid`, {
+    hint: 'Ask the seller for what was paid for, naming the block hash; a new payment needs a new --id.',
+    details: { payment },
+  });
+}
+
 function paymentOf(entry: Pick<JournalEntry, 'hash' | 'block'>, amountRaw: bigint, settlement: SettleResponse | null, repeated: boolean): X402Payment {
   return {
     hash: entry.hash,
@@ -316,10 +357,10 @@ async function presentAgain(ctx: OpsContext, signer: Signer, c: Challenge, id: s
         hint: 'Use a new --id for a new payment.',
       });
     }
-    const { response, settlement, redirect } = await present(ctx, c, entry.block, waitMs);
+    const presented = await present(ctx, c, entry.block, waitMs);
     await recordLanded(ctx, entry);
     await ctx.journal.clear(signer.address);
-    return { response, payment: paymentOf(entry, BigInt(c.chosen.amount), settlement, false), ...(redirect === undefined ? {} : { redirect }) };
+    return servedAgain(presented, paymentOf(entry, BigInt(c.chosen.amount), presented.settlement, true), id);
   });
 }
 
@@ -339,6 +380,9 @@ export function x402Spend(url: string | undefined, requirement: PaymentRequireme
  * frees it at once; one that hangs, at the end of this.
  */
 const leaseOf = (requirement: PaymentRequirements): number => (Math.min(requirement.maxTimeoutSeconds, 600) + 60) * 1000;
+
+/** Until when a lane holds a cheque handed to a client library: its lease, within --timeout (one timeout for a seller that never answers). */
+const handedUntil = (session: Session, requirement: PaymentRequirements): number => Date.now() + Math.min(leaseOf(requirement), session.deadlineMs());
 
 /** The account that signs this payment: a free lane of the wallet when it has lanes (see payerFor), else the account. */
 function payerOf(session: Session, ctx: OpsContext, options: Pick<PaidFetchOptions, 'wallet' | 'index' | 'id' | 'signal'>, chosen: PaymentRequirements): Promise<Payer> {
@@ -365,13 +409,12 @@ function payerOf(session: Session, ctx: OpsContext, options: Pick<PaidFetchOptio
  */
 export async function fetchWithPayment(session: Session, input: string | URL, init: RequestInit = {}, options: PaidFetchOptions = {}): Promise<PaidFetch> {
   const signal = options.signal;
-  const transport = options.transport ?? fetch;
+  const transport = answeredWithin(options.transport ?? fetch, session.deadlineMs());
   const reached = await reach(String(input), init, signal, transport);
   const first = reached.response;
   if (first.status !== 402) return { response: first, ...(reached.redirect === undefined ? {} : { redirect: reached.redirect }) };
   const url = reached.url;
-  // Kept: when the payment was made before under this id, this 402 is the answer there is.
-  const firstBody = await first.arrayBuffer();
+  await first.arrayBuffer();
   const required = readRequired(first);
   const maxRaw = maximum(session, options.maxXno);
   const ctx = boundedWork(await session.context(signal), session.workBoundMs());
@@ -412,8 +455,10 @@ export async function fetchWithPayment(session: Session, input: string | URL, in
     const hash = moved.hash as string;
     const made = { hash, block: { account: moved.from, link: moved.to } as StateBlock };
     if (presented === undefined) {
-      // Paid before under this id (recorded): nothing moved, and there is no block left to present.
-      return { response: new Response(firstBody, { status: first.status, headers: first.headers }), payment: paymentOf(made, moved.amountRaw, null, true) };
+      // Paid before under this id (recorded): nothing moved; the confirmed block is presented again for the answer it paid for.
+      const block = await confirmedOwnBlock(ctx, hash);
+      const again = await present(ctx, c, block, waitMs);
+      return servedAgain(again, paymentOf(made, moved.amountRaw, again.settlement, true), options.id as string);
     }
     recording = payer.paid(hash);
     return { response: presented.response, payment: paymentOf(made, moved.amountRaw, presented.settlement, false), ...(presented.redirect === undefined ? {} : { redirect: presented.redirect }) };
@@ -446,7 +491,7 @@ export async function signCheque(session: Session, requirements: PaymentRequirem
         if (linkAsAccount(entry.block.link) !== normalizeAddress(chosen.payTo) || entry.amountRaw !== chosen.amount) {
           throw new NanoPayError('IDEMPOTENCY_MISMATCH', `The key "${options.id}" holds a payment of ${entry.amountRaw ?? '?'} raw to ${linkAsAccount(entry.block.link)}; nothing was signed`);
         }
-        payer.handOut(entry.hash, Date.now() + leaseOf(chosen));
+        payer.handOut(entry.hash, handedUntil(session, chosen));
         return { ...entry.block, link_as_account: linkAsAccount(entry.block.link) } as StateBlock;
       }
     }
@@ -469,8 +514,8 @@ export async function signCheque(session: Session, requirements: PaymentRequirem
       ...(confirm === undefined ? {} : { confirm }),
     });
     if (handed === undefined) throw new NanoPayError('IDEMPOTENCY_MISMATCH', `The key "${options.id ?? ''}" was already used for a payment that landed; nothing was signed`, { hint: 'Use a new id for a new payment.' });
-    // A lane stays claimed until the cheque resolves: its answer (chequeAnswered), or the lease's end.
-    payer.handOut(hashBlock(handed), Date.now() + leaseOf(chosen));
+    // A lane stays claimed until the cheque resolves: its answer (chequeAnswered), or the lease's end, within --timeout.
+    payer.handOut(hashBlock(handed), handedUntil(session, chosen));
     return { ...handed, link_as_account: linkAsAccount(handed.link) } as StateBlock;
   } catch (error) {
     await payer.done();

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { readAccountHead, receiveAllPending } from '../ledger/chain.js';
 import { provedReceivable } from '../ledger/proofs.js';
 import { recordLanded } from '../ledger/landed.js';
@@ -13,6 +14,8 @@ import { claimWaiting, type LaneClaim } from './claims.js';
 const UPKEEP_LEASE_MS = 60_000;
 /** How long upkeep waits for a lane that payments keep busy. */
 const UPKEEP_WAIT_MS = 120_000;
+/** How often `idle` looks whether the cheques handed out have resolved. */
+const HANDED_POLL_MS = 50;
 /** How long after a failed refill a lane is not refilled again. */
 const REFILL_RETRY_MS = 10_000;
 
@@ -45,8 +48,13 @@ class Keeper {
     void running.finally(() => this.tasks.delete(running));
   }
 
+  /** Until every background task is done and every cheque handed out resolved (answered, or its lease over). */
   async idle(): Promise<void> {
-    while (this.tasks.size > 0) await Promise.all([...this.tasks]);
+    while (this.tasks.size > 0 || this.handed.size > 0) {
+      // The wait itself keeps the process alive for the leases' timers, which alone would not.
+      if (this.tasks.size > 0) await Promise.all([...this.tasks]);
+      else await sleep(HANDED_POLL_MS);
+    }
   }
 
   /**
@@ -154,7 +162,12 @@ export function keeperOf(session: Session): Keeper {
   return keeper;
 }
 
-/** Resolves when the session's lane upkeep (refills, cheques handed out) is done. */
+/**
+ * Resolves when the session's lane upkeep is done: refills received, and every
+ * cheque handed to a client library resolved (recorded paid, or cancelled when
+ * its answer never came, at the end of its lease). A program calls it before
+ * it exits, so no lane is left holding a cheque.
+ */
 export function lanesIdle(session: Session): Promise<void> {
   return keepers.get(session)?.idle() ?? Promise.resolve();
 }

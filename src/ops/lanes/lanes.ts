@@ -134,12 +134,23 @@ export async function setLanes(session: Session, input: { count: number; fundXno
   const funder = await session.account(wallet, from);
   const before = lanesOf(session, wallet);
 
-  let returned = 0n;
-  for (const lane of before?.lanes.slice(input.count) ?? []) returned += await empty(session, ctx, before as LaneSet, lane, funder);
-
   const accounts: Record<string, string> = {};
   for (let number = 0; number < input.count; number++) accounts[String(number)] = before?.settings.accounts[String(number)] ?? (await session.derive(wallet, record, LANE_BASE + number)).address;
   const settings: LaneSettings | undefined = input.count === 0 ? undefined : { count: input.count, fundRaw: fundRaw as string, from, accounts };
+  // Refused before anything changes: no lane emptied, no setting saved, nothing sent.
+  if (settings !== undefined) {
+    const lacking = await Promise.all(Object.values(accounts).map(async (address) => BigInt(settings.fundRaw) - (await laneFunds(ctx, address))));
+    const needed = lacking.reduce((sum, l) => sum + (l > 0n ? l : 0n), 0n);
+    const held = (await readAccountHead(ctx, funder.address)).state.balance;
+    if (needed > held) {
+      throw new NanoPayError('INSUFFICIENT_FUNDS', `Funding the lanes needs ${rawToXno(needed)} XNO from ${funder.address}, which holds ${rawToXno(held)} XNO; nothing was sent and the lanes are as they were`, {
+        hint: 'Receive or add funds to it first (nanopay receive), or fund the lanes with less (--fund).',
+      });
+    }
+  }
+
+  let returned = 0n;
+  for (const lane of before?.lanes.slice(input.count) ?? []) returned += await empty(session, ctx, before as LaneSet, lane, funder);
   session.updateProfile((p) => {
     const w = p.wallets[wallet];
     if (w === undefined) return p;
@@ -150,14 +161,6 @@ export async function setLanes(session: Session, input: { count: number; fundXno
   let funded = 0n;
   const set = lanesOf(session, wallet);
   if (set !== undefined) {
-    const lacking = await Promise.all(set.lanes.map(async (lane) => BigInt(set.settings.fundRaw) - (await laneFunds(ctx, lane.address))));
-    const needed = lacking.reduce((sum, l) => sum + (l > 0n ? l : 0n), 0n);
-    const held = (await readAccountHead(ctx, funder.address)).state.balance;
-    if (needed > held) {
-      throw new NanoPayError('INSUFFICIENT_FUNDS', `Funding the lanes needs ${rawToXno(needed)} XNO from ${funder.address}, which holds ${rawToXno(held)} XNO; nothing was sent`, {
-        hint: 'Receive or add funds to it first (nanopay receive), or fund the lanes with less (--fund).',
-      });
-    }
     for (const lane of set.lanes) funded += await fundLane(session, ctx, set, lane, await laneSigner(session, set, lane));
     await Promise.all(
       set.lanes.map(async (lane) => {
