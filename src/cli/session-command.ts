@@ -13,7 +13,7 @@ export abstract class SessionCommand extends BaseCommand {
     'password-file': Flags.string({ description: 'read the key store password from this file', helpGroup: 'GLOBAL' }),
     'password-stdin': Flags.boolean({ description: 'read the key store password from the first line of stdin', helpGroup: 'GLOBAL' }),
     timeout: Flags.string({
-      description: 'give up on a service or node that has not answered one call in this long, retries included (30s, 2m; default 60s or NANOPAY_TIMEOUT)',
+      description: 'give up on a service, node or x402 seller that has not answered one call in this long, retries included (30s, 2m; default 60s or NANOPAY_TIMEOUT)',
       helpGroup: 'GLOBAL',
     }),
   };
