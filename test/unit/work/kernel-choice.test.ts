@@ -28,7 +28,6 @@ describe('choosing the kernel', () => {
     const rates: Record<string, number[]> = { slow: [10e6, 10e6, 10e6], split: [20e6, 45e6, 44e6], wide: [40e6, 30e6, 30e6] };
     const asked: string[] = [];
     const rounds = new Map<string, number>();
-    const started = Date.now();
     const choice = await measureKernels({
       kernels: Object.keys(rates),
       hashes: 1000,
@@ -44,7 +43,8 @@ describe('choosing the kernel', () => {
         return count === 1 || name === 'split' ? rate : rate * count;
       },
     });
-    expect(Date.now() - started).toBeLessThan(1000);
+    // Rounds stop once half the budget is spent: each takes 30 ms at least (three kernels of 10 ms), so at most 8 fit in 200 ms.
+    expect(Math.max(...rounds.values())).toBeLessThanOrEqual(8);
     // The warm-up: each kernel once, on one thread, for half the nonces.
     expect(asked.slice(0, 3)).toEqual(['native:slow 1 500', 'native:split 1 500', 'native:wide 1 500']);
     expect(Math.min(...rounds.values())).toBeGreaterThanOrEqual(2);
@@ -53,10 +53,9 @@ describe('choosing the kernel', () => {
     if (threads > 1) expect(choice?.all).toBe('wide');
   });
 
-  it.skipIf(noAddon !== undefined)('measures this machine\'s kernels for real in under a second; the kernel chosen finds work that validates', async () => {
-    const started = Date.now();
+  // How long it takes is bench:pow's to print (work bench --choose); the rounds within the budget are judged above with a stand-in clock.
+  it.skipIf(noAddon !== undefined)('measures this machine\'s kernels for real; the kernel chosen finds work that validates', async () => {
     const choice = (await measureKernels()) as KernelChoice;
-    expect(Date.now() - started).toBeLessThan(2000);
     expect(new Set(choice.rates.map((r) => r.kernel))).toEqual(new Set(kernels?.map((k) => k.name)));
     expect(choice.rates.every((r) => r.hashes_per_second > 0)).toBe(true);
     expect(loadEngine(`native:${choice.all}`)).toMatchObject({ name: 'native', kernel: choice.all });
