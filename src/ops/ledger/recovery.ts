@@ -22,6 +22,7 @@ export interface Settlement {
 /** What the history keeps of a landed block of ours. */
 function historyRecord(entry: JournalEntry): HistoryRecord {
   const counterparty = entry.subtype === 'send' ? linkAsAccount(entry.block.link) : entry.counterparty;
+  const { signature, work } = entry.block;
   return {
     hash: entry.hash,
     account: entry.block.account,
@@ -33,6 +34,8 @@ function historyRecord(entry: JournalEntry): HistoryRecord {
     at: entry.createdAt,
     ...(entry.sendId === undefined ? {} : { id: entry.sendId }),
     ...(entry.topupTransactionId === undefined ? {} : { topup: entry.topupTransactionId }),
+    ...(signature === undefined || work === undefined ? {} : { signed: { previous: entry.block.previous, link: entry.block.link, signature, work } }),
+    ...(entry.thresholds === undefined ? {} : { thresholds: entry.thresholds }),
   };
 }
 
@@ -76,6 +79,19 @@ async function fateOf(ctx: OpsContext, entry: JournalEntry): Promise<Fate> {
       throw error;
     },
   );
+}
+
+/**
+ * Where a top-up's block stands. When the service wants credits to say (the
+ * top-up was to buy them), submitting it again tells: the service publishes
+ * a block still next in line, credits a transaction once, and refuses a block
+ * the account moved past.
+ */
+async function topupFate(ctx: OpsContext, entry: JournalEntry): Promise<Fate> {
+  return fateOf(ctx, entry).catch((error: unknown) => {
+    if (error instanceof NanoPayError && error.code === 'INSUFFICIENT_CREDITS') return 'publishable' as const;
+    throw error;
+  });
 }
 
 async function settleTopup(ctx: OpsContext, entry: JournalEntry, transactionId: string, fate: Fate): Promise<Settlement> {
@@ -166,7 +182,7 @@ export async function settleJournal(ctx: OpsContext, address: string, signer?: S
   if (entry === undefined) return { outcome: 'none' };
   let settled: Settlement;
   if (entry.topupResult !== undefined) settled = { outcome: 'confirmed', entry, topup: entry.topupResult };
-  else if (entry.topupTransactionId !== undefined) settled = await settleTopup(ctx, entry, entry.topupTransactionId, await fateOf(ctx, entry));
+  else if (entry.topupTransactionId !== undefined) settled = await settleTopup(ctx, entry, entry.topupTransactionId, await topupFate(ctx, entry));
   else if (entry.chequeFor !== undefined) settled = await settleCheque(ctx, entry, signer);
   else settled = await settlePublish(ctx, entry, await fateOf(ctx, entry));
   // A superseding change that could not land: the cheque it cancels may have.
