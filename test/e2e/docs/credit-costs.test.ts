@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FREE_CREDITS, type RunningSandbox } from '../../../src/sandbox/index.js';
+import { findTool } from '../../../src/toolset/tools.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
 import { commandSession, newUser, type CliUser } from '../../helpers/processes/cli.js';
 import { docText } from '../../helpers/processes/docs.js';
@@ -83,8 +84,11 @@ async function waitForRefresh(after: number): Promise<void> {
   expect(refreshes(), 'a refresh of the work made ahead').toBeGreaterThan(after);
 }
 
-/** Calls a tool through `nanopay serve` (the tools MCP offers); a tool that writes costs, with it, the refresh of the work made ahead that follows. */
-async function tool(method: 'GET' | 'POST', path: string, body: Record<string, unknown> | undefined, writes: boolean, bought = 0): Promise<{ cost: number; data: Record<string, any> }> {
+/**
+ * Calls the tool `name` through `nanopay serve` (the tools MCP offers) at `path`. A tool that writes (as
+ * src/toolset/tools.ts declares it) costs, with it, the refresh of the work made ahead that follows it.
+ */
+async function tool(name: string, method: 'GET' | 'POST', path: string, body?: Record<string, unknown>, bought = 0): Promise<{ cost: number; data: Record<string, any> }> {
   let data: Record<string, any> = {};
   const cost = await costOf(
     payer,
@@ -92,9 +96,9 @@ async function tool(method: 'GET' | 'POST', path: string, body: Record<string, u
       const seen = refreshes();
       const answer = await fetch(`${serve?.url}${path}`, { method, ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }) });
       const envelope = (await answer.json()) as { success: boolean; data: Record<string, any>; error: unknown };
-      expect(envelope, `${method} ${path}`).toMatchObject({ success: true });
+      expect(envelope, `${name}: ${method} ${path}`).toMatchObject({ success: true });
       data = envelope.data;
-      if (writes) await waitForRefresh(seen);
+      if (findTool(name).writes) await waitForRefresh(seen);
     },
     bought,
   );
@@ -151,24 +155,24 @@ async function measure(): Promise<Row[]> {
   await waitForRefresh(0);
   await fund(sb.url, payer.address, '1');
   const tools = {
-    balance: (await tool('GET', '/wallet/balance', undefined, false)).cost,
-    balanceReceiving: (await tool('GET', '/wallet/balance?auto_receive_pending_blocks=true', undefined, false)).cost,
-    send: (await tool('POST', '/wallet/send', { recipient_address: payee.address, amount: '0.01' }, true)).cost,
-    fetch: (await tool('POST', '/http/fetch-paid', { url: paid, max_xno: '0.01' }, true)).cost,
-    fetchDry: (await tool('POST', '/http/fetch-paid', { url: paid, max_xno: '0.01', dry_run: true }, false)).cost,
-    request: await tool('POST', '/payment/request', { amount: '0.01' }, false),
+    balance: (await tool('wallet_balance', 'GET', '/wallet/balance')).cost,
+    balanceReceiving: (await tool('wallet_balance', 'GET', '/wallet/balance?auto_receive_pending_blocks=true')).cost,
+    send: (await tool('wallet_send', 'POST', '/wallet/send', { recipient_address: payee.address, amount: '0.01' })).cost,
+    fetch: (await tool('http_fetch_paid', 'POST', '/http/fetch-paid', { url: paid, max_xno: '0.01' })).cost,
+    fetchDry: (await tool('http_fetch_paid', 'POST', '/http/fetch-paid', { url: paid, max_xno: '0.01', dry_run: true })).cost,
+    request: await tool('payment_request', 'POST', '/payment/request', { amount: '0.01' }),
     status: 0,
-    credits: (await tool('GET', '/credits', undefined, false)).cost,
-    topup: (await tool('POST', '/credits/topup/10', undefined, true, 10)).cost,
+    credits: (await tool('credits_get', 'GET', '/credits')).cost,
+    topup: (await tool('credits_topup', 'POST', '/credits/topup/10', undefined, 10)).cost,
     topupAtZero: await (async () => {
       sb.service.setCredits(payer.apiKey, 0);
-      return (await tool('POST', '/credits/topup/1000', undefined, true, 1000)).cost;
+      return (await tool('credits_topup', 'POST', '/credits/topup/1000', undefined, 1000)).cost;
     })(),
-    donate: (await tool('POST', '/donate/0.01', undefined, true)).cost,
-    history: (await tool('GET', '/wallet/history', undefined, false)).cost,
-    spending: (await tool('GET', '/spending/status', undefined, false)).cost,
+    donate: (await tool('donate_send', 'POST', '/donate/0.01')).cost,
+    history: (await tool('wallet_history', 'GET', '/wallet/history')).cost,
+    spending: (await tool('spending_status', 'GET', '/spending/status')).cost,
   };
-  tools.status = (await tool('GET', `/payment/status/${tools.request.data.transaction_id}`, undefined, false)).cost;
+  tools.status = (await tool('payment_status', 'GET', `/payment/status/${tools.request.data.transaction_id}`)).cost;
 
   row('`nanopay wallet create --remote`', cost.create);
   row('`nanopay balance`', cost.balance, '`wallet_balance`', tools.balance);
