@@ -28,7 +28,13 @@ export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
 interface CodeInfo {
   status: number;
   exit: ExitCodeValue;
+  /** What to do next, for every error of the code that names nothing better (one built from the service's answer too). */
+  hint?: string;
 }
+
+/** A key out of credits is fixed by a top-up, which itself costs no credits (ops/spending/credits.ts pays it with free calls). */
+const TOP_UP_HINT =
+  'Buy credits with: nanopay credits topup 1000 (the top-up itself needs no credits; nanopay credits lists the tiers and their prices). Agents: the credits_topup tool (POST /credits/topup/1000 on nanopay serve).';
 
 const invalid: CodeInfo = { status: 400, exit: ExitCode.INVALID_INPUT };
 const upstream: CodeInfo = { status: 502, exit: ExitCode.UPSTREAM };
@@ -63,7 +69,7 @@ const CATALOG: Record<string, CodeInfo> = {
   UNSUPPORTED_MEDIA_TYPE: { status: 415, exit: ExitCode.INVALID_INPUT },
   // Money.
   INSUFFICIENT_FUNDS: { status: 402, exit: ExitCode.INSUFFICIENT_FUNDS },
-  INSUFFICIENT_CREDITS: { status: 402, exit: ExitCode.INSUFFICIENT_FUNDS },
+  INSUFFICIENT_CREDITS: { status: 402, exit: ExitCode.INSUFFICIENT_FUNDS, hint: TOP_UP_HINT },
   LIMIT_EXCEEDED: { status: 403, exit: ExitCode.LIMIT },
   // The spending policy refused a spend: the message names the rule and what room it leaves.
   POLICY_DENIED: { status: 403, exit: ExitCode.LIMIT },
@@ -180,7 +186,7 @@ const CATALOG: Record<string, CodeInfo> = {
 
 /** Every known code with its HTTP status and exit code, in the catalog's order (docs/reference.md lists them by exit code). */
 export function errorCatalog(): { code: string; status: number; exit: ExitCodeValue }[] {
-  return Object.entries(CATALOG).map(([code, info]) => ({ code, ...info }));
+  return Object.entries(CATALOG).map(([code, { status, exit }]) => ({ code, status, exit }));
 }
 
 export interface NanoPayErrorOptions {
@@ -203,9 +209,9 @@ export class NanoPayError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'NanoPayError';
     this.code = code;
-    this.hint = options.hint;
     // Unknown codes come from upstream pass-through: treat them as upstream failures.
     const info = CATALOG[code] ?? upstream;
+    this.hint = options.hint ?? info.hint;
     this.status = options.status ?? info.status;
     this.exitCode = options.exitCode ?? info.exit;
     this.details = options.details;

@@ -12,7 +12,7 @@ import type { SpendAuthority, SpendRequest } from './spending/request.js';
 export type WorkProvider = (root: string, threshold: string, signal?: AbortSignal) => Promise<string>;
 
 /** What a journal entry carries besides the block, to finish its purpose after a crash. */
-export type BlockNote = Pick<JournalEntry, 'amountRaw' | 'sendId' | 'sendKind' | 'topupTransactionId' | 'profile' | 'chequeFor' | 'counterparty' | 'ownTransfer'>;
+export type BlockNote = Pick<JournalEntry, 'thresholds' | 'amountRaw' | 'sendId' | 'sendKind' | 'topupTransactionId' | 'profile' | 'chequeFor' | 'counterparty' | 'ownTransfer'>;
 
 /**
  * The narrow context every operation that touches the ledger runs in: the

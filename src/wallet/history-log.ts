@@ -3,6 +3,7 @@ import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ensurePrivateDir, fsyncFd } from '../fs/secure-fs.js';
 import type { Subtype } from '../nano/block.js';
+import type { Thresholds } from '../work/thresholds.js';
 import { profileKey } from './send-log.js';
 
 /** A block of ours that landed, as nanopay recorded it: amounts raw, as decimal strings. */
@@ -21,6 +22,14 @@ export interface HistoryRecord {
   id?: string;
   /** The credits top-up this block paid (its transaction id). */
   topup?: string;
+  /**
+   * The rest of the signed block: with account, balanceRaw and representative
+   * it is the block that hashes to `hash`. The account's newest one is its head
+   * as made here (ops/ledger/recorded-head.ts). Absent in lines of versions before.
+   */
+  signed?: { previous: string; link: string; signature: string; work: string };
+  /** The backend's work thresholds the block was made for. */
+  thresholds?: Thresholds;
 }
 
 /** How much of the file is read at a time, from its end. */

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { NanoPayError } from '../errors.js';
 import type { StateBlock, Subtype } from '../nano/block.js';
 import { readIfExistsSync, writeFileAtomic } from '../fs/secure-fs.js';
+import type { Thresholds } from '../work/thresholds.js';
 import type { PaymentKind } from './send-log.js';
 
 /**
@@ -17,6 +18,8 @@ export interface JournalEntry {
   subtype: Subtype;
   block: StateBlock;
   createdAt: string;
+  /** The backend's work thresholds the block was made for (absent in entries of versions before): the history keeps them with it. */
+  thresholds?: Thresholds;
   /** For sends: the amount, so a recovered send still counts toward the daily limit. */
   amountRaw?: string;
   /** For receives: the proved sender, for the history. */

@@ -1,6 +1,6 @@
 import { NanoPayError } from '../../errors.js';
 import { buildChangeBlock, normalizeAddress } from '../../nano/index.js';
-import { publishTo, readAccountHead, signAndJournal, submitEntry } from '../ledger/chain.js';
+import { publishEntry, readAccountHead, signAndJournal } from '../ledger/chain.js';
 import { recordLanded } from '../ledger/landed.js';
 import { settleJournal } from '../ledger/recovery.js';
 import type { Session } from '../session.js';
@@ -77,7 +77,7 @@ export async function setRepresentative(session: Session, input: RepresentativeI
     const head = await readAccountHead(ctx, signer.address);
     if (normalizeAddress(head.state.representative) === representative) return unchanged(representative);
     const entry = await signAndJournal(ctx, signer, buildChangeBlock(head.state, { representative }), 'change', head.thresholds, {}, undefined, head.block === undefined ? {} : { previous: head.block });
-    await submitEntry(ctx, entry, publishTo(ctx, entry));
+    await publishEntry(ctx, entry);
     await recordLanded(ctx, entry);
     await ctx.journal.clear(signer.address);
     return { account: signer.address, representative, previous_representative: normalizeAddress(head.state.representative), hash: entry.hash, changed: true };

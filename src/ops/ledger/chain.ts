@@ -210,7 +210,8 @@ export async function signAndJournal(
   const threshold = subtype === 'send' || subtype === 'change' ? thresholds.send : thresholds.receive;
   const work = await ctx.work(workRoot(block), threshold, ctx.signal);
   const signed: StateBlock = { ...block, signature: await signer.sign(block, context), work };
-  const entry: JournalEntry = { hash: hashBlock(signed), subtype, block: signed, createdAt: new Date(ctx.now()).toISOString(), ...note };
+  // The note's thresholds are the backend's when the work was made harder than it asks (a payee's).
+  const entry: JournalEntry = { hash: hashBlock(signed), subtype, block: signed, createdAt: new Date(ctx.now()).toISOString(), thresholds, ...note };
   // Signed here by the account's own key (an unlocked session's signature is verified as it comes): once the block
   // is the account's head, reading it back need not verify it again.
   if (sameAccount(block.account, signer.address)) rememberVerified(entry.hash, signed.signature as string);
@@ -240,6 +241,22 @@ export async function submitEntry<T>(ctx: OpsContext, entry: JournalEntry, submi
 
 export const publishTo = (ctx: OpsContext, entry: JournalEntry) => (block: StateBlock) => ctx.api.publish(block, entry.subtype, entry.hash);
 
+/**
+ * submitEntry through our own publish. A service that refuses the call for
+ * want of credits has not taken the block: it is dropped as a final refusal
+ * is, so the account is free for its next block (the top-up that buys them).
+ */
+export async function publishEntry(ctx: OpsContext, entry: JournalEntry): Promise<void> {
+  try {
+    await submitEntry(ctx, entry, publishTo(ctx, entry));
+  } catch (error) {
+    if (!(error instanceof NanoPayError) || error.code !== 'INSUFFICIENT_CREDITS') throw error;
+    await markSpend(ctx, entry, 'dropped');
+    await ctx.journal.clear(entry.block.account);
+    throw new NanoPayError(error.code, `${error.message.replace(/\.$/, '')}; block ${entry.hash} was not published, nothing moved`, { cause: error });
+  }
+}
+
 export interface ReceivedBlock {
   hash: string;
   sourceHash: string;
@@ -261,7 +278,7 @@ export async function receiveAllPending(ctx: OpsContext, signer: Signer, minimum
     const subtype = state.frontier === null ? 'open' : 'receive';
     const block = buildReceiveBlock(state, { sourceHash, amount: amountRaw });
     const entry = await signAndJournal(ctx, signer, block, subtype, thresholds, { amountRaw: amountRaw.toString(), counterparty: from }, undefined, previous === undefined ? {} : { previous });
-    await submitEntry(ctx, entry, publishTo(ctx, entry));
+    await publishEntry(ctx, entry);
     await recordLanded(ctx, entry);
     await ctx.journal.clear(signer.address);
     received.push({ hash: entry.hash, sourceHash, amountRaw, subtype, ...(seenAt === undefined ? {} : { sourceSeenAt: seenAt }) });

@@ -7,6 +7,7 @@ import { markSpend } from '../spending/spend-log.js';
 /** What the history keeps of a landed block of ours. */
 function historyRecord(entry: JournalEntry): HistoryRecord {
   const counterparty = entry.subtype === 'send' ? linkAsAccount(entry.block.link) : entry.counterparty;
+  const { signature, work } = entry.block;
   return {
     hash: entry.hash,
     account: entry.block.account,
@@ -18,6 +19,8 @@ function historyRecord(entry: JournalEntry): HistoryRecord {
     at: entry.createdAt,
     ...(entry.sendId === undefined ? {} : { id: entry.sendId }),
     ...(entry.topupTransactionId === undefined ? {} : { topup: entry.topupTransactionId }),
+    ...(signature === undefined || work === undefined ? {} : { signed: { previous: entry.block.previous, link: entry.block.link, signature, work } }),
+    ...(entry.thresholds === undefined ? {} : { thresholds: entry.thresholds }),
   };
 }
 

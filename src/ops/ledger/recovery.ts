@@ -38,6 +38,19 @@ async function fateOf(ctx: OpsContext, entry: JournalEntry): Promise<Fate> {
   );
 }
 
+/**
+ * Where a top-up's block stands. When the service wants credits to say (the
+ * top-up was to buy them), submitting it again tells: the service publishes
+ * a block still next in line, credits a transaction once, and refuses a block
+ * the account moved past.
+ */
+async function topupFate(ctx: OpsContext, entry: JournalEntry): Promise<Fate> {
+  return fateOf(ctx, entry).catch((error: unknown) => {
+    if (error instanceof NanoPayError && error.code === 'INSUFFICIENT_CREDITS') return 'publishable' as const;
+    throw error;
+  });
+}
+
 async function settleTopup(ctx: OpsContext, entry: JournalEntry, transactionId: string, fate: Fate): Promise<Settlement> {
   if (fate === 'gone') return { outcome: 'dropped', entry };
   const outcome = fate === 'landed' ? 'confirmed' : 'republished';
@@ -126,7 +139,7 @@ export async function settleJournal(ctx: OpsContext, address: string, signer?: S
   if (entry === undefined) return { outcome: 'none' };
   let settled: Settlement;
   if (entry.topupResult !== undefined) settled = { outcome: 'confirmed', entry, topup: entry.topupResult };
-  else if (entry.topupTransactionId !== undefined) settled = await settleTopup(ctx, entry, entry.topupTransactionId, await fateOf(ctx, entry));
+  else if (entry.topupTransactionId !== undefined) settled = await settleTopup(ctx, entry, entry.topupTransactionId, await topupFate(ctx, entry));
   else if (entry.chequeFor !== undefined) settled = await settleCheque(ctx, entry, signer);
   else settled = await settlePublish(ctx, entry, await fateOf(ctx, entry));
   // A superseding change that could not land: the cheque it cancels may have.

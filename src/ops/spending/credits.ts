@@ -3,7 +3,9 @@ import { NanoPayError } from '../../errors.js';
 import { linkAsAccount, rawToXno, xnoToRaw } from '../../nano/index.js';
 import type { TopupAnswer } from '../../wallet/journal.js';
 import type { SendRecord } from '../../wallet/send-log.js';
+import { readAccountHead, type AccountHead } from '../ledger/chain.js';
 import { inconsistent } from '../ledger/inconsistent.js';
+import { recordedHead } from '../ledger/recorded-head.js';
 import type { OpsContext, Signer } from '../context.js';
 import { xnoAndRaw } from '../money.js';
 import { move, type Confirm } from './movement.js';
@@ -99,6 +101,39 @@ async function keepAnswer(ctx: OpsContext, id: string | undefined, answer: Topup
 }
 
 /**
+ * The paying account's head: its verified head from the backend, or, when the
+ * service wants credits to read it (the key ran out of what the top-up buys),
+ * its head as this profile made it (recordedHead). The top-up's other calls
+ * (credits, offer, submit) cost none, so a key at 0 credits can top up.
+ */
+async function payerHead(ctx: OpsContext, address: string, recorded: { used: boolean }): Promise<AccountHead> {
+  recorded.used = false;
+  try {
+    return await readAccountHead(ctx, address);
+  } catch (error) {
+    if (!(error instanceof NanoPayError) || error.code !== 'INSUFFICIENT_CREDITS') throw error;
+    const head = await recordedHead(ctx, address);
+    if (head === undefined) {
+      throw new NanoPayError('INSUFFICIENT_CREDITS', `${error.message.replace(/\.$/, '')}; and this profile has no block of ${address} recorded to make the top-up on without reading the account. Nothing was signed`, {
+        hint: 'Pay the top-up from an account this profile has made a block with: nanopay credits topup 1000 --wallet NAME --account N.',
+        cause: error,
+      });
+    }
+    recorded.used = true;
+    return head;
+  }
+}
+
+/** A block made on the recorded head that the ledger refuses as a fork or gap: the account moved without this profile. */
+function movedElsewhere(error: unknown, address: string): unknown {
+  if (!(error instanceof NanoPayError) || !['BLOCK_FORK', 'BLOCK_GAP_PREVIOUS'].includes(error.code)) return error;
+  return new NanoPayError(error.code, `${error.message.replace(/\.$/, '')}. The top-up was made on the last block of ${address} this profile recorded (the service wants credits to read the account), and the account has moved since (on another machine or profile). Nothing was paid`, {
+    hint: 'Pay the top-up from another account this profile made the last block of (--wallet NAME --account N), or top up where that account was last used.',
+    cause: error,
+  });
+}
+
+/**
  * Buys credits: the service names an address, an amount and a transaction id;
  * the amount is checked against the tier's listed price before anything is
  * signed; the payment goes through the one guarded money path and is
@@ -130,15 +165,17 @@ export async function topup(session: Session, input: TopupInput): Promise<TopupR
     throw inconsistent(`it lists ${tier} credits at ${xnoAndRaw(listed)} but asks ${xnoAndRaw(amountRaw)} for them`);
   }
   let result: TopupResult | undefined;
+  const recorded = { used: false };
   await move<TopupAnswer>(ctx, {
     signer,
+    readHead: () => payerHead(ctx, signer.address, recorded),
     to: offer.paymentAddress,
     amountRaw,
     note: { topupTransactionId: offer.transactionId },
     ...(input.id === undefined ? {} : { id: input.id, kind: 'topup' as const }),
     spend: { kind: 'topup', ...(input.approval === undefined ? {} : { approvalId: input.approval }) },
     ...(input.confirm === undefined ? {} : { confirm: input.confirm }),
-    submit: (block) => ctx.api.topupSubmit(block, offer.transactionId),
+    submit: (block) => ctx.api.topupSubmit(block, offer.transactionId).catch((error: unknown) => Promise.reject(recorded.used ? movedElsewhere(error, signer.address) : error)),
     landed: async (answer, entry, plan) => {
       if (answer === undefined) throw new NanoPayError('INVALID_DATA', 'The service did not confirm the top-up; run the same command again to complete it');
       await ctx.journal.record(signer.address, { ...entry, topupResult: answer });

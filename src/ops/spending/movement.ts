@@ -2,7 +2,7 @@ import { NanoPayError } from '../../errors.js';
 import { normalizeAddress, rawToXno, type StateBlock } from '../../nano/index.js';
 import type { JournalEntry } from '../../wallet/journal.js';
 import type { PaymentKind, SendRecord } from '../../wallet/send-log.js';
-import { planOn, planSend, publishTo, sendBlockOf, signAndJournal, submitEntry, type AccountHead, type SendPlan } from '../ledger/chain.js';
+import { planOn, planSend, publishEntry, readAccountHead, sendBlockOf, signAndJournal, submitEntry, type AccountHead, type SendPlan } from '../ledger/chain.js';
 import type { BlockNote, OpsContext, SignContext, Signer } from '../context.js';
 import { parseThreshold } from '../../work/index.js';
 import { recordLanded } from '../ledger/landed.js';
@@ -75,6 +75,8 @@ export interface Movement<A> {
    * of the account was settled meanwhile (then the head is read again).
    */
   head?: AccountHead;
+  /** How the account's head is read each time the send is planned: its verified head from the backend (readAccountHead) by default. */
+  readHead?: () => Promise<AccountHead>;
 }
 
 export interface Moved<A> {
@@ -245,19 +247,20 @@ export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<M
   }
 
   await importLegacySpends(ctx);
+  const readHead = m.readHead ?? (() => readAccountHead(ctx, m.signer.address));
   let request = spendRequest(ctx, m, to);
   if (m.dryRun) {
     // Judged as it would be, recording nothing and holding nothing.
     const verdict = await judgeDry(ctx, request);
     if (verdict.outcome === 'deny') throw denial(verdict);
-    const first = await planSend(ctx, m.signer.address, to, m.amountRaw);
+    const first = planOn(await readHead(), to, m.amountRaw);
     return planned(first, m.signer.address, { hash: null, dryRun: true, policy: { outcome: verdict.outcome, ...(verdict.rule === undefined ? {} : { rule: verdict.rule, message: verdict.message as string }) } });
   }
   const screened = await screen(ctx, request);
   request = screened.request;
   // A person asked sees a preview planned on the verified head; without one, the plan made holding the lock is the only one.
   if (!screened.attended && m.confirm !== undefined) {
-    const first = await planSend(ctx, m.signer.address, to, m.amountRaw);
+    const first = planOn(await readHead(), to, m.amountRaw);
     if (!(await m.confirm(preview(m.signer.address, to, m.amountRaw, first.head.state.balance, m.contact)))) throw new NanoPayError('DECLINED', 'Declined; nothing was signed');
   }
 
@@ -267,8 +270,8 @@ export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<M
     const resumed = await earlier(ctx, m, to);
     if (resumed !== undefined) return resumed;
     // The head may have moved while the user confirmed: plan again on the fresh one (a claimed lane's cannot move).
-    const plan = m.head !== undefined && settled.outcome === 'none' ? planOn(m.head, to, m.amountRaw) : await planSend(ctx, m.signer.address, to, m.amountRaw);
-    const note: BlockNote = { amountRaw: m.amountRaw.toString(), profile: ctx.profile, ...(m.id === undefined ? {} : { sendId: m.id, sendKind: kindOf(m) }), ...m.note };
+    const plan = m.head !== undefined && settled.outcome === 'none' ? planOn(m.head, to, m.amountRaw) : planOn(await readHead(), to, m.amountRaw);
+    const note: BlockNote = { thresholds: plan.head.thresholds, amountRaw: m.amountRaw.toString(), profile: ctx.profile, ...(m.id === undefined ? {} : { sendId: m.id, sendKind: kindOf(m) }), ...m.note };
     // Judged again and journaled in one hold of the profile's spending lock: the journaled send counts at once.
     const thresholds = m.workThreshold === undefined ? plan.head.thresholds : { ...plan.head.thresholds, send: harderThreshold(plan.head.thresholds.send, m.workThreshold) };
     // An unlocked session judges (and records) the spend as it signs; else the decision is made again here, holding the lock.
@@ -290,7 +293,7 @@ export async function move<A = void>(ctx: OpsContext, m: Movement<A>): Promise<M
         }),
       shown,
     );
-    const answer = await submitEntry(ctx, entry, m.submit ?? (publishTo(ctx, entry) as (block: StateBlock) => Promise<A>));
+    const answer = m.submit === undefined ? ((await publishEntry(ctx, entry)) as A | undefined) : await submitEntry(ctx, entry, m.submit);
     if (m.outstanding === true) return planned(plan, m.signer.address, { hash: entry.hash, dryRun: false, ...(answer === undefined ? {} : { answer }) });
     await recordLanded(ctx, entry);
     await m.landed?.(answer, entry, plan);
@@ -314,7 +317,7 @@ async function moveWithin<A>(ctx: OpsContext, m: Movement<A>, to: string, own: S
       ...(plan.head.block === undefined ? {} : { previous: plan.head.block }),
       ...(own.keyRef === undefined ? {} : { own: own.keyRef.index }),
     });
-    await submitEntry(ctx, entry, publishTo(ctx, entry));
+    await publishEntry(ctx, entry);
     await recordLanded(ctx, entry);
     await ctx.journal.clear(m.signer.address);
     return planned<A>(plan, m.signer.address, { hash: entry.hash, dryRun: false });

@@ -286,6 +286,9 @@ describe('a page nobody looks at does not drain the credits it lives on', () => 
     const trouble = watcher.view(request.transaction_id)?.trouble;
     expect(trouble).toMatch(/cannot check your payment right now: the shop's account with the payment service has run out of credits/);
     expect(trouble).not.toMatch(/API key|0 credits/);
+    // The error names the merchant's fix (a nanopay command); the customer's page keeps to the shop's words.
+    expect(failure.hint).toContain('nanopay credits topup 1000');
+    expect(trouble).not.toMatch(/nanopay|topup|top up/i);
     // Failing reads back off: 2, 4, 8… rounds apart.
     expect(await run(30)).toBeLessThanOrEqual(4);
     failure = undefined;
