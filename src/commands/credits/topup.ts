@@ -7,7 +7,9 @@ export default class CreditsTopup extends SessionCommand {
   static override summary = 'Buy credits: pays the service the tier\'s price from the active account (or --wallet and --account).';
   static override description = `Tiers: 10, 50, 100, 500, 1000, 5000, 10000, 50000, 100000. The service's offer must match the tier's
 listed price, or nothing is signed. If a top-up was interrupted (the connection dropped, the process was killed), running
-it again completes it without paying twice.`;
+it again completes it without paying twice. It works at 0 credits: when the service wants credits to read the account, the
+top-up is made on the account's last block this profile recorded (checked: its hash, account and signature), with calls
+that cost none.`;
   static override examples = ['<%= config.bin %> credits topup 1000', '<%= config.bin %> credits topup 100 --yes --wallet savings --json'];
   static override args = { tier: Args.string({ ignoreStdin: true, description: 'credits to buy', required: true }) };
   static override flags = {
