@@ -80,6 +80,23 @@ describe('the code blocks of the docs', () => {
   });
 });
 
+describe('the guides for programs (docs/x402.md, docs/agents.md)', () => {
+  const GUIDES = ['docs/x402.md', 'docs/agents.md'];
+
+  it('run every TypeScript block in a test (test=NAME), as a program typechecked and run against the sandbox', () => {
+    const notRun = GUIDES.flatMap((file) => fencedBlocks(file)).filter((b) => b.lang === 'ts' && typeof b.attrs.test !== 'string');
+    expect(notRun.map((b) => `${b.file}:${b.line} \`\`\`${b.info}`)).toEqual([]);
+  });
+
+  it('name, for a block no test runs, a test file that exists', () => {
+    const named = DOCS.flatMap((file) => fencedBlocks(file)).flatMap((b) =>
+      typeof b.attrs['no-run'] === 'string' ? [...b.attrs['no-run'].matchAll(/\btest\/[\w./-]+\.test\.ts\b/g)].map(([path]) => ({ b, path })) : [],
+    );
+    expect(named.length).toBeGreaterThan(0);
+    expect(named.filter(({ path }) => !existsSync(join(ROOT, path))).map(({ b, path }) => `${b.file}:${b.line}: ${path}`)).toEqual([]);
+  });
+});
+
 describe('the install the docs tell of', () => {
   // nanopay-cli is not on npm: whoever publishes the name would be run, by npx at once, with the reader's
   // environment (and any password in it). The docs install the tarball (README, Install) and start `nanopay`.
