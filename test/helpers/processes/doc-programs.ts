@@ -8,10 +8,20 @@ import { tempDir } from './temp.js';
  * The guides' TypeScript blocks as a reader runs them: each saved as NAME.mts in a project of its own, where
  * nanopay-cli (this clone, built) and the packages the guides install (@x402/fetch, express…) are in node_modules
  * (links into the clone's), checked by TypeScript in strict mode, and run with `node NAME.mts` (Node.js strips the
- * types).
+ * types). The check reads nanopay-cli's types from src/, whose declarations npm test does not build (it transpiles).
  */
 const TSCONFIG = {
-  compilerOptions: { target: 'ES2022', lib: ['ES2022'], module: 'NodeNext', moduleResolution: 'NodeNext', types: ['node'], strict: true, skipLibCheck: true, noEmit: true },
+  compilerOptions: {
+    target: 'ES2022',
+    lib: ['ES2022'],
+    module: 'NodeNext',
+    moduleResolution: 'NodeNext',
+    types: ['node'],
+    strict: true,
+    skipLibCheck: true,
+    noEmit: true,
+    paths: { 'nanopay-cli': [join(ROOT, 'src/index.ts')] },
+  },
   include: ['*.mts'],
 };
 
