@@ -17,8 +17,9 @@ type Price = string | number | { asset: string; amount: string; extra?: Record<s
 export const nanoExactServerScheme = {
   scheme: X402_SCHEME,
   defaultAssetTransferMethod: 'default',
-  // Verify before the handler, settle after it succeeded: the buyer is never charged for a failed request.
-  paymentFlows: { default: { default: 'authorization', supported: ['authorization'] } },
+  // Verify before the handler, settle after it succeeded: the buyer is never charged for a failed request. As const:
+  // @x402/core's SchemeNetworkServer takes only its own flow names, so a TypeScript server could not register it.
+  paymentFlows: { default: { default: 'authorization', supported: ['authorization'] } } as const,
   async parsePrice(price: Price): Promise<{ asset: string; amount: string; extra?: Record<string, unknown> }> {
     if (typeof price === 'object') {
       if (price.asset !== X402_ASSET || !/^\d+$/.test(price.amount)) throw new NanoPayError('INVALID_REQUEST', 'A Nano price is {asset: "XNO", amount: "<raw>"} or XNO as a string');
@@ -26,8 +27,8 @@ export const nanoExactServerScheme = {
     }
     return { asset: X402_ASSET, amount: xnoToRaw(String(price).replace(/^\s*XNO\s*|\s*XNO\s*$/gi, '')).toString() };
   },
-  /** The facilitator's work terms (from /supported) go into each requirement's extra. */
-  async enhancePaymentRequirements(requirements: PaymentRequirements, kind: SupportedKind): Promise<PaymentRequirements> {
+  /** The facilitator's work terms (from /supported) go into each requirement's extra. Generic: it returns the caller's type (@x402/core's network is narrower). */
+  async enhancePaymentRequirements<R extends PaymentRequirements>(requirements: R, kind: SupportedKind): Promise<R & { extra: Record<string, unknown> }> {
     const { asset: _asset, ...terms } = kind.extra ?? {};
     return { ...requirements, extra: { ...terms, ...(requirements.extra ?? {}) } };
   },

@@ -80,6 +80,48 @@ describe('the code blocks of the docs', () => {
   });
 });
 
+describe('the guides for programs (docs/x402.md, docs/agents.md)', () => {
+  const GUIDES = ['docs/x402.md', 'docs/agents.md'];
+
+  it('run every TypeScript block in a test (test=NAME), as a program typechecked and run against the sandbox', () => {
+    const notRun = GUIDES.flatMap((file) => fencedBlocks(file)).filter((b) => b.lang === 'ts' && typeof b.attrs.test !== 'string');
+    expect(notRun.map((b) => `${b.file}:${b.line} \`\`\`${b.info}`)).toEqual([]);
+  });
+
+  it('name, for a block no test runs, a test file that exists', () => {
+    const named = DOCS.flatMap((file) => fencedBlocks(file)).flatMap((b) =>
+      typeof b.attrs['no-run'] === 'string' ? [...b.attrs['no-run'].matchAll(/\btest\/[\w./-]+\.test\.ts\b/g)].map(([path]) => ({ b, path })) : [],
+    );
+    expect(named.length).toBeGreaterThan(0);
+    expect(named.filter(({ path }) => !existsSync(join(ROOT, path))).map(({ b, path }) => `${b.file}:${b.line}: ${path}`)).toEqual([]);
+  });
+});
+
+describe('the install the docs tell of', () => {
+  // nanopay-cli is not on npm: whoever publishes the name would be run, by npx at once, with the reader's
+  // environment (and any password in it). The docs install the tarball (README, Install) and start `nanopay`.
+  const RUNS_FROM_REGISTRY = /\b(?:npx|npm\s+exec|pnpm\s+dlx|yarn\s+dlx|bunx)(?:\s+-[-\w=]*)*\s+(?:--\s+)?nanopay-cli\b|["']npx["'][\s\S]{0,200}?["']nanopay-cli(?:@[^"']*)?["']/;
+  const INSTALLS_FROM_REGISTRY = /\b(?:npm|pnpm|yarn|bun)\s+(?:install|i|add)\b(?:\s+-[-\w=]*)*\s+nanopay-cli(?:@\S*)?(?![\w.-])/;
+
+  it('never fetches nanopay-cli from a registry: no npx of it, no install of it by name', () => {
+    const found = DOCS.flatMap((file) =>
+      docText(file)
+        .split(/\n\s*\n/)
+        .filter((paragraph) => RUNS_FROM_REGISTRY.test(paragraph) || INSTALLS_FROM_REGISTRY.test(paragraph))
+        .map((paragraph) => `${file}: ${paragraph.trim().slice(0, 160)}`),
+    );
+    expect(found).toEqual([]);
+  });
+
+  it('tells apart the forms that fetch it from those that install the tarball', () => {
+    for (const fetches of ['npx -y nanopay-cli mcp', 'npx nanopay-cli@latest', 'npm exec -- nanopay-cli', '"command": "npx", "args": ["-y", "nanopay-cli", "mcp"]']) expect(RUNS_FROM_REGISTRY.test(fetches), fetches).toBe(true);
+    for (const installs of ['npm install -g nanopay-cli', 'npm i nanopay-cli@0.1.0', 'pnpm add nanopay-cli']) expect(INSTALLS_FROM_REGISTRY.test(installs), installs).toBe(true);
+    for (const fine of ['npm install -g ./nanopay-cli-0.1.0.tgz', 'npm uninstall -g nanopay-cli', 'npm install ./nanopay-cli-0.1.0.tgz @x402/fetch', 'npx nanopay', 'npm install -g --allow-scripts=nanopay-cli ./nanopay-cli-0.1.0.tgz']) {
+      expect(RUNS_FROM_REGISTRY.test(fine) || INSTALLS_FROM_REGISTRY.test(fine), fine).toBe(false);
+    }
+  });
+});
+
 describe('the links of the docs', () => {
   it('every relative link names a file that exists, and an anchor that a heading there makes', () => {
     const broken: string[] = [];
