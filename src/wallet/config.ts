@@ -2,6 +2,7 @@ import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { NanoPayError } from '../errors.js';
 import { ensurePrivateDirSync, readOwnFileSync, writeFileAtomicSync } from '../fs/secure-fs.js';
+import { withConfigLockSync } from './lock.js';
 
 /** How a wallet's secret was given; it decides how accounts are derived. */
 export type WalletKind = 'seed' | 'mnemonic' | 'legacy-mnemonic' | 'private-key';
@@ -171,12 +172,15 @@ export class ConfigStore {
     return Object.keys(this.read().profiles);
   }
 
+  /** Read, changed and written holding the file's lock: another process's change made meanwhile is never lost. */
   updateProfile(name: string, change: (profile: ProfileRecord) => ProfileRecord): ProfileRecord {
-    const config = this.read();
-    const next = change(structuredClone(config.profiles[name] ?? { wallets: {} }));
-    const written: ConfigShape = { ...config, profiles: { ...config.profiles, [name]: next } };
-    writeFileAtomicSync(this.path, `${JSON.stringify(written, null, '\t')}\n`);
-    return next;
+    return withConfigLockSync(this.path, () => {
+      const config = this.read();
+      const next = change(structuredClone(config.profiles[name] ?? { wallets: {} }));
+      const written: ConfigShape = { ...config, profiles: { ...config.profiles, [name]: next } };
+      writeFileAtomicSync(this.path, `${JSON.stringify(written, null, '\t')}\n`);
+      return next;
+    });
   }
 
   private read(): ConfigShape {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { closeSync, ftruncateSync, linkSync, openSync, readdirSync, readFileSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, ftruncateSync, linkSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { readFile, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -34,6 +34,23 @@ const thisHost = (): string => (host ??= hostname());
 function isStale(content: string): boolean {
   const [pid, named] = content.split('\n');
   return named === thisHost() && Number.isInteger(Number(pid)) && !alive(Number(pid));
+}
+
+function takeOverStaleSync(path: string, content: string): void {
+  const aside = `${path}.${randomBytes(4).toString('hex')}.stale`;
+  try {
+    renameSync(path, aside);
+  } catch {
+    return;
+  }
+  // Another process may have replaced the stale lock between our read and rename: give it back.
+  if (holderOf(aside) !== content) {
+    try {
+      renameSync(aside, path);
+    } catch {
+      // Taken again meanwhile: the stale one stays aside.
+    }
+  } else unlinkSync(aside);
 }
 
 async function takeOverStale(path: string, content: string): Promise<void> {
@@ -181,33 +198,72 @@ function release(path: string): void {
   }
 }
 
+/** One try at the lock file `path`: taken (undefined), or the text of the lock that holds it (empty while it is being written). */
+function tryAcquire(path: string): string | undefined {
+  try {
+    createExclusive(path);
+    return undefined;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  return holderOf(path);
+}
+
+function busy(path: string, held: Held, timeoutMs: number): NanoPayError {
+  return new NanoPayError(held.code, `Another nanopay process has been using ${held.what} for over ${Math.round(timeoutMs / 1000)} s`, {
+    hint: `If no other nanopay is running, remove ${path}.`,
+  });
+}
+
 async function acquireFile(path: string, held: Held, timeoutMs: number, signal?: AbortSignal): Promise<() => void> {
   const deadline = Date.now() + timeoutMs;
   for (let wait = 10; ; wait = Math.min(wait * 2, 250)) {
+    let holder: string | undefined;
     try {
-      createExclusive(path);
-      return () => release(path);
+      holder = tryAcquire(path);
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' && privateDirs.delete(dirname(path))) {
-        // The dir went away since it was checked: made (and checked) again.
-        await lockDir(dirname(path));
-        continue;
-      }
-      if (code !== 'EEXIST') throw error;
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || !privateDirs.delete(dirname(path))) throw error;
+      // The dir went away since it was checked: made (and checked) again.
+      await lockDir(dirname(path));
+      continue;
     }
-    const holder = holderOf(path);
+    if (holder === undefined) return () => release(path);
     if (holder !== '' && isStale(holder)) {
       await takeOverStale(path, holder);
       continue;
     }
     if (signal?.aborted) throw new NanoPayError('CANCELLED', `Cancelled while waiting for the lock of ${held.what}`);
-    if (Date.now() > deadline) {
-      throw new NanoPayError(held.code, `Another nanopay process has been using ${held.what} for over ${Math.round(timeoutMs / 1000)} s`, {
-        hint: `If no other nanopay is running, remove ${path}.`,
-      });
-    }
+    if (Date.now() > deadline) throw busy(path, held, timeoutMs);
     await sleep(wait);
+  }
+}
+
+/** Waits without returning to the event loop: for a lock taken by synchronous code. */
+const pause = (ms: number): void => void Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+
+/**
+ * Runs `fn` (synchronous, and short: a read and a rename) as the only writer
+ * of the settings file across processes, so two commands that change it at
+ * once both keep their change. A lock left by a dead process is taken over.
+ */
+export function withConfigLockSync<T>(configPath: string, fn: () => T, timeoutMs = 10_000): T {
+  const path = `${configPath}.lock`;
+  const held: Held = { code: 'STORE_BUSY', what: 'the settings file' };
+  const deadline = Date.now() + timeoutMs;
+  for (let wait = 1; ; wait = Math.min(wait * 2, 50)) {
+    const holder = tryAcquire(path);
+    if (holder === undefined) break;
+    if (holder !== '' && isStale(holder)) {
+      takeOverStaleSync(path, holder);
+      continue;
+    }
+    if (Date.now() > deadline) throw busy(path, held, timeoutMs);
+    pause(wait);
+  }
+  try {
+    return fn();
+  } finally {
+    release(path);
   }
 }
 
