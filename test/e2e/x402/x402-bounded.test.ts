@@ -7,9 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addressToPublicKey } from '../../../src/nano/index.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { runCommand, type CliUser } from '../../helpers/processes/cli.js';
-import { nodeMerchantAndCustomer } from '../../helpers/ledger/node-users.js';
+import { paywallShop } from '../../helpers/ledger/x402.js';
 import { sandbox } from '../../helpers/ledger/sandbox.js';
-import { startCommand, type RunningCommand } from '../../helpers/processes/serve.js';
+import type { RunningCommand } from '../../helpers/processes/serve.js';
 
 // Issue 41, point 3: fetch and the SDK are bounded end to end; a rerun reports a settled payment; nothing stays stuck.
 let sb: RunningSandbox;
@@ -21,10 +21,9 @@ let paywall: RunningCommand<{ url: string }>;
 
 beforeAll(async () => {
   sb = await sandbox();
-  ({ merchant, customer, merchantAddress } = await nodeMerchantAndCustomer(sb, {}));
   upstream = createServer((req, res) => res.end(JSON.stringify({ data: req.url })));
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-  paywall = await startCommand(['paywall', '--upstream', `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`, '--price', '0.004', '--to', merchantAddress, '--json'], merchant.env);
+  ({ merchant, customer, merchantAddress, paywall } = await paywallShop(sb, `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`, '0.004'));
   // One lane: a payment that pinned it would stop every other.
   expect((await customer.run(['lanes', 'set', '1', '--fund', '0.5'])).code).toBe(0);
 });

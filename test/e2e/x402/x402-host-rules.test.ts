@@ -7,9 +7,9 @@ import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { NanoPay } from '../../../src/sdk/nanopay.js';
 import { nanoExactClientScheme } from '../../../src/x402/schemes.js';
 import { PASSWORD, type CliUser } from '../../helpers/processes/cli.js';
-import { nodeMerchantAndCustomer } from '../../helpers/ledger/node-users.js';
+import { paywallShop } from '../../helpers/ledger/x402.js';
 import { sandbox } from '../../helpers/ledger/sandbox.js';
-import { startCommand, type RunningCommand } from '../../helpers/processes/serve.js';
+import type { RunningCommand } from '../../helpers/processes/serve.js';
 import { addressToPublicKey, xnoToRaw } from '../../../src/nano/index.js';
 
 // Issue 41, point 2: host rules hold on the SDK's @x402/fetch path as on `nanopay fetch`.
@@ -23,10 +23,9 @@ let host: string;
 
 beforeAll(async () => {
   sb = await sandbox();
-  ({ merchant, customer, merchantAddress } = await nodeMerchantAndCustomer(sb, {}));
   upstream = createServer((_req, res) => res.end('{"data":42}'));
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-  paywall = await startCommand(['paywall', '--upstream', `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`, '--price', '0.004', '--to', merchantAddress, '--json'], merchant.env);
+  ({ merchant, customer, merchantAddress, paywall } = await paywallShop(sb, `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`, '0.004'));
   host = new URL(paywall.printed.url).host;
 });
 afterAll(async () => {
