@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { NanoPayError } from '../errors.js';
 import { ensurePrivateDirSync, readOwnFileSync, writeFileAtomicSync } from '../fs/secure-fs.js';
 import { withConfigLockSync } from './lock.js';
+import { stateDir } from './paths.js';
 
 /** How a wallet's secret was given; it decides how accounts are derived. */
 export type WalletKind = 'seed' | 'mnemonic' | 'legacy-mnemonic' | 'private-key';
@@ -174,7 +175,7 @@ export class ConfigStore {
 
   /** Read, changed and written holding the file's lock: another process's change made meanwhile is never lost. */
   updateProfile(name: string, change: (profile: ProfileRecord) => ProfileRecord): ProfileRecord {
-    return withConfigLockSync(this.path, () => {
+    return withConfigLockSync(stateDir(this.dir, 'locks'), () => {
       const config = this.read();
       const next = change(structuredClone(config.profiles[name] ?? { wallets: {} }));
       const written: ConfigShape = { ...config, profiles: { ...config.profiles, [name]: next } };

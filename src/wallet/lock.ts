@@ -5,7 +5,7 @@ import { readFile, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NanoPayError } from '../errors.js';
-import { ensurePrivateDir, linkUnsupported } from '../fs/secure-fs.js';
+import { ensurePrivateDir, ensurePrivateDirSync, linkUnsupported } from '../fs/secure-fs.js';
 
 /**
  * One writer at a time for what must not be written by two at once (an
@@ -246,10 +246,14 @@ const pause = (ms: number): void => void Atomics.wait(new Int32Array(new SharedA
  * of the settings file across processes, so two commands that change it at
  * once both keep their change. A lock left by a dead process is taken over.
  */
-export function withConfigLockSync<T>(configPath: string, fn: () => T, timeoutMs = 10_000): T {
-  const path = `${configPath}.lock`;
+export function withConfigLockSync<T>(lockDir: string, fn: () => T, timeoutMs = 10_000): T {
+  const path = join(lockDir, 'config.lock');
   const held: Held = { code: 'STORE_BUSY', what: 'the settings file' };
   const deadline = Date.now() + timeoutMs;
+  if (!privateDirs.has(lockDir)) {
+    ensurePrivateDirSync(lockDir);
+    privateDirs.add(lockDir);
+  }
   for (let wait = 1; ; wait = Math.min(wait * 2, 50)) {
     const holder = tryAcquire(path);
     if (holder === undefined) break;

@@ -28,8 +28,8 @@ describe('ConfigStore', () => {
     expect(await mode(file)).toBe(0o600);
     expect(JSON.parse(await readFile(file, 'utf8'))).toEqual({ version: 1, profiles: { default: next } });
     expect(new ConfigStore(dir).profile('default')).toEqual(next);
-    // The temporary file of the atomic write is gone.
-    expect(await readdir(dir)).toEqual(['config.json']);
+    // The temporary file of the atomic write is gone (locks/ holds the lock writers take).
+    expect(await readdir(dir)).toEqual(['config.json', 'locks']);
   });
 
   it("sees another store's writes (each read goes to the file)", () => {
