@@ -19,6 +19,8 @@ function commandFiles(dir) {
 
 const entryPoints = [
   { in: join(root, 'src/cli/main.ts'), out: 'main' },
+  // bin/run.js turns on Node's compile cache with it before it loads main.
+  { in: join(root, 'src/cli/compile-cache.ts'), out: 'compile-cache' },
   // src/work/generator.ts starts workers from './pow-worker.js' beside itself.
   { in: join(root, 'src/work/pow-worker.ts'), out: 'pow-worker' },
   // src/work/kernel-choice.ts starts the kernels' measurement from './measure-kernels.js' beside itself.
