@@ -172,10 +172,14 @@ function isPlainFunction(module, name) {
 const builtinsRequired = {
   name: 'builtins-required',
   setup(build) {
-    build.onResolve({ filter: /^[a-z_:/]+$/ }, (args) => (args.kind === 'import-statement' && isBuiltin(args.path) ? { path: args.path, namespace: 'builtin' } : undefined));
-    build.onLoad({ filter: /.*/, namespace: 'builtin' }, (args) => {
-      const module = createRequire(import.meta.url)(args.path);
-      const onCall = LOAD_ON_CALL.has(args.path.startsWith('node:') ? args.path : `node:${args.path}`);
+    // One module per importer, which esbuild then puts in the importer's chunk: shared, each would be a chunk of
+    // its own, a file more to load for each built-in a command uses.
+    build.onResolve({ filter: /^[a-z_:/]+$/ }, (args) =>
+      args.kind === 'import-statement' && isBuiltin(args.path) ? { path: `${args.path} for ${args.importer}`, namespace: 'builtin', pluginData: args.path } : undefined,
+    );
+    build.onLoad({ filter: /.*/, namespace: 'builtin' }, ({ pluginData: name }) => {
+      const module = createRequire(import.meta.url)(name);
+      const onCall = LOAD_ON_CALL.has(name.startsWith('node:') ? name : `node:${name}`);
       const exports = Object.getOwnPropertyNames(module)
         .filter((name) => name !== 'default')
         .map((name, i) => {
@@ -185,7 +189,7 @@ const builtinsRequired = {
         });
       // The module itself, loaded at the first export read: at once, but for LOAD_ON_CALL's modules, whose default
       // (a package's `import childProcess from 'node:child_process'`) reads through a proxy.
-      const load = `let loaded;\nconst builtin = () => (loaded ??= require(${JSON.stringify(args.path)}));`;
+      const load = `let loaded;\nconst builtin = () => (loaded ??= require(${JSON.stringify(name)}));`;
       const defaultExport = onCall ? 'export default new Proxy({}, { get: (_, key) => builtin()[key] });' : 'export default /* @__PURE__ */ builtin();';
       return { contents: [load, defaultExport, ...exports].join('\n'), loader: 'js' };
     });
