@@ -136,6 +136,14 @@ const ASCII_WIDTH = '\tif (/^[\\x20-\\x7E]*$/.test(string)) {\n\t\treturn string
 /** Edits to other packages' files, by their path in node_modules, as OCLIF_EDITS. */
 const PACKAGE_EDITS = { 'string-width/index.js': [[STRING_WIDTH, ASCII_WIDTH]] };
 
+/**
+ * oclif's logger is the debug package's, which at load finds out whether stderr can show colours (tty, supports-color),
+ * ~2 ms of every command, and writes only when DEBUG names a namespace. Without DEBUG (unset or empty: none is named)
+ * each logger is a function that does nothing, and debug is never loaded.
+ */
+const OCLIF_DEBUG = 'const debug = (0, debug_1.default)(namespace);';
+const DEBUG_ONLY_WITH_ENV = 'const debug = process.env.DEBUG ? (0, debug_1.default)(namespace) : () => { };';
+
 /** Edits to @oclif/core's lib/ files, [text, replacement] each; the build stops if a text is not there exactly once. */
 const OCLIF_EDITS = {
   'config/plugin.js': [[OCLIF_SORT, '.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))'], lazyRequire('const tinyglobby_1 = require("tinyglobby");')],
@@ -146,6 +154,7 @@ const OCLIF_EDITS = {
   'help/util.js': [lazyRequire('const ejs_1 = __importDefault(require("ejs"));'), [OCLIF_RENDER, RENDER_TAGS_ONLY]],
   'ux/action/spinner.js': [lazyRequire('const cli_spinners_1 = __importDefault(require("cli-spinners"));')],
   'index.js': [OCLIF_VERSION_CHECK],
+  'logger.js': [lazyRequire('const debug_1 = __importDefault(require("debug"));'), [OCLIF_DEBUG, DEBUG_ONLY_WITH_ENV]],
   'util/os.js': [lazyRequire('const node_child_process_1 = require("node:child_process");'), [OCLIF_WSL, `return ${NO_SIGN_OF_WSL} ? (0, node_os_1.platform)() : (await import('wsl-utils')).isWsl ? 'wsl' : (0, node_os_1.platform)();`]],
 };
 // Its real path: esbuild reports files by theirs (node_modules may be a link).
