@@ -79,7 +79,8 @@ try {
   await setup(['wallet', 'create', '--remote'], lockedEnv);
   await setup(['wallet', 'create', '--remote'], { ...unlockedEnv, NANOPAY_PASSWORD: 'bench password' });
   await setup(['unlock', '--for', '1h'], { ...unlockedEnv, NANOPAY_PASSWORD: 'bench password' });
-  // One warm-up round so the file cache is the same for every command.
+  // One warm-up round so the file cache is the same for every command, and Node's compile cache in each config dir
+  // (bin/run.js) is filled, as after a user's first command.
   for (const c of cases) await time(c.args, c.env);
   const samples = cases.map(() => []);
   for (let round = 0; round < ROUNDS; round++) {

@@ -43,6 +43,9 @@ const argv = process.argv.slice(2);
 if (!unsupportedNode(argv)) {
   const version = fastVersion(argv);
   if (version === undefined) {
+    // Before the bundle loads, so that its code comes from the cache (src/cli/compile-cache.ts says where and when).
+    const { enableCompileCache } = await import('../dist/app/compile-cache.js');
+    enableCompileCache();
     const { run } = await import('../dist/app/main.js');
     await run(argv, import.meta.url);
   } else {

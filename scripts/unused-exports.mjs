@@ -1,7 +1,7 @@
 // Finds the modules under src/ that export a value (function, class, constant) no other module of src/ uses:
 // dead code, or code kept alive only by tests. Types stay free to export: they describe the signatures of what
 // is used. Entry points are the roots: the SDK (src/index.ts, whose exports the README documents), the commands,
-// hooks and help class (loaded by oclif), and the programs started by file (the CLI entry, the demo, the
+// hooks and help class (loaded by oclif), and the programs started by file (the CLI entry and its compile cache, the demo, the
 // proof-of-work worker, the unlocked session's process); what the benchmarks and scripts/ import from the build counts as used.
 // Each module is read as esbuild compiles it, so types and the imports only types use are gone; what remains is
 // lexed by es-module-lexer. A relative import from src/ must stay inside src/, as the build's rootDir requires.
@@ -10,7 +10,7 @@ import { dirname, join, relative, resolve, sep } from 'node:path';
 import { transformSync } from 'esbuild';
 import { init, parse } from 'es-module-lexer';
 
-const ENTRY = [/^src\/index\.ts$/, /^src\/commands\//, /^src\/hooks\//, /^src\/cli\/help\.ts$/, /^src\/cli\/main\.ts$/, /^src\/demo\/main\.ts$/, /^src\/work\/pow-worker\.ts$/, /^src\/work\/measure-kernels\.ts$/, /^src\/session\/process\.ts$/];
+const ENTRY = [/^src\/index\.ts$/, /^src\/commands\//, /^src\/hooks\//, /^src\/cli\/help\.ts$/, /^src\/cli\/main\.ts$/, /^src\/cli\/compile-cache\.ts$/, /^src\/demo\/main\.ts$/, /^src\/work\/pow-worker\.ts$/, /^src\/work\/measure-kernels\.ts$/, /^src\/session\/process\.ts$/];
 const NAME = String.raw`[A-Za-z_$][\w$]*`;
 
 /** The module a relative specifier names: src/x/y.ts for './y.js' from src/x/, or where outside src/ it points. */

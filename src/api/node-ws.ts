@@ -1,6 +1,7 @@
 import WebSocket from 'ws';
 import { redactUrl } from '../errors.js';
-import { TunnelAgent, proxyFor } from './proxy.js';
+import { proxyFor } from './proxy.js';
+import { TunnelAgent } from './tunnel.js';
 
 /** A confirmed block as the node's `confirmation` topic tells it. */
 export interface Confirmation {

@@ -1,6 +1,7 @@
-import type { ClientRequest, IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { ClientRequest, IncomingHttpHeaders, IncomingMessage, request as httpRequest } from 'node:http';
+import { createRequire } from 'node:module';
 import { NanoPayError, redactUrl } from '../errors.js';
-import { PROXY_AUTH, ProxyRefusal, TunnelAgent, bareHost, proxyFor, type Proxy } from './proxy.js';
+import { PROXY_AUTH, ProxyRefusal, bareHost, proxyFor, type Proxy } from './proxy.js';
 import { SANDBOX_HEADER, noteSandboxAnswer } from './sandbox-mark.js';
 import { waitFor } from './waits.js';
 
@@ -109,16 +110,28 @@ function decoded(part: string): string {
   }
 }
 
+const require = createRequire(import.meta.url);
+
+/**
+ * node:https's or node:http's request, the module loaded at the first call: commands that make none do not pay for
+ * them (https also loads tls). Required, not imported: importing node:http builds its ES module facade, which reads
+ * every export, http.WebSocket among them, and so loads undici (~10 ms of every command that makes a request).
+ */
+function requestFor(protocol: string): typeof httpRequest {
+  return (require(protocol === 'https:' ? 'node:https' : 'node:http') as { request: typeof httpRequest }).request;
+}
+
 /**
  * How a request goes through a proxy: an https target through a CONNECT
  * tunnel (TLS end to end), an http one in absolute form to the proxy, as curl does.
  */
 async function viaProxy(proxy: Proxy, target: URL, headers: Record<string, string>): Promise<(method: string) => ClientRequest> {
   if (target.protocol === 'https:') {
-    const { request } = await import('node:https');
+    const { TunnelAgent } = await import('./tunnel.js');
+    const request = requestFor('https:');
     return (method) => request(target, { method, headers, agent: new TunnelAgent(proxy, true) });
   }
-  const { request } = proxy.url.protocol === 'https:' ? await import('node:https') : await import('node:http');
+  const request = requestFor(proxy.url.protocol);
   const port = proxy.url.port === '' ? (proxy.url.protocol === 'https:' ? 443 : 80) : Number(proxy.url.port);
   const sent = { ...headers, host: target.host, ...(proxy.authorization === undefined ? {} : { 'proxy-authorization': proxy.authorization }) };
   return (method) => request({ host: bareHost(proxy.url.hostname), port, path: target.href, method, headers: sent, agent: false });
@@ -127,8 +140,7 @@ async function viaProxy(proxy: Proxy, target: URL, headers: Record<string, strin
 /** One request and its whole answer, within the timeout. */
 async function hop(h: Hop, timeoutMs: number, signal: AbortSignal | undefined, where: string, party: string, maxBytes: number): Promise<Reply> {
   if (h.url.protocol !== 'http:' && h.url.protocol !== 'https:') throw new NoAnswer('ERR_UNSUPPORTED_PROTOCOL');
-  // Loaded on the first call: commands that make none do not pay for them (https also loads tls).
-  const { request } = h.url.protocol === 'https:' ? await import('node:https') : await import('node:http');
+  const request = requestFor(h.url.protocol);
   if (signal?.aborted) throw abortFailure(signal);
   const headers = { ...h.headers };
   const target = new URL(h.url);

@@ -44,7 +44,8 @@ export abstract class SessionCommand extends BaseCommand {
       frontEnd: 'cli',
       passwordVia: passwordVia(flags),
       // A spend above an "ask above" rule is asked about here on a terminal (--yes does not skip it; yes needs the password); without one it waits for an approval.
-      ...(process.stdin.isTTY && process.stderr.isTTY ? { askPerson: answerAtTerminal } : {}),
+      // stderr first: process.stdin is a stream made at its first use, which a script's command (stderr a pipe) need not make.
+      ...(process.stderr.isTTY && process.stdin.isTTY ? { askPerson: answerAtTerminal } : {}),
       unlock: promptingUnlock(flags, password),
       workObserver: workSpinner(!this.jsonEnabled()),
       ...(deadline === undefined ? {} : { deadlineMs: deadline }),

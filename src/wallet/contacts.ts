@@ -37,17 +37,20 @@ function parse(path: string, text: string): ContactsFile {
  * lose each other's names.
  */
 export class ContactStore {
-  private readonly path: string;
-  private readonly lockName: string;
-
   constructor(
-    dir: string,
+    private readonly dir: string,
     private readonly lockDir: string,
-    profile: string,
-  ) {
-    const key = profileKey(profile);
-    this.path = join(dir, `profile-${key}.json`);
-    this.lockName = `contacts-${key}`;
+    private readonly profile: string,
+  ) {}
+
+  // Named by a hash of the profile, made at first use: every command has a contact store, few read it, and hashing
+  // loads node:crypto (~7 ms of a command's start-up).
+  private get path(): string {
+    return join(this.dir, `profile-${profileKey(this.profile)}.json`);
+  }
+
+  private get lockName(): string {
+    return `contacts-${profileKey(this.profile)}`;
   }
 
   async all(): Promise<Record<string, ContactRecord>> {
