@@ -41,5 +41,7 @@ rmSync(suiteTmp, { recursive: true, force: true });
 const leaked = leftovers.length === 0 ? undefined : `the test suite left ${leftovers.length} temporary entries behind (use tempDir from test/helpers/processes/temp.ts): ${leftovers.sort().join(', ')}`;
 const failures = [...checks, suiteResult, leaked].filter((failure) => failure !== undefined);
 if (exports.error === undefined) console.log(`check-exports: every export of ${exports.modules} modules is used`);
+// Said again after vitest's summary, where a skipped tier is easy to miss (test/helpers/ledger/real-node.ts).
+if (!process.env.NANO_NODE_BIN) console.log('real-node tier: skipped, NANO_NODE_BIN is not set (docs/development.md says how to get the reference nano_node)');
 for (const failure of failures) console.error(failure);
 process.exitCode = failures.length > 0 ? 1 : 0;
