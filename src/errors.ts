@@ -148,6 +148,8 @@ const CATALOG: Record<string, CodeInfo> = {
   INVALID_DATA: upstream,
   WORK_SERVER_ERROR: upstream,
   SERVICE_INCONSISTENT: upstream,
+  // A legacy block whose balance would take walking more of its chain than a proof may read (ops/ledger/proofs.ts).
+  UNSUPPORTED_BLOCK: upstream,
   RATE_LIMIT_EXCEEDED: { status: 429, exit: ExitCode.UPSTREAM },
   TRANSACTION_CREATION_FAILED: upstream,
   PRICE_CALCULATION_ERROR: upstream,

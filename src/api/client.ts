@@ -1,10 +1,10 @@
 import { NanoPayError } from '../errors.js';
-import type { StateBlock, Subtype } from '../nano/block.js';
+import type { LedgerBlock, StateBlock, Subtype } from '../nano/block.js';
 import { CREDIT_TIERS, type CreditTier } from './contract.js';
 import { call, markedCall, type CallOptions, type HttpOptions } from './http.js';
 import type { LedgerBackend } from './backend.js';
 import { DEV_THRESHOLDS } from '../work/index.js';
-import { asObject, bigIntField, bool, hexField, optStr, stateBlock, str, type Json } from './shape.js';
+import { asObject, bigIntField, bool, hexField, ledgerBlock, optStr, str, type Json } from './shape.js';
 
 export interface RemoteWallet {
   address: string;
@@ -27,6 +27,8 @@ export interface RemoteAccountInfo {
   /** The thresholds the service wants, when it reports them. */
   difficultySend?: string;
   difficultyReceive?: string;
+  /** The account's epoch, when the backend says (a node's account_version): below 2, its blocks need epoch 1's work. */
+  epoch?: number;
 }
 
 export interface RemoteBlockInfo {
@@ -35,7 +37,8 @@ export interface RemoteBlockInfo {
   amountRaw: bigint;
   balanceRaw: bigint;
   subtype: string;
-  contents: StateBlock;
+  /** The block itself: a state block, or a legacy one (a ledger's first blocks). */
+  contents: LedgerBlock;
   /** The next block of the account, when the service says (64 zeros for none). */
   successor?: string;
   /** Whether the network confirmed the block, as the backend says ("confirmed"); false when it does not say. */
@@ -47,6 +50,8 @@ export interface RemoteBlockInfo {
 export interface RemoteDifficulty {
   send: string;
   receive: string;
+  /** A node's: what blocks of accounts not yet at epoch 2 need. */
+  epoch1?: string;
 }
 
 export interface RemotePaymentRequest {
@@ -181,7 +186,7 @@ export class ApiClient implements LedgerBackend {
       amountRaw: bigIntField(d, 'amount', what),
       balanceRaw: bigIntField(d, 'balance', what),
       subtype: str(d, 'subtype', what),
-      contents: stateBlock(d.contents, what),
+      contents: ledgerBlock(d.contents, what),
       confirmed: confirmedFlag(d, what),
       ...seenAtOf(d),
     };

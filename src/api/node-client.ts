@@ -1,9 +1,9 @@
 import { NanoPayError, redactUrl } from '../errors.js';
 import { normalizeAddress, type StateBlock, type Subtype } from '../nano/index.js';
-import { DEV_THRESHOLDS, LIVE_THRESHOLDS } from '../work/index.js';
+import { NETWORK_THRESHOLDS } from '../work/index.js';
 import { serviceOnly, type LedgerBackend } from './backend.js';
 import { confirmedFlag, seenAtOf, type RemoteAccountInfo, type RemoteBalance, type RemoteBlockInfo, type RemoteDifficulty } from './client.js';
-import { asObject, bigIntField, hexField, optStr, stateBlock, str, type Json } from './shape.js';
+import { asObject, bigIntField, hexField, ledgerBlock, optStr, stateBlock, str, type Json } from './shape.js';
 import { exchange } from './transport.js';
 
 /** How a provider wants its key: an Authorization header (Bearer or Basic), or a `key` field in the body. */
@@ -148,7 +148,13 @@ export class NodeClient implements LedgerBackend {
       if (error instanceof NanoPayError && error.code === 'ACCOUNT_NOT_FOUND') return null;
       throw error;
     }
-    return { frontier: hexField(d, 'frontier', 32, what).toUpperCase(), balanceRaw: bigIntField(d, 'balance', what), representative: str(d, 'representative', what) };
+    const version = optStr(d, 'account_version', what);
+    return {
+      frontier: hexField(d, 'frontier', 32, what).toUpperCase(),
+      balanceRaw: bigIntField(d, 'balance', what),
+      representative: str(d, 'representative', what),
+      ...(version !== undefined && /^\d$/.test(version) ? { epoch: Number(version) } : {}),
+    };
   }
 
   async balance(address: string): Promise<RemoteBalance> {
@@ -169,13 +175,15 @@ export class NodeClient implements LedgerBackend {
     const what = this.where('block_info');
     const d = await this.rpc('block_info', { hash, json_block: 'true' });
     const successor = optStr(d, 'successor', what);
+    const contents = ledgerBlock(d.contents, what);
     return {
       hash: hash.toUpperCase(),
       account: str(d, 'block_account', what),
       amountRaw: bigIntField(d, 'amount', what),
       balanceRaw: bigIntField(d, 'balance', what),
-      subtype: optStr(d, 'subtype', what) ?? 'state',
-      contents: stateBlock(d.contents, what),
+      // A legacy block has no subtype: its type says what it does.
+      subtype: optStr(d, 'subtype', what) ?? contents.type,
+      contents,
       confirmed: confirmedFlag(d, what),
       ...seenAtOf(d),
       ...(successor === undefined ? {} : { successor: hexField(d, 'successor', 32, what).toUpperCase() }),
@@ -189,11 +197,12 @@ export class NodeClient implements LedgerBackend {
   }
 
   /**
-   * The network's fixed thresholds (active_difficulty is deprecated): the dev
-   * network's when the node says it runs one (`version`), else the live ones.
+   * The network's fixed thresholds (active_difficulty is deprecated, and does not know a block's epoch), epoch
+   * 1's included: the network's the node names in `version`, else the live ones.
    */
   async activeDifficulty(): Promise<RemoteDifficulty> {
-    return (await this.network()) === 'dev' ? { ...DEV_THRESHOLDS } : { ...LIVE_THRESHOLDS };
+    const network = await this.network();
+    return { ...(network === 'dev' || network === 'beta' ? NETWORK_THRESHOLDS[network] : NETWORK_THRESHOLDS.live) };
   }
 
   /** The `network` field of the node's `version` ("live", "beta", "test", "dev"); null when it does not say. */

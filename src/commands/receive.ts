@@ -41,7 +41,10 @@ with --json it prints one JSON document per receive (NDJSON).`;
         ...(flags.timeout === undefined ? {} : { timeoutMs: flags.timeout * 1000 }),
         onReceived: (r) => {
           if (json) process.stdout.write(`${JSON.stringify(withSandboxMark(r))}\n`);
-          else for (const item of r.received) this.log(`Received ${item.amount} XNO on ${item.account} (${item.subtype} ${item.hash})`);
+          else {
+            for (const item of r.received) this.log(`Received ${item.amount} XNO on ${item.account} (${item.subtype} ${item.hash})`);
+            this.warnNotReceived(r);
+          }
         },
         onWaiting: (accounts) => {
           const turn = ++showing;
@@ -68,9 +71,15 @@ with --json it prints one JSON document per receive (NDJSON).`;
       return;
     }
     const result = await receive(session, input);
-    if (result.received.length === 0) this.log('Nothing to receive.');
+    if (result.received.length === 0 && result.not_received === undefined) this.log('Nothing to receive.');
     for (const r of result.received) this.log(`Received ${r.amount} XNO${r.account === result.account ? '' : ` on ${r.account}`} (${r.subtype} ${r.hash})`);
     if (result.received.length > 1) this.log(`Total: ${result.total} XNO`);
+    if (!this.jsonEnabled()) this.warnNotReceived(result);
     return result;
+  }
+
+  /** The blocks left waiting, on stderr: received they were not, and they count for nothing. */
+  private warnNotReceived(result: ReceiveResult): void {
+    for (const r of result.not_received ?? []) process.stderr.write(`Warning: block ${r.hash} on ${r.account} was not received (${r.code}: ${r.message}); it stays waiting and counts for nothing.\n`);
   }
 }

@@ -3,6 +3,7 @@ import { NanoPayError } from '../errors.js';
 import { addressToPublicKey, isValidAddress, publicKeyToAddress } from './address.js';
 import { signMessage, verifyMessage, type KeyHolder } from './ed25519.js';
 import { assertHex, bigintToBytes, bytesToHex, hexToBytes } from './hex.js';
+import { legacyBlockHashBytes, type LegacyBlock } from './legacy-block.js';
 import { MAX_RAW, parseRaw } from './units.js';
 
 /** A state block in the node's JSON field names. `balance` is decimal raw. */
@@ -19,6 +20,13 @@ export interface StateBlock {
 
 export type Subtype = 'open' | 'receive' | 'send' | 'change';
 
+/** Any block a node serves: a state block, or one of the legacy types every ledger begins with. */
+export type LedgerBlock = StateBlock | LegacyBlock;
+
+export function isStateBlock(block: LedgerBlock): block is StateBlock {
+  return block.type === 'state';
+}
+
 export const ZERO_HASH = '0'.repeat(64);
 
 /** Representative for new accounts, the one the published toolset uses. */
@@ -34,8 +42,8 @@ function linkBytes(link: string): Uint8Array {
   return hexToBytes(hex, 32, 'Block link', 'INVALID_BLOCK');
 }
 
-function blockHashBytes(block: StateBlock): Uint8Array {
-  if (block.type !== 'state') throw new NanoPayError('INVALID_BLOCK', 'Only state blocks are supported');
+function blockHashBytes(block: LedgerBlock): Uint8Array {
+  if (!isStateBlock(block)) return legacyBlockHashBytes(block);
   const h = blake2b.create({ dkLen: 32 });
   h.update(PREAMBLE);
   h.update(hexToBytes(addressToPublicKey(block.account), 32, 'Block account'));
@@ -46,7 +54,7 @@ function blockHashBytes(block: StateBlock): Uint8Array {
   return h.digest();
 }
 
-export function hashBlock(block: StateBlock): string {
+export function hashBlock(block: LedgerBlock): string {
   return bytesToHex(blockHashBytes(block));
 }
 
@@ -64,6 +72,19 @@ export function verifyBlock(block: StateBlock, signature: string | undefined = b
   if (signature === undefined) return false;
   try {
     return verifyMessage(blockHashBytes(block), signature, addressToPublicKey(block.account), options.remembered ?? true);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether `signature` (or the block's own) is `account`'s over the block's hash: a legacy block (but an open)
+ * does not name its account, so the caller says whose chain it is on.
+ */
+export function signedByAccount(block: LedgerBlock, account: string, signature: string | undefined = block.signature): boolean {
+  if (signature === undefined) return false;
+  try {
+    return verifyMessage(blockHashBytes(block), signature, addressToPublicKey(account), true);
   } catch {
     return false;
   }

@@ -8,14 +8,18 @@ export {
   buildReceiveBlock,
   buildSendBlock,
   hashBlock,
+  isStateBlock,
   linkAsAccount,
+  signedByAccount,
   signBlock,
   signBlockHash,
   verifyBlock,
   workRoot,
   type AccountState,
+  type LedgerBlock,
   type StateBlock,
   type Subtype,
 } from './block.js';
+export type { LegacyBlock } from './legacy-block.js';
 export { buildNanoUri, parseNanoUri, type NanoUri } from './uri.js';
 export { parseHash } from './hex.js';

@@ -4,7 +4,7 @@ import type { BackendKind, LedgerBackend } from '../api/backend.js';
 import { ApiClient } from '../api/client.js';
 import { NodeClient } from '../api/node-client.js';
 import { NanoPayError } from '../errors.js';
-import { DEFAULT_REPRESENTATIVE, isValidAddress, normalizeAddress, type Account } from '../nano/index.js';
+import { DEFAULT_REPRESENTATIVE, isStateBlock, isValidAddress, normalizeAddress, type Account } from '../nano/index.js';
 import { CHOICE_FILE, WorkCache, kernelPicker, providerSettings, workProvider, type WorkObserver } from '../work/index.js';
 import { ConfigStore, refuseLaneIndex, type ProfileRecord, type WalletRecord } from '../wallet/config.js';
 import { ContactStore } from '../wallet/contacts.js';
@@ -477,7 +477,14 @@ export class Session {
     if ('unlocked' in keys) {
       const held = await keys.unlocked.account(wallet, index);
       const own = async (): Promise<Signer> => keySigner(await this.privateAccount(wallet, record, index));
-      const previousOf = async (hash: string) => (await (await this.api()).blockInfo(hash)).contents;
+      const previousOf = async (hash: string) => {
+        const { contents } = await (await this.api()).blockInfo(hash);
+        if (isStateBlock(contents)) return contents;
+        // The session judges a spend by the balance the block before it holds, which a legacy block may not say.
+        throw new NanoPayError('UNSUPPORTED_BLOCK', `The head of this account is a legacy ${contents.type} block, which the unlocked session cannot judge a spend by`, {
+          hint: 'Sign this first block with the key store password (nanopay lock, then run it again); later blocks are state blocks.',
+        });
+      };
       if (held !== undefined) return sessionSigner(held.address, { wallet, index }, (block, shown) => keys.unlocked.sign(wallet, index, block, shown), own, previousOf);
     }
     return keySigner(await this.privateAccount(wallet, record, index));

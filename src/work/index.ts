@@ -1,4 +1,4 @@
-export { DEV_THRESHOLDS, LIVE_THRESHOLDS, expectedHashes, multiplierOf, parseThreshold, type Thresholds } from './thresholds.js';
+export { DEV_THRESHOLDS, LIVE_THRESHOLDS, NETWORK_THRESHOLDS, expectedHashes, harderThreshold, multiplierOf, parseThreshold, thresholdsAtEpoch, type Thresholds } from './thresholds.js';
 export { validateWork, workValue } from './pow.js';
 export { generateWork, workEngine, type GenerateOptions } from './generator.js';
 export { CHOICE_FILE, kernelPicker, measureKernels, readChoice, writeChoice, type KernelChoice, type KernelRate } from './kernel-choice.js';

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { LedgerBackend } from '../api/backend.js';
 import { fetchFailure } from '../api/fetch-failure.js';
 import { NanoPayError } from '../errors.js';
-import { MAX_RAW, hashBlock, isValidAddress, linkAsAccount, normalizeAddress, rawToXno, xnoToRaw, type StateBlock } from '../nano/index.js';
+import { MAX_RAW, hashBlock, isStateBlock, isValidAddress, linkAsAccount, normalizeAddress, rawToXno, xnoToRaw, type StateBlock } from '../nano/index.js';
 import type { OpsContext, Signer } from '../ops/context.js';
 import { rememberConfirmed } from '../ops/ledger/confirmed-blocks.js';
 import { inconsistent } from '../ops/ledger/inconsistent.js';
@@ -293,7 +293,9 @@ async function present(ctx: OpsContext, c: Challenge, block: StateBlock, waitMs:
 /** A block of ours the ledger shows confirmed, its contents checked against its hash. */
 async function confirmedOwnBlock(ctx: OpsContext, hash: string): Promise<StateBlock> {
   const info = await ctx.api.blockInfo(hash);
-  if (!info.confirmed || hashBlock(info.contents) !== hash) throw inconsistent(`block ${hash}, recorded paid, is not a confirmed block with those contents`, { party: ctx.api.kind, outcome: 'Nothing was paid.' });
+  if (!info.confirmed || !isStateBlock(info.contents) || hashBlock(info.contents) !== hash) {
+    throw inconsistent(`block ${hash}, recorded paid, is not a confirmed block with those contents`, { party: ctx.api.kind, outcome: 'Nothing was paid.' });
+  }
   return info.contents;
 }
 

@@ -2,7 +2,7 @@ import type { LedgerBackend } from '../api/backend.js';
 import { NanoPayError } from '../errors.js';
 import { addressToPublicKey, hashBlock, isValidAddress, linkAsAccount, publicKeyToAddress, verifyBlock, workRoot, type StateBlock } from '../nano/index.js';
 import { readAccountHead, type AccountHead } from '../ops/ledger/chain.js';
-import { parseThreshold, validateWork } from '../work/index.js';
+import { harderThreshold, validateWork } from '../work/index.js';
 import { timed, timedNow, type PhaseClock } from './phases.js';
 import { X402_ASSET, X402_SCHEME, X402_VERSION, isObject, sameRequirement, type PaymentPayload, type PaymentRequirements } from './protocol.js';
 
@@ -88,10 +88,6 @@ export async function sendThreshold(ledger: X402Ledger): Promise<string> {
   return ((await ledger.activeDifficulty().catch(() => null)) ?? { send: 'fffffff800000000' }).send;
 }
 
-function harder(a: string, b: string): string {
-  return parseThreshold(a) >= parseThreshold(b) ? a : b;
-}
-
 /**
  * Checks a payment against the requirement it claims and against the ledger,
  * in order: version, scheme and network (the one this server settles on), the echo of the requirement, the
@@ -164,7 +160,7 @@ function checkAgainstHead(cheque: NanoCheque, head: AccountHead, amount: bigint,
   if (drop !== amount) throw new X402Refusal('invalid_amount', `The block sends ${drop} raw; the requirement is exactly ${amount} raw`);
 
   const stated = requirements.extra?.workThreshold;
-  const threshold = typeof stated === 'string' && HEX(16).test(stated) ? harder(head.thresholds.send, stated) : head.thresholds.send;
+  const threshold = typeof stated === 'string' && HEX(16).test(stated) ? harderThreshold(head.thresholds.send, stated) : head.thresholds.send;
   if (!validateWork(workRoot(block), block.work, threshold)) throw new X402Refusal('insufficient_work', `The work does not meet ${threshold} over ${block.previous}`);
   return cheque;
 }

@@ -14,6 +14,7 @@ import type { RunningSandbox } from '../../src/sandbox/index.js';
 import { newUser, type CliUser } from '../helpers/processes/cli.js';
 import { fund, sandbox } from '../helpers/ledger/sandbox.js';
 import { alive, remoteWallet, sessionOf, socketOf, unlockInProcess, waitUntil } from '../helpers/processes/unlocked.js';
+import { stateBlockOf } from '../helpers/ledger/chain.js';
 
 /**
  * The unlocked session's process (src/session/process.ts) and its client,
@@ -189,7 +190,7 @@ describe.concurrent('the unlocked session', () => {
     await expect(balance(noPassword(), { wallet: 'words', index: 3 })).resolves.toMatchObject({ balance: '1.5' });
     // The ledger checked each signature as it took the block; here each is checked again, on the block the sandbox keeps.
     const api = await setup.api();
-    for (const hash of [opened.received[0]!.hash, sent.hash as string, received.received[0]!.hash]) expect(verifyBlock((await api.blockInfo(hash)).contents)).toBe(true);
+    for (const hash of [opened.received[0]!.hash, sent.hash as string, received.received[0]!.hash]) expect(verifyBlock(stateBlockOf(await api.blockInfo(hash)))).toBe(true);
 
     // A wallet named in the settings but not in the session (written to config.json behind its back).
     setup.updateProfile((p) => ({ ...p, wallets: { ...p.wallets, ghost: { kind: 'seed', createdAt: new Date().toISOString(), accounts: {} } } }));
@@ -205,7 +206,7 @@ describe.concurrent('the unlocked session', () => {
     const without = noPassword();
     const stranded = await without.account();
     expect(await lock(sessionOf(user))).toMatchObject({ ended: 1 });
-    const previous = (await api.blockInfo(sent.hash as string)).contents;
+    const previous = stateBlockOf(await api.blockInfo(sent.hash as string));
     const block = buildSendBlock({ address, frontier: sent.hash as string, balance: BigInt(previous.balance), representative: DEFAULT_REPRESENTATIVE }, { to: words, amount: 1n });
     expect(verifyBlock(block, await withPassword.sign(block))).toBe(true);
     await expect(stranded.sign(block, { previous })).rejects.toMatchObject(PASSWORD_REQUIRED);

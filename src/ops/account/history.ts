@@ -3,6 +3,7 @@ import { NanoPayError } from '../../errors.js';
 import { ZERO_HASH, hashBlock, linkAsAccount, normalizeAddress, rawToXno, verifyBlock, type StateBlock } from '../../nano/index.js';
 import type { HistoryRecord } from '../../wallet/history-log.js';
 import { inconsistent } from '../ledger/inconsistent.js';
+import { provedBalanceAfter } from '../ledger/proofs.js';
 import type { Session } from '../session.js';
 
 /** One block of an account's history, newest first. */
@@ -182,14 +183,12 @@ async function* nodeHistory(session: Session, account: string, pageSize: number)
   if (held !== undefined) yield nodeItem(account, held, await balanceBefore(session, held.block), local);
 }
 
-/** The balance before an account's oldest listed block: none for an open block, else its previous block's, fetched and hashed. */
+/** The balance before an account's oldest listed block: none for an open block, else its previous block's, proved (a legacy one from its chain). */
 async function balanceBefore(session: Session, block: StateBlock | null): Promise<bigint | undefined> {
   if (block === null) return undefined;
   const previous = block.previous.toUpperCase();
   if (previous === ZERO_HASH) return 0n;
-  const found = (await (await session.nodeClient()).blockInfo(previous)).contents;
-  if (hashBlock(found) !== previous) throw inconsistent(`the contents given for block ${previous} hash to ${hashBlock(found)}`, { party: 'node', outcome: 'The history stops here.' });
-  return BigInt(found.balance);
+  return provedBalanceAfter(await session.nodeClient(), previous);
 }
 
 /** What nanopay recorded of the account's blocks, newest first (blocks it signed itself). */

@@ -24,11 +24,21 @@ export interface ReceivedItem {
   amount_raw: string;
 }
 
+/** A waiting block that was not received: nanopay could not prove it (see ops/ledger/proofs.ts), so it counts for nothing. */
+export interface NotReceivedItem {
+  account: string;
+  hash: string;
+  code: string;
+  message: string;
+}
+
 export interface ReceiveResult {
   account: string;
   received: ReceivedItem[];
   total: string;
   total_raw: string;
+  /** Present when some waiting block could not be received; the others were. */
+  not_received?: NotReceivedItem[];
 }
 
 /** The accounts receive covers: the one named or active, and on a node the fresh accounts of its wallet's requests. */
@@ -49,22 +59,24 @@ export async function receive(session: Session, input: ReceiveInput = {}): Promi
   const accounts = await accountsToReceive(session, input);
   const minimumRaw = input.minimumRaw ?? BigInt(session.profile().receiveMinimum ?? '1');
   const received: ReceivedItem[] = [];
+  const notReceived: NotReceivedItem[] = [];
   for (const account of accounts) {
     const blocks = await ctx.lock(account.address, async () => {
       await settleJournal(ctx, account.address, account);
       return receiveAllPending(ctx, account, minimumRaw);
     });
-    if (session.backendKind() === 'node') await markReceived(session, account.address, blocks);
-    received.push(...blocks.map((b) => item(account.address, b)));
+    if (session.backendKind() === 'node') await markReceived(session, account.address, blocks.received);
+    received.push(...blocks.received.map((b) => item(account.address, b)));
+    notReceived.push(...blocks.refused.map((r) => ({ account: account.address, hash: r.hash, code: r.error.code, message: r.error.message })));
   }
   const total = received.reduce((sum, b) => sum + BigInt(b.amount_raw), 0n);
-  return { account: (accounts[0] as ActiveAccount).address, received, total: rawToXno(total), total_raw: total.toString() };
+  return { account: (accounts[0] as ActiveAccount).address, received, total: rawToXno(total), total_raw: total.toString(), ...(notReceived.length === 0 ? {} : { not_received: notReceived }) };
 }
 
 export interface ReceiveWatchOptions extends ReceiveInput {
   intervalMs: number;
   timeoutMs?: number;
-  /** Each run of receive that received something. */
+  /** Each run of receive that received something, or found a block it cannot receive (each such block once). */
   onReceived?: (result: ReceiveResult) => void;
   /** Called with the accounts watched before each wait, and with undefined when it ends (a spinner shows only then, never over the work's). */
   onWaiting?: (accounts: string[] | undefined) => void;
@@ -82,12 +94,15 @@ export async function watchReceive(session: Session, options: ReceiveWatchOption
   let watched = new Set((await accountsToReceive(session, options)).map((a) => a.address));
   const feed = await confirmations(session, [...watched], () => wake.wake(), (c) => c.subtype === 'send' && c.linkAsAccount !== undefined && watched.has(c.linkAsAccount));
   const all: ReceivedItem[] = [];
+  const refused = new Set<string>();
   try {
     for (;;) {
-      const result = await receive(session, options);
-      if (result.received.length > 0) {
+      const { not_received: notReceived = [], ...result } = await receive(session, options);
+      const newlyRefused = notReceived.filter((r) => !refused.has(r.hash));
+      for (const r of newlyRefused) refused.add(r.hash);
+      if (result.received.length > 0 || newlyRefused.length > 0) {
         all.push(...result.received);
-        options.onReceived?.(result);
+        options.onReceived?.({ ...result, ...(newlyRefused.length === 0 ? {} : { not_received: newlyRefused }) });
       }
       // A request made meanwhile may have added a fresh account.
       const now = new Set((await accountsToReceive(session, options)).map((a) => a.address));

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readAccountHead, receiveAllPending } from '../ledger/chain.js';
-import { provedReceivable } from '../ledger/proofs.js';
+import { allProvedReceivable } from '../ledger/proofs.js';
 import { recordLanded } from '../ledger/landed.js';
 import { settleJournal } from '../ledger/recovery.js';
 import { move } from '../spending/movement.js';
@@ -175,7 +175,7 @@ export function lanesIdle(session: Session): Promise<void> {
 /** What the lane holds and has on its way to it. */
 export async function laneFunds(ctx: OpsContext, address: string): Promise<bigint> {
   const balance = (await readAccountHead(ctx, address)).state.balance;
-  const coming = await provedReceivable(ctx.api, address, await ctx.api.pending(address));
+  const coming = await allProvedReceivable(ctx.api, address, await ctx.api.pending(address));
   return coming.reduce((sum, p) => sum + p.amountRaw, balance);
 }
 

@@ -8,19 +8,21 @@ import {
   buildReceiveBlock,
   buildSendBlock,
   hashBlock,
+  isStateBlock,
   normalizeAddress,
-  verifyBlock,
+  signedByAccount,
   workRoot,
   type AccountState,
+  type LedgerBlock,
   type StateBlock,
   type Subtype,
 } from '../../nano/index.js';
-import { LIVE_THRESHOLDS, type Thresholds } from '../../work/index.js';
+import { LIVE_THRESHOLDS, harderThreshold, thresholdsAtEpoch, type Thresholds } from '../../work/index.js';
 import type { JournalEntry } from '../../wallet/journal.js';
 import type { BlockNote, OpsContext, SignContext, Signer } from '../context.js';
 import { xnoAndRaw } from '../money.js';
 import { confirmedBlock, rememberConfirmed } from './confirmed-blocks.js';
-import { provedReceivable } from './proofs.js';
+import { provedBalanceAfter, provedReceivable, representativeAfter, type RefusedBlock } from './proofs.js';
 import { recordLanded } from './landed.js';
 import { inconsistent } from './inconsistent.js';
 import { markSpend } from '../spending/spend-log.js';
@@ -64,16 +66,24 @@ function rememberVerified(hash: string, signature: string): void {
   verifiedSignatures.add(`${hash}${signature}`);
 }
 
-function signedByOwner(block: StateBlock, hash: string): boolean {
+function signedByOwner(block: LedgerBlock, hash: string, address: string): boolean {
   if (verifiedSignatures.has(`${hash}${block.signature ?? ''}`)) return true;
-  if (!verifyBlock(block)) return false;
+  if (!signedByAccount(block, address)) return false;
   rememberVerified(hash, block.signature as string);
   return true;
 }
 
+/** What an account holds after a checked block of its own: a state block says; a legacy one is proved from its chain. */
+async function holdingsAfter(ctx: Pick<OpsContext, 'api'>, hash: string, block: LedgerBlock): Promise<{ balance: bigint; representative: string }> {
+  if (isStateBlock(block)) return { balance: BigInt(block.balance), representative: block.representative };
+  const [balance, representative] = await Promise.all([provedBalanceAfter(ctx.api, hash), representativeAfter(ctx.api, hash)]);
+  return { balance, representative };
+}
+
 /**
  * A block of `address` whose contents are checked: fetched by hash, the hash
- * recomputed, the account ours, and signed by the account's key. An epoch block
+ * recomputed, the account ours (a legacy block but an open names none: its
+ * signature says whose it is), and signed by the account's key. An epoch block
  * is signed by the network instead; it is accepted only when it changes neither
  * the balance nor the representative of the checked block before it (or opens
  * the account with nothing), so everything built on it rests on our own blocks.
@@ -88,22 +98,20 @@ async function ownBlock(ctx: Pick<OpsContext, 'api'>, address: string, hash: str
     }));
   const block = found.contents;
   if (hashBlock(block) !== hash) throw inconsistent(`the contents given for block ${hash} hash to ${hashBlock(block)}`, party);
-  if (!sameAccount(block.account, address)) throw inconsistent(`block ${hash} of ${address} belongs to ${block.account}`, party);
-  if (signedByOwner(block, hash)) return found;
-  if (!EPOCH_LINKS.has(block.link.toUpperCase()) || epochsAbove >= EPOCH_LINKS.size) throw inconsistent(`block ${hash} is not signed by the key of ${address}`, party);
-  const before =
-    block.previous.toUpperCase() === ZERO_HASH
-      ? { balance: '0', representative: block.representative }
-      : (await ownBlock(ctx, address, block.previous.toUpperCase(), epochsAbove + 1)).contents;
-  if (BigInt(block.balance) !== BigInt(before.balance) || !sameAccount(block.representative, before.representative)) {
+  if ((isStateBlock(block) || block.type === 'open') && !sameAccount(block.account, address)) throw inconsistent(`block ${hash} of ${address} belongs to ${block.account}`, party);
+  if (signedByOwner(block, hash, address)) return found;
+  if (!isStateBlock(block) || !EPOCH_LINKS.has(block.link.toUpperCase()) || epochsAbove >= EPOCH_LINKS.size) throw inconsistent(`block ${hash} is not signed by the key of ${address}`, party);
+  const previous = block.previous.toUpperCase();
+  const before = previous === ZERO_HASH ? { balance: 0n, representative: block.representative } : await holdingsAfter(ctx, previous, (await ownBlock(ctx, address, previous, epochsAbove + 1)).contents);
+  if (BigInt(block.balance) !== before.balance || !sameAccount(block.representative, before.representative)) {
     throw inconsistent(`the epoch block ${hash} of ${address} changes its balance or representative`, party);
   }
   return found;
 }
 
 /** Account info whose balance is not the one its frontier block holds. */
-function balanceMismatch(ctx: Pick<OpsContext, 'api'>, address: string, info: RemoteAccountInfo, frontier: StateBlock): NanoPayError {
-  return inconsistent(`it reports a balance of ${xnoAndRaw(info.balanceRaw)} for ${address}, but its frontier block holds ${xnoAndRaw(BigInt(frontier.balance))}`, { party: ctx.api.kind });
+function balanceMismatch(ctx: Pick<OpsContext, 'api'>, address: string, info: RemoteAccountInfo, held: bigint): NanoPayError {
+  return inconsistent(`it reports a balance of ${xnoAndRaw(info.balanceRaw)} for ${address}, but its frontier block holds ${xnoAndRaw(held)}`, { party: ctx.api.kind });
 }
 
 /**
@@ -116,11 +124,12 @@ async function verifiedFrontier(
   address: string,
   info: RemoteAccountInfo,
   fetched?: RemoteBlockInfo,
-): Promise<{ block: StateBlock; successor: boolean; confirmed: boolean }> {
+): Promise<{ block: LedgerBlock; balance: bigint; representative: string; successor: boolean; confirmed: boolean }> {
   const frontier = info.frontier.toUpperCase();
   const { contents: block, successor, confirmed } = await ownBlock(ctx, address, frontier, 0, fetched);
-  if (BigInt(block.balance) !== info.balanceRaw) throw balanceMismatch(ctx, address, info, block);
-  return { block, successor: successor !== undefined && successor !== ZERO_HASH, confirmed };
+  const { balance, representative } = await holdingsAfter(ctx, frontier, block);
+  if (balance !== info.balanceRaw) throw balanceMismatch(ctx, address, info, balance);
+  return { block, balance, representative, successor: successor !== undefined && successor !== ZERO_HASH, confirmed };
 }
 
 /** How often the head is read again when a block lands between reading account info and its frontier block. */
@@ -144,22 +153,25 @@ export async function readAccountHead(ctx: Pick<OpsContext, 'api'>, address: str
   const guessed = likely === undefined || confirmedBlock(ctx.api, likely) !== undefined ? undefined : ctx.api.blockInfo(likely).catch(() => undefined);
   for (let read = 1; ; read++) {
     const info = await ctx.api.accountInfo(address);
-    const thresholds =
+    const reported =
       info?.difficultySend !== undefined && info.difficultyReceive !== undefined
         ? { send: info.difficultySend, receive: info.difficultyReceive }
         : (await serviceThresholds(ctx.api)).thresholds;
+    const thresholds = thresholdsAtEpoch(reported, info?.epoch);
     if (info === null) return { state: { address, frontier: null, balance: 0n, representative: DEFAULT_REPRESENTATIVE }, thresholds, confirmed: true };
     const frontier = info.frontier.toUpperCase();
     // A frontier this process checked and saw confirmed before (see confirmed-blocks.ts): its contents are known.
     const known = confirmedBlock(ctx.api, frontier);
     if (known !== undefined && sameAccount(known.account, address)) {
-      if (BigInt(known.balance) !== info.balanceRaw) throw balanceMismatch(ctx, address, info, known);
+      if (BigInt(known.balance) !== info.balanceRaw) throw balanceMismatch(ctx, address, info, BigInt(known.balance));
       return { state: { address, frontier, balance: info.balanceRaw, representative: known.representative }, block: known, thresholds, confirmed: true };
     }
     const fetched = read === 1 && frontier === likely?.toUpperCase() ? await guessed : undefined;
-    const { block, successor, confirmed } = await verifiedFrontier(ctx, address, info, fetched);
-    if (!successor && confirmed) rememberConfirmed(ctx.api, frontier, block);
-    if (!successor) return { state: { address, frontier, balance: BigInt(block.balance), representative: block.representative }, block, thresholds, confirmed };
+    const { block, balance, representative, successor, confirmed } = await verifiedFrontier(ctx, address, info, fetched);
+    // A legacy head (an old chain's) is no block a state block's signer is shown: it reads it itself.
+    const stateHead = isStateBlock(block) ? block : undefined;
+    if (!successor && confirmed && stateHead !== undefined) rememberConfirmed(ctx.api, frontier, stateHead);
+    if (!successor) return { state: { address, frontier, balance, representative }, ...(stateHead === undefined ? {} : { block: stateHead }), thresholds, confirmed };
     if (frontier === superseded || read === HEAD_READS) {
       throw inconsistent(`the frontier ${frontier} of ${address} already has a successor, so it is not the head of the account`, { party: ctx.api.kind });
     }
@@ -179,9 +191,14 @@ export async function receivedSources(ctx: Pick<OpsContext, 'api'>, address: str
   const sources: string[] = [];
   let current = (await ownBlock(ctx, address, head.state.frontier)).contents;
   for (;;) {
-    const previous = current.previous.toUpperCase();
+    // Legacy receive and open blocks name their source; a state block received when it raised the balance.
+    if (current.type === 'receive' || current.type === 'open') sources.push(current.source.toUpperCase());
+    const previous = current.type === 'open' ? ZERO_HASH : current.previous.toUpperCase();
     const before = previous === ZERO_HASH ? undefined : (await ownBlock(ctx, address, previous)).contents;
-    if (BigInt(current.balance) > BigInt(before?.balance ?? '0')) sources.push(current.link.toUpperCase());
+    if (isStateBlock(current)) {
+      const balanceBefore = before === undefined ? 0n : (await holdingsAfter(ctx, previous, before)).balance;
+      if (BigInt(current.balance) > balanceBefore) sources.push(current.link.toUpperCase());
+    }
     if (before === undefined) return sources;
     current = before;
   }
@@ -239,7 +256,32 @@ export async function submitEntry<T>(ctx: OpsContext, entry: JournalEntry, submi
   }
 }
 
-export const publishTo = (ctx: OpsContext, entry: JournalEntry) => (block: StateBlock) => ctx.api.publish(block, entry.subtype, entry.hash);
+/** The epoch-1 threshold when it is harder than the one the entry's work was made for: what a refusal for too little work asks. */
+function epochOneWork(entry: JournalEntry): string | undefined {
+  const epoch1 = entry.thresholds?.epoch1;
+  if (entry.thresholds === undefined || epoch1 === undefined) return undefined;
+  const used = entry.subtype === 'send' || entry.subtype === 'change' ? entry.thresholds.send : entry.thresholds.receive;
+  return harderThreshold(used, epoch1) === used ? undefined : epoch1;
+}
+
+/**
+ * Our own publish of a journaled block. A node that finds its work too little was judging it at epoch 1:
+ * an account not yet upgraded, or (an open block's case, which no read can tell beforehand) a send made
+ * before its sender's upgrade, as on every fresh dev or beta ledger. The same block (same hash and
+ * signature: work is not signed) then gets epoch 1's work, journaled before it leaves again.
+ */
+export const publishTo = (ctx: OpsContext, entry: JournalEntry) => async (block: StateBlock) => {
+  try {
+    await ctx.api.publish(block, entry.subtype, entry.hash);
+  } catch (error) {
+    const harder = epochOneWork(entry);
+    if (!(error instanceof NanoPayError && error.code === 'BLOCK_INSUFFICIENT_WORK') || harder === undefined) throw error;
+    const reworked: StateBlock = { ...block, work: await ctx.work(workRoot(block), harder, ctx.signal) };
+    const kept = await ctx.journal.read(block.account);
+    if (kept?.hash === entry.hash) await ctx.journal.record(block.account, { ...kept, block: reworked, thresholds: thresholdsAtEpoch(entry.thresholds ?? LIVE_THRESHOLDS, 1) });
+    await ctx.api.publish(reworked, entry.subtype, entry.hash);
+  }
+};
 
 /**
  * submitEntry through our own publish. A service that refuses the call for
@@ -266,11 +308,16 @@ export interface ReceivedBlock {
   sourceSeenAt?: number;
 }
 
-/** Receives every confirmed pending block of at least `minimumRaw` (each proved, see proveSend), oldest first; the first opens the account. */
-export async function receiveAllPending(ctx: OpsContext, signer: Signer, minimumRaw = 1n): Promise<ReceivedBlock[]> {
-  const sends = (await provedReceivable(ctx.api, signer.address, await ctx.api.pending(signer.address))).filter((p) => p.amountRaw >= minimumRaw);
+/**
+ * Receives every confirmed pending block of at least `minimumRaw` (each proved, see proveSend), oldest
+ * first; the first opens the account. A block that cannot be proved is refused (and returned, with why),
+ * and the others are received.
+ */
+export async function receiveAllPending(ctx: OpsContext, signer: Signer, minimumRaw = 1n): Promise<{ received: ReceivedBlock[]; refused: RefusedBlock[] }> {
+  const waiting = await provedReceivable(ctx.api, signer.address, await ctx.api.pending(signer.address));
+  const sends = waiting.sends.filter((p) => p.amountRaw >= minimumRaw);
   const received: ReceivedBlock[] = [];
-  if (sends.length === 0) return received;
+  if (sends.length === 0) return { received, refused: waiting.refused };
   let { state, thresholds, block: previous } = await readAccountHead(ctx, signer.address);
   // A new account opens with the profile's representative; an open one keeps its own (a change block moves it).
   if (state.frontier === null && ctx.representative !== undefined) state = { ...state, representative: normalizeAddress(ctx.representative) };
@@ -285,7 +332,7 @@ export async function receiveAllPending(ctx: OpsContext, signer: Signer, minimum
     state = { ...state, frontier: entry.hash, balance: BigInt(block.balance) };
     previous = entry.block;
   }
-  return received;
+  return { received, refused: waiting.refused };
 }
 
 export interface SendPlan {

@@ -67,7 +67,7 @@ async function settlePublish(ctx: OpsContext, entry: JournalEntry, fate: Fate): 
   if (fate === 'landed') return { outcome: 'confirmed', entry };
   if (fate === 'gone') return { outcome: 'dropped', entry };
   try {
-    await ctx.api.publish(entry.block, entry.subtype, entry.hash);
+    await publishTo(ctx, entry)(entry.block);
     return { outcome: 'republished', entry };
   } catch (error) {
     if (error instanceof NanoPayError && error.code === 'BLOCK_EXISTS') return { outcome: 'confirmed', entry };

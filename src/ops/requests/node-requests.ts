@@ -5,7 +5,7 @@ import { MAX_RAW, normalizeAddress } from '../../nano/index.js';
 import type { RequestRecord } from '../../wallet/requests.js';
 import { isLaneIndex } from '../../wallet/config.js';
 import { receivedSources } from '../ledger/chain.js';
-import { provedPayment, provedReceivable, type ProvedSend } from '../ledger/proofs.js';
+import { allProvedReceivable, provedPayment, type ProvedSend } from '../ledger/proofs.js';
 import { xnoAndRaw } from '../money.js';
 import { arrival, arrivedLate, mismatchMessage, mismatchOf, paidLateMessage, type PaymentMismatch, type Verdict } from './matching.js';
 import type { Session } from '../session.js';
@@ -113,7 +113,7 @@ export async function createNodeRequest(
  * not change what the request was paid.
  */
 export async function freshArrivals(node: NodeClient, address: string): Promise<ProvedSend[]> {
-  const receivable = await provedReceivable(node, address, await node.pending(address));
+  const receivable = await allProvedReceivable(node, address, await node.pending(address));
   const received = await Promise.all((await receivedSources({ api: node }, address)).map((hash) => provedPayment(node, hash, { address })));
   return [...received.reverse(), ...receivable];
 }
@@ -186,7 +186,7 @@ export async function nodePaymentStatus(session: RequestsHolder, node: NodeClien
   // On a shared address only the exact amount pays: the node lists what is at least that much, so no flood of
   // smaller sends can push it out of the answer; each listed block is proved, whatever amount the node gives.
   const listed = await node.receivable(record.address, wanted);
-  const exact = (await provedReceivable(node, record.address, listed.map((r) => r.hash))).filter((r) => r.amountRaw === wanted);
+  const exact = (await allProvedReceivable(node, record.address, listed.map((r) => r.hash))).filter((r) => r.amountRaw === wanted);
   const claimed = await requests.claimedBy(exact.map((r) => r.hash));
   for (const block of exact.filter((r) => !claimed.has(r.hash))) {
     const paid = await requests.claim(record.id, [block.hash], (r) => arrivedLate(r.expiresAt, [block.seenAt], now));

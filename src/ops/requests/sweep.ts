@@ -3,7 +3,7 @@ import { NanoPayError } from '../../errors.js';
 import { rawToXno } from '../../nano/index.js';
 import type { SweepAccount, SweepRun } from '../../store/refunds.js';
 import { readAccountHead, receiveAllPending } from '../ledger/chain.js';
-import { provedReceivable } from '../ledger/proofs.js';
+import { allProvedReceivable } from '../ledger/proofs.js';
 import { settleJournal } from '../ledger/recovery.js';
 import { rawOf, type Amount } from '../money.js';
 import { resolveRecipient } from '../profile/contacts.js';
@@ -70,7 +70,7 @@ async function freshLines(session: Session): Promise<SweepAccount[]> {
 async function wouldMove(session: Session, line: SweepAccount, minRaw: bigint): Promise<SweepAccount> {
   const node = await session.nodeClient();
   const held = (await readAccountHead({ api: node }, line.address)).state.balance;
-  const waiting = (await provedReceivable(node, line.address, await node.pending(line.address))).reduce((sum, p) => sum + p.amountRaw, 0n);
+  const waiting = (await allProvedReceivable(node, line.address, await node.pending(line.address))).reduce((sum, p) => sum + p.amountRaw, 0n);
   const amount = held + waiting;
   return { ...line, status: amount === 0n ? 'empty' : amount < minRaw ? 'below_min' : 'sending', received_raw: waiting.toString(), amount_raw: amount.toString() };
 }
@@ -90,7 +90,7 @@ async function sweepAccount(session: Session, run: SweepRun, line: SweepAccount,
     await nodePaymentStatus(session, await session.nodeClient(), line.request_id);
     const blocks = await ctx.lock(line.address, async () => {
       await settleJournal(ctx, line.address, signer);
-      return receiveAllPending(ctx, signer, 1n);
+      return (await receiveAllPending(ctx, signer, 1n)).received;
     });
     await markReceived(session, line.address, blocks);
     const balance = (await readAccountHead(ctx, line.address)).state.balance;

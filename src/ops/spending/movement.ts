@@ -4,7 +4,7 @@ import type { JournalEntry } from '../../wallet/journal.js';
 import type { PaymentKind, SendRecord } from '../../wallet/send-log.js';
 import { planOn, planSend, publishEntry, readAccountHead, sendBlockOf, signAndJournal, submitEntry, type AccountHead, type SendPlan } from '../ledger/chain.js';
 import type { BlockNote, OpsContext, SignContext, Signer } from '../context.js';
-import { parseThreshold } from '../../work/index.js';
+import { harderThreshold } from '../../work/index.js';
 import { recordLanded } from '../ledger/landed.js';
 import { settleJournal } from '../ledger/recovery.js';
 import { admitSpend, decideSpend, denial, recordDeclined, screenSpend, type Judge, type SpendRequest } from './decide.js';
@@ -106,10 +106,6 @@ function preview(from: string, to: string, amountRaw: bigint, balanceRaw: bigint
     balance_after: rawToXno(balanceRaw - amountRaw),
     balance_after_raw: (balanceRaw - amountRaw).toString(),
   };
-}
-
-function harderThreshold(a: string, b: string): string {
-  return parseThreshold(b) > parseThreshold(a) ? b : a;
 }
 
 const KIND_NAMES: Record<PaymentKind, [article: string, name: string]> = {

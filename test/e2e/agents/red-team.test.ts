@@ -16,6 +16,7 @@ import { onTerminal, ptyMissing } from '../../helpers/processes/pty.js';
 import { fund, sandbox } from '../../helpers/ledger/sandbox.js';
 import { startCommand, type RunningCommand } from '../../helpers/processes/serve.js';
 import { tempDir } from '../../helpers/processes/temp.js';
+import { stateBlockOf } from '../../helpers/ledger/chain.js';
 
 /**
  * The red team: an agent running as the user, as Codex, Claude Code or
@@ -180,7 +181,7 @@ describe('an agent with a shell and the unlocked session, without the password',
         client.on('connect', () => client.write(`${JSON.stringify(request)}\n`));
       });
     const info = await node.accountInfo(address);
-    const previous = (await node.blockInfo(info?.frontier as string)).contents;
+    const previous = stateBlockOf(await node.blockInfo(info?.frontier as string));
     const head = { address, frontier: hashBlock(previous), balance: BigInt(previous.balance), representative: previous.representative };
     const { signature: _s, work: _w, ...shown } = previous;
     expect(await ask({ op: 'sign', wallet: 'default', index: 0, hash: hashBlock(buildSendBlock(head, { to: OTHER, amount: xnoToRaw('2') })) })).toMatchObject({ ok: false, error: { code: 'BAD_REQUEST' } });

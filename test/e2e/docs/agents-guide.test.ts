@@ -8,6 +8,7 @@ import { runCommand, userWithWallet } from '../../helpers/processes/cli.js';
 import { programProject, typecheck } from '../../helpers/processes/doc-programs.js';
 import { docBlocks } from '../../helpers/processes/docs.js';
 import { sandbox } from '../../helpers/ledger/sandbox.js';
+import { stateBlockOf } from '../../helpers/ledger/chain.js';
 
 /**
  * docs/agents.md's program (its block marked test=agents-guide): the agent client against a running `nanopay agent`
@@ -49,6 +50,6 @@ describe(`the agent client of ${GUIDE}`, () => {
     const [, hash] = /^paid in block ([0-9A-F]{64})$/m.exec(ran.stdout) ?? [];
     expect(ran.stdout).toBe(`${agent.address} holds 1 XNO\npaid in block ${hash}\n`);
     const block = await new NodeClient({ url: sb.url }).blockInfo(hash as string);
-    expect([block.confirmed, block.account, block.amountRaw, block.contents.link]).toEqual([true, agent.address, xnoToRaw('0.01'), addressToPublicKey(RECIPIENT)]);
+    expect([block.confirmed, block.account, block.amountRaw, stateBlockOf(block).link]).toEqual([true, agent.address, xnoToRaw('0.01'), addressToPublicKey(RECIPIENT)]);
   }, 120_000);
 });

@@ -6,6 +6,7 @@ import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
 import { BACKENDS, backendUser, type BackendUser } from '../../helpers/ledger/backend-users.js';
 import { fund, ledger, sandbox } from '../../helpers/ledger/sandbox.js';
+import { stateBlockOf } from '../../helpers/ledger/chain.js';
 
 /**
  * The representative: a profile setting (validated) that new accounts open with, and
@@ -27,7 +28,7 @@ afterAll(async () => {
 
 /** The representative written in a block, read from the ledger's side. */
 async function representativeOf(owner: BackendUser, hash: string): Promise<string> {
-  return (await (await owner.session.api()).blockInfo(hash)).contents.representative;
+  return stateBlockOf(await (await owner.session.api()).blockInfo(hash)).representative;
 }
 
 describe.each(BACKENDS)('representative on the %s backend', (backend) => {

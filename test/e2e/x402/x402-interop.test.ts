@@ -18,6 +18,7 @@ import { PASSWORD, type CliUser } from '../../helpers/processes/cli.js';
 import { nodeMerchantAndCustomer } from '../../helpers/ledger/node-users.js';
 import { sandbox } from '../../helpers/ledger/sandbox.js';
 import { startCommand, type RunningCommand } from '../../helpers/processes/serve.js';
+import { stateBlockOf } from '../../helpers/ledger/chain.js';
 
 let sb: RunningSandbox;
 let merchant: CliUser;
@@ -118,7 +119,7 @@ describe('wrapFetchWithPayment (@x402/fetch) with nanopay scheme paying nanopay 
       expect([info.confirmed, info.amountRaw]).toEqual([true, xnoToRaw('0.004')]);
       // The cheque is resolved by the account's next operation: found cashed, recorded paid once.
       await nanopay.receive();
-      expect(await nanopay.session.journal.read(info.contents.account)).toBeUndefined();
+      expect(await nanopay.session.journal.read(stateBlockOf(info).account)).toBeUndefined();
     } finally {
       await paywall.stop();
       up.server.closeAllConnections();

@@ -24,6 +24,7 @@ import { nanoRequirement } from '../../../src/x402/nano-exact.js';
 import { x402Middleware } from '../../../src/x402/middleware.js';
 import { Paywall } from '../../../src/x402/paywall.js';
 import { paywallShop, sandboxSettler } from '../../helpers/ledger/x402.js';
+import { stateBlockOf } from '../../helpers/ledger/chain.js';
 
 /** An API to sell: /report answers, /fail fails, /hold waits until the test lets it answer (with `held`'s status). */
 interface Upstream {
@@ -84,7 +85,7 @@ async function paymentsToMerchant(): Promise<{ hash: string; amount: string }[]>
   const ours: { hash: string; amount: string }[] = [];
   for (const b of sends) {
     const info = await node.blockInfo(b.hash);
-    if (info.contents.link === (await import('../../../src/nano/index.js')).addressToPublicKey(merchantAddress)) ours.push({ hash: b.hash, amount: info.amountRaw.toString() });
+    if (stateBlockOf(info).link === (await import('../../../src/nano/index.js')).addressToPublicKey(merchantAddress)) ours.push({ hash: b.hash, amount: info.amountRaw.toString() });
   }
   return ours;
 }
@@ -292,7 +293,7 @@ describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
       const sdk = new NanoPay({ password: PASSWORD, env: customer.env });
       const { response, payment } = await sdk.fetchWithPayment(`http://127.0.0.1:${(shop.address() as AddressInfo).port}/`, {}, { maxXno: '0.01' });
       expect([response.status, await response.text()]).toEqual([200, 'hard work']);
-      const block = (await node.blockInfo(payment?.hash as string)).contents;
+      const block = stateBlockOf(await node.blockInfo(payment?.hash as string));
       expect(BigInt(`0x${workValue(workRoot(block), block.work as string)}`) >= BigInt('0xfff0000000000000')).toBe(true);
     } finally {
       shop.closeAllConnections();

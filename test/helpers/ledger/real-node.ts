@@ -4,7 +4,10 @@ import { writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { expect } from 'vitest';
+import { hashBlock, signBlockHash, type LegacyBlock } from '../../../src/nano/index.js';
 import type { Session } from '../../../src/ops/session.js';
+import { NETWORK_THRESHOLDS, generateWork } from '../../../src/work/index.js';
 import { createWallet } from '../../../src/ops/profile/wallet.js';
 import { newUser, type CliUser } from '../processes/cli.js';
 import { tempDir } from '../processes/temp.js';
@@ -37,6 +40,11 @@ export interface RealNode {
   waitConfirmed(hash: string, timeoutMs?: number): Promise<void>;
   /** The ledger's epoch upgrades (1 then 2), as the live network has had them: accounts are then epoch 2. */
   upgradeEpochs(): Promise<void>;
+  /**
+   * A legacy block of the genesis account (send, receive or change: `block_create` of its type, with the
+   * fields it needs), processed and confirmed: what old chains hold. Only before the epoch upgrades.
+   */
+  genesisLegacy(fields: { type: 'send'; destination: string; amount: bigint } | { type: 'receive'; source: string } | { type: 'change'; representative: string }): Promise<string>;
   /** Kills the node at once (SIGKILL), keeping its data; `start` brings it back on the same ports. */
   kill(): Promise<void>;
   start(): Promise<void>;
@@ -197,6 +205,23 @@ export async function startRealNode(options: { upgraded?: boolean } = {}): Promi
           await sleep(50);
         }
       }
+    },
+    async genesisLegacy(fields) {
+      // Built, hashed and signed here (nano-node's block_create fails on a legacy change): the node's acceptance checks our hashing too.
+      const head = await rpc('account_info', { account: DEV_GENESIS.address });
+      const previous = String(head.frontier);
+      const block: LegacyBlock =
+        fields.type === 'send'
+          ? { type: 'send', previous, destination: fields.destination, balance: (BigInt(String(head.balance)) - fields.amount).toString() }
+          : fields.type === 'receive'
+            ? { type: 'receive', previous, source: fields.source }
+            : { type: 'change', previous, representative: fields.representative };
+      const hash = hashBlock(block);
+      const json = { ...block, ...(block.type === 'send' ? { balance: BigInt(block.balance).toString(16).toUpperCase().padStart(32, '0') } : {}) };
+      const signed = { ...json, signature: signBlockHash(hash, DEV_GENESIS.key), work: await generateWork(previous, NETWORK_THRESHOLDS.dev.epoch1) };
+      expect(String((await rpc('process', { json_block: 'true', block: signed })).hash)).toBe(hash);
+      await waitConfirmed(hash);
+      return hash;
     },
     kill: () => stopChild('SIGKILL'),
     start,

@@ -125,13 +125,16 @@ describe('NodeClient against a stand-in node', () => {
     expect(error).toMatchObject({ code: 'BLOCK_NOT_FOUND', status: 404 });
   });
 
-  it('thresholds are the network\'s fixed ones: live unless the node runs the dev network', async () => {
+  it('thresholds are the network\'s fixed ones, epoch 1\'s included: live unless the node runs the dev or beta network', async () => {
+    const live = { send: 'fffffff800000000', receive: 'fffffe0000000000', epoch1: 'ffffffc000000000' };
     script = () => ({ body: { network: 'live' } });
-    expect(await client().activeDifficulty()).toEqual({ send: 'fffffff800000000', receive: 'fffffe0000000000' });
+    expect(await client().activeDifficulty()).toEqual(live);
     script = () => ({ body: { error: 'Unknown command' } });
-    expect(await client().activeDifficulty()).toEqual({ send: 'fffffff800000000', receive: 'fffffe0000000000' });
+    expect(await client().activeDifficulty()).toEqual(live);
     script = () => ({ body: { network: 'dev' } });
-    expect((await client().activeDifficulty()).send).toBe('ffc0000000000000');
+    expect(await client().activeDifficulty()).toEqual({ send: 'ffc0000000000000', receive: 'f000000000000000', epoch1: 'fe00000000000000' });
+    script = () => ({ body: { network: 'beta' } });
+    expect(await client().activeDifficulty()).toEqual({ send: 'fffff00000000000', receive: 'ffffe00000000000', epoch1: 'fffff00000000000' });
   });
 
   it('provider auth: Bearer, Basic or a key in the body, and never in a message', async () => {

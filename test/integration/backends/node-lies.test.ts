@@ -13,6 +13,7 @@ import { failure } from '../../helpers/processes/failure.js';
 import { startFaultyProxy, type Fault, type FaultyProxy } from '../../helpers/network/faulty-proxy.js';
 import { fund, sandbox } from '../../helpers/ledger/sandbox.js';
 import { tempDir } from '../../helpers/processes/temp.js';
+import { stateBlockOf } from '../../helpers/ledger/chain.js';
 
 /**
  * A merchant on the node backend behind a node that lies: whatever it lists as
@@ -101,7 +102,7 @@ describe('a request is paid only by a block nanopay proved', () => {
     const request = await requestPayment(merchant, { amount: { xno: '0.5' } });
     const paid = await send(customer, { to: merchantAddress, amount: { raw: BigInt(request.amount_raw) } });
     const sendBlock = (await (await nodeSession(sb.url)).nodeClient()).blockInfo(paid.hash as string);
-    const previous = (await sendBlock).contents.previous.toUpperCase();
+    const previous = stateBlockOf(await sendBlock).previous.toUpperCase();
     const other = deriveAccount({ seed: generateSeed(), index: 0 }).address;
     const otherPays = await send(customer, { to: other, amount: { raw: 7n } });
     const lies: [string, (a: Answer, b: Answer) => Answer][] = [

@@ -119,10 +119,15 @@ describe('the frontier is checked before anything is built on it', () => {
     expect(sb.service.ledger.blocks.get(sent.hash as string)?.block.previous).toBe(first.hash);
   });
 
-  it('a pending block whose contents were altered is not received', async () => {
-    await fund(sb.url, address, '1');
+  it('a pending block whose contents were altered is not received: it is reported, and nothing is signed', async () => {
+    const hash = await fund(sb.url, address, '1');
     lie = (method, path) => (method === 'POST' && path === '/block/info' ? { rewrite: (d) => ({ ...d, contents: { ...d.contents, balance: '1' } }) } : 'pass');
-    await refusedUnsigned(receive(session));
+    const before = blocksInLedger();
+    const result = await receive(session);
+    expect(result.received).toEqual([]);
+    expect(result.not_received).toEqual([{ account: address, hash, code: 'SERVICE_INCONSISTENT', message: expect.stringMatching(/hash to/) }]);
+    expect(await journalEntry()).toBeUndefined();
+    expect(blocksInLedger()).toBe(before);
     lie = () => 'pass';
     expect((await receive(session)).total).toBe('1');
   });
