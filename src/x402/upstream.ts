@@ -5,6 +5,23 @@ import { HEADERS } from './protocol.js';
 
 /** Headers that belong to one connection, and ours: never forwarded either way. */
 const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'host', 'content-length', HEADERS.signature, HEADERS.legacyPayment]);
+/**
+ * Headers some servers and frameworks (IIS, Symfony, Express's method-override, Envoy) take as the request's
+ * real path or method: forwarded, they would serve another route than the one priced here.
+ */
+const REROUTE = new Set([
+  'x-original-url',
+  'x-rewrite-url',
+  'x-original-uri',
+  'x-forwarded-uri',
+  'x-forwarded-prefix',
+  'x-forwarded-path',
+  'x-envoy-original-path',
+  'x-http-method-override',
+  'x-http-method',
+  'x-method-override',
+  'x-original-method',
+]);
 /** The answer goes out whole, with its length, as the paywall frames it; the request's id is the paywall's. */
 const FRAMING = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'proxy-connection', 'upgrade', 'trailer', 'x-request-id']);
 
@@ -36,7 +53,7 @@ async function sender(target: URL): Promise<(options: RequestOptions, answered: 
 function forwardHeaders(headers: IncomingHttpHeaders, requestId: string): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP.has(name) || name === 'x-request-id') continue;
+    if (value === undefined || HOP.has(name) || REROUTE.has(name) || name === 'x-request-id') continue;
     out[name] = value;
   }
   out['x-request-id'] = requestId;

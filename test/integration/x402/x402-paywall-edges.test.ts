@@ -131,6 +131,33 @@ describe('paywall: the path priced is the path forwarded (issue 31, point 1)', (
     expect((await asIs(plain, '/premium/x')).status).toBe(402);
   });
 
+  it('headers that re-route a request upstream (X-Original-URL, X-Rewrite-URL, method overrides) never reach it', async () => {
+    const seen = await recorder((req) => JSON.stringify(req.headers));
+    try {
+      const plain = await paywallServer(seen.url, ['GET /free/*=0', 'GET /secret=0.01', 'DELETE /free/*=0.01'], await settlerOn(node));
+      const rerouting: Record<string, string> = {
+        'x-original-url': '/secret',
+        'x-rewrite-url': '/secret',
+        'x-original-uri': '/secret',
+        'x-forwarded-uri': '/secret',
+        'x-forwarded-prefix': '/secret',
+        'x-forwarded-path': '/secret',
+        'x-envoy-original-path': '/secret',
+        'x-http-method-override': 'DELETE',
+        'x-http-method': 'DELETE',
+        'x-method-override': 'DELETE',
+        'x-original-method': 'DELETE',
+      };
+      const answer = await asIs(plain, '/free/x', { headers: { ...rerouting, 'x-kept': 'yes' } });
+      expect(answer.status).toBe(200);
+      const forwarded = JSON.parse(answer.body) as Record<string, string>;
+      expect(Object.keys(rerouting).filter((name) => name in forwarded)).toEqual([]);
+      expect(forwarded['x-kept']).toBe('yes');
+    } finally {
+      await closeServer(seen.server);
+    }
+  });
+
   it('a target that names another host (//host/path) goes to the upstream, never to that host', async () => {
     const plain = await paywallServer(up.url, ['GET /free/*=0'], await settlerOn(node));
     const target = `//${new URL(elsewhere.url).host}/steal`;
