@@ -1,7 +1,8 @@
 /**
  * CSV as RFC 4180 writes it and a spreadsheet opens it as is: fields separated
  * by commas, records ended by CRLF, a field with a comma, a double quote, CR or
- * LF in double quotes (its quotes doubled), UTF-8 behind a byte order mark
+ * LF in double quotes (its quotes doubled), and one with a semicolon too (Excel
+ * splits on it where the locale's list separator is ";"), UTF-8 behind a byte order mark
  * (without one, Excel reads UTF-8 as its local code page).
  */
 
@@ -16,7 +17,7 @@ const FORMULA_START = /^[=+\-@\t\r]/;
 
 function field(value: string): string {
   const text = FORMULA_START.test(value) ? `'${value}` : value;
-  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+  return /[",;\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
 
 /** One record, CRLF included. */

@@ -8,6 +8,10 @@ describe('CSV records', () => {
     expect(csvRecord(['ünïcode €'])).toBe('ünïcode €\r\n');
   });
 
+  it('a semicolon quotes the field too: Excel in a locale whose list separator is ";" splits on it', () => {
+    expect(csvRecord(['order;42', 'plain'])).toBe('"order;42",plain\r\n');
+  });
+
   it('a field a spreadsheet would run as a formula starts with an apostrophe (quoted when it must be)', () => {
     expect(csvRecord(['=1+1', '+1', '-3', '@SUM(A1)', '\tx', '\rx'])).toBe(`'=1+1,'+1,'-3,'@SUM(A1),'\tx,"'\rx"\r\n`);
     expect(csvRecord(['=HYPERLINK("http://evil.example","x")'])).toBe(`"'=HYPERLINK(""http://evil.example"",""x"")"\r\n`);
