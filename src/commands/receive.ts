@@ -4,6 +4,7 @@ import { progress, type Progress } from '../cli/output/spinner.js';
 import { xnoToRaw } from '../nano/index.js';
 import { receive, watchReceive, type ReceiveResult } from '../ops/account/receive.js';
 import { withSandboxMark } from '../ops/observe.js';
+import { waitFlag } from '../cli/duration-flag.js';
 
 export default class Receive extends SessionCommand {
   static override summary = 'Receive every pending block of the active account (opening it if new).';
@@ -17,7 +18,7 @@ with --json it prints one JSON document per receive (NDJSON).`;
     account: Flags.integer({ description: 'account index within the wallet', min: 0 }),
     watch: Flags.boolean({ description: 'keep receiving as payments arrive' }),
     interval: Flags.integer({ description: 'seconds between checks with --watch (without a WebSocket)', default: 2, min: 1 }),
-    timeout: Flags.integer({ description: 'with --watch, stop after this many seconds', min: 1 }),
+    timeout: waitFlag('with --watch, stop after this long'),
   };
 
   async run(): Promise<ReceiveResult | void> {

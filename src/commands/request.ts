@@ -8,6 +8,7 @@ import { formatDuration, parseDuration } from '../ops/duration.js';
 import { DEFAULT_REQUEST_EXPIRY_S, MAX_REQUEST_EXPIRY_S } from '../ops/requests/node-requests.js';
 import { askedAmount } from '../ops/money.js';
 import { priceLine } from '../cli/output/format.js';
+import { waitFlag } from '../cli/duration-flag.js';
 
 export default class Request extends SessionCommand {
   static override summary = 'Create a payment request (in XNO, or priced in another currency); prints the exact amount to pay and a QR code of the nano: URI.';
@@ -32,7 +33,7 @@ rounded up to 0.000001 XNO, and fixed for the life of the request; the price and
     }),
     watch: Flags.boolean({ description: 'then wait until it is paid' }),
     interval: Flags.integer({ description: 'seconds between checks with --watch', default: 2, min: 1 }),
-    timeout: Flags.integer({ description: 'give up after this many seconds with --watch (exit 8)', min: 1 }),
+    timeout: waitFlag('with --watch, give up after this long (exit 8)'),
   };
 
   async run(): Promise<PaymentRequestResult | void> {

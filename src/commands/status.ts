@@ -4,6 +4,7 @@ import { SessionCommand } from '../cli/session-command.js';
 import { statusLine } from '../ops/requests/matching.js';
 import { paymentStatus, type PaymentStatusResult } from '../ops/requests/payments.js';
 import { priceLine } from '../cli/output/format.js';
+import { waitFlag } from '../cli/duration-flag.js';
 
 export default class Status extends SessionCommand {
   static override summary = 'Check whether a payment request is paid; --watch polls until it is.';
@@ -15,7 +16,7 @@ network errors back off and keep trying. A malformed id exits 3, an unknown one 
   static override flags = {
     watch: Flags.boolean({ description: 'poll until paid' }),
     interval: Flags.integer({ description: 'seconds between checks', default: 2, min: 1 }),
-    timeout: Flags.integer({ description: 'give up after this many seconds (exit 8)', min: 1 }),
+    timeout: waitFlag('give up after this long (exit 8)'),
   };
 
   async run(): Promise<PaymentStatusResult | void> {

@@ -115,3 +115,17 @@ describe('wallet import --account', () => {
     }
   });
 });
+
+describe('--timeout of a watch', () => {
+  it('takes a duration (5s, 1m) as every other duration does, and seconds as before', async () => {
+    const request = await requestPayment(commandSession(user), { amount: { xno: '0.25' } });
+    for (const timeout of ['1s', '1']) {
+      const watched = await user.run(['status', request.transaction_id, '--watch', '--timeout', timeout, '--interval', '1', '--json']);
+      expect([watched.code, `${watched.stdout}${watched.stderr}`], timeout).toEqual([8, expect.stringMatching(/TIMEOUT/)]);
+    }
+    const wrong = await user.run(['status', request.transaction_id, '--watch', '--timeout', '5 parsecs']);
+    expect([wrong.code, wrong.stderr]).toEqual([2, expect.stringMatching(/not a duration/)]);
+    const receiving = await user.run(['receive', '--watch', '--timeout', '1s', '--json']);
+    expect(receiving.code).toBe(0);
+  });
+});
