@@ -98,7 +98,7 @@ export function shopApiRoutes(options: ShopApiOptions): Route[] {
         const headers: Record<string, string> =
           format === 'csv'
             ? { 'content-type': 'text/csv; charset=utf-8; header=present', 'content-disposition': 'attachment; filename="requests.csv"' }
-            : { 'content-type': 'application/json; charset=utf-8' };
+            : { 'content-type': format === 'ndjson' ? 'application/x-ndjson; charset=utf-8' : 'application/json; charset=utf-8' };
         return sendStream(call.response, headers, exportRequests(store.shop, query, format, { bom: bom !== 'false' }), call.signal);
       }),
     },

@@ -22,7 +22,7 @@ with an apostrophe. Written as it is read, a page at a time: any number of reque
     from: Flags.string({ description: 'created at or after this date or time (UTC unless it says)' }),
     to: Flags.string({ description: 'created before this time; a date alone includes that day' }),
     status: Flags.string({ description: 'only the requests in this status', options: [...SHOP_STATUSES] }),
-    format: Flags.string({ description: 'csv (default) or json (an array; also --json)', options: [...EXPORT_FORMATS] }),
+    format: Flags.string({ description: 'csv (default), json (an array; also --json) or ndjson (a JSON object per line)', options: [...EXPORT_FORMATS] }),
     bom: Flags.boolean({ description: 'start the CSV with a byte order mark, for spreadsheets (--no-bom for programs)', default: true, allowNo: true }),
   };
 

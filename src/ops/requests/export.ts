@@ -11,8 +11,9 @@ import { CSV_BOM, csvRecord } from './csv.js';
  * store (the caller writes each page before the next is read).
  */
 
-export type ExportFormat = 'csv' | 'json';
-export const EXPORT_FORMATS: readonly ExportFormat[] = ['csv', 'json'];
+/** ndjson: the JSON rows one per line, for tools that read a stream (jq, log shippers). */
+export type ExportFormat = 'csv' | 'json' | 'ndjson';
+export const EXPORT_FORMATS: readonly ExportFormat[] = ['csv', 'json', 'ndjson'];
 
 /** Rows read from the store at a time. */
 const PAGE_ROWS = 500;
@@ -105,13 +106,15 @@ export async function* exportRequests(
   format: ExportFormat,
   options: { bom?: boolean } = {},
 ): AsyncGenerator<string> {
-  let text = format === 'json' ? '[' : `${options.bom === false ? '' : CSV_BOM}${csvRecord(COLUMNS.map(([name]) => name))}`;
+  let text = format === 'json' ? '[' : format === 'ndjson' ? '' : `${options.bom === false ? '' : CSV_BOM}${csvRecord(COLUMNS.map(([name]) => name))}`;
   let rows = 0;
   let after: number | undefined;
   do {
     const page = shop === undefined ? { requests: [] } : await shop.exportPage(query, after, PAGE_ROWS);
     for (const request of page.requests) {
-      text += format === 'json' ? `${rows === 0 ? '\n' : ',\n'}${JSON.stringify(jsonRow(request))}` : csvRecord(COLUMNS.map(([, cell]) => csvCell(cell(request))));
+      if (format === 'json') text += `${rows === 0 ? '\n' : ',\n'}${JSON.stringify(jsonRow(request))}`;
+      else if (format === 'ndjson') text += `${JSON.stringify(jsonRow(request))}\n`;
+      else text += csvRecord(COLUMNS.map(([, cell]) => csvCell(cell(request))));
       rows++;
     }
     after = page.next;

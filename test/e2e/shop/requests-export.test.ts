@@ -180,6 +180,12 @@ describe.each(BACKENDS)('requests export on the %s backend', (backend) => {
     expect(json[2]).toMatchObject({ id: made.paid.id, order_id: '-3', paying_blocks: [paidHash], payer_accounts: [payerAddress], refunded_at: null, refund_blocks: [], fiat_currency: null });
     expect(json[1]).toMatchObject({ fiat_currency: 'EUR', fiat_amount: '1.5' });
     expect(await merchant.user.json<unknown[]>(['requests', 'export'])).toMatchObject({ 0: json[0], 1: json[1], 2: json[2], _code: 0 });
+    // ndjson: the same rows, one per line, from the API and the CLI alike.
+    const lines = await exported('?format=ndjson');
+    expect(lines.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
+    const ndjson = await lines.text();
+    expect(ndjson.trimEnd().split('\n').map((line) => JSON.parse(line) as unknown)).toEqual(json);
+    expect((await merchant.user.run(['requests', 'export', '--format', 'ndjson'])).stdout).toBe(ndjson);
 
     expect((await exported('', 'not-the-token-not-the-token')).status).toBe(401);
     expect(await (await exported('?status=lost')).json()).toMatchObject({ success: false, error: { error: 'INVALID_REQUEST' } });
