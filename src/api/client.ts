@@ -263,9 +263,9 @@ export class ApiClient implements LedgerBackend {
     return { credits: Number(credits), prices };
   }
 
-  /** Reading the credits is free on the service (a status read would cost one). */
+  /** Reading the credits is free on the service (a status read would cost one); one attempt, no retry: a readiness probe says at once why the service cannot be reached. */
   async ping(): Promise<void> {
-    await this.credits();
+    await call(this.options, { method: 'GET', path: '/credits/info', safe: false });
   }
 
   async topupOffer(tier: CreditTier): Promise<RemoteTopupOffer> {

@@ -212,8 +212,9 @@ export class NodeClient implements LedgerBackend {
     return typeof name === 'string' && /^[a-z0-9-]{1,32}$/.test(name) ? name : null;
   }
 
+  /** One attempt, no retry: a readiness probe says at once why the node cannot be reached. */
   async ping(): Promise<void> {
-    await this.rpc('version', {});
+    await this.rpc('version', {}, false);
   }
 
   /**

@@ -150,20 +150,28 @@ describe('checkout serve', () => {
     }
   });
 
-  it('is not ready once its backend is gone, with the reason and no address of it; the retries are lines of its JSON log', async () => {
+  it('is not ready once its backend is gone, with the reason (a refused connection, not a timeout) and no address of it; the retries are lines of its JSON log', async () => {
     const other = await sandbox();
     const port = new URL(other.url).port;
     const shop = await backendUser(other, 'service');
-    const server = await startCommand<ShopPrinted>(['checkout', 'serve', '--json', '--log-format', 'json'], shop.user.env);
+    const server = await startCommand<ShopPrinted>(['checkout', 'serve', '--json', '--log-format', 'json', '--poll-interval', '1'], shop.user.env);
     try {
       await expectHealthy(server.printed.url, { store: 'ok', backend: 'ok' });
+      // An open order, whose status the server keeps reading (and retrying) once the backend is gone.
+      const token = readFileSync(server.printed.token_file, 'utf8').trim();
+      const order = await fetch(`${server.printed.url}/api/v1/requests`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ amount: '0.1' }) });
+      expect(order.status).toBe(200);
       await other.close();
       await until(async () => (await get(`${server.printed.url}/readyz`)).status === 503, 'not ready');
       const { body } = await get(`${server.printed.url}/readyz`);
       expect(body.error?.error).toBe('NOT_READY');
       expect(body.error?.message).toMatch(/^Not ready: backend: /);
+      // A probe asks once: a refused connection is said as such at once, not after the probe's 2 s bound.
+      expect(body.error?.message).toMatch(/refused/i);
+      expect(body.error?.message).not.toMatch(/no answer within/);
       expect(body.error?.message).not.toContain(port);
       expect((await get(`${server.printed.url}/healthz`)).status).toBe(200);
+      await until(async () => server.stderr().includes('"backend_retry"'), 'a retry of the order\'s status logged');
     } finally {
       await server.stop();
     }
