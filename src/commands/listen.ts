@@ -8,13 +8,14 @@ import { ShopMonitor } from '../shop/monitor.js';
 export default class Listen extends SessionCommand {
   static override summary = "Forward the profile's webhook events to a local endpoint, for development (as stripe listen).";
   static override description = `Follows the shop's requests as checkout serve does (a status change records an event) and delivers every
-event recorded from its start, signed, to --forward-to, printing each with the endpoint's answer. It prints the signing
-secret to verify them with (verifyWebhook). It is one more destination: a checkout serve --webhook beside it still
+event recorded from its start, signed, to --forward-to, printing each with the endpoint's answer. It prints the file
+that holds the signing secret to verify them with (verifyWebhook), and the secret itself with --show-secret. It is one more destination: a checkout serve --webhook beside it still
 delivers every event to its endpoints. Runs until SIGTERM or Ctrl-C (deliveries in flight finish within --drain-timeout);
 a listener killed stops being a destination within a minute. --log-format json logs one object a line.`;
   static override examples = ['<%= config.bin %> listen --forward-to http://localhost:3000/webhooks'];
   static override flags = {
     'forward-to': Flags.string({ description: 'the local endpoint that receives the events', required: true }),
+    'show-secret': Flags.boolean({ description: 'print the signing secret itself, not only the file that holds it' }),
     'webhook-secret-file': Flags.string({ description: 'the signing secret(s), current first, made when absent (default: webhook.secret in the config dir)' }),
     'poll-interval': Flags.integer({ description: 'seconds between reads of every unsettled request', default: 2, min: 1 }),
     'webhook-backoff-ms': Flags.integer({ description: 'first retry wait of a webhook (doubling)', default: 1000, min: 1, hidden: true }),
@@ -27,7 +28,7 @@ a listener killed stops being a destination within a minute. --log-format json l
     const runtime = new ServerRuntime(flags);
     const session = this.session(flags);
     const store = await session.dataStore();
-    const { secrets } = await webhookSecrets(flags['webhook-secret-file']);
+    const { secrets, file } = await webhookSecrets(flags['webhook-secret-file']);
     const json = this.jsonEnabled();
     const { log } = runtime;
     const listener = await startListener({
@@ -45,8 +46,13 @@ a listener killed stops being a destination within a minute. --log-format json l
       },
     });
     const monitor = new ShopMonitor({ store, source: await shopStatusSource(session), pollMs: flags['poll-interval'] * 1000, onChange: () => listener.poke(), log });
-    if (json) process.stdout.write(`${JSON.stringify({ forward_to: flags['forward-to'], webhook_secret: secrets[0] })}\n`);
-    else this.log(`Ready! Your webhook signing secret is ${secrets[0] as string} (verify with verifyWebhook). Forwarding to ${flags['forward-to']}; Ctrl-C to stop.`);
+    // The secret itself only when asked: a terminal's scrollback, a recorded session or a CI log would keep it.
+    const shown = flags['show-secret'] ? { webhook_secret: secrets[0] } : {};
+    if (json) process.stdout.write(`${JSON.stringify({ forward_to: flags['forward-to'], webhook_secret_file: file, ...shown })}\n`);
+    else {
+      const secret = flags['show-secret'] ? `Your webhook signing secret is ${secrets[0] as string}` : `Your webhook signing secret is in ${file} (--show-secret prints it)`;
+      this.log(`Ready! ${secret}; verify with verifyWebhook. Forwarding to ${flags['forward-to']}; Ctrl-C to stop.`);
+    }
     monitor.start();
     await runtime.untilStopped(async () => {
       await Promise.all([monitor.stop(), listener.stop(runtime.drainMs)]);

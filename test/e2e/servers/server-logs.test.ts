@@ -160,7 +160,7 @@ describe('--log-format json', () => {
   });
 
   it('listen and checkout: the webhook secret never shows on stderr', async () => {
-    const listen = await startCommand<{ webhook_secret: string }>(['listen', '--json', '--log-format', 'json', '--forward-to', 'http://127.0.0.1:9/hooks'], shop.user.env);
+    const listen = await startCommand<{ webhook_secret: string }>(['listen', '--json', '--show-secret', '--log-format', 'json', '--forward-to', 'http://127.0.0.1:9/hooks'], shop.user.env);
     const page = await startCommand<{ url: string }>(['checkout', '--json', '--amount', '0.1', '--log-format', 'json'], shop.user.env);
     await call(page.printed.url);
     await stopAndRead(listen, [listen.printed.webhook_secret, apiKey]);

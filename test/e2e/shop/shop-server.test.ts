@@ -32,15 +32,17 @@ interface Printed {
 }
 
 describe.each(BACKENDS)('nanopay listen on the %s backend', (backend) => {
-  it('prints the signing secret, and forwards each event of the profile, signed, with the answer', async () => {
+  it('prints where the signing secret is (the secret itself only with --show-secret), and forwards each event of the profile, signed, with the answer', async () => {
     const shop = await backendUser(sb, backend);
     const payer = await fundedUser(sb, backend, '2');
     let secret = '';
     const receiver = await startWebhookReceiver(() => secret);
-    const listen = await startCommand<{ forward_to: string; webhook_secret: string }>(['listen', '--json', '--forward-to', receiver.url, '--poll-interval', '1'], shop.user.env);
+    const listen = await startCommand<{ forward_to: string; webhook_secret_file: string; webhook_secret?: string }>(['listen', '--json', '--forward-to', receiver.url, '--poll-interval', '1'], shop.user.env);
     try {
-      secret = listen.printed.webhook_secret;
+      secret = readFileSync(listen.printed.webhook_secret_file, 'utf8').trim().split('\n')[0] as string;
       expect(secret.length).toBeGreaterThanOrEqual(32);
+      expect(listen.printed.webhook_secret).toBeUndefined();
+      expect(listen.stdout()).not.toContain(secret);
       const { request } = await createShopRequest(shop.session, await shop.session.dataStore(), { amount: '0.3', order_id: 'L-1' }, undefined);
       await payUri(payer.session, request.uri, {});
       await until(() => receiver.events.length === 1, 'the forwarded event');
@@ -63,7 +65,7 @@ describe.each(BACKENDS)('listen beside checkout serve --webhook on the %s backen
     const live = await startWebhookReceiver(() => secret);
     const dev = await startWebhookReceiver(() => secret);
     const server = await startCommand<Printed>(['checkout', 'serve', '--json', '--webhook', live.url, '--poll-interval', '1', '--webhook-backoff-ms', '50'], shop.user.env);
-    const listen = await startCommand<{ webhook_secret: string }>(['listen', '--json', '--forward-to', dev.url, '--poll-interval', '1', '--webhook-backoff-ms', '50'], shop.user.env);
+    const listen = await startCommand<{ webhook_secret: string }>(['listen', '--json', '--show-secret', '--forward-to', dev.url, '--poll-interval', '1', '--webhook-backoff-ms', '50'], shop.user.env);
     try {
       secret = listen.printed.webhook_secret;
       const store = await shop.session.dataStore();
