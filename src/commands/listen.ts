@@ -2,6 +2,7 @@ import { Flags } from '@oclif/core';
 import { runFlags, ServerRuntime } from '../cli/server-runtime.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { shopStatusSource, webhookSecrets } from '../cli/shop.js';
+import { endpointLabel } from '../shop/endpoint-label.js';
 import { startListener } from '../shop/listener.js';
 import { ShopMonitor } from '../shop/monitor.js';
 
@@ -29,6 +30,7 @@ a listener killed stops being a destination within a minute. --log-format json l
     const session = this.session(flags);
     const store = await session.dataStore();
     const { secrets, file } = await webhookSecrets(flags['webhook-secret-file']);
+    const forwardTo = endpointLabel(flags['forward-to']);
     const json = this.jsonEnabled();
     const { log } = runtime;
     const listener = await startListener({
@@ -42,16 +44,16 @@ a listener killed stops being a destination within a minute. --log-format json l
         const answer = answers[0];
         const said = answer?.status === undefined ? (answer?.error ?? 'no answer') : String(answer.status);
         if (json) process.stdout.write(`${JSON.stringify({ event_id: event.id, type: event.type, request_id: event.data.object.id, answer: said })}\n`);
-        else this.log(`${new Date().toISOString()}  --> ${event.type} [${event.id}] request ${event.data.object.id}  <-- [${said}] POST ${flags['forward-to']}`);
+        else this.log(`${new Date().toISOString()}  --> ${event.type} [${event.id}] request ${event.data.object.id}  <-- [${said}] POST ${forwardTo}`);
       },
     });
     const monitor = new ShopMonitor({ store, source: await shopStatusSource(session), pollMs: flags['poll-interval'] * 1000, onChange: () => listener.poke(), log });
     // The secret itself only when asked: a terminal's scrollback, a recorded session or a CI log would keep it.
     const shown = flags['show-secret'] ? { webhook_secret: secrets[0] } : {};
-    if (json) process.stdout.write(`${JSON.stringify({ forward_to: flags['forward-to'], webhook_secret_file: file, ...shown })}\n`);
+    if (json) process.stdout.write(`${JSON.stringify({ forward_to: forwardTo, webhook_secret_file: file, ...shown })}\n`);
     else {
       const secret = flags['show-secret'] ? `Your webhook signing secret is ${secrets[0] as string}` : `Your webhook signing secret is in ${file} (--show-secret prints it)`;
-      this.log(`Ready! ${secret}; verify with verifyWebhook. Forwarding to ${flags['forward-to']}; Ctrl-C to stop.`);
+      this.log(`Ready! ${secret}; verify with verifyWebhook. Forwarding to ${forwardTo}; Ctrl-C to stop.`);
     }
     monitor.start();
     await runtime.untilStopped(async () => {

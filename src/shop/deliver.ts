@@ -1,6 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { NanoPayError } from '../errors.js';
+import { endpointLabel } from './endpoint-label.js';
 import { destinationTopic, WEBHOOK_TOPIC, type WebhookEvent } from '../store/shop.js';
 import type { OutboxItem, Store } from '../store/store.js';
 import { SIGNATURE_HEADER, signWebhook } from './signature.js';
@@ -173,15 +174,16 @@ export class WebhookDeliverer {
     const body = webhookBody(event);
     const signature = signWebhook(this.options.secrets, body);
     // A retry goes only to the endpoints that have not taken it yet (a resend goes to all).
+    // Endpoints are recorded by their label: a URL's password or query token never reaches the store.
     const already = new Set(resend === true ? [] : (state.delivered_to ?? []));
-    const endpoints = this.options.endpoints.filter((url) => !already.has(url));
+    const endpoints = this.options.endpoints.filter((url) => !already.has(endpointLabel(url)));
     const answers = await Promise.all(endpoints.map((url) => post(url, body, signature, this.options.timeoutMs ?? TIMEOUT_MS, this.cut.signal)));
     const cut = this.cut.signal.aborted;
-    const deliveredTo = [...new Set([...already, ...answers.filter(ok).map((a) => a.url)])];
+    const deliveredTo = [...new Set([...already, ...answers.filter(ok).map((a) => endpointLabel(a.url))])];
     const delivered = answers.every(ok);
     const attempts = state.attempts + 1;
     const now = new Date();
-    const lastResult = answers.map((a) => `${a.url} ${a.status ?? a.error}`).join('; ');
+    const lastResult = answers.map((a) => `${endpointLabel(a.url)} ${a.status ?? a.error}`).join('; ');
     this.options.onAttempt?.(event, answers, delivered);
     if (delivered) {
       await store.shop.recordDelivery(event.id, { attempts, delivered_at: now.toISOString(), last_attempt_at: now.toISOString(), last_result: lastResult, delivered_to: deliveredTo }, destination);

@@ -11,6 +11,7 @@ import { startShopServer } from '../../shop/server.js';
 import { startShopSigner } from '../../cli/shop-signer.js';
 import { parseDuration } from '../../ops/duration.js';
 import { orderRefund } from '../../ops/requests/refunds.js';
+import { endpointLabel } from '../../shop/endpoint-label.js';
 
 export default class CheckoutServe extends SessionCommand {
   static override summary = "Run the shop's payment server: an API for the shop's backend, a checkout page per request, signed webhooks.";
@@ -117,12 +118,12 @@ one object a line). Runs until SIGTERM or Ctrl-C, which drain it: answers and de
       }),
     );
     if (this.jsonEnabled()) {
-      const started = { url: server.url, token_file: tokenFile, webhook_secret_file: secretFile, webhooks: flags.webhook, store: store.location, ...probesShown };
+      const started = { url: server.url, token_file: tokenFile, webhook_secret_file: secretFile, webhooks: flags.webhook.map(endpointLabel), store: store.location, ...probesShown };
       process.stdout.write(`${JSON.stringify(started)}\n`);
     } else {
       this.log(`Shop server: ${server.url} (API: ${server.url}/api/v1/requests)`);
       this.log(`API token: in ${tokenFile} (Authorization: Bearer <token>)`);
-      this.log(flags.webhook.length === 0 ? 'Webhooks: none (--webhook URL; events wait in the store)' : `Webhooks: ${flags.webhook.join(', ')}, signed with the secret in ${secretFile}`);
+      this.log(flags.webhook.length === 0 ? 'Webhooks: none (--webhook URL; events wait in the store)' : `Webhooks: ${flags.webhook.map(endpointLabel).join(', ')}, signed with the secret in ${secretFile}`);
       this.log('Stop it: Ctrl-C');
     }
     await runtime.untilStopped(async () => {

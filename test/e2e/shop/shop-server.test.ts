@@ -1,4 +1,5 @@
-import { readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { payUri } from '../../../src/ops/requests/payments.js';
@@ -29,7 +30,19 @@ interface Printed {
   url: string;
   token_file: string;
   webhook_secret_file: string;
+  webhooks: string[];
 }
+
+/** Secrets a webhook URL may carry (a password, a query token): shown and recorded masked. */
+const URL_PASSWORD = 'hook-password-7f3a';
+const URL_TOKEN = 'query-token-91c2';
+const withSecrets = (url: string): string => {
+  const u = new URL(url);
+  u.username = 'hook';
+  u.password = URL_PASSWORD;
+  u.search = `?token=${URL_TOKEN}`;
+  return u.toString();
+};
 
 describe.each(BACKENDS)('nanopay listen on the %s backend', (backend) => {
   it('prints where the signing secret is (the secret itself only with --show-secret), and forwards each event of the profile, signed, with the answer', async () => {
@@ -114,7 +127,7 @@ describe.each(BACKENDS)('checkout serve on the %s backend', (backend) => {
     payer = await fundedUser(sb, backend, '5');
     receiver = await startWebhookReceiver(() => secret);
     server = await startCommand<Printed>(
-      ['checkout', 'serve', '--json', '--webhook', receiver.url, '--shop-name', 'Test Shop', '--poll-interval', '1', '--webhook-backoff-ms', '50'],
+      ['checkout', 'serve', '--json', '--webhook', withSecrets(receiver.url), '--shop-name', 'Test Shop', '--poll-interval', '1', '--webhook-backoff-ms', '50'],
       merchant.user.env,
     );
     token = readFileSync(server.printed.token_file, 'utf8').trim();
@@ -230,5 +243,23 @@ describe.each(BACKENDS)('checkout serve on the %s backend', (backend) => {
       expired: true,
       paid_late: { amount_raw: made.amount_raw, blocks: [paid.hash] },
     });
+  });
+
+  it('a webhook URL\'s password and query token are masked wherever it is shown or recorded; deliveries still reach it', async () => {
+    expect(server.printed.webhooks).toEqual([expect.stringMatching(/^http:\/\/hook:\*\*\*@127\.0\.0\.1:\d+\/hooks\?token=\*\*\* #[0-9a-f]{8}$/)]);
+    const { request } = await createShopRequest(merchant.session, await merchant.session.dataStore(), { amount: '0.01', order_id: 'MASK-1' }, undefined);
+    await payUri(payer.session, request.uri, {});
+    await until(() => receiver.events.some((e) => e.data.object.id === request.id), 'the delivery');
+    const listed = await merchant.user.run(['webhooks', 'list', '--json']);
+    await until(async () => (await merchant.user.run(['webhooks', 'list', '--json'])).stdout.includes('200'), 'the delivery recorded');
+    const shown = [server.stdout(), server.stderr(), listed.stdout, (await merchant.user.run(['webhooks', 'list'])).stdout].join('\n');
+    const stored = readdirSync(merchant.user.configDir, { recursive: true, encoding: 'utf8' })
+      .filter((f) => statSync(join(merchant.user.configDir, f)).isFile())
+      .map((f) => readFileSync(join(merchant.user.configDir, f)).toString('latin1'))
+      .join('\n');
+    for (const secretPart of [URL_PASSWORD, URL_TOKEN]) {
+      expect(shown).not.toContain(secretPart);
+      expect(stored).not.toContain(secretPart);
+    }
   });
 });
