@@ -1,3 +1,5 @@
+import type { Stats } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readPrivateFile } from '../fs/secure-fs.js';
 import type { Session } from '../ops/session.js';
@@ -15,14 +17,30 @@ export async function shopToken(file: string | undefined): Promise<{ token: stri
  * The webhook signing secrets: the lines of `file` (default webhook.secret in the config dir, made when absent),
  * the current one first; while rotating, the file holds the new and the old, and each event carries a v1 for both.
  */
-export async function webhookSecrets(file: string | undefined): Promise<{ secrets: string[]; file: string }> {
+export async function webhookSecrets(file: string | undefined): Promise<{ secrets: string[]; file: string; current: () => Promise<string[]> }> {
   const path = file ?? join(configDir(process.env), 'webhook.secret');
   await ownToken(path);
-  const secrets = (await readPrivateFile(path))
-    .split('\n')
-    .map((line) => line.trim())
-    .filter((line) => line.length > 0);
-  return { secrets, file: path };
+  const read = async (): Promise<string[]> =>
+    (await readPrivateFile(path))
+      .split('\n')
+      .map((line) => line.trim())
+      .filter((line) => line.length > 0);
+  let secrets = await read();
+  let seen = identity(await stat(path));
+  // Read again when the file changed: a rotation takes effect at the next delivery, not at a restart. A file
+  // that is gone, empty or no longer private meanwhile leaves the secrets it last held in use.
+  const current = async (): Promise<string[]> => {
+    const now = await stat(path).then(identity, () => seen);
+    if (now === seen) return secrets;
+    const next = await read().catch(() => []);
+    if (next.length > 0) [secrets, seen] = [next, now];
+    return secrets;
+  };
+  return { secrets, file: path, current };
+}
+
+function identity(info: Stats): string {
+  return `${info.ino}:${info.size}:${info.mtimeMs}:${info.ctimeMs}`;
 }
 
 /** Where the shop's requests' statuses come from: nanopay's verified view on a node, the service otherwise. */

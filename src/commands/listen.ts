@@ -29,14 +29,14 @@ a listener killed stops being a destination within a minute. --log-format json l
     const runtime = new ServerRuntime(flags);
     const session = this.session(flags);
     const store = await session.dataStore();
-    const { secrets, file } = await webhookSecrets(flags['webhook-secret-file']);
+    const { secrets, file, current } = await webhookSecrets(flags['webhook-secret-file']);
     const forwardTo = endpointLabel(flags['forward-to']);
     const json = this.jsonEnabled();
     const { log } = runtime;
     const listener = await startListener({
       store,
       url: flags['forward-to'],
-      secrets,
+      secrets: current,
       backoffMs: flags['webhook-backoff-ms'],
       timeoutMs: flags['webhook-timeout-ms'],
       log,

@@ -69,8 +69,11 @@ export interface DelivererOptions {
    * it, the live endpoints' (checkout serve --webhook), recorded in the events themselves.
    */
   destination?: string;
-  /** Signing secrets, the current one first (several while rotating: one v1 each). */
-  secrets: readonly string[];
+  /**
+   * Signing secrets, the current one first (several while rotating: one v1 each); a function is asked before
+   * each delivery, so a secret rotated in its file signs the next one (checkout serve's webhook.secret).
+   */
+  secrets: readonly string[] | (() => Promise<readonly string[]>);
   /** The first retry's wait; each next one doubles, up to an hour. Default 1 s. */
   backoffMs?: number;
   /** An endpoint's time to answer. Default 10 s. */
@@ -172,7 +175,8 @@ export class WebhookDeliverer {
       return store.outbox.retry(item.id, 500);
     }
     const body = webhookBody(event);
-    const signature = signWebhook(this.options.secrets, body);
+    const secrets = this.options.secrets;
+    const signature = signWebhook(typeof secrets === 'function' ? await secrets() : secrets, body);
     // A retry goes only to the endpoints that have not taken it yet (a resend goes to all).
     // Endpoints are recorded by their label: a URL's password or query token never reaches the store.
     const already = new Set(resend === true ? [] : (state.delivered_to ?? []));
@@ -208,6 +212,7 @@ export class WebhookDeliverer {
       return store.outbox.done(item.id);
     }
     const wait = cut ? 0 : Math.min(MAX_BACKOFF_MS, (this.options.backoffMs ?? 1000) * 2 ** Math.min(attempts - 1, 30));
+    if (!cut) this.options.log?.(`webhook ${event.id} (${event.type}) not delivered: ${lastResult}; attempt ${attempts + 1} in ${Math.max(1, Math.round(wait / 1000))} s`);
     await store.outbox.retry(item.id, wait);
   }
 }

@@ -9,7 +9,7 @@ import type { CheckoutConfirmationSource, CheckoutRequest } from '../ops/request
 import { FINAL_STATUSES, type ShopRequest, type WebhookEvent } from '../store/shop.js';
 import type { Store } from '../store/store.js';
 import { shopApiRoutes, type ShopApiOptions } from './api.js';
-import { WebhookDeliverer, type DeliveryAnswer } from './deliver.js';
+import { WebhookDeliverer, type DelivererOptions, type DeliveryAnswer } from './deliver.js';
 import { shopMetrics } from './metrics.js';
 import { observationOf, ShopMonitor, type ShopStatusSource } from './monitor.js';
 
@@ -31,7 +31,7 @@ export interface ShopServerOptions extends Omit<CheckoutRoutesOptions, 'lookup' 
   /** Between rounds over every unsettled request. */
   pollMs: number;
   confirmations?: CheckoutConfirmationSource;
-  webhooks?: { endpoints: string[]; secrets: string[]; backoffMs?: number; timeoutMs?: number; onAttempt?: (event: WebhookEvent, answers: DeliveryAnswer[], delivered: boolean) => void };
+  webhooks?: { endpoints: string[]; secrets: DelivererOptions['secrets']; backoffMs?: number; timeoutMs?: number; onAttempt?: (event: WebhookEvent, answers: DeliveryAnswer[], delivered: boolean) => void };
   log?: ServerLog;
   /** /healthz, /readyz, and /metrics behind the API token. */
   probes?: Probes;

@@ -73,7 +73,7 @@ one object a line). Runs until SIGTERM or Ctrl-C, which drain it: answers and de
     if (flags['sweep-to'] !== undefined && session.backendKind() !== 'node') throw new NanoPayError('USAGE', '--sweep-to is for the node backend (fresh addresses)');
     if (flags.refunds || sweepEvery !== undefined) await session.account();
     const { token, file: tokenFile } = await shopToken(flags['token-file']);
-    const { secrets, file: secretFile } = await webhookSecrets(flags['webhook-secret-file']);
+    const { current: secrets, file: secretFile } = await webhookSecrets(flags['webhook-secret-file']);
     const { log } = runtime;
     const confirmations = checkoutConfirmations(session);
     const signer = startShopSigner(session, {

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -202,6 +202,8 @@ describe.each(BACKENDS)('checkout serve on the %s backend', (backend) => {
     expect(record?.delivery.attempts).toBeGreaterThanOrEqual(2);
     expect(record?.delivery.delivered_at).toBeDefined();
     expect(record?.delivery.last_result).toMatch(/ 200$/);
+    // Each refused attempt was a line of the server's log, with the endpoint's answer.
+    expect(server.stderr()).toMatch(new RegExp(`webhook ${event?.id as string} \\(request\\.paid\\) not delivered: .+ 503; attempt 2`));
     // webhooks resend: the same event (same id and body) once more, newly signed.
     const resent = await merchant.user.json(['webhooks', 'resend', event?.id as string]);
     expect(resent).toMatchObject({ id: event?.id, queued: true, _code: 0 });
@@ -261,5 +263,15 @@ describe.each(BACKENDS)('checkout serve on the %s backend', (backend) => {
       expect(shown).not.toContain(secretPart);
       expect(stored).not.toContain(secretPart);
     }
+  });
+
+  it('a webhook secret rotated in its file signs the next delivery, without a restart', async () => {
+    const rotated = `rotated-${'9'.repeat(40)}`;
+    writeFileSync(server.printed.webhook_secret_file, `${rotated}\n${secret}\n`, { mode: 0o600 });
+    secret = rotated;
+    const { request } = await createShopRequest(merchant.session, await merchant.session.dataStore(), { amount: '0.02', order_id: 'ROTATE-1' }, undefined);
+    await payUri(payer.session, request.uri, {});
+    await until(() => receiver.events.some((e) => e.data.object.id === request.id), 'the delivery signed with the new secret');
+    expect(receiver.refused).toEqual([]);
   });
 });
