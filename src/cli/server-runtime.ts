@@ -120,6 +120,9 @@ export const storeCheck = (store: Store): ReadinessCheck => ({ name: 'store', ch
 /** Readiness: the backend answers a call that costs nothing. */
 export const backendCheck = (session: Session): ReadinessCheck => ({ name: 'backend', check: () => pingBackend(session) });
 
+/** Readiness of a shop: the profile has the wallet its requests are made for (without it every order would fail). */
+export const shopWalletCheck = (session: Session): ReadinessCheck => ({ name: 'wallet', check: async () => void (await session.address()) });
+
 /** Runs `fn` with the session a wallet server acts with (the agent's strict mode makes one per call). */
 type SessionUse = <T>(fn: (session: Session) => Promise<T>) => Promise<T>;
 

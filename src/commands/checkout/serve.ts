@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { talkedToSandbox } from '../../ops/observe.js';
 import { NanoPayError } from '../../errors.js';
-import { backendCheck, serverFlags, ServerRuntime, storeCheck } from '../../cli/server-runtime.js';
+import { backendCheck, serverFlags, ServerRuntime, shopWalletCheck, storeCheck } from '../../cli/server-runtime.js';
 import { SessionCommand } from '../../cli/session-command.js';
 import { shopStatusSource, shopToken, webhookSecrets } from '../../cli/shop.js';
 import { DEFAULT_REDIRECT_SECONDS, DEFAULT_RELOAD_SECONDS } from '../../checkout/page.js';
@@ -83,7 +83,7 @@ one object a line). Runs until SIGTERM or Ctrl-C, which drain it: answers and de
       log,
     });
     const source = await shopStatusSource(session);
-    const { server, shown: probesShown } = await runtime.start([storeCheck(store), backendCheck(session)], (probes) =>
+    const { server, shown: probesShown } = await runtime.start([storeCheck(store), backendCheck(session), shopWalletCheck(session)], (probes) =>
       startShopServer({
         host: flags.host,
         port: flags.port,

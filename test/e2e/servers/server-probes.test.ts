@@ -8,8 +8,9 @@ import { payUri } from '../../../src/ops/requests/payments.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
 import { startAgentProcess } from '../../helpers/network/agent.js';
-import { backendUser, fundedUser } from '../../helpers/ledger/backend-users.js';
-import { runCli, userWithWallet } from '../../helpers/processes/cli.js';
+import { backendUser, fundedUser, userSession } from '../../helpers/ledger/backend-users.js';
+import { newUser, runCli, userWithWallet } from '../../helpers/processes/cli.js';
+import { createWallet } from '../../../src/ops/profile/wallet.js';
 import { nodeMerchantAndCustomer } from '../../helpers/ledger/node-users.js';
 import { parsePrometheus, sampleValue, type PromFamily } from '../../helpers/network/prometheus.js';
 import { sandbox } from '../../helpers/ledger/sandbox.js';
@@ -71,7 +72,7 @@ describe('checkout serve', () => {
     const server = await startCommand<ShopPrinted>(['checkout', 'serve', '--json'], shop.user.env);
     try {
       const token = readFileSync(server.printed.token_file, 'utf8').trim();
-      await expectHealthy(server.printed.url, { store: 'ok', backend: 'ok' });
+      await expectHealthy(server.printed.url, { store: 'ok', backend: 'ok', wallet: 'ok' });
       expect((await fetch(`${server.printed.url}/metrics`)).status).toBe(401);
       expect((await fetch(`${server.printed.url}/metrics`, { headers: { authorization: 'Bearer not-the-token-at-all' } })).status).toBe(401);
       const asks = (): number => backendLog.filter((line) => line.startsWith('GET /credits/info ')).length;
@@ -150,13 +151,26 @@ describe('checkout serve', () => {
     }
   });
 
+  it('a shop without a wallet is not ready (every order would fail), and is once the wallet is made', async () => {
+    const user = await newUser(sb.url, { NANOPAY_BACKEND: 'node', NANOPAY_NODE_URL: sb.url });
+    const server = await startCommand<ShopPrinted>(['checkout', 'serve', '--json'], user.env);
+    try {
+      const { status, body } = await get(`${server.printed.url}/readyz`);
+      expect([status, body.error?.error, body.error?.message]).toEqual([503, 'NOT_READY', expect.stringMatching(/wallet: NOT_FOUND: No active wallet/)]);
+      await createWallet(userSession(user));
+      await until(async () => (await get(`${server.printed.url}/readyz`)).status === 200, 'ready once the wallet is made');
+    } finally {
+      await server.stop();
+    }
+  });
+
   it('is not ready once its backend is gone, with the reason (a refused connection, not a timeout) and no address of it; the retries are lines of its JSON log', async () => {
     const other = await sandbox();
     const port = new URL(other.url).port;
     const shop = await backendUser(other, 'service');
     const server = await startCommand<ShopPrinted>(['checkout', 'serve', '--json', '--log-format', 'json', '--poll-interval', '1'], shop.user.env);
     try {
-      await expectHealthy(server.printed.url, { store: 'ok', backend: 'ok' });
+      await expectHealthy(server.printed.url, { store: 'ok', backend: 'ok', wallet: 'ok' });
       // An open order, whose status the server keeps reading (and retrying) once the backend is gone.
       const token = readFileSync(server.printed.token_file, 'utf8').trim();
       const order = await fetch(`${server.printed.url}/api/v1/requests`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ amount: '0.1' }) });

@@ -100,7 +100,7 @@ describe.skipIf(skip !== undefined)('two shop servers on one PostgreSQL', () => 
       const scrape = async (server: RunningCommand<Printed>): Promise<Map<string, PromFamily>> =>
         parsePrometheus(await (await fetch(`${server.printed.url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).text());
       for (const server of pair) {
-        expect(await (await fetch(`${server.printed.url}/readyz`)).json()).toEqual({ success: true, data: { status: 'ready', checks: { store: 'ok', backend: 'ok' } }, error: null });
+        expect(await (await fetch(`${server.printed.url}/readyz`)).json()).toEqual({ success: true, data: { status: 'ready', checks: { store: 'ok', backend: 'ok', wallet: 'ok' } }, error: null });
       }
       const made = (await (
         await fetch(`${a.printed.url}/api/v1/requests`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ amount: '0.41' }) })
