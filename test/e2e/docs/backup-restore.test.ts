@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -180,6 +180,9 @@ describe('docs/operations.md: backups and restore', () => {
     await mkdir(work);
     const backedUp = await old.bash(backupBlock.code, work);
     expect(backedUp.code, backedUp.stderr).toBe(0);
+    // Private, whatever the umask it ran under: the backup holds the key store and the shop's secrets.
+    const backup = join(work, 'backup');
+    for (const entry of [backup, ...readdirSync(backup).map((name) => join(backup, name))]) expect(statSync(entry).mode & 0o077, entry).toBe(0);
     await shop?.stop();
     shop = undefined;
 
