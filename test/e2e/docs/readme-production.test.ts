@@ -84,7 +84,7 @@ describe("the production set-up of docs/operations.md", () => {
     const server = await startCommand<{ url: string; token_file: string; metrics_url: string }>([...args, '--json'], env);
     try {
       const ready = await fetch(`${server.printed.url}/readyz`);
-      expect(await ready.json()).toEqual({ success: true, data: { status: 'ready', checks: { store: 'ok', backend: 'ok' } }, error: null });
+      expect(await ready.json()).toEqual({ success: true, data: { status: 'ready', checks: { store: 'ok', backend: 'ok', wallet: 'ok' } }, error: null });
       const token = readFileSync(server.printed.token_file, 'utf8').trim();
       const made = await fetch(`${server.printed.url}/api/v1/requests`, {
         method: 'POST',
