@@ -2,14 +2,23 @@ import type { Stats } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readPrivateFile } from '../fs/secure-fs.js';
-import type { Session } from '../ops/session.js';
+import { DEFAULT_PROFILE, type Session } from '../ops/session.js';
+import { profileKey } from '../wallet/send-log.js';
 import { nodeStatusSource, serviceStatusSource, type ShopStatusSource } from '../shop/monitor.js';
 import { configDir } from '../wallet/paths.js';
 import { ownToken } from './server-access.js';
 
-/** The shop API's bearer token: read from `file` (default checkout.token in the config dir), made (random, 0600) when absent. */
-export async function shopToken(file: string | undefined): Promise<{ token: string; file: string }> {
-  const path = file ?? join(configDir(process.env), 'checkout.token');
+/**
+ * A shop file of the profile in the config dir: `name.ext` for the default profile (as it always was), and
+ * `name-KEY.ext` for another (profile names are free text): one profile's token or secret never opens another's shop.
+ */
+function profileFile(profile: string, name: string, ext: string): string {
+  return join(configDir(process.env), profile === DEFAULT_PROFILE ? `${name}.${ext}` : `${name}-${profileKey(profile).slice(0, 16)}.${ext}`);
+}
+
+/** The shop API's bearer token: read from `file` (default the profile's checkout.token in the config dir), made (random, 0600) when absent. */
+export async function shopToken(file: string | undefined, profile: string): Promise<{ token: string; file: string }> {
+  const path = file ?? profileFile(profile, 'checkout', 'token');
   return { token: await ownToken(path), file: path };
 }
 
@@ -17,8 +26,8 @@ export async function shopToken(file: string | undefined): Promise<{ token: stri
  * The webhook signing secrets: the lines of `file` (default webhook.secret in the config dir, made when absent),
  * the current one first; while rotating, the file holds the new and the old, and each event carries a v1 for both.
  */
-export async function webhookSecrets(file: string | undefined): Promise<{ secrets: string[]; file: string; current: () => Promise<string[]> }> {
-  const path = file ?? join(configDir(process.env), 'webhook.secret');
+export async function webhookSecrets(file: string | undefined, profile: string): Promise<{ secrets: string[]; file: string; current: () => Promise<string[]> }> {
+  const path = file ?? profileFile(profile, 'webhook', 'secret');
   await ownToken(path);
   const read = async (): Promise<string[]> =>
     (await readPrivateFile(path))

@@ -29,7 +29,7 @@ a listener killed stops being a destination within a minute. --log-format json l
     const runtime = new ServerRuntime(flags);
     const session = this.session(flags);
     const store = await session.dataStore();
-    const { secrets, file, current } = await webhookSecrets(flags['webhook-secret-file']);
+    const { secrets, file, current } = await webhookSecrets(flags['webhook-secret-file'], session.profileName);
     const forwardTo = endpointLabel(flags['forward-to']);
     const json = this.jsonEnabled();
     const { log } = runtime;

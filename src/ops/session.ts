@@ -28,6 +28,9 @@ import type { SpendAuthority, SpendingStatus } from './spending/request.js';
 import { canonicalJson, policySealHolds, policyTampered, sealProfile } from './spending/seal.js';
 import { spendToWire, verdictFromWire } from './spending/wire.js';
 
+/** The profile used when none is named. */
+export const DEFAULT_PROFILE = 'default';
+
 /** Asks for the key store password; `purpose` says why (for a prompt). */
 export type PasswordSource = (purpose: 'unlock' | 'create') => Promise<string>;
 
@@ -117,7 +120,7 @@ export class Session {
     this.frontEnd = options.frontEnd ?? 'sdk';
     this.env = options.env ?? process.env;
     this.dir = options.configDir ?? configDir(this.env);
-    this.profileName = options.profile ?? this.env.NANOPAY_PROFILE ?? 'default';
+    this.profileName = options.profile ?? this.env.NANOPAY_PROFILE ?? DEFAULT_PROFILE;
     this.config = new ConfigStore(this.dir);
     this.journal = new Journal(stateDir(this.dir, 'journal'));
     this.sendLog = new SendLog(stateDir(this.dir, 'sends'));

@@ -72,8 +72,8 @@ one object a line). Runs until SIGTERM or Ctrl-C, which drain it: answers and de
     const sweepEvery = flags['sweep-to'] === undefined ? undefined : parseDuration(flags['sweep-every'], { max: 7 * 86_400, what: '--sweep-every' }) * 1000;
     if (flags['sweep-to'] !== undefined && session.backendKind() !== 'node') throw new NanoPayError('USAGE', '--sweep-to is for the node backend (fresh addresses)');
     if (flags.refunds || sweepEvery !== undefined) await session.account();
-    const { token, file: tokenFile } = await shopToken(flags['token-file']);
-    const { current: secrets, file: secretFile } = await webhookSecrets(flags['webhook-secret-file']);
+    const { token, file: tokenFile } = await shopToken(flags['token-file'], session.profileName);
+    const { current: secrets, file: secretFile } = await webhookSecrets(flags['webhook-secret-file'], session.profileName);
     const { log } = runtime;
     const confirmations = checkoutConfirmations(session);
     const signer = startShopSigner(session, {

@@ -4,11 +4,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { payUri } from '../../../src/ops/requests/payments.js';
 import { createShopRequest } from '../../../src/shop/create.js';
+import { createWallet } from '../../../src/ops/profile/wallet.js';
+import { Session } from '../../../src/ops/session.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
 import { BACKENDS, backendUser, fundedUser, type BackendUser } from '../../helpers/ledger/backend-users.js';
 import { sandbox } from '../../helpers/ledger/sandbox.js';
 import { startCommand, type RunningCommand } from '../../helpers/processes/serve.js';
+import { PASSWORD } from '../../helpers/processes/cli.js';
 import { startWebhookReceiver, until, type WebhookReceiver } from '../../helpers/network/webhook-receiver.js';
 
 /**
@@ -273,5 +276,27 @@ describe.each(BACKENDS)('checkout serve on the %s backend', (backend) => {
     await payUri(payer.session, request.uri, {});
     await until(() => receiver.events.some((e) => e.data.object.id === request.id), 'the delivery signed with the new secret');
     expect(receiver.refused).toEqual([]);
+  });
+});
+
+describe('profiles of one config dir', () => {
+  it('each has its own shop token and webhook secret: one profile\'s token opens no other\'s shop', async () => {
+    const first = await backendUser(sb, 'node');
+    const env = { ...first.user.env, NANOPAY_PROFILE: 'second shop' };
+    await createWallet(new Session({ password: async () => PASSWORD, env }));
+    const servers = [await startCommand<Printed>(['checkout', 'serve', '--json'], first.user.env), await startCommand<Printed>(['checkout', 'serve', '--json'], env)];
+    try {
+      const [a, b] = servers.map((s) => s.printed) as [Printed, Printed];
+      expect(a.token_file).toBe(join(first.user.configDir, 'checkout.token'));
+      expect(a.webhook_secret_file).toBe(join(first.user.configDir, 'webhook.secret'));
+      expect(b.token_file).not.toBe(a.token_file);
+      expect(b.webhook_secret_file).not.toBe(a.webhook_secret_file);
+      const [tokenA, tokenB] = [readFileSync(a.token_file, 'utf8').trim(), readFileSync(b.token_file, 'utf8').trim()];
+      expect(readFileSync(b.webhook_secret_file, 'utf8')).not.toBe(readFileSync(a.webhook_secret_file, 'utf8'));
+      const list = (url: string, token: string) => fetch(`${url}/api/v1/requests`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.status);
+      expect([await list(a.url, tokenA), await list(a.url, tokenB), await list(b.url, tokenB), await list(b.url, tokenA)]).toEqual([200, 401, 200, 401]);
+    } finally {
+      for (const server of servers) await server.stop();
+    }
   });
 });
