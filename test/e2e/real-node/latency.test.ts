@@ -274,49 +274,57 @@ describe.skipIf(skip !== undefined)('latency on the real node, beside its own co
     for (const mode of modes) record(`(c) \`status --watch\`: published → prints paid; ${mode.name}`, mode.ours, mode.node);
   }, TIMEOUT);
 
-  it('(d) a payment seen by checkout serve (payment published → the page\'s live "paid" event)', async () => {
-    const merchant = await nodeUser(node);
-    const server = await startCommand<{ url: string; token_file: string }>(['checkout', 'serve', '--json'], merchant.user.env);
-    const token = readFileSync(server.printed.token_file, 'utf8').trim();
-    const ours: number[] = [];
-    const confirmations: number[] = [];
+  it('(d) a payment seen by checkout serve (payment published → the page\'s live "paid" event), on its one address and with fresh addresses', async () => {
+    const shops: { name: string; server: RunningCommand<{ url: string; token_file: string }>; token: string; ours: number[]; node: number[] }[] = [];
     try {
+      for (const [name, flags] of [['one address', []], ['--fresh-addresses', ['--fresh-addresses']]] as const) {
+        const merchant = await nodeUser(node);
+        const server = await startCommand<{ url: string; token_file: string }>(['checkout', 'serve', '--json', ...flags], merchant.user.env);
+        shops.push({ name, server, token: readFileSync(server.printed.token_file, 'utf8').trim(), ours: [], node: [] });
+      }
       for (let i = 0; i < ROUNDS; i++) {
-        const created = await fetch(`${server.printed.url}/api/v1/requests`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-          body: JSON.stringify({ amount: '0.01', order_id: `latency-${i}` }),
-        });
-        const request = ((await created.json()) as { data: { id: string; checkout_url: string; receive_address: string; amount_raw: string } }).data;
-        let text = '';
-        let paidAt: number | undefined;
-        let close = (): void => undefined;
-        const paidSeen = new Promise<void>((resolve, reject) => {
-          const stream = httpRequest(`${request.checkout_url}/events`, (res) => {
-            res.on('data', (d: Buffer) => {
-              text += d.toString();
-              if (paidAt === undefined && text.includes('"state":"paid"')) {
-                paidAt = performance.now();
-                resolve();
-              }
+        for (const shop of shops) {
+          const api = async (path: string, body?: unknown): Promise<Record<string, string>> => {
+            const answer = await fetch(`${shop.server.printed.url}/api/v1/requests${path}`, {
+              method: body === undefined ? 'GET' : 'POST',
+              headers: { 'content-type': 'application/json', authorization: `Bearer ${shop.token}` },
+              ...(body === undefined ? {} : { body: JSON.stringify(body) }),
             });
-            res.on('error', () => undefined);
+            return ((await answer.json()) as { data: Record<string, string> }).data;
+          };
+          const request = await api('', { amount: '0.01', order_id: `latency-${i}` });
+          let text = '';
+          let paidAt: number | undefined;
+          let close = (): void => undefined;
+          const paidSeen = new Promise<void>((resolve, reject) => {
+            const stream = httpRequest(`${request.checkout_url as string}/events`, (res) => {
+              res.on('data', (d: Buffer) => {
+                text += d.toString();
+                if (paidAt === undefined && text.includes('"state":"paid"')) {
+                  paidAt = performance.now();
+                  resolve();
+                }
+              });
+              res.on('error', () => undefined);
+            });
+            stream.on('error', reject);
+            close = () => stream.destroy();
+            stream.end();
           });
-          stream.on('error', reject);
-          close = () => stream.destroy();
-          stream.end();
-        });
-        while (!text.includes('"state":"waiting"')) await sleep(10);
-        await sleep(300);
-        const hash = await genesisPays(request.receive_address, BigInt(request.amount_raw));
-        await paidSeen;
-        close();
-        ours.push((paidAt as number) - (feed.processedAt(hash) as number));
-        confirmations.push(await confirmation(hash));
+          while (!text.includes('"state":"waiting"')) await sleep(10);
+          // The page's first reads done, as a customer's would be before paying.
+          await sleep(300);
+          const hash = await genesisPays(request.receive_address as string, BigInt(request.amount_raw as string));
+          await paidSeen;
+          close();
+          expect(await api(`/${request.id as string}`)).toMatchObject({ status: 'paid', paid_by: [hash] });
+          shop.ours.push((paidAt as number) - (feed.processedAt(hash) as number));
+          shop.node.push(await confirmation(hash));
+        }
       }
     } finally {
-      await server.stop();
+      for (const shop of shops) await shop.server.stop();
     }
-    record('(d) `checkout serve`: published → the page\'s "paid" event', ours, confirmations);
+    for (const shop of shops) record(`(d) \`checkout serve\` (${shop.name}): published → the page's "paid" event`, shop.ours, shop.node);
   }, TIMEOUT);
 });
