@@ -22,11 +22,11 @@ import { userSession } from '../../helpers/ledger/backend-users.js';
  * through the SDK against `nanopay paywall` (paid − unpaid, the same paywall's free route); (b) `nanopay pay`, start
  * to exit and the part after the block was published, with the password and in an unlocked session; (c) a payment
  * seen by `status --watch`; (d) a payment seen by `checkout serve` (the page's live event). REAL_NODE_ROUNDS rounds
- * of each: npm test runs 3 and asserts only that every payment is seen, once; `npm run bench:real-node` runs more and
+ * of each: npm test runs 2 and asserts only that every payment is seen, once; `npm run bench:real-node` runs more and
  * prints the figures (tests never judge wall-clock time).
  */
 const skip = realNodeUnavailable();
-const ROUNDS = Number(process.env.REAL_NODE_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.REAL_NODE_ROUNDS ?? 2);
 const PRINT = process.env.REAL_NODE_ROUNDS !== undefined;
 // The bench (npm run bench:real-node) has nothing to print without the node: it fails rather than skip.
 if (PRINT && skip !== undefined) throw new Error(`npm run bench:real-node needs the real nano_node: ${skip}`);
