@@ -9,14 +9,23 @@ import { NanoPayError } from '../errors.js';
 const MIN_WAKE_GAP_MS = 250;
 
 /**
- * A wait that ends early when woken (a confirmation, a reconnect), but never
- * sooner than MIN_WAKE_GAP_MS after the previous wait ended, and fails with
+ * How many reads wake-ups may cause at once before MIN_WAKE_GAP_MS paces them:
+ * the look a watch takes when its WebSocket connects and the confirmation that
+ * follows (a payment made as the watch begins), or two payments a moment apart,
+ * are not held a gap apart. A flood still costs one read per MIN_WAKE_GAP_MS.
+ */
+const WAKE_BURST = 2;
+
+/**
+ * A wait that ends early when woken (a confirmation, a reconnect), at most
+ * WAKE_BURST times at once and then once per MIN_WAKE_GAP_MS, and fails with
  * CANCELLED on the signal. Wakes during a check count once.
  */
 export class Wakeup {
   private pending = false;
   private resolve: (() => void) | undefined;
-  private ended = -Infinity;
+  /** The reads wakes caused are paced up to here: each one moves it MIN_WAKE_GAP_MS on from now or from where it was. */
+  private paced = -Infinity;
 
   wake(): void {
     this.pending = true;
@@ -28,12 +37,12 @@ export class Wakeup {
     for (;;) {
       if (signal?.aborted) throw new NanoPayError('CANCELLED', 'Stopped watching');
       const now = Date.now();
-      const earliest = this.ended + MIN_WAKE_GAP_MS;
+      const earliest = this.paced - (WAKE_BURST - 1) * MIN_WAKE_GAP_MS;
       if (now >= deadline || (this.pending && now >= earliest)) break;
       await this.sleep((this.pending ? Math.min(deadline, earliest) : deadline) - now, signal);
     }
+    if (this.pending) this.paced = Math.max(this.paced, Date.now()) + MIN_WAKE_GAP_MS;
     this.pending = false;
-    this.ended = Date.now();
   }
 
   /** Sleeps `ms`, or until woken or aborted. */

@@ -4,13 +4,13 @@ import { fetchFailure } from '../api/fetch-failure.js';
 import { NanoPayError } from '../errors.js';
 import { MAX_RAW, hashBlock, isStateBlock, isValidAddress, linkAsAccount, normalizeAddress, rawToXno, xnoToRaw, type StateBlock } from '../nano/index.js';
 import type { OpsContext, Signer } from '../ops/context.js';
+import { readAccountHead, type AccountHead } from '../ops/ledger/chain.js';
 import { rememberConfirmed } from '../ops/ledger/confirmed-blocks.js';
 import { inconsistent } from '../ops/ledger/inconsistent.js';
 import { recordLanded } from '../ops/ledger/landed.js';
-import { settleJournal } from '../ops/ledger/recovery.js';
 import type { Session } from '../ops/session.js';
 import { hostOfUrl } from '../ops/spending/hosts.js';
-import { move, type Confirm, type Moved } from '../ops/spending/movement.js';
+import { move, type Confirm, type Moved, type Movement } from '../ops/spending/movement.js';
 import { payerFor, settleHandedCheque, type Payer } from '../ops/lanes/payer.js';
 import { xnoAndRaw } from '../ops/money.js';
 import { parseThreshold } from '../work/index.js';
@@ -333,20 +333,32 @@ function statedThreshold(requirement: PaymentRequirements): string | undefined {
 }
 
 /**
- * Sellers refuse a block whose previous is not confirmed yet (a receive made a
- * moment ago): an earlier block still in the journal is settled first (a cheque
- * found cashed, or cancelled), then our frontier's confirmation is awaited,
- * bounded, before signing.
+ * How a payment reads its account's head (Movement.readHead, holding the
+ * account's lock, after an earlier block in the journal was settled: a cheque
+ * found cashed, or cancelled): sellers refuse a block whose previous is not
+ * confirmed yet (a receive made a moment ago), so an unconfirmed frontier's
+ * confirmation is awaited, bounded, before signing. The head's own read says
+ * whether it is confirmed: no other read is made when it is.
  */
-async function frontierConfirmed(ctx: OpsContext, signer: Signer, waitMs: number, signal?: AbortSignal): Promise<void> {
-  const { api } = ctx;
-  const address = signer.address;
-  if ((await ctx.journal.read(address)) !== undefined) await ctx.lock(address, () => settleJournal(ctx, address, signer));
-  const info = await api.accountInfo(address);
-  if (info === null || (await seenConfirmed(api, info.frontier.toUpperCase(), waitMs, signal))) return;
-  throw new NanoPayError('TRANSACTION_NOT_CONFIRMED', `The frontier ${info.frontier} of ${address} is not confirmed yet, and sellers refuse a payment on it; nothing was paid`, {
-    hint: 'Try again in a moment.',
-  });
+function confirmedHead(ctx: OpsContext, address: string, waitMs: number, signal?: AbortSignal): () => Promise<AccountHead> {
+  return async () => {
+    const head = await readAccountHead(ctx, address);
+    if (head.confirmed || head.block === undefined) return head;
+    const frontier = head.state.frontier as string;
+    if (!(await seenConfirmed(ctx.api, frontier, waitMs, signal))) {
+      throw new NanoPayError('TRANSACTION_NOT_CONFIRMED', `The frontier ${frontier} of ${address} is not confirmed yet, and sellers refuse a payment on it; nothing was paid`, {
+        hint: 'Try again in a moment.',
+      });
+    }
+    // Checked by the head's read, now seen confirmed: the next payment builds on it without reading it again.
+    rememberConfirmed(ctx.api, frontier, head.block);
+    return { ...head, confirmed: true };
+  };
+}
+
+/** What a payment plans on: a lane's head read holding its claim when it was confirmed then, else the head read (and its confirmation awaited) holding the account's lock. */
+function headOf(ctx: OpsContext, payer: Payer, waitMs: number, signal?: AbortSignal): Pick<Movement<unknown>, 'head' | 'readHead'> {
+  return { ...(payer.head?.confirmed === true ? { head: payer.head } : {}), readHead: confirmedHead(ctx, payer.signer.address, waitMs, signal) };
 }
 
 /** The cheque journaled under this id, presented again (never a new block); undefined when there is none. */
@@ -433,7 +445,6 @@ export async function fetchWithPayment(session: Session, input: string | URL, in
       const again = await presentAgain(ctx, signer, c, options.id, waitMs);
       if (again !== undefined) return again;
     }
-    if (payer.confirmedHead !== true) await frontierConfirmed(ctx, signer, waitMs, signal);
     const autoPay = BigInt(session.profile().x402AutoPay ?? '0');
     const confirm = amountRaw <= autoPay ? undefined : options.confirm;
     const threshold = statedThreshold(chosen);
@@ -445,7 +456,7 @@ export async function fetchWithPayment(session: Session, input: string | URL, in
       note: { chequeFor: url },
       spend: x402Spend(url, chosen, options.approval, payer.payer),
       ...(threshold === undefined ? {} : { workThreshold: threshold }),
-      ...(payer.head === undefined ? {} : { head: payer.head }),
+      ...headOf(ctx, payer, waitMs, signal),
       submit: async (block) => {
         presented = await present(ctx, c, block, waitMs);
       },
@@ -497,7 +508,6 @@ export async function signCheque(session: Session, requirements: PaymentRequirem
         return { ...entry.block, link_as_account: linkAsAccount(entry.block.link) } as StateBlock;
       }
     }
-    if (payer.confirmedHead !== true) await frontierConfirmed(ctx, signer, 15_000, options.signal);
     const threshold = statedThreshold(chosen);
     let handed: StateBlock | undefined;
     await move(ctx, {
@@ -507,7 +517,7 @@ export async function signCheque(session: Session, requirements: PaymentRequirem
       outstanding: true,
       spend: x402Spend(options.chequeFor, chosen, options.approval, payer.payer),
       ...(threshold === undefined ? {} : { workThreshold: threshold }),
-      ...(payer.head === undefined ? {} : { head: payer.head }),
+      ...headOf(ctx, payer, 15_000, options.signal),
       note: { chequeFor: options.chequeFor ?? `x402 ${chosen.network} ${chosen.payTo}` },
       submit: async (block) => {
         handed = block;

@@ -34,9 +34,7 @@ export interface Payer {
   lane?: Lane;
   /** For a lane: the wallet's funding account, the one approvals are bound to. */
   payer?: string;
-  /** The lane's frontier was seen confirmed when it was taken (sellers refuse a payment on one that is not). */
-  confirmedHead?: boolean;
-  /** The lane's verified head, read holding its claim: the payment plans on it (Movement.head). */
+  /** The lane's verified head, read holding its claim: the payment plans on it (Movement.head) when it was confirmed (sellers refuse a payment on a frontier that is not). */
   head?: AccountHead;
   /** The payment is over: the lane is given back, and refilled in the background when `balanceAfterRaw` is below half its fund. */
   done(balanceAfterRaw?: bigint): Promise<void>;
@@ -86,7 +84,6 @@ async function lanePayer(session: Session, set: LaneSet, claim: LaneClaim, head?
       signer,
       lane: claim.lane,
       payer,
-      confirmedHead: head?.confirmed === true,
       ...(head === undefined ? {} : { head }),
       done: async (balanceAfterRaw) => {
         await claim.release();

@@ -184,7 +184,8 @@ describe('WebSocket confirmations are a hint, never a fact', () => {
     const reads = proxy.seen.length - seenBefore;
     await new Promise<void>((resolve) => ws.close(() => resolve()));
     expect(sent).toBeGreaterThan(1000);
-    // At most one read per MIN_WAKE_GAP_MS (250 ms) over 2 s, each a receivable list (the request's address has no blocks).
+    // The first look, then at most a burst of two reads and one per MIN_WAKE_GAP_MS (250 ms) over 2 s, each a receivable
+    // list (the request's address has no blocks).
     expect(reads).toBeLessThanOrEqual(10);
     expect((await recordOf(request.transaction_id))?.paidBy).toBeUndefined();
   });
