@@ -151,12 +151,14 @@ export async function readAccountHead(ctx: Pick<OpsContext, 'api'>, address: str
   let superseded: string | undefined;
   // A failure here is no answer: the frontier is then read as usual. A block remembered confirmed is not fetched.
   const guessed = likely === undefined || confirmedBlock(ctx.api, likely) !== undefined ? undefined : ctx.api.blockInfo(likely).catch(() => undefined);
+  // A node's account info names no thresholds: its network's (asked once per process) are read beside it, not after.
+  const networkThresholds = ctx.api.kind === 'node' ? serviceThresholds(ctx.api) : undefined;
   for (let read = 1; ; read++) {
     const info = await ctx.api.accountInfo(address);
     const reported =
       info?.difficultySend !== undefined && info.difficultyReceive !== undefined
         ? { send: info.difficultySend, receive: info.difficultyReceive }
-        : (await serviceThresholds(ctx.api)).thresholds;
+        : (await (networkThresholds ?? serviceThresholds(ctx.api))).thresholds;
     const thresholds = thresholdsAtEpoch(reported, info?.epoch);
     if (info === null) return { state: { address, frontier: null, balance: 0n, representative: DEFAULT_REPRESENTATIVE }, thresholds, confirmed: true };
     const frontier = info.frontier.toUpperCase();
