@@ -209,7 +209,7 @@ async function resultOf(store: Store, refund: RefundRecord, flags: Pick<RefundRe
  * signing marks it failed (its amount is free again); anything else leaves it
  * pending, to be finished.
  */
-async function carryOut(session: Session, store: Store, refund: RefundRecord, options: { confirm?: Confirm; signal?: AbortSignal }): Promise<RefundRecord> {
+async function carryOut(session: Session, store: Store, refund: RefundRecord, options: { confirm?: Confirm; signal?: AbortSignal }): Promise<Carried> {
   const signer = await session.account();
   if (refund.from !== undefined && refund.from !== signer.address) {
     throw new NanoPayError('CONFLICT', `Refund ${refund.id} was started from ${refund.from}, not the active account ${signer.address}`, {
@@ -219,6 +219,7 @@ async function carryOut(session: Session, store: Store, refund: RefundRecord, op
   let current: RefundRecord = { ...refund, from: signer.address };
   if (refund.from === undefined) await store.refunds.update(current);
   const ctx = await session.context(options.signal);
+  let sentNow: boolean;
   try {
     // Front end: nanopay refund (the CLI), or a signer carrying out the shop API's order (refund --pending, checkout serve --refunds).
     const moved = await move(ctx, {
@@ -229,6 +230,8 @@ async function carryOut(session: Session, store: Store, refund: RefundRecord, op
       kind: 'refund',
       ...(options.confirm === undefined ? {} : { confirm: options.confirm }),
     });
+    // Its id found a block already (a run that stopped after sending): nothing moved now.
+    sentNow = !moved.repeated;
     current = { ...current, status: 'sent', block: moved.hash as string, refunded_at: new Date().toISOString() };
     delete current.error;
     await store.refunds.update(current);
@@ -240,7 +243,26 @@ async function carryOut(session: Session, store: Store, refund: RefundRecord, op
   }
   const summary = refundSummary(await store.refunds.ofRequest(current.request_id));
   if (summary !== undefined) await recordOnShopRequest(store, summary, current.request_id);
-  return current;
+  return { refund: current, sentNow };
+}
+
+/** A refund carried out, and whether its money moved in this run (false: it had moved before, or another run did it). */
+interface Carried {
+  refund: RefundRecord;
+  sentNow: boolean;
+}
+
+/**
+ * carryOut of a pending refund by one run at a time, whichever process: the refund is read again holding its
+ * own lock, and one another run finished meanwhile is not carried out again (undefined), so two runs never both
+ * report it, nor one report it failed while the other sent it.
+ */
+async function carryOutOnce(session: Session, store: Store, refundId: string, options: { confirm?: Confirm; signal?: AbortSignal }): Promise<Carried | undefined> {
+  return store.exclusive(`refund-run-${refundId}`, async () => {
+    const now = await store.refunds.get(refundId);
+    if (now === undefined || now.status !== 'pending') return undefined;
+    return carryOut(session, store, now, options);
+  });
 }
 
 export interface RefundInput extends RefundAsk {
@@ -270,13 +292,14 @@ export async function refund(session: Session, input: RefundInput): Promise<Refu
   }
   const keyed = input.key === undefined ? undefined : await store.refunds.byKey(input.key);
   const unfinished = (await store.refunds.ofRequest(id)).filter((r) => r.status === 'pending' && r.id !== keyed?.id);
-  let last: RefundRecord | undefined;
-  for (const earlier of unfinished) last = await carryOut(session, store, earlier, options);
-  if (last !== undefined && input.key === undefined) return resultOf(store, last, { repeated: false, resumed: true, dry_run: false });
-  const { refund: recorded, created } = await record(session, store, input, 'cli');
-  if (recorded.status === 'sent') return resultOf(store, recorded, { repeated: true, resumed: false, dry_run: false });
-  const done = await carryOut(session, store, recorded, options);
-  return resultOf(store, done, { repeated: !created, resumed: false, dry_run: false });
+  let last: Carried | undefined;
+  for (const earlier of unfinished) last = (await carryOutOnce(session, store, earlier.id, options)) ?? last;
+  if (last !== undefined && input.key === undefined) return resultOf(store, last.refund, { repeated: !last.sentNow, resumed: true, dry_run: false });
+  const { refund: recorded } = await record(session, store, input, 'cli');
+  const done = recorded.status === 'pending' ? await carryOutOnce(session, store, recorded.id, options) : undefined;
+  // Repeated only when nothing moved in this call: a key whose refund had failed, asked again, sends it now.
+  if (done === undefined) return resultOf(store, (await store.refunds.get(recorded.id)) ?? recorded, { repeated: true, resumed: false, dry_run: false });
+  return resultOf(store, done.refund, { repeated: !done.sentNow, resumed: false, dry_run: false });
 }
 
 /**
@@ -302,7 +325,9 @@ export async function runPendingRefunds(session: Session, options: { signal?: Ab
   const failed: { refund: string; code: string; message: string }[] = [];
   for (const pending of await store.refunds.pending(1000)) {
     try {
-      done.push(await resultOf(store, await carryOut(session, store, pending, options), { repeated: false, resumed: true, dry_run: false }));
+      const carried = await carryOutOnce(session, store, pending.id, options);
+      // Finished by another run meanwhile: that run reports it.
+      if (carried !== undefined) done.push(await resultOf(store, carried.refund, { repeated: !carried.sentNow, resumed: true, dry_run: false }));
     } catch (error) {
       failed.push({ refund: pending.id, code: error instanceof NanoPayError ? error.code : 'INTERNAL_ERROR', message: error instanceof Error ? error.message : String(error) });
     }

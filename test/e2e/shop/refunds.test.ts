@@ -175,6 +175,40 @@ describe.each(BACKENDS)('refunds on the %s backend', (backend: Backend) => {
     expect((await merchant.user.json<Record<string, any>>(['status', id])).status).toBe('refunded');
   });
 
+  it('retries tell the truth: a keyed refund that failed is sent by its retry (not "repeated"), and two refund --pending runs at once report each refund once, none failed', async () => {
+    // A server that signs nothing: the orders below wait for the two runs (the one before carried them out itself).
+    await server.stop();
+    server = await startCommand<Printed>(['checkout', 'serve', '--json', '--webhook', receiver.url, '--poll-interval', '1', '--webhook-backoff-ms', '50'], merchant.user.env);
+    api = apiOf(server);
+    const made = await paidRequest(api, merchant, payer, '0.2');
+    const id = made.id as string;
+    // The account's money gone elsewhere: the refund is refused before anything is signed.
+    const { balance_raw: held } = await merchant.user.json<{ balance_raw: string }>(['balance']);
+    expect((await merchant.user.run(['send', payer.address, held, '--raw', '--yes'])).code).toBe(0);
+    const key = `retry-${backend}`;
+    const refused = await merchant.user.json<{ error: { code: string } }>(['refund', id, '--amount', '0.05', '--id', key, '--yes']);
+    expect(refused.error.code).toBe('INSUFFICIENT_FUNDS');
+    await payUri(payer.session, `nano:${merchant.address}?amount=${xnoToRaw('1')}`, {});
+    await receive(merchant.session);
+    const retried = await merchant.user.json<{ refund: { status: string; block: string }; repeated: boolean }>(['refund', id, '--amount', '0.05', '--id', key, '--yes']);
+    expect(retried).toMatchObject({ _code: 0, refund: { status: 'sent' }, repeated: false });
+    const text = await merchant.user.run(['refund', id, '--amount', '0.05', '--id', key, '--yes']);
+    expect(text.stdout).toContain('Nothing new was sent');
+    expect(await merchant.user.json(['refund', id, '--amount', '0.05', '--id', key, '--yes'])).toMatchObject({ repeated: true, refund: { block: retried.refund.block } });
+
+    // Three orders through the API, two signers at once.
+    const path = `/api/v1/requests/${id}/refunds`;
+    const ordered: string[] = [];
+    for (let i = 0; i < 3; i++) ordered.push((await api(path, { method: 'POST', body: JSON.stringify({ amount: '0.01' }) })).body.data.id as string);
+    const sendsBefore = (await sendsBetween(merchant.address, payer.address)).length;
+    const runs = await Promise.all([0, 1].map(() => merchant.user.json<{ done: { refund: { id: string }; repeated: boolean }[]; failed: unknown[] }>(['refund', '--pending', '--yes'])));
+    for (const run of runs) expect(run).toMatchObject({ _code: 0, failed: [] });
+    const reported = runs.flatMap((run) => run.done.map((d) => d.refund.id));
+    expect(reported.sort()).toEqual([...ordered].sort());
+    expect(runs.flatMap((run) => run.done.map((d) => d.repeated))).toEqual([false, false, false]);
+    expect((await sendsBetween(merchant.address, payer.address)).length).toBe(sendsBefore + 3);
+  });
+
   it('with several payers --to is required, and the payers are listed', async () => {
     if (backend !== 'node') return; // several payers of one request: a fresh address (node backend)
     const second = await fundedUser(sb, backend, '1');
