@@ -106,9 +106,11 @@ async function plan(session: Session, store: Store, ask: RefundAsk, source: Refu
   }
   const earlier = counting(await store.refunds.ofRequest(id));
   const left = received.totalRaw - sum(earlier);
-  // By default what is left of the payer's own payments (all of what is left when the payer is the only one, or no payer).
+  // A payer gets back at most what is left of its own payments (all of what is left when no payer is named, from the
+  // CLI): a stranger who sent one raw to a request's address is a payer of one raw, never of the whole.
   const payerLeft = received.payers.has(to) ? received.payers.get(to)! - sum(earlier.filter((r) => r.to === to)) : left;
-  const amountRaw = ask.amount === undefined ? (payerLeft < left ? payerLeft : left) : rawOf(ask.amount);
+  const most = payerLeft < left ? payerLeft : left;
+  const amountRaw = ask.amount === undefined ? most : rawOf(ask.amount);
   if (amountRaw <= 0n && ask.amount === undefined) {
     throw new NanoPayError('REFUND_TOO_LARGE', `Request ${id} has been refunded already: ${xnoAndRaw(sum(earlier))} of ${xnoAndRaw(received.totalRaw)} received`);
   }
@@ -119,6 +121,11 @@ async function plan(session: Session, store: Store, ask: RefundAsk, source: Refu
       `A refund of ${xnoAndRaw(amountRaw)} is more than is left of request ${id}: ${xnoAndRaw(received.totalRaw)} received, ${xnoAndRaw(sum(earlier))} refunded or under way`,
       { hint: `Refund at most ${rawToXno(left)} XNO.` },
     );
+  }
+  if (amountRaw > most) {
+    throw new NanoPayError('REFUND_TOO_LARGE', `A refund of ${xnoAndRaw(amountRaw)} to ${to} is more than it paid request ${id}: it sent ${xnoAndRaw(received.payers.get(to) ?? 0n)}, of which ${xnoAndRaw(most)} is left to refund`, {
+      hint: `Refund it at most ${rawToXno(most)} XNO.`,
+    });
   }
   return {
     id: `rf_${randomUUID().replaceAll('-', '')}`,

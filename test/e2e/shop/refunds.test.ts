@@ -209,6 +209,20 @@ describe.each(BACKENDS)('refunds on the %s backend', (backend: Backend) => {
     expect((await sendsBetween(merchant.address, payer.address)).length).toBe(sendsBefore + 3);
   });
 
+  it('a stranger who sent dust to a paid request\'s fresh address is a payer of that dust only: no refund gives it more', async () => {
+    if (backend !== 'node') return; // anyone can pay a fresh address (node backend)
+    const stranger = await fundedUser(sb, backend, '1');
+    const freshRequest = await merchant.user.json<Record<string, any>>(['request', '0.3', '--fresh-address', '--no-qr']);
+    await payUri(payer.session, freshRequest.uri as string, {});
+    await payUri(stranger.session, `nano:${freshRequest.receive_address as string}?amount=1`, {});
+    await until(async () => (await merchant.user.json<Record<string, any>>(['status', freshRequest.transaction_id as string])).status === 'overpaid', 'the dust counted');
+    const tooMuch = await merchant.user.json<{ error: { code: string; message: string } }>(['refund', freshRequest.transaction_id as string, '--to', stranger.address, '--amount', '0.3', '--dry-run']);
+    expect(tooMuch).toMatchObject({ _code: 10, error: { code: 'REFUND_TOO_LARGE' } });
+    expect(tooMuch.error.message).toMatch(/it sent 0\.000000000000000000000000000001 XNO \(1 raw\)/);
+    const dust = await merchant.user.json<{ refund: Record<string, any> }>(['refund', freshRequest.transaction_id as string, '--to', stranger.address, '--dry-run']);
+    expect(dust.refund).toMatchObject({ to: stranger.address, amount_raw: '1' });
+  });
+
   it('with several payers --to is required, and the payers are listed', async () => {
     if (backend !== 'node') return; // several payers of one request: a fresh address (node backend)
     const second = await fundedUser(sb, backend, '1');
