@@ -1,11 +1,10 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import type { LedgerBackend } from '../api/backend.js';
 import { fetchFailure } from '../api/fetch-failure.js';
 import { NanoPayError } from '../errors.js';
 import { MAX_RAW, hashBlock, isStateBlock, isValidAddress, linkAsAccount, normalizeAddress, rawToXno, xnoToRaw, type StateBlock } from '../nano/index.js';
 import type { OpsContext, Signer } from '../ops/context.js';
 import { readAccountHead, type AccountHead } from '../ops/ledger/chain.js';
 import { rememberConfirmed } from '../ops/ledger/confirmed-blocks.js';
+import { seenConfirmed } from '../ops/ledger/confirmed-wait.js';
 import { inconsistent } from '../ops/ledger/inconsistent.js';
 import { recordLanded } from '../ops/ledger/landed.js';
 import type { Session } from '../ops/session.js';
@@ -142,16 +141,6 @@ function readSettlement(response: Response): SettleResponse | null {
   }
 }
 
-/** Whether our own backend shows the block confirmed, watched up to `waitMs`. */
-async function seenConfirmed(api: LedgerBackend, hash: string, waitMs: number, signal?: AbortSignal): Promise<boolean> {
-  const until = Date.now() + waitMs;
-  for (;;) {
-    const info = await api.blockInfo(hash).catch(() => undefined);
-    if (info?.confirmed === true && hashBlock(info.contents) === hash) return true;
-    if (Date.now() >= until || signal?.aborted === true) return false;
-    await sleep(100);
-  }
-}
 
 interface Challenge {
   url: string;

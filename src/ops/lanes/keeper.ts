@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readAccountHead, receiveAllPending } from '../ledger/chain.js';
+import { seenConfirmed } from '../ledger/confirmed-wait.js';
 import { allProvedReceivable } from '../ledger/proofs.js';
 import { recordLanded } from '../ledger/landed.js';
 import { settleJournal } from '../ledger/recovery.js';
@@ -172,6 +173,9 @@ export function lanesIdle(session: Session): Promise<void> {
   return keepers.get(session)?.idle() ?? Promise.resolve();
 }
 
+/** How long funding a lane waits for its send's confirmation (a lone dev node takes about 0.2 s, the live network about 1 s). */
+const FUNDING_CONFIRM_MS = 30_000;
+
 /** What the lane holds and has on its way to it. */
 export async function laneFunds(ctx: OpsContext, address: string): Promise<bigint> {
   const balance = (await readAccountHead(ctx, address)).state.balance;
@@ -188,7 +192,10 @@ export async function fundLane(session: Session, ctx: OpsContext, set: LaneSet, 
   const lacking = BigInt(set.settings.fundRaw) - (await laneFunds(ctx, lane.address));
   if (lacking <= 0n) return 0n;
   const from = await fundingSigner(session, set);
-  await move(ctx, { signer: from, to: lane.address, amountRaw: lacking, ownAccount: signer });
+  const moved = await move(ctx, { signer: from, to: lane.address, amountRaw: lacking, ownAccount: signer });
+  // A node lists a send as receivable once it is confirmed: until then the lane could neither receive it nor count
+  // it on its way (and a refill would send it again).
+  if (moved.hash !== null) await seenConfirmed(ctx.api, moved.hash, FUNDING_CONFIRM_MS, ctx.signal);
   return lacking;
 }
 
