@@ -147,7 +147,9 @@ describe.skipIf(skip !== undefined)('the wallet on the real node', () => {
     const over = await merchant.user.json<PaymentRequest>(['request', '1', '--fresh-address', '--no-qr']);
     const late = await merchant.user.json<PaymentRequest & { expires_at: string }>(['request', '0.2', '--expires-in', '2s', '--no-qr']);
 
+    // nanopay counts a payment once the node has confirmed it; `send` returns when the node has taken the block.
     const short = await payer.user.json<{ hash: string }>(['send', under.receive_address, '0.9', '--yes']);
+    await node.waitConfirmed(short.hash);
     const underStatus = await merchant.user.json<{ mismatch: { rest_raw: string } }>(['status', under.transaction_id]);
     expect(underStatus).toMatchObject({
       _code: 0,
@@ -157,11 +159,13 @@ describe.skipIf(skip !== undefined)('the wallet on the real node', () => {
     });
     const rest = await payer.user.json<{ hash: string }>(['send', under.receive_address, underStatus.mismatch.rest_raw, '--raw', '--yes']);
     expect(rest._code).toBe(0);
+    await node.waitConfirmed(rest.hash);
     const paid = await merchant.user.json<{ paid_by: string[] }>(['status', under.transaction_id]);
     expect(paid).toMatchObject({ status: 'paid', is_paid: true });
     expect([...paid.paid_by].sort()).toEqual([short.hash, rest.hash].sort());
 
     const much = await payer.user.json<{ hash: string }>(['send', over.receive_address, '1.5', '--yes']);
+    await node.waitConfirmed(much.hash);
     expect(await merchant.user.json(['status', over.transaction_id])).toMatchObject({
       status: 'overpaid',
       is_paid: false,
@@ -172,6 +176,7 @@ describe.skipIf(skip !== undefined)('the wallet on the real node', () => {
     await until(() => Date.now() > Date.parse(late.expires_at) + 1100, 'the expiry to pass', 10_000);
     const latePay = await payer.user.json<{ hash: string }>(['pay', late.uri, '--yes']);
     expect(latePay._code).toBe(0);
+    await node.waitConfirmed(latePay.hash);
     expect(await merchant.user.json(['status', late.transaction_id])).toMatchObject({
       _code: 0,
       status: 'paid_late',
