@@ -31,9 +31,10 @@ and a refund that did not finish is finished by the next refund of that request 
     amount: Flags.string({ description: 'XNO to refund (default: what is left of what the payer sent)' }),
     to: Flags.string({ description: 'where to send it: a payer of the request, or any address or @NAME' }),
     id: Flags.string({ description: 'idempotency key: a repeat with the same key and refund returns the first result' }),
+    approval: Flags.string({ description: 'the id of an approval a person gave for this very refund (APPROVAL_REQUIRED named it)' }),
     yes: Flags.boolean({ char: 'y', description: 'do not ask for confirmation' }),
     'dry-run': Flags.boolean({ description: 'show what would happen; sign nothing' }),
-    pending: Flags.boolean({ description: 'carry out every refund waiting in the store (API orders, unfinished runs)', exclusive: ['amount', 'to', 'id', 'dry-run'] }),
+    pending: Flags.boolean({ description: 'carry out every refund waiting in the store (API orders, unfinished runs)', exclusive: ['amount', 'to', 'id', 'dry-run', 'approval'] }),
   };
 
   async run(): Promise<RefundResult | { done: RefundResult[]; failed: { refund: string; code: string; message: string }[] }> {
@@ -56,6 +57,7 @@ and a refund that did not finish is finished by the next refund of that request 
       ...(flags.amount === undefined ? {} : { amount: { xno: flags.amount } }),
       ...(flags.to === undefined ? {} : { to: flags.to }),
       ...(flags.id === undefined ? {} : { key: flags.id }),
+      ...(flags.approval === undefined ? {} : { approval: flags.approval }),
       dryRun: flags['dry-run'],
       signal: this.signal,
       ...(confirm === undefined ? {} : { confirm }),

@@ -216,7 +216,14 @@ async function resultOf(store: Store, refund: RefundRecord, flags: Pick<RefundRe
  * signing marks it failed (its amount is free again); anything else leaves it
  * pending, to be finished.
  */
-async function carryOut(session: Session, store: Store, refund: RefundRecord, options: { confirm?: Confirm; signal?: AbortSignal }): Promise<Carried> {
+/** How a refund is carried out: the confirmation asked, the signal, and the approval of a refund the policy held. */
+interface CarryOptions {
+  confirm?: Confirm;
+  signal?: AbortSignal;
+  approval?: string;
+}
+
+async function carryOut(session: Session, store: Store, refund: RefundRecord, options: CarryOptions): Promise<Carried> {
   const signer = await session.account();
   if (refund.from !== undefined && refund.from !== signer.address) {
     throw new NanoPayError('CONFLICT', `Refund ${refund.id} was started from ${refund.from}, not the active account ${signer.address}`, {
@@ -236,6 +243,7 @@ async function carryOut(session: Session, store: Store, refund: RefundRecord, op
       id: current.id,
       kind: 'refund',
       ...(options.confirm === undefined ? {} : { confirm: options.confirm }),
+      ...(options.approval === undefined ? {} : { spend: { approvalId: options.approval } }),
     });
     // Its id found a block already (a run that stopped after sending): nothing moved now.
     sentNow = !moved.repeated;
@@ -264,7 +272,7 @@ interface Carried {
  * own lock, and one another run finished meanwhile is not carried out again (undefined), so two runs never both
  * report it, nor one report it failed while the other sent it.
  */
-async function carryOutOnce(session: Session, store: Store, refundId: string, options: { confirm?: Confirm; signal?: AbortSignal }): Promise<Carried | undefined> {
+async function carryOutOnce(session: Session, store: Store, refundId: string, options: CarryOptions): Promise<Carried | undefined> {
   return store.exclusive(`refund-run-${refundId}`, async () => {
     const now = await store.refunds.get(refundId);
     if (now === undefined || now.status !== 'pending') return undefined;
@@ -274,6 +282,8 @@ async function carryOutOnce(session: Session, store: Store, refundId: string, op
 
 export interface RefundInput extends RefundAsk {
   dryRun?: boolean;
+  /** The approval a person gave for this very refund (the spending policy held it: APPROVAL_REQUIRED named it). */
+  approval?: string;
   /** Asked once the preview is known; false cancels. */
   confirm?: Confirm;
   signal?: AbortSignal;
@@ -289,7 +299,7 @@ export interface RefundInput extends RefundAsk {
 export async function refund(session: Session, input: RefundInput): Promise<RefundResult> {
   const id = checkTransactionId(input.requestId).toLowerCase();
   const store = await session.dataStore();
-  const options = { ...(input.confirm === undefined ? {} : { confirm: input.confirm }), ...(input.signal === undefined ? {} : { signal: input.signal }) };
+  const options: CarryOptions = { ...(input.confirm === undefined ? {} : { confirm: input.confirm }), ...(input.signal === undefined ? {} : { signal: input.signal }) };
   if (input.dryRun === true) {
     const to = input.to === undefined ? {} : { to: (await resolveRecipient(session, input.to)).address };
     const planned = await store.exclusive(lockName(id), () => plan(session, store, { ...input, ...to }, 'cli'));
@@ -303,7 +313,8 @@ export async function refund(session: Session, input: RefundInput): Promise<Refu
   for (const earlier of unfinished) last = (await carryOutOnce(session, store, earlier.id, options)) ?? last;
   if (last !== undefined && input.key === undefined) return resultOf(store, last.refund, { repeated: !last.sentNow, resumed: true, dry_run: false });
   const { refund: recorded } = await record(session, store, input, 'cli');
-  const done = recorded.status === 'pending' ? await carryOutOnce(session, store, recorded.id, options) : undefined;
+  // The approval is this refund's: the unfinished ones above are other spends.
+  const done = recorded.status === 'pending' ? await carryOutOnce(session, store, recorded.id, { ...options, ...(input.approval === undefined ? {} : { approval: input.approval }) }) : undefined;
   // Repeated only when nothing moved in this call: a key whose refund had failed, asked again, sends it now.
   if (done === undefined) return resultOf(store, (await store.refunds.get(recorded.id)) ?? recorded, { repeated: true, resumed: false, dry_run: false });
   return resultOf(store, done.refund, { repeated: !done.sentNow, resumed: false, dry_run: false });

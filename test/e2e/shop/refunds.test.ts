@@ -223,6 +223,25 @@ describe.each(BACKENDS)('refunds on the %s backend', (backend: Backend) => {
     expect(dust.refund).toMatchObject({ to: stranger.address, amount_raw: '1' });
   });
 
+  it('a refund the spending policy holds runs with the approval a person gave, from a script', async () => {
+    const made = await paidRequest(api, merchant, payer, '0.2');
+    const id = made.id as string;
+    await merchant.user.run(['policy', 'set', 'ask-above', '0.01']);
+    try {
+      const key = `approved-${backend}`;
+      const held = await merchant.user.json<{ error: { code: string; approval: { id: string; amount: string } } }>(['refund', id, '--amount', '0.05', '--id', key, '--yes']);
+      expect(held).toMatchObject({ _code: 14, error: { code: 'APPROVAL_REQUIRED', approval: { amount: '0.05' } } });
+      const approval = held.error.approval.id;
+      expect(await merchant.user.json(['approvals', 'approve', approval, '--yes'])).toMatchObject({ _code: 0, state: 'approved' });
+      const before = (await sendsBetween(merchant.address, payer.address)).length;
+      const done = await merchant.user.json<{ refund: { status: string; amount: string }; repeated: boolean }>(['refund', id, '--amount', '0.05', '--id', key, '--approval', approval, '--yes']);
+      expect(done).toMatchObject({ _code: 0, refund: { status: 'sent', amount: '0.05' }, repeated: false });
+      expect((await sendsBetween(merchant.address, payer.address)).length).toBe(before + 1);
+    } finally {
+      await merchant.user.run(['policy', 'unset', 'ask-above']);
+    }
+  });
+
   it('with several payers --to is required, and the payers are listed', async () => {
     if (backend !== 'node') return; // several payers of one request: a fresh address (node backend)
     const second = await fundedUser(sb, backend, '1');
