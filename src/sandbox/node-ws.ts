@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { addressToPublicKey, isValidAddress, publicKeyToAddress } from '../nano/index.js';
+import { addressToPublicKey, isValidAddress } from '../nano/index.js';
 import type { LedgerBlock } from './ledger.js';
 import { confirmationMessage } from './node-rpc.js';
 import type { SandboxService } from './service.js';
@@ -20,19 +20,20 @@ export interface NodeSockets {
 
 interface Client {
   /** Public keys followed; undefined for every block. */
-  accounts: Set<string> | undefined;
+  /** Public key → the account as named; undefined for every block. */
+  accounts: Map<string, string> | undefined;
   subscribed: boolean;
 }
 
-/** The public keys of the valid accounts in `list` (a node skips the others, with a warning in its log). */
-function keysOf(list: unknown): string[] {
-  return Array.isArray(list) ? list.filter((a): a is string => typeof a === 'string' && isValidAddress(a)).map((a) => addressToPublicKey(a)) : [];
+/** The valid accounts in `list`, by public key (a node skips the others, with a warning in its log). */
+function keysOf(list: unknown): [string, string][] {
+  return Array.isArray(list) ? list.filter((a): a is string => typeof a === 'string' && isValidAddress(a)).map((a) => [addressToPublicKey(a), `nano_${a.slice(a.indexOf('_') + 1)}`]) : [];
 }
 
 /** A subscription's filter: without `accounts`, every block; an empty list, none (as a node's). */
-function accountsOf(options: unknown): Set<string> | undefined {
+function accountsOf(options: unknown): Map<string, string> | undefined {
   const list = (options as { accounts?: unknown } | undefined)?.accounts;
-  return list === undefined ? undefined : new Set(keysOf(list));
+  return list === undefined ? undefined : new Map(keysOf(list));
 }
 
 /**
@@ -44,9 +45,9 @@ function updated(client: Client, options: unknown): boolean {
   if (typeof options !== 'object' || options === null) return false;
   const { accounts_add: add, accounts_del: del } = options as { accounts_add?: unknown; accounts_del?: unknown };
   if (add === undefined && del === undefined) return true;
-  const accounts = client.accounts ?? new Set<string>();
-  for (const key of keysOf(add)) accounts.add(key);
-  for (const key of keysOf(del)) accounts.delete(key);
+  const accounts = client.accounts ?? new Map<string, string>();
+  for (const [key, address] of keysOf(add)) accounts.set(key, address);
+  for (const [key] of keysOf(del)) accounts.delete(key);
   client.accounts = accounts;
   return true;
 }
@@ -122,7 +123,7 @@ export function nodeWebSocket(service: SandboxService): { upgrade(req: IncomingM
         refusing = on;
       },
       subscribers: () => [...clients.values()].filter((c) => c.subscribed).length,
-      followed: () => [...new Set([...clients.values()].flatMap((c) => (c.subscribed ? [...(c.accounts ?? [])] : [])))].map((key) => publicKeyToAddress(key)),
+      followed: () => [...new Set([...clients.values()].flatMap((c) => (c.subscribed ? [...(c.accounts?.values() ?? [])] : [])))],
     },
     close: () => {
       service.ledger.listeners.delete(onBlock);
