@@ -229,39 +229,36 @@ export class ShopMonitor {
   private async ledgerRound(fingerprints: (addresses: string[]) => Promise<Map<string, string>>): Promise<void> {
     const now = this.now();
     const full = this.fullDue || this.options.live?.() !== true || now - this.lastFull >= SAFETY_POLL_MS;
+    // Asked again during the round (a reconnect, a confirmation): the next round does it too.
+    this.fullDue = false;
     const woken = new Set(this.woken);
     this.woken.clear();
     const found = new Set<string>();
-    if (full) {
-      // Asked again during the round (a reconnect): the next round is full too.
-      this.fullDue = false;
-      this.open.begin();
-      const { requests, last } = await this.unsettled();
-      this.open.reset(requests);
-      this.lastSeq = last;
-      for (const id of this.readAt.keys()) if (!this.open.has(id)) this.readAt.delete(id);
-    } else {
-      // Made elsewhere since (another instance, nanopay request): followed from now, and looked at now (a payment may have come already).
-      const { requests, last } = await this.unsettled(this.lastSeq);
-      this.lastSeq = last;
-      for (const request of requests.filter((r) => !this.open.has(r.id))) {
-        this.open.set(request);
-        found.add(request.id);
-      }
-    }
-    const expiring = (r: UnsettledRequest): boolean => r.status === 'waiting' && r.expires_at !== undefined && Date.parse(r.expires_at) <= now;
-    const looked = [...this.open.list()].filter((r) => full || found.has(r.id) || woken.has(r.receive_address) || expiring(r));
-    if (looked.length === 0) {
-      if (full) this.lastFull = now;
-      return;
-    }
     let prints: Map<string, string>;
+    let looked: UnsettledRequest[];
+    const expiring = (r: UnsettledRequest): boolean => r.status === 'waiting' && r.expires_at !== undefined && Date.parse(r.expires_at) <= now;
     try {
-      prints = await fingerprints([...new Set(looked.map((r) => r.receive_address))]);
+      if (full) {
+        this.open.begin();
+        const { requests, last } = await this.unsettled();
+        this.open.reset(requests);
+        this.lastSeq = last;
+        for (const id of this.readAt.keys()) if (!this.open.has(id)) this.readAt.delete(id);
+      } else {
+        // Made elsewhere since (another instance, nanopay request): followed from now, and looked at now (a payment may have come already).
+        const { requests, last } = await this.unsettled(this.lastSeq);
+        this.lastSeq = last;
+        for (const request of requests.filter((r) => !this.open.has(r.id))) {
+          this.open.set(request);
+          found.add(request.receive_address);
+        }
+      }
+      looked = [...this.open.list()].filter((r) => full || found.has(r.receive_address) || woken.has(r.receive_address) || expiring(r));
+      prints = looked.length === 0 ? new Map() : await fingerprints([...new Set(looked.map((r) => r.receive_address))]);
     } catch (error) {
       // Looked at again next round: a failing node is not answered with a read per request.
       if (full) this.fullDue = true;
-      for (const address of woken) this.woken.add(address);
+      for (const address of [...woken, ...found]) this.woken.add(address);
       throw error;
     }
     if (full) this.lastFull = now;

@@ -80,6 +80,29 @@ describe('the shop monitor on a node', () => {
     expect(third[0]?.accounts).toHaveLength(599);
   });
 
+  it('a node failing the batch calls gets no read per request: the round fails, and the next one is full again', async () => {
+    const store = await freshStore();
+    const open = await openFreshRequests(store, 50, { amountRaw: PRICE });
+    let failing = true;
+    const seen: Call[] = [];
+    const flaky = await startFaultyProxy(sb.url, (_method, _path, body: Call) => (seen.push(body), failing && body.action?.startsWith('accounts_') === true ? '500' : 'pass'));
+    const logged: string[] = [];
+    try {
+      const monitor = new ShopMonitor({ store, source: nodeStatusSource({ dataStore: async () => store }, new NodeClient({ url: flaky.url, retries: 0 })), pollMs: 10, live: () => true, log: (line) => logged.push(line) });
+      sb.service.fund(open[0]!.receive_address, rawToXno(PRICE));
+      await monitor.round();
+      expect(readAccounts(seen)).toEqual([]);
+      expect(logged.some((line) => line.startsWith('status round failed'))).toBe(true);
+      failing = false;
+      seen.length = 0;
+      await monitor.round();
+      expect(seen.find((c) => c.action === 'accounts_frontiers')?.accounts).toHaveLength(50);
+      expect((await store.shop.get(open[0]!.id))?.status).toBe('paid');
+    } finally {
+      await flaky.close();
+    }
+  });
+
   it('expires what saw nothing without a read, also in a monitor that never read it (a restart)', async () => {
     const store = await freshStore();
     const clock = { now: Date.now() };
