@@ -1,4 +1,4 @@
-// Types of conditions.mjs, for the benches written in TypeScript (run by vitest: bench/vitest.config.ts).
+// Types of conditions.mjs for the TypeScript that uses it (test/e2e/real-node/latency.test.ts).
 export function conditions(): { line: string; after: () => string };
 export function median(xs: number[]): number;
 export function quantile(xs: number[], q: number): number;
