@@ -33,7 +33,7 @@ const reads = (made: Call[]): Call[] => made.filter((c) => c.account !== undefin
 const removed = (address: string): boolean => ws.sent.some((m) => ((m.options as { accounts_del?: string[] } | undefined)?.accounts_del ?? []).includes(address));
 const status = async (id: string): Promise<string> => (await shop.api<ShopRequest>(`/api/v1/requests/${id}`)).status;
 
-describe.skipIf(skip !== undefined)('the shop on the real node', () => {
+describe.skipIf(skip !== undefined)('the shop watching its open requests on the real node', () => {
   beforeAll(async () => {
     node = await startRealNode({ upgraded: true });
     rpc = await startFaultyProxy(node.rpcUrl, (_method, _path, body) => (calls.push(body), 'pass'));
