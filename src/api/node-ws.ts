@@ -23,7 +23,18 @@ export interface FeedHandlers {
 const PING_MS = 15_000;
 const ACK_WAIT_MS = 3_000;
 const MAX_BACKOFF_MS = 10_000;
+/**
+ * Accounts per filter message. The reference node (V27.1) drops the connection on a message above 16 MiB
+ * (Boost.Beast's default read limit; 250,000 accounts are 17 MB) and parses each one whole on its WebSocket
+ * thread (100,000 accounts took it 0.6 s, measured here): 5,000 (about 340 KB) keep each message short.
+ */
+const FILTER_CHUNK = 5_000;
 
+function chunks(list: string[]): string[][] {
+  const out: string[][] = [];
+  for (let i = 0; i < list.length; i += FILTER_CHUNK) out.push(list.slice(i, i + FILTER_CHUNK));
+  return out;
+}
 function str(value: unknown): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
@@ -43,29 +54,46 @@ function confirmationOf(data: unknown): Confirmation | undefined {
 
 /**
  * The node's `confirmation` topic for a set of accounts, kept up: a JSON ping
- * keepalive, reconnects with backoff, and the whole account list sent again
- * with every `subscribe` (a node replaces the filter, common proxies add to
- * it). Delivery is not guaranteed and may repeat: handlers must be idempotent
- * and poll on `onConnected`.
+ * keepalive, reconnects with backoff. Each connection gets the whole filter
+ * once (`subscribe`, then `update` with `accounts_add`, FILTER_CHUNK accounts
+ * a message); later changes go as `update` deltas (`accounts_add`,
+ * `accounts_del`), never the whole list again. Delivery is not guaranteed and
+ * may repeat: handlers must be idempotent and poll on `onConnected`.
  */
 export class ConfirmationFeed {
+  private readonly accounts: Set<string>;
   private socket: WebSocket | undefined;
   private closed = false;
   private backoff = 250;
   private timers = new Set<NodeJS.Timeout>();
+  private sequence = 0;
 
   constructor(
     private readonly url: string,
-    private accounts: string[],
+    accounts: Iterable<string>,
     private readonly handlers: FeedHandlers,
   ) {
+    this.accounts = new Set(accounts);
     this.connect();
   }
 
-  /** Follows another list of accounts from now on. */
+  /** Follows exactly `accounts` from now on (only the difference is sent). */
   follow(accounts: string[]): void {
-    this.accounts = accounts;
-    this.subscribe();
+    const next = new Set(accounts);
+    this.update(
+      [...next].filter((a) => !this.accounts.has(a)),
+      [...this.accounts].filter((a) => !next.has(a)),
+    );
+  }
+
+  /** Follows `add` too, and `remove` no more. */
+  update(add: string[], remove: string[]): void {
+    const added = add.filter((a) => !this.accounts.has(a) && this.accounts.add(a));
+    const removed = remove.filter((a) => this.accounts.delete(a));
+    // Not connected: the next connection sends the whole filter.
+    if (this.socket?.readyState !== WebSocket.OPEN) return;
+    for (const part of chunks(added)) this.send({ action: 'update', topic: 'confirmation', options: { accounts_add: part } });
+    for (const part of chunks(removed)) this.send({ action: 'update', topic: 'confirmation', options: { accounts_del: part } });
   }
 
   close(): void {
@@ -84,9 +112,22 @@ export class ConfirmationFeed {
     return timer;
   }
 
-  private subscribe(): void {
-    if (this.socket?.readyState !== WebSocket.OPEN) return;
-    this.socket.send(JSON.stringify({ action: 'subscribe', topic: 'confirmation', ack: true, options: { accounts: this.accounts } }));
+  private send(message: Record<string, unknown>): void {
+    this.socket?.send(JSON.stringify(message));
+  }
+
+  /** The whole filter, as a new connection needs it: its last message's id, whose ack says the node has it all. */
+  private subscribe(): string {
+    const [first = [], ...rest] = chunks([...this.accounts]);
+    const id = (): string => `nanopay-${++this.sequence}`;
+    // An empty list is a filter that lets nothing through (a node's, verified); no `accounts` would let everything through.
+    let last = id();
+    this.send({ action: 'subscribe', topic: 'confirmation', ack: true, id: last, options: { accounts: first } });
+    for (const part of rest) {
+      last = id();
+      this.send({ action: 'update', topic: 'confirmation', ack: true, id: last, options: { accounts_add: part } });
+    }
+    return last;
   }
 
   private connect(): void {
@@ -124,11 +165,16 @@ export class ConfirmationFeed {
     };
     // The feed serves whoever runs it and never keeps the process alive by itself.
     socket.on('upgrade', (response) => response.socket.unref());
+    let last = '';
+    let acks = 0;
+    // A proxy that never acknowledges still delivers: go on after a short wait, longer while acks still come (a big filter).
+    const awaitAck = (seen: number): void => {
+      ackWait = this.later(ACK_WAIT_MS, () => (acks > seen ? awaitAck(acks) : ready()));
+    };
     socket.on('open', () => {
       opened = true;
-      this.subscribe();
-      // A proxy that never acknowledges still delivers: go on after a short wait.
-      ackWait = this.later(ACK_WAIT_MS, ready);
+      last = this.subscribe();
+      awaitAck(0);
       ping = this.later(PING_MS, keepalive);
     });
     socket.on('message', (raw) => {
@@ -139,7 +185,12 @@ export class ConfirmationFeed {
       } catch {
         return;
       }
-      if (typeof data === 'object' && data !== null && (data as { ack?: unknown }).ack === 'subscribe') ready();
+      const ack = typeof data === 'object' && data !== null ? (data as { ack?: unknown; id?: unknown }) : {};
+      if (ack.ack === 'subscribe' || ack.ack === 'update') {
+        acks++;
+        // The last message's ack: the node has the whole filter. A proxy that drops ids acknowledges the subscribe alone.
+        if (ack.id === last || (ack.id === undefined && ack.ack === 'subscribe' && this.accounts.size <= FILTER_CHUNK)) ready();
+      }
       const confirmation = confirmationOf(data);
       if (confirmation !== undefined) this.handlers.onConfirmation(confirmation);
     });

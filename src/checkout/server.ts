@@ -70,7 +70,7 @@ export async function startCheckoutServer(options: CheckoutServerOptions): Promi
     url: server.url,
     add: (request, observation) => {
       watcher.add(request, observation);
-      feed?.follow(watcher.addresses());
+      feed?.update([request.receive_address], []);
       return `${server.url}${checkoutPath(request.transaction_id)}`;
     },
     close: async () => {

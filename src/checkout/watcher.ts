@@ -159,11 +159,6 @@ export class CheckoutWatcher {
     return forgotten;
   }
 
-  /** The addresses of the requests it knows. */
-  addresses(): string[] {
-    return [...new Set([...this.entries.values()].map((e) => e.request.receive_address))];
-  }
-
   /** One round: reads every watched, open request that is due (a read still under way is not doubled). */
   async tick(): Promise<void> {
     const due = [...this.entries.values()].filter((e) => {

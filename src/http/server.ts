@@ -48,6 +48,8 @@ export interface Route {
    * closes it gets a `retry:` hint and is ended at once, where other answers are let finish.
    */
   endless?: boolean;
+  /** Its own bound on the body, over the server's maxBodyBytes. */
+  maxBodyBytes?: number;
   /**
    * Returns the `data` of a 200 envelope, or throws (a NanoPayError becomes its
    * envelope, anything else a 500), or writes `call.response` itself and returns RESPONDED.
@@ -244,7 +246,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     // Drained before it began: a stream that would be cut at once is not started.
     if (exchange.endless && closing) throw new NanoPayError('NOT_READY', 'The server is closing', { status: 503 });
     const params = decodeParams(found.params);
-    const body = parseJsonObject(await readBody(req, maxBody), req.headers['content-type'], requireJsonType);
+    const body = parseJsonObject(await readBody(req, found.route.maxBodyBytes ?? maxBody), req.headers['content-type'], requireJsonType);
     const data: unknown = await found.route.handle({ method, path, params, query, headers: req.headers, body, signal, request: req, response: res });
     if (data === RESPONDED) return;
     if (res.headersSent) throw new Error(`${method} ${found.route.path} wrote its response but did not return RESPONDED`);

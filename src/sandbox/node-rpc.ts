@@ -65,6 +65,77 @@ function receivable(service: SandboxService, body: Body): Record<string, unknown
   return { blocks: chosen.map((r) => r.hash) };
 }
 
+/** The `accounts` of a batch action: each one the node could decode, or undefined in its place (the node names it as given). */
+function accountsOf(body: Body): { given: string; address: string | undefined }[] {
+  const list = Array.isArray(body.accounts) ? body.accounts : [];
+  return list.map((value: unknown) => {
+    const given = String(value);
+    return { given, address: typeof value === 'string' && isValidAddress(value) ? normalizeAddress(value) : undefined };
+  });
+}
+
+/** A batch answer as a node builds it: an empty map is left out, and an answer with nothing in it is its "Empty response" error. */
+function batchAnswer(maps: Record<string, Record<string, unknown>>): Record<string, unknown> {
+  const kept = Object.fromEntries(Object.entries(maps).filter(([, map]) => Object.keys(map).length > 0));
+  if (Object.keys(kept).length === 0) throw new NodeRefusal('Empty response');
+  return kept;
+}
+
+/**
+ * accounts_receivable as the reference node (V27.1) answers it: per account, in hash order, at most `count`
+ * blocks (of at least `threshold` when one is given); hashes alone without threshold, source or sorting,
+ * else hash → amount (→ {amount, source} with source). Accounts with none are left out, and `blocks` is ""
+ * when none has any (the docs show an object). Keys are the accounts in their nano_ form; one account the
+ * node cannot decode fails the whole call.
+ */
+function accountsReceivable(service: SandboxService, body: Body): Record<string, unknown> {
+  const threshold = BigInt(/^\d+$/.test(String(body.threshold ?? '')) ? String(body.threshold) : '0');
+  const count = /^\d+$/.test(String(body.count ?? '')) ? Number(body.count) : Infinity;
+  const simple = threshold === 0n && !yes(body.source) && !yes(body.sorting);
+  const blocks: Record<string, unknown> = {};
+  for (const { address } of accountsOf(body)) {
+    if (address === undefined) throw new NodeRefusal('Bad account number');
+    const chosen = service.ledger
+      .pendingFor(address)
+      .filter((r) => simple || r.amount >= threshold)
+      .sort((a, b) => (a.hash < b.hash ? -1 : 1))
+      .slice(0, count);
+    if (yes(body.sorting) && !simple) chosen.sort((a, b) => (a.amount > b.amount ? -1 : a.amount < b.amount ? 1 : 0));
+    if (chosen.length === 0) continue;
+    blocks[address] = simple
+      ? chosen.map((r) => r.hash)
+      : Object.fromEntries(chosen.map((r) => [r.hash, yes(body.source) ? { amount: r.amount.toString(), source: r.source } : r.amount.toString()]));
+  }
+  return { blocks: Object.keys(blocks).length === 0 ? '' : blocks };
+}
+
+/** accounts_balances as the node answers it: balances by the account as given, what it cannot decode in `errors`. */
+function accountsBalances(service: SandboxService, body: Body): Record<string, unknown> {
+  const balances: Record<string, unknown> = {};
+  const errors: Record<string, unknown> = {};
+  for (const { given, address } of accountsOf(body)) {
+    if (address === undefined) errors[given] = 'Bad account number';
+    else {
+      const waiting = service.ledger.pendingFor(address).reduce((sum, r) => sum + r.amount, 0n).toString();
+      balances[given] = { balance: (service.ledger.account(address)?.balance ?? 0n).toString(), pending: waiting, receivable: waiting };
+    }
+  }
+  return batchAnswer({ balances, errors });
+}
+
+/** accounts_frontiers as the node answers it: heads by the account's nano_ form, unopened ("Account not found") and undecodable accounts in `errors` by the account as given. */
+function accountsFrontiers(service: SandboxService, body: Body): Record<string, unknown> {
+  const frontiers: Record<string, unknown> = {};
+  const errors: Record<string, unknown> = {};
+  for (const { given, address } of accountsOf(body)) {
+    const record = address === undefined ? undefined : service.ledger.account(address);
+    if (address === undefined) errors[given] = 'Bad account number';
+    else if (record === undefined) errors[given] = 'Account not found';
+    else frontiers[address] = record.frontier;
+  }
+  return batchAnswer({ frontiers, errors });
+}
+
 function accountInfo(service: SandboxService, body: Body): Record<string, unknown> {
   const address = account(body);
   const record = service.ledger.account(address);
@@ -190,6 +261,10 @@ const ACTIONS: Record<string, (service: SandboxService, body: Body) => Record<st
   },
   receivable,
   pending: receivable,
+  accounts_receivable: accountsReceivable,
+  accounts_pending: accountsReceivable,
+  accounts_balances: accountsBalances,
+  accounts_frontiers: accountsFrontiers,
   block_info: blockInfo,
   process: processBlock,
   work_generate: workGenerate,

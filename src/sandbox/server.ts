@@ -39,6 +39,8 @@ export interface RunningSandbox {
 }
 
 const MAX_BODY = 64 * 1024;
+/** The reference node's default max_request_size (V27.1, nano/lib/rpcconfig.hpp). */
+const NODE_MAX_REQUEST = 32 * 1024 * 1024;
 
 type Body = Record<string, unknown>;
 interface SandboxCall {
@@ -166,6 +168,8 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
   routes.push({
     method: 'POST',
     path: '/',
+    // The node's own bound (rpc max_request_size): a batch action names thousands of accounts.
+    maxBodyBytes: NODE_MAX_REQUEST,
     handle: async ({ body, response }) => {
       const answer = nodeRpc(service, body);
       await writer.save(() => service.snapshot());

@@ -5,9 +5,12 @@ import { observationOf as readingObservation, type CheckoutObservation } from '.
 import { readingOf, type RequestReading } from '../ops/requests/matching.js';
 import { nodePaymentStatus, type RequestsHolder } from '../ops/requests/node-requests.js';
 import { serviceVerdict } from '../ops/requests/service-status.js';
+import { SAFETY_POLL_MS } from '../ops/ledger/confirmations.js';
 import { payersOf } from '../ops/ledger/proofs.js';
-import { FINAL_STATUSES, newEvent, type ShopRequest, type ShopStatus, type WebhookEvent, type WebhookType } from '../store/shop.js';
+import { ledgerPrints } from '../ops/requests/ledger-prints.js';
+import { FINAL_STATUSES, newEvent, type ShopRequest, type ShopStatus, type UnsettledRequest, type WebhookEvent, type WebhookType } from '../store/shop.js';
 import type { Store } from '../store/store.js';
+import { OpenRequests } from './open-requests.js';
 
 /** Where a request stands, read from the backend: what `status` tells (the monitor adds the expiry of a waiting one). */
 export type ShopReading = RequestReading;
@@ -15,11 +18,12 @@ export type ShopReading = RequestReading;
 export interface ShopStatusSource {
   read(request: ShopRequest): Promise<ShopReading>;
   /**
-   * What changes whenever a payment to `address` may have changed a request's status there (on a node:
-   * the blocks waiting to be received): a round skips the requests read since it last changed. Without
-   * it, every round reads every unsettled request.
+   * Per address, asked for many at once: what changes whenever a payment to it may have changed the status
+   * of a request there (on a node: its head block and the blocks waiting for it); '' when the backend has
+   * nothing of the address, so no request there was paid. A round reads only the requests whose address's
+   * print changed since their last read. Without it, every round reads the unsettled requests (by roundGap).
    */
-  fingerprint?(address: string): Promise<string>;
+  fingerprints?(addresses: string[]): Promise<Map<string, string>>;
   /** The accounts that sent these blocks to `address`, from the blocks themselves (proved). */
   payers(address: string, blocks: string[]): Promise<string[]>;
 }
@@ -33,8 +37,7 @@ export interface ShopStatusSource {
 export function nodeStatusSource(holder: RequestsHolder, node: NodeClient): ShopStatusSource {
   return {
     read: async (request) => readingOf(await nodePaymentStatus(holder, node, request.id)),
-    // A payment arriving, or one received, changes the account's list of receivable blocks.
-    fingerprint: async (address) => (await node.pending(address)).sort().join(','),
+    fingerprints: (addresses) => ledgerPrints(node, addresses),
     payers: (address, blocks) => payersOf(node, address, blocks),
   };
 }
@@ -70,8 +73,17 @@ function roundGap(ageMs: number, pollMs: number): number {
 export interface ShopMonitorOptions {
   store: Store;
   source: ShopStatusSource;
-  /** Between rounds over every unsettled request (pages watched are read more often, by the checkout watcher). */
+  /** Between rounds over the unsettled requests (pages watched are read more often, by the checkout watcher). */
   pollMs: number;
+  /**
+   * Whether the node's WebSocket is connected with the whole filter: payments to the followed addresses
+   * are then told as they are confirmed (wake), and a full round over every unsettled request runs only
+   * every SAFETY_POLL_MS (delivery is not guaranteed); the rounds between look at what was told and at
+   * what expires.
+   */
+  live?: () => boolean;
+  /** The addresses of the open requests changed (for the node's WebSocket filter): only the changes. */
+  onFollow?: (add: string[], remove: string[]) => void;
   /** A change was recorded (its event, if any, is queued): the request as it is now. */
   onChange?: (request: ShopRequest) => void;
   log?: (line: string) => void;
@@ -79,113 +91,221 @@ export interface ShopMonitorOptions {
   now?: () => number;
 }
 
+/** Reads of requests at once in a round: the backend is not flooded, and one slow read does not hold the rest. */
+const READERS = 4;
+
 /**
  * Keeps the shop's requests' statuses: reads a request from the backend (one
  * read at a time per request, shared by whoever asks), and records each change
  * with its webhook event in one transaction of the store (so a change is
- * notified once, whichever instance sees it, and never lost to a crash). Every
- * `pollMs` it reads the unsettled requests (on a node, only those whose
- * address saw a payment come or go since their last read, and those expiring;
- * on the service, older requests less often: roundGap): one paid while no
- * server ran is found at the next start.
+ * notified once, whichever instance sees it, and never lost to a crash).
+ *
+ * On a node, a full round takes the prints of every unsettled request's
+ * address in batches (fingerprints: a few calls per 2,000 addresses) and reads
+ * only the requests whose print changed since their last read; one on an
+ * address the ledger has nothing of is waiting without a read, and expires
+ * without one. It runs every `pollMs`, or every SAFETY_POLL_MS while the
+ * node's WebSocket is live; the rounds between take the prints of the
+ * addresses a confirmation named (wake) and of the requests expiring. On the
+ * service, a round reads the unsettled requests, older ones less often
+ * (roundGap): each read costs a credit. Either way, one paid while no server
+ * ran is found at the next start.
  */
 export class ShopMonitor {
   private readonly reads = new Map<string, Promise<ShopRequest | undefined>>();
-  /** Per request, its address's fingerprint when a round last read it. */
+  /** Per request, its address's print when a round last read it (or found it needed no read). */
   private readonly readAt = new Map<string, string>();
-  /** Per request, when a round last read it (sources without a fingerprint). */
+  /** Per request, when a round last read it (sources without prints). */
   private readonly lastRound = new Map<string, number>();
+  /** On a node: the unsettled requests, and the addresses followed. */
+  private readonly open: OpenRequests;
+  /** Addresses a confirmation named since the last round. */
+  private readonly woken = new Set<string>();
+  /** A full round is due at the next round (the start, a connection that came or went, a failed round). */
+  private fullDue = true;
+  private lastFull = -Infinity;
+  /** Where the store's list of unsettled requests ended at the last read: the rounds between full ones read from there. */
+  private lastSeq = 0;
   private timer: NodeJS.Timeout | undefined;
   private current: Promise<void> | undefined;
+  /** Asked for while a round ran: another one follows it at once. */
+  private again = false;
+  /** Rounds run on their own (start), until stop. */
+  private running = false;
   private stopped = false;
 
   private readonly now: () => number;
 
   constructor(private readonly options: ShopMonitorOptions) {
     this.now = options.now ?? Date.now;
+    this.open = new OpenRequests(options.onFollow);
   }
 
   /** Reads request `id` now (or joins a read under way); its record after any change. */
   check(id: string): Promise<ShopRequest | undefined> {
-    let read = this.reads.get(id);
-    if (read === undefined) {
-      read = this.read(id).finally(() => this.reads.delete(id));
-      this.reads.set(id, read);
-    }
-    return read;
+    return this.once(id, () => this.read(id));
+  }
+
+  /** A request this instance made: followed from now on, not from the next full round. */
+  track(request: ShopRequest): void {
+    if (this.options.source.fingerprints !== undefined) this.open.set(request);
   }
 
   start(): void {
+    this.running = true;
     this.stopped = false;
-    const tick = (): void => {
-      this.current = this.round().finally(() => {
-        this.current = undefined;
-        if (!this.stopped) this.timer = setTimeout(tick, this.options.pollMs);
-      });
-    };
-    tick();
+    this.tick();
   }
 
   async stop(): Promise<void> {
+    this.running = false;
     this.stopped = true;
     clearTimeout(this.timer);
     await this.current;
     await Promise.allSettled([...this.reads.values()]);
   }
 
-  private unsettled(): Promise<ShopRequest[]> {
-    return this.options.store.shop.unsettled(10_000, new Date(this.now() - LATE_PAYMENT_WATCH_MS).toISOString());
+  /**
+   * A payment to `address` was confirmed: a round looks at it now. Without an address, the node's
+   * WebSocket came or went (anything may have been missed): a full round now.
+   */
+  wake(address?: string): void {
+    if (address === undefined) this.fullDue = true;
+    else this.woken.add(address);
+    if (this.running) this.tick();
   }
 
-  /** A payment to `address` may have landed (any address when undefined): reads its unsettled requests now. */
-  async wake(address?: string): Promise<void> {
-    const open = await this.unsettled();
-    await Promise.allSettled(open.filter((r) => address === undefined || r.receive_address === address).map((r) => this.check(r.id)));
+  private tick(): void {
+    if (this.current !== undefined) return void (this.again = true);
+    clearTimeout(this.timer);
+    this.current = this.round().finally(() => {
+      this.current = undefined;
+      if (!this.running) return;
+      const soon = this.again;
+      this.again = false;
+      if (soon) this.tick();
+      else this.timer = setTimeout(() => this.tick(), this.options.pollMs);
+    });
   }
 
-  /** The addresses of the unsettled requests (for a node's WebSocket). */
-  async addresses(): Promise<string[]> {
-    return [...new Set((await this.unsettled()).map((r) => r.receive_address))];
+  private once(id: string, run: () => Promise<ShopRequest | undefined>): Promise<ShopRequest | undefined> {
+    let read = this.reads.get(id);
+    if (read === undefined) {
+      read = run().finally(() => this.reads.delete(id));
+      this.reads.set(id, read);
+    }
+    return read;
   }
 
-  /** One round over the unsettled requests (start runs one every `pollMs`). */
+  private unsettled(after?: number): Promise<{ requests: UnsettledRequest[]; last: number }> {
+    return this.options.store.shop.unsettled(new Date(this.now() - LATE_PAYMENT_WATCH_MS).toISOString(), after);
+  }
+
+  /** One round (start runs one every `pollMs`, wake one at once). */
   async round(): Promise<void> {
     try {
-      const open = await this.unsettled();
-      const fingerprint = this.options.source.fingerprint;
-      const prints = new Map<string, string | undefined>();
-      if (fingerprint !== undefined) {
-        for (const address of new Set(open.map((r) => r.receive_address))) prints.set(address, await fingerprint(address).catch(() => undefined));
-      }
-      const now = this.now();
-      const due = open.filter((r) => {
-        const expiring = r.status === 'waiting' && r.expires_at !== undefined && Date.parse(r.expires_at) <= now;
-        if (expiring) return true;
-        if (fingerprint === undefined) return now - (this.lastRound.get(r.id) ?? -Infinity) >= roundGap(now - Date.parse(r.created_at), this.options.pollMs);
-        const print = prints.get(r.receive_address);
-        return print === undefined || this.readAt.get(r.id) !== print;
-      });
-      for (const r of due) this.lastRound.set(r.id, now);
-      // A few at a time: the backend is not flooded, and one slow read does not hold the rest.
-      const worker = async (): Promise<void> => {
-        for (let next = due.shift(); next !== undefined && !this.stopped; next = due.shift()) {
-          const print = prints.get(next.receive_address);
-          const read = await this.check(next.id).catch(() => undefined);
-          if (read === undefined || FINAL_STATUSES.includes(read.status)) this.lastRound.delete(next.id);
-          if (read === undefined || FINAL_STATUSES.includes(read.status) || print === undefined) this.readAt.delete(next.id);
-          else this.readAt.set(next.id, print);
-        }
-      };
-      await Promise.all(Array.from({ length: 4 }, worker));
+      const fingerprints = this.options.source.fingerprints;
+      if (fingerprints === undefined) await this.readingRound();
+      else await this.ledgerRound(fingerprints);
     } catch (error) {
       this.options.log?.(`status round failed: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
 
+  /** Sources without prints: every unsettled request, older ones less often; the expiring ones all. */
+  private async readingRound(): Promise<void> {
+    const now = this.now();
+    const due = (await this.unsettled()).requests.filter((r) => {
+      const expiring = r.status === 'waiting' && r.expires_at !== undefined && Date.parse(r.expires_at) <= now;
+      return expiring || now - (this.lastRound.get(r.id) ?? -Infinity) >= roundGap(now - Date.parse(r.created_at), this.options.pollMs);
+    });
+    for (const r of due) this.lastRound.set(r.id, now);
+    await this.each(due, async (r) => {
+      const read = await this.check(r.id).catch(() => undefined);
+      if (read === undefined || FINAL_STATUSES.includes(read.status)) this.lastRound.delete(r.id);
+    });
+  }
+
+  private async ledgerRound(fingerprints: (addresses: string[]) => Promise<Map<string, string>>): Promise<void> {
+    const now = this.now();
+    const full = this.fullDue || this.options.live?.() !== true || now - this.lastFull >= SAFETY_POLL_MS;
+    // Asked again during the round (a reconnect, a confirmation): the next round does it too.
+    this.fullDue = false;
+    const woken = new Set(this.woken);
+    this.woken.clear();
+    const found = new Set<string>();
+    let prints: Map<string, string>;
+    let looked: UnsettledRequest[];
+    const expiring = (r: UnsettledRequest): boolean => r.status === 'waiting' && r.expires_at !== undefined && Date.parse(r.expires_at) <= now;
+    try {
+      if (full) {
+        this.open.begin();
+        const { requests, last } = await this.unsettled();
+        this.open.reset(requests);
+        this.lastSeq = last;
+        for (const id of this.readAt.keys()) if (!this.open.has(id)) this.readAt.delete(id);
+      } else {
+        // Made elsewhere since (another instance, nanopay request): followed from now, and looked at now (a payment may have come already).
+        const { requests, last } = await this.unsettled(this.lastSeq);
+        this.lastSeq = last;
+        for (const request of requests.filter((r) => !this.open.has(r.id))) {
+          this.open.set(request);
+          found.add(request.receive_address);
+        }
+      }
+      looked = [...this.open.list()].filter((r) => full || found.has(r.receive_address) || woken.has(r.receive_address) || expiring(r));
+      prints = looked.length === 0 ? new Map() : await fingerprints([...new Set(looked.map((r) => r.receive_address))]);
+    } catch (error) {
+      // Looked at again next round: a failing node is not answered with a read per request.
+      if (full) this.fullDue = true;
+      for (const address of [...woken, ...found]) this.woken.add(address);
+      throw error;
+    }
+    if (full) this.lastFull = now;
+    const due: { request: UnsettledRequest; print: string }[] = [];
+    const expired: UnsettledRequest[] = [];
+    for (const request of looked) {
+      const print = prints.get(request.receive_address);
+      if (print === undefined) continue;
+      // Nothing moved since its last read, or nothing ever came to its address: a read would say what the store does.
+      const unchanged = this.readAt.get(request.id) === print || (print === '' && (request.status === 'waiting' || request.status === 'expired'));
+      if (!unchanged) {
+        due.push({ request, print });
+        continue;
+      }
+      this.readAt.set(request.id, print);
+      if (expiring(request)) expired.push(request);
+    }
+    await this.each(expired, (r) => this.once(r.id, () => this.expire(r.id)));
+    await this.each(due, async ({ request, print }) => {
+      const read = await this.check(request.id).catch(() => undefined);
+      if (read === undefined || FINAL_STATUSES.includes(read.status)) this.readAt.delete(request.id);
+      else this.readAt.set(request.id, print);
+    });
+  }
+
+  /** `work` for each item, READERS at a time. */
+  private async each<T>(items: T[], work: (item: T) => Promise<unknown>): Promise<void> {
+    const queue = [...items];
+    const worker = async (): Promise<void> => {
+      for (let next = queue.shift(); next !== undefined && !this.stopped; next = queue.shift()) await work(next);
+    };
+    await Promise.all(Array.from({ length: READERS }, worker));
+  }
+
+  /** A waiting request past its expiry whose address saw nothing since its last read: expired, without a read. */
+  private async expire(id: string): Promise<ShopRequest | undefined> {
+    const request = await this.options.store.shop.get(id);
+    if (request === undefined) return undefined;
+    if (request.status !== 'waiting') return (this.track(request), request);
+    return this.record(request, { status: 'waiting' });
+  }
+
   private async read(id: string): Promise<ShopRequest | undefined> {
-    const shop = this.options.store.shop;
-    const request = await shop.get(id);
-    if (request === undefined || FINAL_STATUSES.includes(request.status)) return request;
+    const request = await this.options.store.shop.get(id);
+    if (request === undefined) return undefined;
+    // Settled by another instance (or refunded): no more following it here.
+    if (FINAL_STATUSES.includes(request.status)) return (this.track(request), request);
     let reading: ShopReading;
     try {
       reading = await this.options.source.read(request);
@@ -194,6 +314,13 @@ export class ShopMonitor {
       this.options.log?.(`status of ${id} failed (${failure}); retrying`);
       throw error;
     }
+    return this.record(request, reading);
+  }
+
+  /** Records what `reading` says of `request` (an unpaid one past its expiry is expired), when it changes anything. */
+  private async record(request: ShopRequest, reading: ShopReading): Promise<ShopRequest | undefined> {
+    const { id } = request;
+    const shop = this.options.store.shop;
     // Paid wins over expired: a payment that landed is never hidden.
     const expired = reading.status === 'waiting' && request.expires_at !== undefined && Date.parse(request.expires_at) <= this.now();
     const status: ShopStatus = expired ? 'expired' : reading.status;
@@ -219,11 +346,14 @@ export class ShopMonitor {
     const event: WebhookEvent | undefined = status === 'waiting' ? undefined : newEvent(`request.${status}` as WebhookType, next);
     const recorded = event === undefined ? { ...next, events: request.events } : next;
     if (await shop.change(request.status, recorded, event)) {
+      this.track(recorded);
       this.options.onChange?.(recorded);
       this.options.log?.(`request ${id}${request.order_id === undefined ? '' : ` (order ${request.order_id})`}: ${request.status} -> ${status}`);
       return recorded;
     }
     // Another instance recorded a change first: its record is the truth.
-    return shop.get(id);
+    const truth = await shop.get(id);
+    if (truth !== undefined) this.track(truth);
+    return truth;
   }
 }

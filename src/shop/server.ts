@@ -91,6 +91,9 @@ export async function startShopServer(options: ShopServerOptions): Promise<ShopS
     store,
     source: options.source,
     pollMs: options.pollMs,
+    live: () => feed?.live() === true,
+    // The node's WebSocket follows the open requests' addresses: it gets the changes, never the whole list again.
+    onFollow: (add, remove) => feed?.update(add, remove),
     // Its event is delivered at once, not at the deliverer's next look; its page shows it at once, whoever read it.
     onChange: (request) => {
       counts?.changed(request);
@@ -113,19 +116,10 @@ export async function startShopServer(options: ShopServerOptions): Promise<ShopS
   const feed = options.confirmations?.({
     changed: (address) => {
       watcher.wake(address);
-      void monitor.wake(address);
+      monitor.wake(address);
     },
     failed: (message) => options.log?.(`confirmations unavailable (${message}); reading at each interval only`),
   });
-  // The addresses the node's WebSocket follows: the unsettled requests' at start, and each new request's (one list read, not one per request).
-  const followed = new Set<string>();
-  const follow = async (address?: string): Promise<void> => {
-    if (feed === undefined) return;
-    if (address === undefined) for (const a of await monitor.addresses()) followed.add(a);
-    else if (followed.has(address)) return;
-    else followed.add(address);
-    feed.follow([...followed]);
-  };
   const base = { url: '' };
   const checkoutUrl = (id: string): string => `${options.publicUrl ?? base.url}${checkoutPath(id)}`;
   const lookup = async (id: string): Promise<void> => {
@@ -156,7 +150,7 @@ export async function startShopServer(options: ShopServerOptions): Promise<ShopS
           const made = await options.create(body, key);
           if (made.created) counts?.created();
           if (watcher.request(made.request.id) === undefined) watcher.add(pageRequest(made.request), observationOf(made.request));
-          await follow(made.request.receive_address);
+          monitor.track(made.request);
           return made;
         },
       }),
@@ -179,7 +173,6 @@ export async function startShopServer(options: ShopServerOptions): Promise<ShopS
   pruning.unref();
   monitor.start();
   deliverer?.start();
-  await follow();
   return {
     url: server.url,
     close: async () => {

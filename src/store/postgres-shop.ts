@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { NanoPayError } from '../errors.js';
 import type { RequestRecord } from '../wallet/requests.js';
-import { destinationTopic, idempotencyMismatch, WEBHOOK_TOPIC, type ShopExportQuery, type ShopListQuery, type ShopRequest, type ShopStatus, type ShopTable, type WebhookEvent } from './shop.js';
+import { destinationTopic, idempotencyMismatch, WEBHOOK_TOPIC, type ShopExportQuery, type ShopListQuery, type ShopRequest, type ShopStatus, type ShopTable, type UnsettledRequest, unsettledRow, type WebhookEvent } from './shop.js';
 
 /** What the shop table needs of the PostgreSQL store. */
 export interface PostgresHost {
@@ -92,12 +92,14 @@ export class PostgresShop implements ShopTable {
     return { requests: rows.map((r) => r.doc), ...(last === undefined || rows.length < limit ? {} : { next: Number(last.seq) }) };
   }
 
-  async unsettled(limit: number, expiredSince: string): Promise<ShopRequest[]> {
-    const result = await this.host.query<{ doc: ShopRequest }>(
-      `SELECT doc FROM shop_requests WHERE status IN ('waiting', 'underpaid', 'overpaid') OR (status = 'expired' AND expires_at > $1) ORDER BY seq LIMIT $2`,
-      [expiredSince, limit],
+  async unsettled(expiredSince: string, after = 0): Promise<{ requests: UnsettledRequest[]; last: number }> {
+    // A row committed after a later one was read is skipped by `after`; the monitor's full rounds (without it) find it.
+    const { rows } = await this.host.query<UnsettledRequest & { seq: string; expires_at: string | null }>(
+      `SELECT seq, id, status, expires_at, doc->>'receive_address' AS receive_address, doc->>'created_at' AS created_at
+       FROM shop_requests WHERE seq > $1 AND (status IN ('waiting', 'underpaid', 'overpaid') OR (status = 'expired' AND expires_at > $2)) ORDER BY seq`,
+      [after, expiredSince],
     );
-    return result.rows.map((r) => r.doc);
+    return { requests: rows.map(unsettledRow), last: Number(rows.at(-1)?.seq ?? after) };
   }
 
   change(from: ShopStatus, next: ShopRequest, event?: WebhookEvent): Promise<boolean> {

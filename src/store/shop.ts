@@ -25,6 +25,14 @@ export const SHOP_STATUSES: readonly ShopStatus[] = ['waiting', 'paid', 'paid_la
  */
 export const FINAL_STATUSES: readonly ShopStatus[] = ['paid', 'paid_late', 'refunded', 'partially_refunded'];
 
+/** What the monitor follows of an unsettled request (ShopTable.unsettled). */
+export type UnsettledRequest = Pick<ShopRequest, 'id' | 'status' | 'receive_address' | 'created_at' | 'expires_at'>;
+
+/** A row of `unsettled` as the monitor takes it (both stores): no seq, no expiry when there is none. */
+export function unsettledRow({ seq: _seq, expires_at, ...row }: UnsettledRequest & { seq: unknown; expires_at: string | null }): UnsettledRequest {
+  return expires_at === null ? row : { ...row, expires_at };
+}
+
 /** A request of the shop, as its API shows it (snake_case, amounts as decimal strings). */
 export interface ShopRequest {
   id: string;
@@ -132,10 +140,12 @@ export interface ShopTable {
    */
   exportPage(query: ShopExportQuery, after: number | undefined, limit: number): Promise<{ requests: ShopRequest[]; next?: number }>;
   /**
-   * Requests whose status may still change, oldest first: waiting, underpaid, overpaid, and those
-   * expired after `expiredSince` (ISO; a late payment may still come for them).
+   * Every request whose status may still change, oldest first: waiting, underpaid, overpaid, and those
+   * expired after `expiredSince` (ISO; a late payment may still come for them). Only what following
+   * them needs, not their documents: a shop may have 100,000 open. With `after` (an earlier answer's
+   * `last`), only those recorded since, along the primary key: `last` is where the next such read starts.
    */
-  unsettled(limit: number, expiredSince: string): Promise<ShopRequest[]>;
+  unsettled(expiredSince: string, after?: number): Promise<{ requests: UnsettledRequest[]; last: number }>;
   /**
    * In one transaction, when the request's status is still `from`: stores `next` and adds `event`,
    * queued in the outbox under WEBHOOK_TOPIC for the live endpoints and under its destination's topic

@@ -2,7 +2,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { NanoPayError } from '../errors.js';
 import type { RequestRecord } from '../wallet/requests.js';
 import type { StoreChange } from './store.js';
-import { destinationTopic, idempotencyMismatch, WEBHOOK_TOPIC, type ShopExportQuery, type ShopListQuery, type ShopRequest, type ShopStatus, type ShopTable, type WebhookEvent } from './shop.js';
+import { destinationTopic, idempotencyMismatch, WEBHOOK_TOPIC, type ShopExportQuery, type ShopListQuery, type ShopRequest, type ShopStatus, type ShopTable, type UnsettledRequest, unsettledRow, type WebhookEvent } from './shop.js';
 
 /** What the shop table needs of the SQLite store: its database, statements run with damage reported, and the requests nanopay keeps. */
 export interface SqliteHost {
@@ -95,14 +95,16 @@ export class SqliteShop implements ShopTable {
     });
   }
 
-  unsettled(limit: number, expiredSince: string): Promise<ShopRequest[]> {
-    return this.host.run(() =>
-      (
-        this.db
-          .prepare(`SELECT doc FROM shop_requests WHERE status IN ('waiting', 'underpaid', 'overpaid') OR (status = 'expired' AND expires_at > ?) ORDER BY seq LIMIT ?`)
-          .all(expiredSince, limit) as { doc: string }[]
-      ).map((r) => JSON.parse(r.doc) as ShopRequest),
-    );
+  unsettled(expiredSince: string, after = 0): Promise<{ requests: UnsettledRequest[]; last: number }> {
+    return this.host.run(() => {
+      const rows = this.host
+        .prepared(
+          `SELECT seq, id, status, expires_at, json_extract(doc, '$.receive_address') AS receive_address, json_extract(doc, '$.created_at') AS created_at
+           FROM shop_requests WHERE seq > ? AND (status IN ('waiting', 'underpaid', 'overpaid') OR (status = 'expired' AND expires_at > ?)) ORDER BY seq`,
+        )
+        .all(after, expiredSince) as (UnsettledRequest & { seq: number; expires_at: string | null })[];
+      return { requests: rows.map(unsettledRow), last: rows.at(-1)?.seq ?? after };
+    });
   }
 
   change(from: ShopStatus, next: ShopRequest, event?: WebhookEvent): Promise<boolean> {

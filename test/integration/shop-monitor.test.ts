@@ -1,6 +1,7 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { publicKeyToAddress } from '../../src/nano/index.js';
 import { WebhookDeliverer } from '../../src/shop/deliver.js';
 import { ShopMonitor, type ShopReading, type ShopStatusSource } from '../../src/shop/monitor.js';
 import type { ShopRequest } from '../../src/store/shop.js';
@@ -59,7 +60,7 @@ describe('the shop monitor', () => {
     const asked: string[][] = [];
     const source: ShopStatusSource = {
       read: async (r) => (reads.push(r.id), answer),
-      fingerprint: async () => pending,
+      fingerprints: async (addresses) => new Map(addresses.map((a) => [a, pending])),
       payers: async (_address, blocks) => (asked.push(blocks), blocks.map((b) => `payer of ${b}`)),
     };
     const monitor = new ShopMonitor({ store, source, pollMs: 10 });
@@ -82,6 +83,57 @@ describe('the shop monitor', () => {
     await round(monitor);
     expect(reads).toHaveLength(2);
     expect(await store.shop.events(10)).toHaveLength(1);
+  });
+
+  it('on a node, tells the open requests\' addresses once, then only the changes: paid or expired ones leave, a shared address when its last request does', async () => {
+    const store = await freshStore();
+    const clock = { now: Date.now() };
+    const [A, B, C, D] = Array.from({ length: 4 }, () => publicKeyToAddress(randomBytes(32)));
+    const a = shopRequest({ receive_address: A as string });
+    const b = shopRequest({ receive_address: B as string, expires_at: new Date(clock.now + 60_000).toISOString() });
+    const shared = [shopRequest(), shopRequest()];
+    const untouched = shopRequest({ receive_address: D as string });
+    for (const r of [a, b, ...shared, untouched]) await store.shop.create(r);
+    const answers = new Map<string, ShopReading>();
+    const prints = new Map<string, string>([[D as string, '']]);
+    const reads: string[] = [];
+    const told: string[][][] = [];
+    const source: ShopStatusSource = {
+      read: async (r) => (reads.push(r.id), answers.get(r.id) ?? { status: 'waiting' }),
+      fingerprints: async (addresses) => new Map(addresses.map((x) => [x, prints.get(x) ?? 'seen'])),
+      payers: noPayers,
+    };
+    const monitor = new ShopMonitor({ store, source, pollMs: 10, now: () => clock.now, onFollow: (add, remove) => told.push([add.sort(), remove.sort()]) });
+    await round(monitor);
+    expect(told).toEqual([[[A, B, ADDRESS, D].sort(), []]]);
+    // Nothing ever came to D: no read. The others are read once.
+    expect(reads.sort()).toEqual([a.id, b.id, ...shared.map((r) => r.id)].sort());
+    await round(monitor);
+    expect(told).toHaveLength(1);
+
+    answers.set(a.id, { status: 'paid', paid_by: ['P'] });
+    prints.set(A as string, 'paid');
+    answers.set(shared[0]!.id, { status: 'paid', paid_by: ['Q'] });
+    prints.set(ADDRESS, 'paid once');
+    await round(monitor);
+    // The shared address stays followed: one of its requests is still open.
+    expect(told.slice(1)).toEqual([[[], [A]]]);
+
+    clock.now += 61_000;
+    await round(monitor);
+    expect((await store.shop.get(b.id))?.status).toBe('expired');
+    expect(told.slice(2)).toEqual([[[], [B]]]);
+
+    // One this instance makes is followed at once, not at the next round.
+    const made = shopRequest({ receive_address: C as string });
+    await store.shop.create(made);
+    monitor.track(made);
+    expect(told.slice(3)).toEqual([[[C], []]]);
+
+    answers.set(shared[1]!.id, { status: 'paid', paid_by: ['R'] });
+    prints.set(ADDRESS, 'paid twice');
+    await round(monitor);
+    expect(told.slice(4)).toEqual([[[], [ADDRESS]]]);
   });
 
   it('an unpaid request past its expiry turns expired; paid wins over expired', async () => {

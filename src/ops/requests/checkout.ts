@@ -1,7 +1,6 @@
-import type { Confirmation } from '../../api/node-ws.js';
+import type { Confirmation, ConfirmationFeed as Feed } from '../../api/node-ws.js';
 import { NanoPayError, redactUrl } from '../../errors.js';
 import { buildNanoUri, normalizeAddress, rawToXno, xnoToRaw } from '../../nano/index.js';
-import { confirmations, type LiveFeed } from '../ledger/confirmations.js';
 import type { ApiClient, RemotePaymentStatus } from '../../api/client.js';
 import { readingOf, type RequestReading, type RequestState } from './matching.js';
 import { nodePaymentStatus, type NodeStatus } from './node-requests.js';
@@ -152,15 +151,17 @@ export async function checkoutReader(session: Session): Promise<CheckoutReader> 
 
 /** Follows payments to a checkout server's addresses. */
 export interface CheckoutConfirmations {
-  /** Follows these addresses from now on (the whole list each time). */
-  follow(addresses: string[]): void;
+  /** Follows `add` too, and `remove` no more: only the changes go to the node, never the whole list again. */
+  update(add: string[], remove: string[]): void;
+  /** Connected, with the whole filter acknowledged: a payment to a followed address is told as it is confirmed. */
+  live(): boolean;
   close(): void;
 }
 
 export interface CheckoutConfirmationHandlers {
   /** A send to `address` was confirmed; without one, the connection came or went (anything may have been missed). */
   changed(address?: string): void;
-  /** The feed could not be started: the server goes on polling. */
+  /** The feed could not be started, or its connection was lost: the server goes on polling. */
   failed?(message: string): void;
 }
 
@@ -184,38 +185,55 @@ function paidAddress(c: Confirmation): string | undefined {
  * Confirmations from the node's WebSocket for a checkout server, when one is
  * known (node backend with NANOPAY_NODE_WS_URL or node-ws-url); undefined
  * otherwise. The source holds the WebSocket URL and nothing else of the
- * session. No socket is opened before there is an address to follow (a node
- * sends every confirmation to a subscription that names no account).
+ * session. No socket is opened before there is an address to follow. The
+ * node gets the filter once per connection, then the changes (a shop follows
+ * every open request's address: 100,000 of them are 7 MB).
  */
 export function checkoutConfirmations(session: Session): CheckoutConfirmationSource | undefined {
   const url = session.nodeWsUrl();
   if (url === undefined) return undefined;
-  const source = { nodeWsUrl: () => url };
   return (handlers) => {
-    let followed = new Set<string>();
+    const followed = new Set<string>();
     let closed = false;
-    let feed: Promise<LiveFeed | undefined> | undefined;
-    return {
-      follow: (addresses) => {
-        followed = new Set(addresses.flatMap((a) => addressOrUndefined(a) ?? []));
-        if (closed || followed.size === 0) return;
-        if (feed !== undefined) {
-          void feed.then((f) => f?.follow([...followed]));
-          return;
-        }
-        feed = confirmations(
-          source,
-          [...followed],
-          (c) => handlers.changed(c === undefined ? undefined : paidAddress(c)),
-          (c) => {
+    let connected = false;
+    let feed: Promise<Feed | undefined> | undefined;
+    const open = async (): Promise<Feed | undefined> => {
+      try {
+        // Loaded only here: most commands never open a WebSocket.
+        const { ConfirmationFeed } = await import('../../api/node-ws.js');
+        return new ConfirmationFeed(url, followed, {
+          onConfirmation: (c) => {
             const address = paidAddress(c);
-            return address !== undefined && followed.has(address);
+            if (address !== undefined && followed.has(address)) handlers.changed(address);
           },
-        ).catch((error: unknown) => {
-          handlers.failed?.(redactUrl(error instanceof Error ? error.message : String(error)));
-          return undefined;
+          onConnected: () => {
+            connected = true;
+            handlers.changed();
+          },
+          onDisconnected: (reason) => {
+            connected = false;
+            handlers.failed?.(reason);
+            handlers.changed();
+          },
         });
+      } catch (error) {
+        handlers.failed?.(redactUrl(error instanceof Error ? error.message : String(error)));
+        return undefined;
+      }
+    };
+    return {
+      update: (add, remove) => {
+        if (closed) return;
+        const added = add.flatMap((a) => addressOrUndefined(a) ?? []).filter((a) => !followed.has(a));
+        const removed = remove.flatMap((a) => addressOrUndefined(a) ?? []).filter((a) => followed.has(a));
+        for (const a of added) followed.add(a);
+        for (const a of removed) followed.delete(a);
+        // A new feed reads `followed` as it connects; one under way is told the changes.
+        if (feed === undefined) {
+          if (followed.size > 0) feed = open();
+        } else void feed.then((f) => f?.update(added, removed));
       },
+      live: () => connected,
       close: () => {
         closed = true;
         void feed?.then((f) => f?.close());

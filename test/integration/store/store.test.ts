@@ -305,7 +305,7 @@ describe.each(kinds)('the $name store', (kind) => {
     expect(await other.shop.change('underpaid', paid, e2)).toBe(true);
     expect(await store.shop.change('underpaid', paid, webhookEvent(paid, 2))).toBe(false);
     expect(await store.shop.get(r.id)).toEqual(paid);
-    expect((await store.shop.unsettled(10, new Date(0).toISOString())).map((x) => x.id)).not.toContain(r.id);
+    expect((await store.shop.unsettled(new Date(0).toISOString())).requests.map((x) => x.id)).not.toContain(r.id);
     const events = await store.shop.events(10);
     expect(events.map((e) => e.type)).toEqual(['request.paid', 'request.underpaid']);
     const e1id = (events[1] as WebhookEvent).id;
@@ -370,7 +370,18 @@ describe.each(kinds)('the $name store', (kind) => {
     const waiting = shopRequest();
     for (const r of [recent, old, late, waiting]) await store.shop.create(r);
     const since = new Date(now - 86_400_000).toISOString();
-    expect((await store.shop.unsettled(10, since)).map((r) => r.id)).toEqual([recent.id, waiting.id]);
+    const { requests, last } = await store.shop.unsettled(since);
+    expect(requests.map((r) => r.id)).toEqual([recent.id, waiting.id]);
+    // What the monitor follows of them, not their documents.
+    expect(requests[0]).toEqual({ id: recent.id, status: 'expired', receive_address: recent.receive_address, created_at: recent.created_at, expires_at: recent.expires_at });
+    expect(requests[1]).toEqual({ id: waiting.id, status: 'waiting', receive_address: waiting.receive_address, created_at: waiting.created_at });
+    // Read again from where it ended: only what was recorded since.
+    expect(await store.shop.unsettled(since, last)).toEqual({ requests: [], last });
+    const newer = shopRequest();
+    await store.shop.create(newer);
+    const since2 = await store.shop.unsettled(since, last);
+    expect(since2.requests.map((r) => r.id)).toEqual([newer.id]);
+    expect(since2.last).toBeGreaterThan(last);
   });
 
   test('a listener is one more destination of the events recorded in its lease, with its own delivery state; gone or expired, what waits for it goes', async () => {
