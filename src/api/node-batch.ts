@@ -1,6 +1,6 @@
 import { NanoPayError } from '../errors.js';
 import type { NodeClient } from './node-client.js';
-import { asObject, type Json } from './shape.js';
+import { asObject } from './shape.js';
 
 /**
  * Accounts per call of the node's `accounts_*` actions. The reference node (V27.1) answers 1,000 in about
@@ -33,14 +33,7 @@ async function inBatches(accounts: string[], run: (batch: string[]) => Promise<v
 export async function receivableHashes(node: NodeClient, accounts: string[], minimumRaw = 1n): Promise<Map<string, string[]>> {
   const found = new Map<string, string[]>();
   await inBatches(accounts, async (batch) => {
-    const params = { accounts: batch, count: '1000', threshold: minimumRaw.toString(), source: 'true' };
-    let answer: Json;
-    try {
-      answer = await node.rpc('accounts_receivable', params);
-    } catch (error) {
-      if (!(error instanceof NanoPayError && error.code === 'UNKNOWN_ACTION')) throw error;
-      answer = await node.rpc('accounts_pending', params);
-    }
+    const answer = await node.rpcOrOlder('accounts_receivable', 'accounts_pending', { accounts: batch, count: '1000', threshold: minimumRaw.toString(), source: 'true' });
     // "" when no account has any (as `receivable` answers for one).
     if (answer.blocks === '' || answer.blocks === undefined) return;
     for (const [account, blocks] of Object.entries(asObject(answer.blocks, 'accounts_receivable'))) {

@@ -118,20 +118,23 @@ export class NodeClient implements LedgerBackend {
     return new NanoPayError('REQUEST_ERROR', `The node refused ${this.where(action)}: ${message}`);
   }
 
-  /**
-   * `receivable`, or `pending` on nodes and proxies that do not know it: at
-   * most 1000 blocks of at least `minimumRaw` each (so that smaller ones, dust
-   * anyone can send cheaply, cannot push a payment out of the answer).
-   */
-  async receivable(address: string, minimumRaw = 1n): Promise<Receivable[]> {
-    const params = { account: address, count: '1000', threshold: minimumRaw.toString(), source: 'true' };
-    let d: Json;
+  /** `action`, or its older name on nodes and proxies that do not know it (`receivable` was `pending` before V23). */
+  async rpcOrOlder(action: string, older: string, params: Record<string, unknown>): Promise<Json> {
     try {
-      d = await this.rpc('receivable', params);
+      return await this.rpc(action, params);
     } catch (error) {
       if (!(error instanceof NanoPayError && error.code === 'UNKNOWN_ACTION')) throw error;
-      d = await this.rpc('pending', params);
+      return this.rpc(older, params);
     }
+  }
+
+  /**
+   * `receivable` (or `pending`): at most 1000 blocks of at least `minimumRaw`
+   * each (so that smaller ones, dust anyone can send cheaply, cannot push a
+   * payment out of the answer).
+   */
+  async receivable(address: string, minimumRaw = 1n): Promise<Receivable[]> {
+    const d = await this.rpcOrOlder('receivable', 'pending', { account: address, count: '1000', threshold: minimumRaw.toString(), source: 'true' });
     return parseReceivable(d.blocks, this.where('receivable'));
   }
 
