@@ -188,6 +188,15 @@ export class ShopMonitor {
     });
   }
 
+  /**
+   * A read that starts now or after the one under way: the round records the print it read at, and a read
+   * begun before that print (a page's, a moment before a payment confirmed) may not have seen what changed it.
+   */
+  private async readAfter(id: string): Promise<ShopRequest | undefined> {
+    await this.reads.get(id)?.catch(() => undefined);
+    return this.check(id);
+  }
+
   private once(id: string, run: () => Promise<ShopRequest | undefined>): Promise<ShopRequest | undefined> {
     let read = this.reads.get(id);
     if (read === undefined) {
@@ -278,7 +287,7 @@ export class ShopMonitor {
     }
     await this.each(expired, (r) => this.once(r.id, () => this.expire(r.id)));
     await this.each(due, async ({ request, print }) => {
-      const read = await this.check(request.id).catch(() => undefined);
+      const read = await this.readAfter(request.id).catch(() => undefined);
       if (read === undefined || FINAL_STATUSES.includes(read.status)) this.readAt.delete(request.id);
       else this.readAt.set(request.id, print);
     });

@@ -85,6 +85,40 @@ describe('the shop monitor', () => {
     expect(await store.shop.events(10)).toHaveLength(1);
   });
 
+  it('a round whose print changed reads after a read under way (a page\'s, begun before the payment), never joins it', async () => {
+    const store = await freshStore();
+    const request = shopRequest();
+    await store.shop.create(request);
+    let pending = '';
+    let paid = false;
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let reads = 0;
+    const source: ShopStatusSource = {
+      // The first read looks at the ledger before the payment, then is slow to answer.
+      read: async () => {
+        reads++;
+        const seen: ShopReading = paid ? { status: 'paid', paid_by: ['B'] } : { status: 'waiting' };
+        if (reads === 1) await held;
+        return seen;
+      },
+      fingerprints: async (addresses) => new Map(addresses.map((a) => [a, pending])),
+      payers: noPayers,
+    };
+    const monitor = new ShopMonitor({ store, source, pollMs: 10 });
+    const page = monitor.check(request.id);
+    await until(() => reads === 1, 'the page\'s read under way');
+    paid = true;
+    pending = 'B';
+    const woken = round(monitor);
+    release();
+    await Promise.all([page, woken]);
+    expect((await store.shop.get(request.id))?.status).toBe('paid');
+    // Recorded as read at the paying print: the next rounds leave it alone.
+    await round(monitor);
+    expect(reads).toBe(2);
+  });
+
   it('on a node, tells the open requests\' addresses once, then only the changes: paid or expired ones leave, a shared address when its last request does', async () => {
     const store = await freshStore();
     const clock = { now: Date.now() };
