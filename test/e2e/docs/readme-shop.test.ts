@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +12,7 @@ import { sandbox } from '../../helpers/ledger/sandbox.js';
 import { startCommand, type RunningCommand } from '../../helpers/processes/serve.js';
 import { tempDir } from '../../helpers/processes/temp.js';
 import { until } from '../../helpers/network/webhook-receiver.js';
+import { freePort } from '../../helpers/network/free-port.js';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
 
@@ -21,16 +21,6 @@ function shopExample(): string {
   const [block, ...more] = docBlocks('docs/shop.md', 'readme-shop');
   if (more.length > 0 || block?.lang !== 'js') throw new Error('docs/shop.md: one js block is the shop example');
   return block.code;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 let sb: RunningSandbox;

@@ -1,12 +1,12 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCommand, type RunResult } from '../../helpers/processes/cli.js';
 import { programProject, typecheck } from '../../helpers/processes/doc-programs.js';
 import { docBlocks, docText, pathWithNanopay, type DocBlock } from '../../helpers/processes/docs.js';
 import { tempDir } from '../../helpers/processes/temp.js';
+import { freePort } from '../../helpers/network/free-port.js';
 
 /**
  * docs/x402.md as a reader follows it, with its blocks marked test=x402-guide: the two terminals' example (terminal 1:
@@ -23,17 +23,6 @@ const PLACEHOLDER = 'nano_1…';
 // python3 serves the paywall's API and curl shows its 402, where they are installed; CI installs them (.ci/run).
 const missing = ['python3', 'curl'].filter((tool) => spawnSync(tool, ['--version']).status !== 0);
 if (missing.length > 0 && process.env.CI === undefined) console.warn(`x402-guide.test.ts: ${missing.join(' and ')} not installed, so docs/x402.md's example was not run (apt-get install ${missing.join(' ')})`);
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** A terminal left running (terminal 1, a server): its own process group, so stopping it stops what it started. */
 interface Terminal {

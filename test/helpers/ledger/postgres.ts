@@ -1,12 +1,12 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { freePort } from '../network/free-port.js';
 
 const run = promisify(execFile);
 
@@ -54,14 +54,6 @@ export function postgresUnavailable(): string | undefined {
   if (typeof found !== 'string') return undefined;
   if (process.env.CI === 'true') throw new Error(`PostgreSQL is required in CI: ${found}`);
   return found;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 function alive(pid: number): boolean {

@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, createWriteStream } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'vitest';
@@ -12,6 +11,7 @@ import { createWallet } from '../../../src/ops/profile/wallet.js';
 import { newUser, type CliUser } from '../processes/cli.js';
 import { tempDir } from '../processes/temp.js';
 import { userSession } from './backend-users.js';
+import { freePort } from '../network/free-port.js';
 
 /**
  * The reference nano_node (V27.1, nanocurrency/nano-node) on its `dev` network, one per test suite: its
@@ -65,14 +65,6 @@ export function realNodeUnavailable(): string | undefined {
   }
   if (why !== undefined && process.env.CI === 'true') throw new Error(`The real nano_node is required in CI: ${why}`);
   return why;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 function nodeConfig(ports: { peer: number; ws: number }): string {
