@@ -74,8 +74,13 @@ class Keeper {
       try {
         const ctx = await this.session.context();
         const signer = await laneSigner(this.session, set, lane);
-        await fundLane(this.session, ctx, set, lane, signer);
-        await this.upkeep(ctx, lane, signer);
+        // Held from the read of what the lane lacks until the refill is received: a node lists a send as on its way
+        // only once it is confirmed, so another process refilling the lane meanwhile would not see this refill and
+        // would send one more. Held, it waits, then finds the lane funded.
+        await this.holding(lane, async () => {
+          await ownSendConfirmed(ctx, (await fundLane(this.session, ctx, set, lane, signer)).hash);
+          await receiveOnLane(ctx, signer);
+        });
         this.failed.delete(lane.address);
       } catch (error) {
         this.failed.set(lane.address, { at: Date.now(), error });
@@ -97,11 +102,11 @@ class Keeper {
     return failed !== undefined && Date.now() - failed.at < REFILL_RETRY_MS ? failed.error : undefined;
   }
 
-  /** Receives what waits for the lane (its refills), holding it. */
-  private async upkeep(ctx: OpsContext, lane: Lane, signer: Signer): Promise<void> {
+  /** Runs `upkeep` holding the lane (its refill). */
+  private async holding(lane: Lane, upkeep: () => Promise<void>): Promise<void> {
     const claim = await claimWaiting(stateDir(this.session.dir, 'lanes'), lane, () => Date.now() + UPKEEP_LEASE_MS, UPKEEP_WAIT_MS);
     try {
-      await receiveOnLane(ctx, signer);
+      await upkeep();
     } finally {
       await claim.release();
     }
@@ -173,8 +178,8 @@ export function lanesIdle(session: Session): Promise<void> {
   return keepers.get(session)?.idle() ?? Promise.resolve();
 }
 
-/** How long funding a lane waits for its send's confirmation (a lone dev node takes about 0.2 s, the live network about 1 s). */
-const FUNDING_CONFIRM_MS = 30_000;
+/** How long a send between the wallet's accounts is awaited to be seen confirmed (a lone dev node takes about 0.2 s, the live network about 1 s). */
+const OWN_SEND_CONFIRM_MS = 30_000;
 
 /** What the lane holds and has on its way to it. */
 export async function laneFunds(ctx: OpsContext, address: string): Promise<bigint> {
@@ -186,17 +191,26 @@ export async function laneFunds(ctx: OpsContext, address: string): Promise<bigin
 /**
  * Sends the lane what it lacks of its fund (with what is on its way to it),
  * from the wallet's funding account: between own accounts, so the spending
- * policy does not judge it and no budget counts it. Returns what was sent.
+ * policy does not judge it and no budget counts it. Returns what was sent and
+ * its block, whose confirmation the lane awaits (ownSendConfirmed) before it
+ * receives it.
  */
-export async function fundLane(session: Session, ctx: OpsContext, set: LaneSet, lane: Lane, signer: Signer): Promise<bigint> {
+export async function fundLane(session: Session, ctx: OpsContext, set: LaneSet, lane: Lane, signer: Signer): Promise<{ raw: bigint; hash?: string }> {
   const lacking = BigInt(set.settings.fundRaw) - (await laneFunds(ctx, lane.address));
-  if (lacking <= 0n) return 0n;
+  if (lacking <= 0n) return { raw: 0n };
   const from = await fundingSigner(session, set);
   const moved = await move(ctx, { signer: from, to: lane.address, amountRaw: lacking, ownAccount: signer });
-  // A node lists a send as receivable once it is confirmed: until then the lane could neither receive it nor count
-  // it on its way (and a refill would send it again).
-  if (moved.hash !== null) await seenConfirmed(ctx.api, moved.hash, FUNDING_CONFIRM_MS, ctx.signal);
-  return lacking;
+  return { raw: lacking, ...(moved.hash === null ? {} : { hash: moved.hash }) };
+}
+
+/**
+ * Waits, bounded, until a send between the wallet's accounts (a lane funded
+ * or emptied) is seen confirmed: a node lists a send as receivable only then,
+ * so the account it goes to could neither receive it nor count it on its way
+ * before. Past the bound it is left for that account's next receive.
+ */
+export async function ownSendConfirmed(ctx: OpsContext, hash: string | undefined): Promise<void> {
+  if (hash !== undefined) await seenConfirmed(ctx.api, hash, OWN_SEND_CONFIRM_MS, ctx.signal);
 }
 
 /** Receives what waits for a lane (held by the caller): its earlier cheque resolved first. */

@@ -9,7 +9,7 @@ import type { Session } from '../session.js';
 import { LANE_BASE, type LaneSettings } from '../../wallet/config.js';
 import { MAX_LANES, laneSigner, lanesOf, type Lane, type LaneSet } from './accounts.js';
 import { claimHolder, claimWaiting } from './claims.js';
-import { fundLane, laneFunds, receiveOnLane } from './keeper.js';
+import { fundLane, laneFunds, ownSendConfirmed, receiveOnLane } from './keeper.js';
 
 /** How long `lanes set` waits for a lane that payments keep busy. */
 const SET_WAIT_MS = 120_000;
@@ -97,15 +97,16 @@ export async function showLanes(session: Session, input: { wallet?: string; sign
   return described(session, await session.context(input.signal), walletOf(session, input.wallet));
 }
 
-/** Empties a lane into the funding account (held, its cheque resolved first); returns what it sent. */
-async function empty(session: Session, ctx: OpsContext, set: LaneSet, lane: Lane, into: Signer): Promise<bigint> {
+/** Empties a lane into the funding account (held, its cheque resolved first); returns what it sent, and its block. */
+async function empty(session: Session, ctx: OpsContext, set: LaneSet, lane: Lane, into: Signer): Promise<{ raw: bigint; hash?: string }> {
   const signer = await laneSigner(session, set, lane);
   const claim = await claimWaiting(stateDir(session.dir, 'lanes'), lane, () => Date.now() + SET_LEASE_MS, SET_WAIT_MS, ctx.signal);
   try {
     await receiveOnLane(ctx, signer);
     const balance = (await readAccountHead(ctx, lane.address)).state.balance;
-    if (balance > 0n) await move(ctx, { signer, to: into.address, amountRaw: balance, ownAccount: into });
-    return balance;
+    if (balance === 0n) return { raw: 0n };
+    const moved = await move(ctx, { signer, to: into.address, amountRaw: balance, ownAccount: into });
+    return { raw: balance, ...(moved.hash === null ? {} : { hash: moved.hash }) };
   } finally {
     await claim.release();
   }
@@ -150,7 +151,12 @@ export async function setLanes(session: Session, input: { count: number; fundXno
   }
 
   let returned = 0n;
-  for (const lane of before?.lanes.slice(input.count) ?? []) returned += await empty(session, ctx, before as LaneSet, lane, funder);
+  const emptied: (string | undefined)[] = [];
+  for (const lane of before?.lanes.slice(input.count) ?? []) {
+    const sent = await empty(session, ctx, before as LaneSet, lane, funder);
+    returned += sent.raw;
+    emptied.push(sent.hash);
+  }
   session.updateProfile((p) => {
     const w = p.wallets[wallet];
     if (w === undefined) return p;
@@ -161,9 +167,16 @@ export async function setLanes(session: Session, input: { count: number; fundXno
   let funded = 0n;
   const set = lanesOf(session, wallet);
   if (set !== undefined) {
-    for (const lane of set.lanes) funded += await fundLane(session, ctx, set, lane, await laneSigner(session, set, lane));
+    const funding = new Map<string, string | undefined>();
+    for (const lane of set.lanes) {
+      const sent = await fundLane(session, ctx, set, lane, await laneSigner(session, set, lane));
+      funded += sent.raw;
+      funding.set(lane.address, sent.hash);
+    }
+    // Each lane receives its funding once it is confirmed: the waits run at once, not one lane after another.
     await Promise.all(
       set.lanes.map(async (lane) => {
+        await ownSendConfirmed(ctx, funding.get(lane.address));
         const claim = await claimWaiting(stateDir(session.dir, 'lanes'), lane, () => Date.now() + SET_LEASE_MS, SET_WAIT_MS, ctx.signal);
         try {
           await receiveOnLane(ctx, await laneSigner(session, set, lane));
@@ -173,6 +186,9 @@ export async function setLanes(session: Session, input: { count: number; fundXno
       }),
     );
   }
-  if (returned > 0n) await receive(session, { wallet, index: from, ...(input.signal === undefined ? {} : { signal: input.signal }) });
+  if (returned > 0n) {
+    await Promise.all(emptied.map((hash) => ownSendConfirmed(ctx, hash)));
+    await receive(session, { wallet, index: from, ...(input.signal === undefined ? {} : { signal: input.signal }) });
+  }
   return { ...(await described(session, ctx, wallet)), funded: rawToXno(funded), funded_raw: funded.toString(), returned: rawToXno(returned), returned_raw: returned.toString() };
 }

@@ -135,6 +135,38 @@ describe.skipIf(skip !== undefined)('x402 on the real node', () => {
     expect(laneBalances.reduce((a, b) => a + b, 0n)).toBe((4n * XNO) / 10n - 4n * PRICE_RAW);
   });
 
+  it.concurrent('lanes are refilled on the way and emptied whole: money leaves the wallet only as the payments, and lanes set 0 receives what they held', async () => {
+    const payer = await customer(XNO);
+    const fund = 2n * PRICE_RAW;
+    const set = await payer.user.json<{ lanes: { address: string }[] }>(['lanes', 'set', '2', '--fund', '0.002']);
+    expect(set._code).toBe(0);
+    const laneAddresses = set.lanes.map((l) => l.address);
+    // Six payments through two lanes funded with two each: the lanes are refilled from the wallet's account on the way.
+    const runs = await Promise.all(Array.from({ length: 6 }, (_, i) => payer.user.json<Paid>(['fetch', `${paywall.printed.url}/refill?i=${i}`, '--max', '0.01', '--yes'])));
+    expect(runs.map((r) => [r._code, r.status, r.body])).toEqual(Array.from({ length: 6 }, (_, i) => [0, 200, `report for GET /refill?i=${i}`]));
+    expect(new Set(runs.map((r) => r.payment.hash)).size).toBe(6);
+    for (const run of runs) {
+      expect(laneAddresses).toContain(run.payment.payer);
+      await expectPaid(run.payment.hash, run.payment.payer, PRICE_RAW);
+    }
+    // Each refill was received before the process that sent it ended: nothing waits for a lane, and the wallet's
+    // accounts hold all but the payments. A lane is topped up to its fund, never past it, however many processes
+    // found it low at once.
+    for (const lane of laneAddresses) expect((await node.rpc('receivable', { account: lane, count: '-1', include_only_confirmed: 'false' })).blocks).toBe('');
+    const held = async (address: string): Promise<bigint> => BigInt((await accountInfo(address)).balance as string);
+    const lanes = await Promise.all(laneAddresses.map(held));
+    const inLanes = lanes.reduce((a, b) => a + b, 0n);
+    expect((await held(payer.address)) + inLanes).toBe(XNO - 6n * PRICE_RAW);
+    expect(lanes.every((balance) => balance <= fund)).toBe(true);
+
+    const emptied = await payer.user.json<{ count: number; returned_raw: string }>(['lanes', 'set', '0']);
+    expect(emptied).toMatchObject({ _code: 0, count: 0, returned_raw: inLanes.toString() });
+    for (const lane of laneAddresses) expect(await held(lane)).toBe(0n);
+    // The wallet's account received it all back: nothing is left on its way.
+    expect(await payer.user.json(['balance'])).toMatchObject({ _code: 0, balance_raw: (XNO - 6n * PRICE_RAW).toString(), pending_raw: '0' });
+    expect(await accountInfo(payer.address)).toMatchObject({ balance: (XNO - 6n * PRICE_RAW).toString() });
+  });
+
   it.concurrent('the spending policy refuses a send over its per-send limit, and nothing reaches the node; one within it is sent', async () => {
     const payer = await customer(XNO);
     const other = publicKeyToAddress(randomBytes(32));
