@@ -167,6 +167,26 @@ describe.skipIf(skip !== undefined)('x402 on the real node', () => {
     expect(await accountInfo(payer.address)).toMatchObject({ balance: (XNO - 6n * PRICE_RAW).toString() });
   });
 
+  it.concurrent('the spending policy holds a send over ask-above until a person approves it; approved, it is sent once', async () => {
+    const payer = await customer(XNO);
+    const other = publicKeyToAddress(randomBytes(32));
+    expect((await payer.user.json(['policy', 'set', 'ask-above', '0.05']))._code).toBe(0);
+    const before = await accountInfo(payer.address);
+    const held = await payer.user.json<{ error: { code: string; approval: { id: string } } }>(['send', other, '0.06', '--yes']);
+    expect(held).toMatchObject({ _code: 14, error: { code: 'APPROVAL_REQUIRED', approval: { id: expect.any(String) } } });
+    expect(await accountInfo(payer.address)).toMatchObject({ balance: XNO.toString(), block_count: '1', frontier: before.frontier });
+
+    const id = held.error.approval.id;
+    expect(await payer.user.json(['approvals', 'approve', id, '--yes'])).toMatchObject({ _code: 0, state: 'approved' });
+    const sent = await payer.user.json<{ hash: string }>(['send', other, '0.06', '--yes', '--approval', id]);
+    expect(sent._code).toBe(0);
+    await node.waitConfirmed(sent.hash);
+    expect(await blockInfo(sent.hash)).toMatchObject({ subtype: 'send', amount: ((6n * XNO) / 100n).toString(), contents: { account: payer.address, previous: before.frontier, link_as_account: other } });
+    // Used once: the same approval sends nothing again.
+    expect(await payer.user.json(['send', other, '0.06', '--yes', '--approval', id])).toMatchObject({ _code: 10, error: { code: 'APPROVAL_INVALID' } });
+    expect(await accountInfo(payer.address)).toMatchObject({ balance: (XNO - (6n * XNO) / 100n).toString(), block_count: '2', frontier: sent.hash });
+  });
+
   it.concurrent('the spending policy refuses a send over its per-send limit, and nothing reaches the node; one within it is sent', async () => {
     const payer = await customer(XNO);
     const other = publicKeyToAddress(randomBytes(32));
