@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { publicKeyToAddress } from '../../../src/nano/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { nodeUser, realNodeUnavailable, startRealNode, type RealNode } from '../../helpers/ledger/real-node.js';
+import { nodeUser, realNodeUnavailable, startRealNode, watchStatus, type RealNode } from '../../helpers/ledger/real-node.js';
+import type { PaymentRequest } from '../../helpers/processes/cli.js';
 import { startFaultyProxy, type FaultyProxy } from '../../helpers/network/faulty-proxy.js';
 import { until } from '../../helpers/network/webhook-receiver.js';
 
@@ -10,7 +11,7 @@ import { until } from '../../helpers/network/webhook-receiver.js';
  * The reference nano_node going away under nanopay: killed (SIGKILL) while a send's block is at it, and stopped
  * while commands run. The rerun under the same --id after the restart publishes the journaled block, so the
  * account moves once; a command against a node that is down fails with its code (exit 5) and loses nothing.
- * The tests run in order: each takes the node down and brings it back.
+ * A status --watch lives through the node's restart. The tests run in order: each takes the node down and brings it back.
  */
 const skip = realNodeUnavailable();
 const XNO = 10n ** 30n;
@@ -110,5 +111,20 @@ describe.skipIf(skip !== undefined)('the real node killed and restarted', () => 
     expect(sent).toMatchObject({ _code: 0, repeated: false });
     await node.waitConfirmed(sent.hash);
     expect(await accountInfo(owner.address)).toMatchObject({ balance: ((3n * XNO) / 2n - XNO / 10n).toString(), block_count: '3', frontier: sent.hash });
+  });
+
+  it('killed under status --watch: the watch lives through the restart and sees the payment over the WebSocket again', async () => {
+    const [merchant, payer] = await Promise.all([nodeUser(node), funded(XNO)]);
+    const request = await merchant.user.json<PaymentRequest>(['request', '0.04', '--no-qr']);
+    const watching = await watchStatus(merchant, request.transaction_id);
+    await node.kill();
+    await node.start();
+    const paid = await payer.user.json<{ hash: string; amount_raw: string }>(['pay', request.uri, '--yes']);
+    expect(paid).toMatchObject({ _code: 0, amount_raw: request.amount_raw });
+    expect(await watching.exited).toBe(0);
+    expect(watching.events().at(-1)).toMatchObject({ event: 'status', status: 'paid', is_paid: true, paid_by: [paid.hash] });
+    expect(watching.events().filter((e) => e.is_paid === true)).toHaveLength(1);
+    await node.waitConfirmed(paid.hash);
+    expect((await node.rpc('block_info', { hash: paid.hash, json_block: 'true' })) as Record<string, any>).toMatchObject({ amount: request.amount_raw, contents: { account: payer.address, link_as_account: merchant.address } });
   });
 });

@@ -2,10 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { publicKeyToAddress } from '../../../src/nano/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { nodeUser, realNodeUnavailable, startRealNode, type RealNode } from '../../helpers/ledger/real-node.js';
+import { nodeUser, realNodeUnavailable, startRealNode, watchStatus, type RealNode } from '../../helpers/ledger/real-node.js';
 import { until } from '../../helpers/network/webhook-receiver.js';
 import type { PaymentRequest } from '../../helpers/processes/cli.js';
-import { startCommand } from '../../helpers/processes/serve.js';
 
 /**
  * The wallet's node paths against the reference nano_node: receive, send, pay, requests (shared and fresh
@@ -19,7 +18,6 @@ let node: RealNode;
 
 type Json = Record<string, unknown>;
 type User = Awaited<ReturnType<typeof nodeUser>>;
-type StatusEvent = { event: string; status?: string; is_paid?: boolean; paid_by?: string[] };
 
 const accountInfo = async (address: string): Promise<{ balance: string; block_count: string; frontier: string }> =>
   (await node.rpc('account_info', { account: address })) as { balance: string; block_count: string; frontier: string };
@@ -34,23 +32,6 @@ async function funded(...amounts: bigint[]): Promise<User> {
   const received = await user.user.json<{ total_raw: string }>(['receive']);
   expect(received.total_raw).toBe(amounts.reduce((a, b) => a + b, 0n).toString());
   return user;
-}
-
-/** `status ID --watch` with an hour between polls: only the node's WebSocket (or the check after it connects) sees a payment. */
-async function watch(merchant: User, id: string): Promise<{ events: () => StatusEvent[]; exited: Promise<number | null> }> {
-  const running = await startCommand<StatusEvent>(['status', id, '--watch', '--interval', '3600', '--timeout', '60', '--json'], merchant.user.env);
-  expect(running.printed).toMatchObject({ event: 'status', is_paid: false });
-  const exited = new Promise<number | null>((resolve) => {
-    if (running.child.exitCode !== null) resolve(running.child.exitCode);
-    running.child.once('close', (code) => resolve(code));
-  });
-  const events = () =>
-    running
-      .stdout()
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line) as StatusEvent);
-  return { events, exited };
 }
 
 describe.skipIf(skip !== undefined)('the wallet on the real node', () => {
@@ -121,7 +102,7 @@ describe.skipIf(skip !== undefined)('the wallet on the real node', () => {
     const fresh = await merchant.user.json<PaymentRequest>(['request', '0.3', '--fresh-address', '--no-qr']);
     expect(shared.receive_address).toBe(merchant.address);
     expect(fresh.receive_address).not.toBe(merchant.address);
-    const watches = await Promise.all([watch(merchant, shared.transaction_id), watch(merchant, fresh.transaction_id)]);
+    const watches = await Promise.all([watchStatus(merchant, shared.transaction_id), watchStatus(merchant, fresh.transaction_id)]);
 
     const payments: Json[] = [];
     for (const request of [shared, fresh]) {

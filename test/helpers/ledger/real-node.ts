@@ -9,6 +9,7 @@ import type { Session } from '../../../src/ops/session.js';
 import { NETWORK_THRESHOLDS, generateWork } from '../../../src/work/index.js';
 import { createWallet } from '../../../src/ops/profile/wallet.js';
 import { newUser, type CliUser } from '../processes/cli.js';
+import { startCommand } from '../processes/serve.js';
 import { tempDir } from '../processes/temp.js';
 import { userSession } from './backend-users.js';
 import { freePort } from '../network/free-port.js';
@@ -229,4 +230,29 @@ export async function nodeUser(node: RealNode, extraEnv: NodeJS.ProcessEnv = {})
   const session = userSession(user);
   const { address } = await createWallet(session);
   return { user, session, address };
+}
+
+/** A line `status --watch --json` prints. */
+export interface StatusEvent {
+  event: string;
+  status?: string;
+  is_paid?: boolean;
+  paid_by?: string[];
+}
+
+/** `status ID --watch` of `merchant` with an hour between polls: only the node's WebSocket (or the check after it connects) sees a payment. */
+export async function watchStatus(merchant: { user: CliUser }, id: string): Promise<{ events: () => StatusEvent[]; exited: Promise<number | null> }> {
+  const running = await startCommand<StatusEvent>(['status', id, '--watch', '--interval', '3600', '--timeout', '60', '--json'], merchant.user.env);
+  expect(running.printed).toMatchObject({ event: 'status', is_paid: false });
+  const exited = new Promise<number | null>((resolve) => {
+    if (running.child.exitCode !== null) resolve(running.child.exitCode);
+    running.child.once('close', (code) => resolve(code));
+  });
+  const events = () =>
+    running
+      .stdout()
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as StatusEvent);
+  return { events, exited };
 }
