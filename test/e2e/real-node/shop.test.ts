@@ -8,7 +8,8 @@ import { startCommand, type RunningCommand } from '../../helpers/processes/serve
 /**
  * The shop against the reference nano_node: `checkout serve` with fresh addresses, signed webhooks and refunds
  * carried out by the server; a request made through its API, its page, paid, refunded through the API; then
- * `nanopay sweep` moves the fresh account's takings. Each movement is checked in the node's own ledger.
+ * `nanopay sweep` moves the fresh account's takings, and `checkout serve --sweep-to` does it by itself. Each
+ * movement is checked in the node's own ledger.
  */
 const skip = realNodeUnavailable();
 const XNO = 10n ** 30n;
@@ -23,9 +24,9 @@ let secret = '';
 
 type Api = { status: number; body: { data: Record<string, any> } };
 
-async function api(path: string, init: RequestInit = {}): Promise<Api> {
+async function api(path: string, init: RequestInit = {}, on = server.printed.url): Promise<Api> {
   const token = readFileSync(server.printed.token_file, 'utf8').trim();
-  const response = await fetch(`${server.printed.url}${path}`, { ...init, headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` } });
+  const response = await fetch(`${on}${path}`, { ...init, headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` } });
   return { status: response.status, body: (await response.json()) as Api['body'] };
 }
 
@@ -102,5 +103,31 @@ describe.skipIf(skip !== undefined)('the shop on the real node', () => {
     expect(await merchant.user.json(['sweep', '--to', cold.address, '--yes'])).toMatchObject({ _code: 0, swept: 0, total_raw: '0' });
     // The payer's chain: open and the payment; the refund waits to be received.
     expect(await node.rpc('account_info', { account: payer.address, receivable: 'true' })).toMatchObject({ balance: (3n * XNO - 3n * XNO / 10n).toString(), block_count: '2', receivable: request.amount_raw });
+  });
+
+  it('checkout serve --sweep-to sweeps the takings of its fresh accounts by itself, once each, whole', async () => {
+    const vault = await nodeUser(node);
+    const sweeper = await startCommand<{ url: string }>(['checkout', 'serve', '--json', '--fresh-addresses', '--sweep-to', vault.address, '--sweep-every', '1s', '--poll-interval', '1'], merchant.user.env);
+    try {
+      const made = await api('/api/v1/requests', { method: 'POST', body: JSON.stringify({ amount: '0.2' }) }, sweeper.printed.url);
+      const request = made.body.data;
+      expect(request).toMatchObject({ status: 'waiting', amount_raw: (2n * XNO / 10n).toString() });
+      const paid = await payer.user.json<{ hash: string }>(['pay', request.uri as string, '--yes']);
+      expect(paid._code).toBe(0);
+      const waiting = async (): Promise<Record<string, { amount: string; source: string }>> => {
+        const { blocks } = (await node.rpc('receivable', { account: vault.address, source: 'true' })) as { blocks: '' | Record<string, { amount: string; source: string }> };
+        return blocks === '' ? {} : blocks;
+      };
+      await until(async () => Object.keys(await waiting()).length > 0, 'the server\'s sweep');
+      const [moved] = Object.keys(await waiting());
+      expect(await waiting()).toEqual({ [moved as string]: { amount: request.amount_raw, source: request.receive_address } });
+      // Its open (the payment received) and one send of all of it.
+      expect(await accountInfo(request.receive_address as string)).toMatchObject({ balance: '0', block_count: '2', frontier: moved });
+      // Swept after the payment was matched: the request stays paid by it.
+      await until(async () => (await api(`/api/v1/requests/${request.id as string}`, {}, sweeper.printed.url)).body.data.status === 'paid', 'the request paid');
+      expect((await api(`/api/v1/requests/${request.id as string}`, {}, sweeper.printed.url)).body.data).toMatchObject({ status: 'paid', paid_by: [paid.hash] });
+    } finally {
+      await sweeper.stop();
+    }
   });
 });
