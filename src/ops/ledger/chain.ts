@@ -311,9 +311,9 @@ export interface ReceivedBlock {
 }
 
 /**
- * Receives every confirmed pending block of at least `minimumRaw` (each proved, see proveSend), oldest
- * first; the first opens the account. A block that cannot be proved is refused (and returned, with why),
- * and the others are received.
+ * Receives every confirmed pending block of at least `minimumRaw` (each proved, see proveSend), in the
+ * backend's order (a node lists them by hash); the first opens the account. A block that cannot be proved
+ * is refused (and returned, with why), and the others are received.
  */
 export async function receiveAllPending(ctx: OpsContext, signer: Signer, minimumRaw = 1n): Promise<{ received: ReceivedBlock[]; refused: RefusedBlock[] }> {
   const waiting = await provedReceivable(ctx.api, signer.address, await ctx.api.pending(signer.address));
