@@ -102,6 +102,8 @@ const SCRIPT = `(() => {
       document.getElementById('rest-wallet').href = view.rest_uri;
     }
     const refund = document.getElementById('refund');
+    // Any request may have had money sent back (an overpayment's difference), not only a refunded one.
+    refund.hidden = !view.refunded;
     if (view.refunded) refund.textContent = refund.dataset.text.replace('{refunded}', view.refunded);
     if (view.state === 'paid') startCountdown();
   };
@@ -292,7 +294,7 @@ ${
 }
 </div>
 <p class="note"${when('expired', state)}>Do not send a payment for this request any more; ask the shop for a new one.</p>
-<p id="refund" class="note"${when('refunded partially_refunded', state)} data-text="${escapeHtml(REFUND_TEXT)}">${escapeHtml(REFUND_TEXT.replace('{refunded}', view.refunded ?? ''))}</p>
+<p id="refund" class="note"${view.refunded === undefined ? ' hidden' : ''} data-text="${escapeHtml(REFUND_TEXT)}">${escapeHtml(REFUND_TEXT.replace('{refunded}', view.refunded ?? ''))}</p>
 <p class="note"${when('paid_late', state)}>Your payment arrived after this request expired, so it was not accepted by itself. Contact the shop: it completes your order or refunds you.</p>
 </section>
 </div>

@@ -8,6 +8,8 @@ export type CheckoutState = RequestState;
 /** What a page shows of a request's status, and what is pushed to it. */
 export interface CheckoutView {
   state: CheckoutState;
+  /** Paid the exact amount in time, and not wholly refunded: what the shop counts as paid. */
+  is_paid: boolean;
   block_hash?: string;
   /** Under- or overpaid: what arrived, in XNO. */
   received?: string;
@@ -30,6 +32,7 @@ export function viewOf(observation: CheckoutObservation, now: number): CheckoutV
   const { block_hash, received, rest, rest_uri, refunded } = observation;
   return {
     state,
+    is_paid: state === 'paid' || state === 'partially_refunded',
     ...(state === 'paid' && block_hash !== undefined ? { block_hash } : {}),
     ...(received === undefined ? {} : { received }),
     ...(refunded === undefined ? {} : { refunded }),

@@ -1,6 +1,7 @@
 import { redactUrl } from '../errors.js';
 import type { Amount } from '../ops/money.js';
-import { runPendingRefunds } from '../ops/requests/refunds.js';
+import { refundFailureText, runPendingRefunds } from '../ops/requests/refunds.js';
+import type { ServerLog } from '../http/log.js';
 import { sweep } from '../ops/requests/sweep.js';
 import type { Session } from '../ops/session.js';
 
@@ -21,7 +22,7 @@ export interface ShopSigner {
  */
 export function startShopSigner(
   session: Session,
-  options: { refunds: boolean; sweep?: { to: string; everyMs: number; min?: Amount }; pollMs: number; log: (line: string) => void },
+  options: { refunds: boolean; sweep?: { to: string; everyMs: number; min?: Amount }; pollMs: number; log: ServerLog },
 ): ShopSigner {
   let chain: Promise<void> = Promise.resolve();
   let stopped = false;
@@ -31,9 +32,20 @@ export function startShopSigner(
   };
   const refunds = (): void =>
     queue(() =>
-      runPendingRefunds(session).then((r) => {
-        for (const done of r.done) options.log(`refund ${done.refund.id} of request ${done.refund.request_id}: ${done.refund.amount} XNO to ${done.refund.to} (block ${done.refund.block})`);
-        for (const failed of r.failed) options.log(`refund ${failed.refund} failed (${failed.code}): ${failed.message}`);
+      runPendingRefunds(session, { due: true }).then((r) => {
+        for (const { refund: f } of r.done) {
+          options.log(`refund ${f.id} of request ${f.request_id}: ${f.amount} XNO to ${f.to} from ${f.from ?? '?'} (block ${f.block})`, {
+            event: 'refund_sent',
+            fields: { refund_id: f.id, request_id: f.request_id, amount_raw: f.amount_raw, to: f.to, from: f.from, block: f.block },
+          });
+        }
+        for (const f of r.failed) {
+          options.log(refundFailureText(f), {
+            event: f.outcome === 'failed' ? 'refund_failed' : f.outcome === 'held' ? 'refund_held' : 'refund_retry',
+            level: f.outcome === 'failed' ? 'error' : 'warn',
+            fields: { refund_id: f.refund, request_id: f.request_id, code: f.code, attempts: f.attempts, next_attempt_at: f.next_attempt_at, approval_id: f.approval_id },
+          });
+        }
       }, failure('refunds')),
     );
   const sweeping = options.sweep;
@@ -42,7 +54,11 @@ export function startShopSigner(
       sweeping === undefined
         ? Promise.resolve()
         : sweep(session, { to: sweeping.to, ...(sweeping.min === undefined ? {} : { min: sweeping.min }) }).then(
-            (r) => options.log(`sweep ${r.run_id}: ${r.total} XNO from ${r.swept} account(s) to ${r.to}`),
+            (r) =>
+              options.log(`sweep ${r.run_id}: ${r.total} XNO from ${r.swept} account(s) to ${r.to}; left ${r.left_total} XNO on ${r.left} unsettled; ${r.held} held for approval`, {
+                event: 'sweep',
+                fields: { run_id: r.run_id, to: r.to, swept: r.swept, total_raw: r.total_raw, left: r.left, left_total_raw: r.left_total_raw, held: r.held },
+              }),
             failure('sweep'),
           ),
     );

@@ -2,7 +2,7 @@ import { Args, Flags } from '@oclif/core';
 import { paymentConfirmation } from '../cli/input/confirm-send.js';
 import { SessionCommand } from '../cli/session-command.js';
 import { NanoPayError } from '../errors.js';
-import { refund, runPendingRefunds, type RefundResult } from '../ops/requests/refunds.js';
+import { refund, refundFailureText, runPendingRefunds, type RefundFailure, type RefundResult } from '../ops/requests/refunds.js';
 
 /** What a refund did, for people: a dry run, a repeat under --id, a finished earlier one, or the block that sent the money back. */
 function refundText(r: RefundResult, key: string | undefined): string {
@@ -37,7 +37,7 @@ and a refund that did not finish is finished by the next refund of that request 
     pending: Flags.boolean({ description: 'carry out every refund waiting in the store (API orders, unfinished runs)', exclusive: ['amount', 'to', 'id', 'dry-run', 'approval'] }),
   };
 
-  async run(): Promise<RefundResult | { done: RefundResult[]; failed: { refund: string; code: string; message: string }[] }> {
+  async run(): Promise<RefundResult | { done: RefundResult[]; failed: RefundFailure[] }> {
     const { args, flags } = await this.parse(Refund);
     const session = this.session(flags);
     if (flags.pending) {
@@ -45,7 +45,7 @@ and a refund that did not finish is finished by the next refund of that request 
       if (!flags.yes) throw new NanoPayError('USAGE', '--pending sends every waiting refund without asking each: pass --yes');
       const result = await runPendingRefunds(session, { signal: this.signal });
       for (const done of result.done) this.log(refundText(done, undefined));
-      for (const failed of result.failed) process.stderr.write(`Refund ${failed.refund} failed (${failed.code}): ${failed.message}\n`);
+      for (const failed of result.failed) process.stderr.write(`${refundFailureText(failed)}\n`);
       if (result.done.length === 0 && result.failed.length === 0) this.log('No refund is waiting.');
       if (result.failed.length > 0 && !this.jsonEnabled()) throw new NanoPayError(result.failed[0]?.code ?? 'INTERNAL_ERROR', `${result.failed.length} refund(s) failed`);
       return result;

@@ -6,6 +6,7 @@ import { exportFormat, exportQuery, exportRequests } from '../ops/requests/expor
 import { RESPONDED, type Call, type Route } from '../http/server.js';
 import type { RefundRecord } from '../store/refunds.js';
 import { SHOP_STATUSES, type ShopRequest, type ShopStatus } from '../store/shop.js';
+import { withTotals } from '../store/shop-events.js';
 import type { Store } from '../store/store.js';
 
 const MAX_LIMIT = 100;
@@ -38,7 +39,7 @@ export function shopApiRoutes(options: ShopApiOptions): Route[] {
       return handle(call);
     };
   const present = (request: ShopRequest): Record<string, unknown> => {
-    const { events: _events, ...shown } = request;
+    const { events: _events, ...shown } = withTotals(request);
     return {
       ...shown,
       checkout_url: options.checkoutUrl(request.id),

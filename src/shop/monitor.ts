@@ -6,9 +6,12 @@ import { readingOf, type RequestReading } from '../ops/requests/matching.js';
 import { nodePaymentStatus, type RequestsHolder } from '../ops/requests/node-requests.js';
 import { serviceVerdict } from '../ops/requests/service-status.js';
 import { SAFETY_POLL_MS } from '../ops/ledger/confirmations.js';
-import { payersOf } from '../ops/ledger/proofs.js';
+import { paymentsOf, type ProvedSend } from '../ops/ledger/proofs.js';
+import { rawToXno } from '../nano/index.js';
+import type { ServerLog } from '../http/log.js';
 import { ledgerPrints } from '../ops/requests/ledger-prints.js';
-import { FINAL_STATUSES, newEvent, type ShopRequest, type ShopStatus, type UnsettledRequest, type WebhookEvent, type WebhookType } from '../store/shop.js';
+import { newEvent, requestTotals } from '../store/shop-events.js';
+import { FINAL_STATUSES, statusWithRefunds, type PaymentLine, type ShopRequest, type ShopStatus, type UnsettledRequest, type WebhookEvent, type WebhookType } from '../store/shop.js';
 import type { Store } from '../store/store.js';
 import { OpenRequests } from './open-requests.js';
 
@@ -24,8 +27,8 @@ export interface ShopStatusSource {
    * print changed since their last read. Without it, every round reads the unsettled requests (by roundGap).
    */
   fingerprints?(addresses: string[]): Promise<Map<string, string>>;
-  /** The accounts that sent these blocks to `address`, from the blocks themselves (proved). */
-  payers(address: string, blocks: string[]): Promise<string[]>;
+  /** These blocks to `address`: who sent each and how much, from the blocks themselves (proved). */
+  payments(address: string, blocks: string[]): Promise<ProvedSend[]>;
 }
 
 /**
@@ -38,7 +41,7 @@ export function nodeStatusSource(holder: RequestsHolder, node: NodeClient): Shop
   return {
     read: async (request) => readingOf(await nodePaymentStatus(holder, node, request.id)),
     fingerprints: (addresses) => ledgerPrints(node, addresses),
-    payers: (address, blocks) => payersOf(node, address, blocks),
+    payments: (address, blocks) => paymentsOf(node, address, blocks),
   };
 }
 
@@ -49,7 +52,7 @@ export function serviceStatusSource(api: ApiClient): ShopStatusSource {
       const status = await api.paymentStatus(request.id);
       return readingOf(await serviceVerdict(api, status, request.expires_at === undefined ? status.expiresAt : Date.parse(request.expires_at)));
     },
-    payers: (address, blocks) => payersOf(api, address, blocks),
+    payments: (address, blocks) => paymentsOf(api, address, blocks),
   };
 }
 
@@ -57,6 +60,9 @@ export function serviceStatusSource(api: ApiClient): ShopStatusSource {
 export function observationOf(request: ShopRequest): CheckoutObservation {
   return readingObservation(request, request.receive_address, request.expires_at);
 }
+
+/** Proved sends as the shop keeps them. */
+const paymentLines = (sends: ProvedSend[]): PaymentLine[] => sends.map((p) => ({ block: p.hash, from: p.from, amount: rawToXno(p.amountRaw), amount_raw: p.amountRaw.toString() }));
 
 /** How long after its expiry a request is still read for a late payment (on the service each read costs a credit). */
 const LATE_PAYMENT_WATCH_MS = 24 * 3_600_000;
@@ -86,7 +92,7 @@ export interface ShopMonitorOptions {
   onFollow?: (add: string[], remove: string[]) => void;
   /** A change was recorded (its event, if any, is queued): the request as it is now. */
   onChange?: (request: ShopRequest) => void;
-  log?: (line: string) => void;
+  log?: ServerLog;
   /** The clock rounds and expiries are reckoned by (tests move their own). */
   now?: () => number;
 }
@@ -333,22 +339,24 @@ export class ShopMonitor {
     // Paid wins over expired: a payment that landed is never hidden.
     const expired = reading.status === 'waiting' && request.expires_at !== undefined && Date.parse(request.expires_at) <= this.now();
     const status: ShopStatus = expired ? 'expired' : reading.status;
+    // A request refunded in part while it was underpaid, then paid in full, is paid with its refunds counted.
+    const shown = statusWithRefunds(status, BigInt(request.refunded_amount_raw ?? '0'), BigInt(reading.received_raw ?? request.amount_raw));
     // A second part of an underpayment changes what arrived and what is left: the shop (and the page) must know.
-    if (status === request.status && reading.received_raw === request.received_raw && reading.rest_raw === request.rest_raw) return request;
+    if (shown === request.status && reading.received_raw === request.received_raw && reading.rest_raw === request.rest_raw) return request;
     const seq = request.events + 1;
     // What the reading found replaces what an earlier one did (an underpaid request paid in full names no rest).
-    const { paid_by: _paidBy, payers: _payers, received_raw: _received, rest_raw: _rest, ...kept } = request;
-    const blocks = reading.paid_by ?? [];
-    const sameBlocks = blocks.join(',') === (request.paid_by ?? []).join(',');
-    const payers = blocks.length === 0 ? [] : sameBlocks && request.payers !== undefined ? request.payers : await this.options.source.payers(request.receive_address, blocks);
+    const { paid_by: _paidBy, payers: _payers, payments: _payments, received_raw: _received, rest_raw: _rest, ...kept } = request;
+    const blocks = reading.paid_by ?? reading.received_by ?? [];
+    const sameBlocks = blocks.join(',') === (request.payments ?? []).map((p) => p.block).join(',');
+    const payments = blocks.length === 0 ? [] : sameBlocks && request.payments !== undefined ? request.payments : paymentLines(await this.options.source.payments(request.receive_address, blocks));
     const paidNow = (status === 'paid' || status === 'paid_late') && request.paid_at === undefined;
     const next: ShopRequest = {
       ...kept,
-      status,
+      status: shown,
       events: seq,
       ...(paidNow ? { paid_at: new Date(this.now()).toISOString() } : {}),
       ...(reading.paid_by === undefined ? {} : { paid_by: reading.paid_by }),
-      ...(payers.length === 0 ? {} : { payers }),
+      ...(payments.length === 0 ? {} : { payers: [...new Set(payments.map((p) => p.from))], payments }),
       ...(reading.received_raw === undefined ? {} : { received_raw: reading.received_raw }),
       ...(reading.rest_raw === undefined ? {} : { rest_raw: reading.rest_raw }),
     };
@@ -357,7 +365,11 @@ export class ShopMonitor {
     if (await shop.change(request.status, recorded, event)) {
       this.track(recorded);
       this.options.onChange?.(recorded);
-      this.options.log?.(`request ${id}${request.order_id === undefined ? '' : ` (order ${request.order_id})`}: ${request.status} -> ${status}`);
+      const order = request.order_id === undefined ? '' : ` (order ${request.order_id})`;
+      this.options.log?.(`request ${id}${order}: ${request.status} -> ${shown}`, {
+        event: 'request_status',
+        fields: { request_id: id, order_id: request.order_id, from: request.status, to: shown, is_paid: requestTotals(recorded).is_paid },
+      });
       return recorded;
     }
     // Another instance recorded a change first: its record is the truth.

@@ -26,8 +26,11 @@ export interface RefundRecord {
   to: string;
   /** What the request had received when the refund was asked for (raw): its refunds never add up to more. */
   received_raw: string;
-  /** The account that signs it, recorded before signing. */
+  /** The account the paying blocks went to: the refund is paid from there when it holds enough. */
+  paid_to?: string;
+  /** The account that signs it (and the wallet's account it is), recorded before signing. */
   from?: string;
+  from_account?: { wallet: string; index: number };
   /** The refund's send block, once it landed. */
   block?: string;
   created_at: string;
@@ -39,6 +42,11 @@ export interface RefundRecord {
   fingerprint?: string;
   /** Why a pending order has not gone yet, or why it failed. */
   error?: { code: string; message: string };
+  /** Runs that failed so far (an API order is retried: refundRetry), and when the next may run. */
+  attempts?: number;
+  next_attempt_at?: string;
+  /** The spending policy held it for a person: the approval that, once given, lets it go. */
+  approval_id?: string;
 }
 
 export interface RefundsTable {
@@ -57,8 +65,12 @@ export interface RefundsTable {
   update(refund: RefundRecord): Promise<void>;
 }
 
-/** Where one account of a sweep stands: `planned` (found), `sending` (amount recorded, its block under way), then one of the ends. */
-export type SweepAccountStatus = 'planned' | 'sending' | 'swept' | 'below_min' | 'empty' | 'failed';
+/**
+ * Where one account of a sweep stands: `planned` (found), `sending` (amount recorded, its block under way),
+ * `held` (the spending policy holds it for a person: sent with its approval by a later run), then one of the
+ * ends; `left`: its request is not settled, so its money stays (`reason` says why).
+ */
+export type SweepAccountStatus = 'planned' | 'sending' | 'held' | 'swept' | 'below_min' | 'empty' | 'failed' | 'left';
 
 export interface SweepAccount {
   address: string;
@@ -72,6 +84,10 @@ export interface SweepAccount {
   amount_raw?: string;
   block?: string;
   error?: { code: string; message: string };
+  /** Left: why its request is not settled. */
+  reason?: string;
+  /** Held: the approval that lets it go once a person gives it. */
+  approval_id?: string;
 }
 
 export interface SweepRun {

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { NanoPayError } from '../errors.js';
 import type { RequestRecord } from '../wallet/requests.js';
 import type { FiatPrice } from './prices.js';
@@ -54,6 +53,8 @@ export interface ShopRequest {
   paid_by?: string[];
   /** The accounts that sent those blocks (read from the blocks, proved). */
   payers?: string[];
+  /** What arrived, block by block: who sent it and how much (proved from the blocks); an under- or overpayment's too. */
+  payments?: PaymentLine[];
   /** When nanopay recorded it paid (or paid late). */
   paid_at?: string;
   /** Under- or overpaid: raw received so far (node backend, fresh addresses). */
@@ -70,6 +71,14 @@ export interface ShopRequest {
   events: number;
 }
 
+/** One block that paid (or part-paid) a request, as the shop's API, its events and its exports show it. */
+export interface PaymentLine {
+  block: string;
+  from: string;
+  amount: string;
+  amount_raw: string;
+}
+
 /** One refund of a request, as its status, the shop's API and its events show it. */
 export interface RefundLine {
   id: string;
@@ -80,8 +89,23 @@ export interface RefundLine {
   refunded_at: string;
 }
 
-/** A change of status is `request.<status>`; every refund, whole or partial, is `request.refunded` (the object's status tells which). */
-export type WebhookType = `request.${Exclude<ShopStatus, 'waiting' | 'partially_refunded'>}`;
+/**
+ * A change of status is `request.<status>`; every refund, whole or partial, is `request.refunded` (the object's
+ * status tells which); a refund given up is `request.refund_failed` (its refund in `data.refund`).
+ */
+export type WebhookType = `request.${Exclude<ShopStatus, 'waiting' | 'partially_refunded'>}` | 'request.refund_failed';
+
+/** The refund an event is about (request.refunded, request.refund_failed). */
+export interface EventRefund {
+  id: string;
+  status: 'pending' | 'sent' | 'failed';
+  amount: string;
+  amount_raw: string;
+  to: string;
+  block?: string;
+  attempts?: number;
+  error?: { code: string; message: string };
+}
 
 /** A webhook event: what is signed and sent (id, type, created, data) and how its delivery goes. */
 export interface WebhookEvent {
@@ -91,7 +115,7 @@ export interface WebhookEvent {
   created: number;
   /** Its number among the events of its request: they are delivered in this order. */
   request_seq: number;
-  data: { object: ShopRequest };
+  data: { object: ShopRequest; refund?: EventRefund };
   delivery: {
     attempts: number;
     delivered_at?: string;
@@ -173,9 +197,17 @@ export interface ShopTable {
   removeDestination(destination: string): Promise<void>;
 }
 
-/** A new event of a request's change: `next` is the request as it is with it (its `events` is the event's number). */
-export function newEvent(type: WebhookType, next: ShopRequest): WebhookEvent {
-  return { id: `evt_${randomUUID().replaceAll('-', '')}`, type, created: Math.floor(Date.now() / 1000), request_seq: next.events, data: { object: next }, delivery: { attempts: 0 } };
+/** Statuses of a request that was paid the exact amount in time (a refund, whole or partial, came after). */
+export const PAID_STATUSES: readonly ShopStatus[] = ['paid', 'refunded', 'partially_refunded'];
+
+/**
+ * The status of a paid request once its refunds are counted: refunded when they reach what it received, partly
+ * refunded before. Only a paid request takes them: any other keeps its own (underpaid, overpaid, paid late,
+ * expired), its refunds shown beside it, so "partially_refunded" always means paid.
+ */
+export function statusWithRefunds(status: ShopStatus, refundedRaw: bigint, receivedRaw: bigint): ShopStatus {
+  if (!PAID_STATUSES.includes(status) || refundedRaw === 0n) return status;
+  return refundedRaw >= receivedRaw ? 'refunded' : 'partially_refunded';
 }
 
 /** The outbox topic of webhook events for the live endpoints (checkout serve --webhook): each item's payload is `{event_id}`. */

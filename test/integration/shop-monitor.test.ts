@@ -4,6 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { publicKeyToAddress } from '../../src/nano/index.js';
 import { WebhookDeliverer } from '../../src/shop/deliver.js';
 import { ShopMonitor, type ShopReading, type ShopStatusSource } from '../../src/shop/monitor.js';
+import type { ProvedSend } from '../../src/ops/ledger/proofs.js';
 import type { ShopRequest } from '../../src/store/shop.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import type { Store } from '../../src/store/store.js';
@@ -29,7 +30,7 @@ function shopRequest(fields: Partial<ShopRequest> = {}): ShopRequest {
 }
 
 const round = (monitor: ShopMonitor): Promise<void> => monitor.round();
-const noPayers = async (): Promise<string[]> => [];
+const noPayments = async (): Promise<ProvedSend[]> => [];
 
 describe('the shop monitor', () => {
   it('on a source whose reads cost (the service), reads young requests every round and old ones by a sixth of their age', async () => {
@@ -39,7 +40,7 @@ describe('the shop monitor', () => {
     const old = shopRequest({ created_at: new Date(clock.now - 6 * 3_600_000).toISOString() });
     for (const r of [young, old]) await store.shop.create(r);
     const reads: string[] = [];
-    const source: ShopStatusSource = { read: async (r) => (reads.push(r.id), { status: 'waiting' }), payers: noPayers };
+    const source: ShopStatusSource = { read: async (r) => (reads.push(r.id), { status: 'waiting' }), payments: noPayments };
     const monitor = new ShopMonitor({ store, source, pollMs: 10, now: () => clock.now });
     await round(monitor);
     expect(reads.sort()).toEqual([young.id, old.id].sort());
@@ -61,7 +62,7 @@ describe('the shop monitor', () => {
     const source: ShopStatusSource = {
       read: async (r) => (reads.push(r.id), answer),
       fingerprints: async (addresses) => new Map(addresses.map((a) => [a, pending])),
-      payers: async (_address, blocks) => (asked.push(blocks), blocks.map((b) => `payer of ${b}`)),
+      payments: async (address, blocks) => (asked.push(blocks), blocks.map((b) => ({ hash: b, from: `payer of ${b}`, to: address, amountRaw: 5n, confirmed: true }))),
     };
     const monitor = new ShopMonitor({ store, source, pollMs: 10 });
     await round(monitor);
@@ -72,7 +73,7 @@ describe('the shop monitor', () => {
     await round(monitor);
     expect(reads).toHaveLength(2);
     const paid = await store.shop.get(request.id);
-    expect(paid).toMatchObject({ status: 'paid', paid_by: ['B'], payers: ['payer of B'], events: 1 });
+    expect(paid).toMatchObject({ status: 'paid', paid_by: ['B'], payers: ['payer of B'], payments: [{ block: 'B', from: 'payer of B', amount_raw: '5' }], events: 1 });
     // When it was recorded paid: the export's paid_at.
     expect(Date.parse(paid?.paid_at ?? '')).toBeGreaterThan(Date.now() - 60_000);
     expect(asked).toEqual([['B']]);
@@ -103,7 +104,7 @@ describe('the shop monitor', () => {
         return seen;
       },
       fingerprints: async (addresses) => new Map(addresses.map((a) => [a, pending])),
-      payers: noPayers,
+      payments: noPayments,
     };
     const monitor = new ShopMonitor({ store, source, pollMs: 10 });
     const page = monitor.check(request.id);
@@ -135,7 +136,7 @@ describe('the shop monitor', () => {
     const source: ShopStatusSource = {
       read: async (r) => (reads.push(r.id), answers.get(r.id) ?? { status: 'waiting' }),
       fingerprints: async (addresses) => new Map(addresses.map((x) => [x, prints.get(x) ?? 'seen'])),
-      payers: noPayers,
+      payments: noPayments,
     };
     const monitor = new ShopMonitor({ store, source, pollMs: 10, now: () => clock.now, onFollow: (add, remove) => told.push([add.sort(), remove.sort()]) });
     await round(monitor);
@@ -176,7 +177,7 @@ describe('the shop monitor', () => {
     const unpaid = shopRequest({ expires_at: past });
     const paid = shopRequest({ expires_at: past });
     for (const r of [unpaid, paid]) await store.shop.create(r);
-    const source: ShopStatusSource = { read: async (r) => (r.id === paid.id ? { status: 'paid' } : { status: 'waiting' }), payers: noPayers };
+    const source: ShopStatusSource = { read: async (r) => (r.id === paid.id ? { status: 'paid' } : { status: 'waiting' }), payments: noPayments };
     await round(new ShopMonitor({ store, source, pollMs: 10 }));
     expect((await store.shop.get(unpaid.id))?.status).toBe('expired');
     expect((await store.shop.get(paid.id))?.status).toBe('paid');
@@ -193,7 +194,7 @@ describe('late payments in the shop monitor', () => {
     for (const r of [expired, forgotten]) await store.shop.create(r);
     let answer: ShopReading = { status: 'expired' };
     const reads: string[] = [];
-    const monitor = new ShopMonitor({ store, source: { read: async (r) => (reads.push(r.id), answer), payers: noPayers }, pollMs: 10, now: () => clock.now });
+    const monitor = new ShopMonitor({ store, source: { read: async (r) => (reads.push(r.id), answer), payments: noPayments }, pollMs: 10, now: () => clock.now });
     await round(monitor);
     expect(reads).toEqual([expired.id]);
     expect(await store.shop.events(10)).toEqual([]);

@@ -201,10 +201,9 @@ async function proveEach<T>(hashes: string[], prove: (hash: string) => Promise<T
 }
 
 /**
- * Who paid: the accounts that signed these sends to `address`, each block proved (provedPayment), so the
- * payers a shop keeps come from the blocks, not from what a backend says of them.
+ * Who paid, and how much: these sends to `address`, each block proved (provedPayment), so the payers and
+ * amounts a shop keeps come from the blocks, not from what a backend says of them.
  */
-export async function payersOf(api: LedgerBackend, address: string, hashes: string[]): Promise<string[]> {
-  const proved = await proveEach(hashes, (h) => provedPayment(api, h, { address }));
-  return [...new Set(proved.map((p) => p.from))];
+export function paymentsOf(api: LedgerBackend, address: string, hashes: string[]): Promise<ProvedSend[]> {
+  return proveEach(hashes, (h) => provedPayment(api, h, { address }));
 }

@@ -1,5 +1,5 @@
 import { NanoPayError } from '../../errors.js';
-import { rawToXno } from '../../nano/index.js';
+import { requestTotals } from '../../store/shop-events.js';
 import { SHOP_STATUSES, type ShopExportQuery, type ShopRequest, type ShopStatus, type ShopTable } from '../../store/shop.js';
 import type { Session } from '../session.js';
 import { CSV_BOM, csvRecord } from './csv.js';
@@ -18,23 +18,22 @@ export const EXPORT_FORMATS: readonly ExportFormat[] = ['csv', 'json', 'ndjson']
 /** Rows read from the store at a time. */
 const PAGE_ROWS = 500;
 
-type Cell = string | readonly string[] | Record<string, unknown> | undefined;
-
-const raw = (value: string | undefined): string | undefined => (value === undefined ? undefined : rawToXno(BigInt(value)));
+type Cell = string | boolean | readonly string[] | Record<string, unknown> | undefined;
 
 /** The columns, in order. Times are ISO 8601 in UTC; lists are space-separated in CSV, arrays in JSON. */
 const COLUMNS: readonly (readonly [string, (r: ShopRequest) => Cell])[] = [
   ['id', (r) => r.id],
   ['order_id', (r) => r.order_id],
   ['status', (r) => r.status],
+  ['is_paid', (r) => requestTotals(r).is_paid],
   ['created_at', (r) => r.created_at],
   ['expires_at', (r) => r.expires_at],
   ['paid_at', (r) => r.paid_at],
   ['refunded_at', (r) => r.refunded_at],
   ['amount', (r) => r.amount],
   ['amount_raw', (r) => r.amount_raw],
-  ['received_amount', (r) => raw(r.received_raw)],
-  ['received_amount_raw', (r) => r.received_raw],
+  ['received_amount', (r) => requestTotals(r).received_amount],
+  ['received_amount_raw', (r) => requestTotals(r).received_amount_raw],
   ['fiat_currency', (r) => r.fiat?.currency],
   ['fiat_amount', (r) => r.fiat?.amount],
   ['fiat_rate', (r) => r.fiat?.rate],
@@ -44,14 +43,15 @@ const COLUMNS: readonly (readonly [string, (r: ShopRequest) => Cell])[] = [
   ['paying_blocks', (r) => r.paid_by ?? []],
   ['payer_accounts', (r) => r.payers ?? []],
   ['refund_blocks', (r) => r.refund_blocks ?? []],
-  ['refunded_amount', (r) => r.refunded_amount],
-  ['refunded_amount_raw', (r) => r.refunded_amount_raw],
+  ['refunded_amount', (r) => requestTotals(r).refunded_amount],
+  ['refunded_amount_raw', (r) => requestTotals(r).refunded_amount_raw],
   ['metadata', (r) => r.metadata ?? {}],
 ];
 
 function csvCell(cell: Cell): string {
   if (cell === undefined) return '';
   if (typeof cell === 'string') return cell;
+  if (typeof cell === 'boolean') return String(cell);
   if (Array.isArray(cell)) return cell.join(' ');
   return JSON.stringify(cell);
 }

@@ -55,8 +55,9 @@ export interface RequestReading {
   status: RequestState;
   /** The blocks that paid it (or paid it late). */
   paid_by?: string[];
-  /** Under- or overpaid: raw arrived. */
+  /** Under- or overpaid: raw arrived, and the blocks it came in. */
   received_raw?: string;
+  received_by?: string[];
   /** Underpaid: raw still to pay, when paying it to the same address completes the request. */
   rest_raw?: string;
   /** Refunded, partly or wholly: raw sent back, in all. */
@@ -70,6 +71,7 @@ export function readingOf(verdict: Verdict): RequestReading {
     status: verdict.state,
     ...(blocks.length === 0 ? {} : { paid_by: blocks }),
     ...(mismatch === undefined ? {} : { received_raw: mismatch.amount_raw }),
+    ...(mismatch === undefined || mismatch.blocks.length === 0 ? {} : { received_by: mismatch.blocks }),
     ...(mismatch?.rest_raw === undefined ? {} : { rest_raw: mismatch.rest_raw }),
   };
 }

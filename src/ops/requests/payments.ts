@@ -13,7 +13,7 @@ import { formatDuration } from '../duration.js';
 import { Wakeup } from '../../timing/wakeups.js';
 import { SAFETY_POLL_MS, confirmations } from '../ledger/confirmations.js';
 import { send, type SendInput, type SendResult } from '../spending/send.js';
-import type { RefundLine } from '../../store/shop.js';
+import { statusWithRefunds, type RefundLine } from '../../store/shop.js';
 import { refundMessage, refundSummary } from './refund-state.js';
 import type { Session } from '../session.js';
 import type { RequestRecord } from '../../wallet/requests.js';
@@ -222,15 +222,17 @@ async function checkOnce(session: Session, id: string, options: Pick<CallOptions
 }
 
 /**
- * A request some of whose payment went back (nanopay refund, from the profile's store) is refunded or
- * partially refunded: the verdict's blocks stay, the refunds are added. A wholly refunded one is not paid.
+ * A request some of whose payment went back (nanopay refund, from the profile's store) shows its refunds; a
+ * paid one is then refunded or partially refunded: the verdict's blocks stay. A wholly refunded one is not paid.
  */
 async function withRefunds(session: Session, result: PaymentStatusResult): Promise<PaymentStatusResult> {
   if (!session.hasDataStore()) return result;
   const summary = refundSummary(await (await session.dataStore()).refunds.ofRequest(result.transaction_id.toLowerCase()));
   if (summary === undefined) return result;
-  const { status, received_raw: _received, ...fields } = summary;
-  return { ...result, ...fields, status, is_paid: result.is_paid && status === 'partially_refunded', message: `${refundMessage(summary)} ${result.message}` };
+  const { status: _status, received_raw: received, ...fields } = summary;
+  // Refunded or partly refunded only if it was paid: an under- or overpaid request keeps its status, its refunds beside it.
+  const status = statusWithRefunds(result.status, BigInt(summary.refunded_amount_raw), BigInt(received));
+  return { ...result, ...fields, status, is_paid: result.is_paid && status !== 'refunded', message: `${refundMessage(summary)} ${result.message}` };
 }
 
 export async function paymentStatus(session: Session, transactionId: string): Promise<PaymentStatusResult> {

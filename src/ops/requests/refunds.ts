@@ -2,16 +2,20 @@ import { createHash, randomUUID } from 'node:crypto';
 import { NanoPayError } from '../../errors.js';
 import { normalizeAddress, rawToXno, xnoToRaw } from '../../nano/index.js';
 import { refundKeyMismatch, type RefundRecord } from '../../store/refunds.js';
-import { newEvent, type ShopRequest } from '../../store/shop.js';
+import { statusWithRefunds, type EventRefund, type ShopRequest, type ShopStatus, type WebhookEvent } from '../../store/shop.js';
+import { newEvent } from '../../store/shop-events.js';
 import type { Store } from '../../store/store.js';
 import { provedPayment, type ProvedSend } from '../ledger/proofs.js';
 import { rawOf, xnoAndRaw, type Amount } from '../money.js';
 import { resolveRecipient } from '../profile/contacts.js';
-import type { Session } from '../session.js';
+import type { ActiveAccount, Session } from '../session.js';
+import { readAccountHead } from '../ledger/chain.js';
+import { receiveTakings } from './takings.js';
 import { move, type Confirm } from '../spending/movement.js';
 import { failedBeforeSigning } from '../spending/spend-outcome.js';
+import { awaitsAnswer } from '../spending/approvals.js';
 import { freshArrivals, nodePaymentStatus } from './node-requests.js';
-import { checkTransactionId } from './payments.js';
+import { checkTransactionId, paymentStatus } from './payments.js';
 import { refundSummary, type RefundSummary } from './refund-state.js';
 
 /** What a request received, from the verified paying blocks: each block proved (fetched, hashed, signature checked). */
@@ -135,6 +139,7 @@ async function plan(session: Session, store: Store, ask: RefundAsk, source: Refu
     amount_raw: amountRaw.toString(),
     to,
     received_raw: received.totalRaw.toString(),
+    ...(received.blocks[0] === undefined ? {} : { paid_to: received.blocks[0].to }),
     created_at: new Date().toISOString(),
     source,
     ...(ask.key === undefined ? {} : { idempotency_key: ask.key }),
@@ -175,24 +180,54 @@ async function record(session: Session, store: Store, ask: RefundAsk, source: Re
   });
 }
 
-/** The shop's request (checkout serve) shows its refunds: status, amounts, blocks, with one `request.refunded` event per refund that landed. */
-async function recordOnShopRequest(store: Store, summary: RefundSummary, requestId: string): Promise<void> {
+/** A refund as an event names it. */
+function eventRefund(refund: RefundRecord): EventRefund {
+  const { id, status, amount, amount_raw, to, block, attempts, error } = refund;
+  return { id, status, amount, amount_raw, to, ...(block === undefined ? {} : { block }), ...(attempts === undefined ? {} : { attempts }), ...(error === undefined ? {} : { error }) };
+}
+
+/**
+ * A change of the shop's request (checkout serve) with its event, written in one transaction if its status is
+ * still what was read (the monitor may change it meanwhile); `change` says what, or undefined when there is
+ * nothing to write.
+ */
+async function changeShopRequest(store: Store, requestId: string, change: (request: ShopRequest) => { next: ShopRequest; event: WebhookEvent } | undefined): Promise<void> {
   for (let attempt = 0; attempt < 10; attempt++) {
     const request = await store.shop.get(requestId);
-    if (request === undefined || (request.refund_blocks?.length ?? 0) >= summary.refund_blocks.length) return;
-    const { status, received_raw: _received, ...fields } = summary;
-    const next: ShopRequest = { ...request, ...fields, status, events: request.events + 1 };
-    // Written with its event in one transaction, if the status is still what was read (the monitor may change it meanwhile).
-    if (await store.shop.change(request.status, next, newEvent('request.refunded', next))) return;
+    const changed = request === undefined ? undefined : change(request);
+    if (request === undefined || changed === undefined) return;
+    if (await store.shop.change(request.status, changed.next, changed.event)) return;
   }
   throw new NanoPayError('STORE_BUSY', `The shop's request ${requestId} kept changing; its refund is recorded, run nanopay refund --pending to show it`);
+}
+
+/**
+ * The shop's request shows its refunds: amounts, blocks, with one `request.refunded` event per refund that
+ * landed; its status turns refunded or partially refunded only if it was paid (statusWithRefunds).
+ */
+function recordOnShopRequest(store: Store, summary: RefundSummary, refund: RefundRecord): Promise<void> {
+  return changeShopRequest(store, refund.request_id, (request) => {
+    if ((request.refund_blocks?.length ?? 0) >= summary.refund_blocks.length) return undefined;
+    const { status: _status, received_raw: _received, ...fields } = summary;
+    const received = BigInt(request.received_raw ?? request.amount_raw);
+    const next: ShopRequest = { ...request, ...fields, status: statusWithRefunds(request.status, BigInt(summary.refunded_amount_raw), received), events: request.events + 1 };
+    return { next, event: newEvent('request.refunded', next, eventRefund(refund)) };
+  });
+}
+
+/** A refund given up: the shop hears it (`request.refund_failed`, the refund and why in `data.refund`). */
+function recordFailedOnShopRequest(store: Store, refund: RefundRecord): Promise<void> {
+  return changeShopRequest(store, refund.request_id, (request) => {
+    const next: ShopRequest = { ...request, events: request.events + 1 };
+    return { next, event: newEvent('request.refund_failed', next, eventRefund(refund)) };
+  });
 }
 
 /** What a refund did, at the edges. */
 export interface RefundResult {
   refund: Omit<RefundRecord, 'fingerprint'>;
   /** The request's refunds in all, once one landed. */
-  request: { id: string; status?: RefundSummary['status']; received_raw: string; refunded_amount?: string; refunded_amount_raw?: string; refund_blocks?: string[]; refunded_at?: string };
+  request: { id: string; status?: ShopStatus; received_raw: string; refunded_amount?: string; refunded_amount_raw?: string; refund_blocks?: string[]; refunded_at?: string };
   /** The key had been used already: this is its refund, nothing new was sent. */
   repeated: boolean;
   /** An earlier refund of this request that had not finished (a crash, an API order) was finished. */
@@ -200,22 +235,27 @@ export interface RefundResult {
   dry_run: boolean;
 }
 
-async function resultOf(store: Store, refund: RefundRecord, flags: Pick<RefundResult, 'repeated' | 'resumed' | 'dry_run'>): Promise<RefundResult> {
-  const summary = refundSummary(await store.refunds.ofRequest(refund.request_id));
-  const { fingerprint: _fingerprint, ...shown } = refund;
-  const { received_raw: _received, refunds: _refunds, ...totals } = summary ?? ({} as Partial<RefundSummary>);
-  return { refund: shown, request: { id: refund.request_id, received_raw: refund.received_raw, ...totals }, ...flags };
+/**
+ * Where the request stands with its refunds: the shop's record when it has one (kept as refunds land), else a
+ * look at it (status). Undefined when that look fails: the refund itself is what the result is about.
+ */
+async function requestStatus(session: Session, store: Store, requestId: string): Promise<ShopStatus | undefined> {
+  const shop = await store.shop.get(requestId);
+  if (shop !== undefined) return shop.status;
+  return paymentStatus(session, requestId).then(
+    (s) => s.status,
+    () => undefined,
+  );
 }
 
-/**
- * Sends a recorded refund through the one money path (limits, the spending
- * policy, the account lock, the journal), under the refund's own id (kind
- * `refund`): a rerun after a crash at any moment finds its block (landed,
- * journaled or not yet signed) and ends with exactly one. Signed by the active
- * account, recorded as the refund's `from` before signing. A refusal before
- * signing marks it failed (its amount is free again); anything else leaves it
- * pending, to be finished.
- */
+async function resultOf(session: Session, store: Store, refund: RefundRecord, flags: Pick<RefundResult, 'repeated' | 'resumed' | 'dry_run'>): Promise<RefundResult> {
+  const summary = refundSummary(await store.refunds.ofRequest(refund.request_id));
+  const { fingerprint: _fingerprint, ...shown } = refund;
+  const { received_raw: _received, refunds: _refunds, status: _status, ...totals } = summary ?? ({} as Partial<RefundSummary>);
+  const status = summary === undefined ? undefined : await requestStatus(session, store, refund.request_id);
+  return { refund: shown, request: { id: refund.request_id, ...(status === undefined ? {} : { status }), received_raw: refund.received_raw, ...totals }, ...flags };
+}
+
 /** How a refund is carried out: the confirmation asked, the signal, and the approval of a refund the policy held. */
 interface CarryOptions {
   confirm?: Confirm;
@@ -223,15 +263,81 @@ interface CarryOptions {
   approval?: string;
 }
 
-async function carryOut(session: Session, store: Store, refund: RefundRecord, options: CarryOptions): Promise<Carried> {
-  const signer = await session.account();
-  if (refund.from !== undefined && refund.from !== signer.address) {
-    throw new NanoPayError('CONFLICT', `Refund ${refund.id} was started from ${refund.from}, not the active account ${signer.address}`, {
-      hint: 'Make that account the active one (nanopay wallet use) and run it again.',
-    });
+/** The wallet's account at `address`: the request's fresh account, the active one, or one the profile knows; undefined when none is. */
+async function ownAccount(session: Session, store: Store, requestId: string, address: string): Promise<{ wallet: string; index: number } | undefined> {
+  const active = await session.account();
+  if (active.address === address) return { wallet: active.wallet, index: active.index };
+  const fresh = session.backendKind() === 'node' ? (await store.requests.get(requestId))?.fresh : undefined;
+  if (fresh !== undefined && (await session.address(fresh.wallet, fresh.index)) === address) return fresh;
+  for (const [wallet, record] of Object.entries(session.profile().wallets)) {
+    const index = Object.entries(record.accounts).find(([, a]) => a === address)?.[0];
+    if (index !== undefined) return { wallet, index: Number(index) };
   }
-  let current: RefundRecord = { ...refund, from: signer.address };
-  if (refund.from === undefined) await store.refunds.update(current);
+  return undefined;
+}
+
+/**
+ * The account a refund is paid from, chosen before its first run: the one that received the payment (a fresh
+ * account, or the shop's own), after receiving what waits there, when it holds enough; else the active
+ * account when it does; else the first of them (the send then says what is missing, and it is retried).
+ */
+async function refundSigner(session: Session, store: Store, refund: RefundRecord, signal?: AbortSignal): Promise<ActiveAccount> {
+  if (refund.from_account !== undefined) return session.account(refund.from_account.wallet, refund.from_account.index);
+  const active = await session.account();
+  const paidTo = refund.paid_to === undefined ? undefined : await ownAccount(session, store, refund.request_id, refund.paid_to);
+  const candidates = [...(paidTo === undefined ? [] : [await session.account(paidTo.wallet, paidTo.index)]), ...(paidTo !== undefined && active.address === refund.paid_to ? [] : [active])];
+  const ctx = await session.context(signal);
+  const amount = BigInt(refund.amount_raw);
+  for (const candidate of candidates) {
+    if ((await readAccountHead(ctx, candidate.address)).state.balance >= amount) return candidate;
+    // The payment may still wait to be received there (a fresh account nobody swept, the shop's own account).
+    if (candidate.address === refund.paid_to && (await receiveTakings(session, ctx, candidate, refund.request_id)) > 0n && (await readAccountHead(ctx, candidate.address)).state.balance >= amount) return candidate;
+  }
+  return candidates[0] ?? active;
+}
+
+/** Refusals no retry changes: the policy said no, a person declined, the approval cannot pay, the input is wrong. */
+const FINAL_REFUSALS = new Set(['DECLINED', 'POLICY_DENIED', 'APPROVAL_INVALID', 'INVALID_ADDRESS', 'INVALID_NUMBER_FORMAT', 'AMOUNT_TOO_LARGE', 'INVALID_REQUEST']);
+
+/** How long an API order that failed waits before its next run, by failures so far; after the last it is given up. */
+export const REFUND_RETRY_S = [60, 300, 900, 3_600, 4 * 3_600, 12 * 3_600];
+
+/**
+ * Where a refund stands after a run that failed with `error`. Held by the policy: pending with its approval
+ * (the next run pays with it once a person gave it). Money may have moved: pending, to be finished (never
+ * failed). Refused before signing: failed at once when no retry can help, or when it was asked at a
+ * terminal (the person sees why); an API order is retried (REFUND_RETRY_S) and given up after the last.
+ */
+async function afterFailure(session: Session, refund: RefundRecord, error: unknown, signerAddress: string): Promise<RefundRecord> {
+  const reason = error instanceof NanoPayError ? { code: error.code, message: error.message } : { code: 'INTERNAL_ERROR', message: String(error) };
+  const nothingMoved = reason.code === 'DECLINED' || (await failedBeforeSigning(session, error, signerAddress));
+  const attempts = (refund.attempts ?? 0) + 1;
+  const base = { ...refund, error: reason, attempts };
+  delete base.next_attempt_at;
+  if (nothingMoved && reason.code === 'APPROVAL_REQUIRED') {
+    const approval = (error as NanoPayError).details?.approval as { id: string } | undefined;
+    return { ...base, status: 'pending', attempts: refund.attempts ?? 0, ...(approval === undefined ? {} : { approval_id: approval.id }) };
+  }
+  const gaveUp = nothingMoved && (FINAL_REFUSALS.has(reason.code) || refund.source === 'cli' || attempts > REFUND_RETRY_S.length);
+  if (gaveUp) return { ...base, status: 'failed' };
+  const wait = REFUND_RETRY_S[Math.min(attempts, REFUND_RETRY_S.length) - 1] as number;
+  return { ...base, status: 'pending', next_attempt_at: new Date(Date.now() + wait * 1000).toISOString() };
+}
+
+/**
+ * Sends a recorded refund through the one money path (limits, the spending
+ * policy, the account lock, the journal), under the refund's own id (kind
+ * `refund`): a rerun after a crash at any moment finds its block (landed,
+ * journaled or not yet signed) and ends with exactly one. Signed by the account
+ * that received the payment when it can (refundSigner), recorded as the
+ * refund's `from` before signing. A failure is recorded as afterFailure says,
+ * and a refund given up is told to the shop.
+ */
+async function carryOut(session: Session, store: Store, refund: RefundRecord, options: CarryOptions): Promise<Carried> {
+  const signer = await refundSigner(session, store, refund, options.signal);
+  let current: RefundRecord = { ...refund, from: signer.address, from_account: { wallet: signer.wallet, index: signer.index } };
+  if (refund.from_account === undefined) await store.refunds.update(current);
+  const approval = options.approval ?? current.approval_id;
   const ctx = await session.context(options.signal);
   let sentNow: boolean;
   try {
@@ -243,21 +349,22 @@ async function carryOut(session: Session, store: Store, refund: RefundRecord, op
       id: current.id,
       kind: 'refund',
       ...(options.confirm === undefined ? {} : { confirm: options.confirm }),
-      ...(options.approval === undefined ? {} : { spend: { approvalId: options.approval } }),
+      ...(approval === undefined ? {} : { spend: { approvalId: approval } }),
     });
     // Its id found a block already (a run that stopped after sending): nothing moved now.
     sentNow = !moved.repeated;
     current = { ...current, status: 'sent', block: moved.hash as string, refunded_at: new Date().toISOString() };
     delete current.error;
+    delete current.next_attempt_at;
     await store.refunds.update(current);
   } catch (error) {
-    const nothingMoved = (error instanceof NanoPayError && error.code === 'DECLINED') || (await failedBeforeSigning(session, error));
-    const reason = error instanceof NanoPayError ? { code: error.code, message: error.message } : { code: 'INTERNAL_ERROR', message: String(error) };
-    await store.refunds.update({ ...current, status: nothingMoved ? 'failed' : 'pending', error: reason });
+    const after = await afterFailure(session, current, error, signer.address);
+    await store.refunds.update(after);
+    if (after.status === 'failed') await recordFailedOnShopRequest(store, after);
     throw error;
   }
   const summary = refundSummary(await store.refunds.ofRequest(current.request_id));
-  if (summary !== undefined) await recordOnShopRequest(store, summary, current.request_id);
+  if (summary !== undefined) await recordOnShopRequest(store, summary, current);
   return { refund: current, sentNow };
 }
 
@@ -305,19 +412,19 @@ export async function refund(session: Session, input: RefundInput): Promise<Refu
     const planned = await store.exclusive(lockName(id), () => plan(session, store, { ...input, ...to }, 'cli'));
     const ctx = await session.context(input.signal);
     await move(ctx, { signer: await session.account(), to: planned.to, amountRaw: BigInt(planned.amount_raw), kind: 'refund', dryRun: true });
-    return resultOf(store, planned, { repeated: false, resumed: false, dry_run: true });
+    return resultOf(session, store, planned, { repeated: false, resumed: false, dry_run: true });
   }
   const keyed = input.key === undefined ? undefined : await store.refunds.byKey(input.key);
   const unfinished = (await store.refunds.ofRequest(id)).filter((r) => r.status === 'pending' && r.id !== keyed?.id);
   let last: Carried | undefined;
   for (const earlier of unfinished) last = (await carryOutOnce(session, store, earlier.id, options)) ?? last;
-  if (last !== undefined && input.key === undefined) return resultOf(store, last.refund, { repeated: !last.sentNow, resumed: true, dry_run: false });
+  if (last !== undefined && input.key === undefined) return resultOf(session, store, last.refund, { repeated: !last.sentNow, resumed: true, dry_run: false });
   const { refund: recorded } = await record(session, store, input, 'cli');
   // The approval is this refund's: the unfinished ones above are other spends.
   const done = recorded.status === 'pending' ? await carryOutOnce(session, store, recorded.id, { ...options, ...(input.approval === undefined ? {} : { approval: input.approval }) }) : undefined;
   // Repeated only when nothing moved in this call: a key whose refund had failed, asked again, sends it now.
-  if (done === undefined) return resultOf(store, (await store.refunds.get(recorded.id)) ?? recorded, { repeated: true, resumed: false, dry_run: false });
-  return resultOf(store, done.refund, { repeated: !done.sentNow, resumed: false, dry_run: false });
+  if (done === undefined) return resultOf(session, store, (await store.refunds.get(recorded.id)) ?? recorded, { repeated: true, resumed: false, dry_run: false });
+  return resultOf(session, store, done.refund, { repeated: !done.sentNow, resumed: false, dry_run: false });
 }
 
 /**
@@ -332,22 +439,73 @@ export async function orderRefund(session: Session, store: Store, ask: RefundAsk
   return { refund: shown, created };
 }
 
+/** A refund of a run of pending refunds that did not go: why, and what happens to it next. */
+export interface RefundFailure {
+  refund: string;
+  request_id: string;
+  code: string;
+  message: string;
+  /** Runs that failed so far. */
+  attempts: number;
+  /** failed: given up (request.refund_failed told the shop); retry: runs again at next_attempt_at; held: waits for approval_id; unsure: money may have moved, finished by the next run. */
+  outcome: 'failed' | 'retry' | 'held' | 'unsure';
+  next_attempt_at?: string;
+  approval_id?: string;
+}
+
+/** A failure in words, as refund --pending and the shop server's log say it. */
+export function refundFailureText(f: RefundFailure): string {
+  const head = `refund ${f.refund} of request ${f.request_id} failed (${f.code}): ${f.message}`;
+  if (f.outcome === 'failed') return `${head}; given up after ${f.attempts} attempt(s), request.refund_failed sent`;
+  if (f.outcome === 'retry') return `${head}; attempt ${f.attempts}, next at ${f.next_attempt_at}`;
+  if (f.outcome === 'held') return `${head}; it runs once a person approves ${f.approval_id ?? 'it'} (nanopay approvals approve)`;
+  return `${head}; its block may have gone: the next run finishes it`;
+}
+
+function failureOf(refund: RefundRecord, error: unknown): RefundFailure {
+  const code = error instanceof NanoPayError ? error.code : 'INTERNAL_ERROR';
+  const outcome = refund.status === 'failed' ? 'failed' : refund.next_attempt_at !== undefined ? 'retry' : code === 'APPROVAL_REQUIRED' ? 'held' : 'unsure';
+  return {
+    refund: refund.id,
+    request_id: refund.request_id,
+    code,
+    message: error instanceof Error ? error.message : String(error),
+    attempts: refund.attempts ?? 0,
+    outcome,
+    ...(refund.next_attempt_at === undefined ? {} : { next_attempt_at: refund.next_attempt_at }),
+    ...(outcome === 'held' && refund.approval_id !== undefined ? { approval_id: refund.approval_id } : {}),
+  };
+}
+
+/**
+ * Whether a pending refund runs now: with `due`, one waiting for its next attempt waits, and one held for an
+ * approval nobody has answered yet waits for the answer (asking the policy again would only hold it again).
+ */
+async function runsNow(session: Session, refund: RefundRecord, due: boolean): Promise<boolean> {
+  if (!due) return true;
+  if (refund.next_attempt_at !== undefined && Date.parse(refund.next_attempt_at) > Date.now()) return false;
+  return refund.approval_id === undefined || !(await awaitsAnswer(session, refund.approval_id));
+}
+
 /**
  * Carries out every pending refund of the store (API orders, runs that
- * stopped), oldest first: nanopay refund --pending, checkout serve --refunds.
- * One failing does not hold the others; each outcome is reported.
+ * stopped), oldest first: nanopay refund --pending (all of them now),
+ * checkout serve --refunds (`due`: those whose next attempt has come, and
+ * those held whose approval was answered). One failing does not hold the
+ * others; each outcome is reported.
  */
-export async function runPendingRefunds(session: Session, options: { signal?: AbortSignal } = {}): Promise<{ done: RefundResult[]; failed: { refund: string; code: string; message: string }[] }> {
+export async function runPendingRefunds(session: Session, options: { signal?: AbortSignal; due?: boolean } = {}): Promise<{ done: RefundResult[]; failed: RefundFailure[] }> {
   const store = await session.dataStore();
   const done: RefundResult[] = [];
-  const failed: { refund: string; code: string; message: string }[] = [];
+  const failed: RefundFailure[] = [];
   for (const pending of await store.refunds.pending(1000)) {
+    if (!(await runsNow(session, pending, options.due === true))) continue;
     try {
       const carried = await carryOutOnce(session, store, pending.id, options);
       // Finished by another run meanwhile: that run reports it.
-      if (carried !== undefined) done.push(await resultOf(store, carried.refund, { repeated: !carried.sentNow, resumed: true, dry_run: false }));
+      if (carried !== undefined) done.push(await resultOf(session, store, carried.refund, { repeated: !carried.sentNow, resumed: true, dry_run: false }));
     } catch (error) {
-      failed.push({ refund: pending.id, code: error instanceof NanoPayError ? error.code : 'INTERNAL_ERROR', message: error instanceof Error ? error.message : String(error) });
+      failed.push(failureOf((await store.refunds.get(pending.id)) ?? pending, error));
     }
   }
   return { done, failed };

@@ -47,6 +47,15 @@ function shown(a: ApprovalRecord, now: number): ApprovalShown {
 }
 
 /** The profile's approvals waiting for an answer or a use (`all`: every one, newest first). */
+/**
+ * Whether a spend held under approval `id` still waits for a person: pending and unexpired. A job that runs
+ * by itself (a server's refunds, a sweep) then leaves it, rather than ask the policy again for nothing.
+ */
+export async function awaitsAnswer(session: Session, id: string): Promise<boolean> {
+  const approval = await (await session.dataStore()).approvals.get(session.profileName, id);
+  return approval !== undefined && approval.state === 'pending' && Date.parse(approval.expires_at) > Date.now();
+}
+
 export async function listApprovals(session: Session, options: { all?: boolean } = {}): Promise<ApprovalShown[]> {
   const now = Date.now();
   return (await (await session.dataStore()).approvals.list(session.profileName, now, options.all === true)).map((a) => shown(a, now));

@@ -33,6 +33,7 @@ const COLUMNS = [
   'id',
   'order_id',
   'status',
+  'is_paid',
   'created_at',
   'expires_at',
   'paid_at',
@@ -162,8 +163,10 @@ describe.each(BACKENDS)('requests export on the %s backend', (backend) => {
     expect(euro).toMatchObject({ order_id: 'B-2', fiat_currency: 'EUR', fiat_amount: '1.5', fiat_rate: fiat.rate, rate_source: rates.url, rate_time: fiat.rate_time, amount: made.euro.amount, metadata: '{}' });
     expect(paid).toMatchObject({ order_id: "'-3", status: 'paid', paying_blocks: paidHash, payer_accounts: payerAddress, receive_address: made.paid.receive_address });
     expect(Date.parse(paid.paid_at as string)).toBeGreaterThanOrEqual(Date.parse(paid.created_at as string));
-    // Refunds are not recorded yet: their columns are there, empty.
-    for (const row of rows) expect([row.refunded_at, row.refund_blocks, row.refunded_amount, row.refunded_amount_raw]).toEqual(['', '', '', '']);
+    // Paid or not, what arrived and what went back, on every row: nothing refunded yet.
+    expect([evil.is_paid, evil.received_amount, evil.received_amount_raw]).toEqual(['false', '0', '0']);
+    expect([paid.is_paid, paid.received_amount, paid.received_amount_raw]).toEqual(['true', made.paid.amount, made.paid.amount_raw]);
+    for (const row of rows) expect([row.refunded_at, row.refund_blocks, row.refunded_amount, row.refunded_amount_raw]).toEqual(['', '', '0', '0']);
   });
 
   it('the API answers the same bytes as the CLI, streamed, behind the token; JSON has the same columns', async () => {

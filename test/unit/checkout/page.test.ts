@@ -39,7 +39,7 @@ describe('checkout page rendering', () => {
 
   it('shows why the status cannot be read, escaped, and nothing when it can', () => {
     const page = (trouble?: string): string =>
-      renderCheckoutPage({ request, view: { state: 'waiting', ...(trouble === undefined ? {} : { trouble }) }, qrSvg: '<svg></svg>', eventsPath: '/e', redirectSeconds: 5, reloadSeconds: 4, testMode: false });
+      renderCheckoutPage({ request, view: { state: 'waiting', is_paid: false, ...(trouble === undefined ? {} : { trouble }) }, qrSvg: '<svg></svg>', eventsPath: '/e', redirectSeconds: 5, reloadSeconds: 4, testMode: false });
     expect(page('Cannot <check> now')).toContain('<p id="trouble" class="trouble" role="alert">Cannot &#60;check&#62; now</p>');
     expect(page()).toContain('<p id="trouble" class="trouble" role="alert" hidden></p>');
   });
@@ -133,12 +133,22 @@ describe('checkout page rendering', () => {
     expect(visible(over, 'waiting')).toBe(false);
   });
 
+  it('shows money sent back whatever the state, and paid only for a paid request (partly refunded included)', () => {
+    const overpaid = viewOf({ state: 'overpaid', received: '1.2', refunded: '0.2' }, 0);
+    expect(overpaid).toMatchObject({ state: 'overpaid', is_paid: false, refunded: '0.2' });
+    const html = render({}, { state: 'overpaid', received: '1.2', refunded: '0.2' });
+    expect(html).toMatch(/<p id="refund" class="note" data-text="[^"]*">The shop sent 0.2 XNO back/);
+    expect(viewOf({ state: 'partially_refunded', refunded: '0.1' }, 0).is_paid).toBe(true);
+    expect(viewOf({ state: 'refunded', refunded: '1' }, 0).is_paid).toBe(false);
+  });
+
   it('expired only when the service gives an expiry that has passed, and never once paid', () => {
-    expect(viewOf({ state: 'waiting', expires_at: 1_000 }, 2_000)).toEqual({ state: 'expired' });
-    expect(viewOf({ state: 'waiting', expires_at: 3_000 }, 2_000)).toEqual({ state: 'waiting' });
-    expect(viewOf({ state: 'paid', expires_at: 1_000 }, 2_000)).toEqual({ state: 'paid' });
+    expect(viewOf({ state: 'waiting', expires_at: 1_000 }, 2_000)).toEqual({ state: 'expired', is_paid: false });
+    expect(viewOf({ state: 'waiting', expires_at: 3_000 }, 2_000)).toEqual({ state: 'waiting', is_paid: false });
+    expect(viewOf({ state: 'paid', expires_at: 1_000 }, 2_000)).toEqual({ state: 'paid', is_paid: true });
     const html = render({}, { state: 'waiting', expires_at: 1 }, 2);
     expect(html).toContain('data-state="expired"');
+    expect(html).toMatch(/<p id="refund" class="note" hidden/);
     expect(visible(html, 'expired')).toBe(true);
     expect(visible(html, 'waiting')).toBe(false);
     expect(html).not.toContain('http-equiv="refresh"');
