@@ -290,8 +290,9 @@ async function refundSigner(session: Session, store: Store, refund: RefundRecord
   const amount = BigInt(refund.amount_raw);
   for (const candidate of candidates) {
     if ((await readAccountHead(ctx, candidate.address)).state.balance >= amount) return candidate;
-    // The payment may still wait to be received there (a fresh account nobody swept, the shop's own account).
-    if (candidate.address === refund.paid_to && (await receiveTakings(session, ctx, candidate, refund.request_id)) > 0n && (await readAccountHead(ctx, candidate.address)).state.balance >= amount) return candidate;
+    // The payment (or other takings) may still wait to be received there: a fresh account nobody swept, the shop's own account.
+    const requestId = candidate.address === refund.paid_to ? refund.request_id : undefined;
+    if ((await receiveTakings(session, ctx, candidate, requestId)) > 0n && (await readAccountHead(ctx, candidate.address)).state.balance >= amount) return candidate;
   }
   return candidates[0] ?? active;
 }
@@ -314,6 +315,11 @@ async function afterFailure(session: Session, refund: RefundRecord, error: unkno
   const attempts = (refund.attempts ?? 0) + 1;
   const base = { ...refund, error: reason, attempts };
   delete base.next_attempt_at;
+  // Nothing was signed: the next run chooses its account again (the one that was short may hold enough by then).
+  if (nothingMoved) {
+    delete base.from;
+    delete base.from_account;
+  }
   if (nothingMoved && reason.code === 'APPROVAL_REQUIRED') {
     const approval = (error as NanoPayError).details?.approval as { id: string } | undefined;
     return { ...base, status: 'pending', attempts: refund.attempts ?? 0, ...(approval === undefined ? {} : { approval_id: approval.id }) };

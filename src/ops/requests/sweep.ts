@@ -113,12 +113,18 @@ async function freshLines(session: Session): Promise<SweepAccount[]> {
   return lines;
 }
 
+/** What an account holds and has waiting for it: its verified balance, and the proved payments not yet received. */
+async function takingsAt(session: Session, address: string): Promise<{ held: bigint; waiting: bigint }> {
+  const node = await session.nodeClient();
+  const held = (await readAccountHead({ api: node }, address)).state.balance;
+  const waiting = (await allProvedReceivable(node, address, await node.pending(address))).reduce((sum, p) => sum + p.amountRaw, 0n);
+  return { held, waiting };
+}
+
 /** What would move from one account: its verified balance and the proved payments waiting for it (nothing, when its request is not settled). */
 async function wouldMove(session: Session, line: SweepAccount, minRaw: bigint, include: Set<string>): Promise<SweepAccount> {
-  const node = await session.nodeClient();
   const reason = include.has(line.request_id) ? undefined : await unsettledReason(session, line.request_id);
-  const held = (await readAccountHead({ api: node }, line.address)).state.balance;
-  const waiting = (await allProvedReceivable(node, line.address, await node.pending(line.address))).reduce((sum, p) => sum + p.amountRaw, 0n);
+  const { held, waiting } = await takingsAt(session, line.address);
   const amount = held + waiting;
   if (reason !== undefined) return { ...line, status: 'left', reason, amount_raw: amount.toString() };
   return { ...line, status: amount === 0n ? 'empty' : amount < minRaw ? 'below_min' : 'sending', received_raw: waiting.toString(), amount_raw: amount.toString() };
@@ -141,7 +147,8 @@ async function sweepAccount(session: Session, run: SweepRun, line: SweepAccount,
     if (reason !== undefined) {
       line.status = 'left';
       line.reason = reason;
-      line.amount_raw = (await readAccountHead(ctx, line.address)).state.balance.toString();
+      const { held, waiting } = await takingsAt(session, line.address);
+      line.amount_raw = (held + waiting).toString();
       return save();
     }
     line.received_raw = (await receiveTakings(session, ctx, signer, line.request_id)).toString();
@@ -192,9 +199,21 @@ export async function sweep(session: Session, input: SweepInput): Promise<SweepR
     let run = await store.sweeps.unfinished();
     const resumed = run !== undefined;
     if (run !== undefined && run.to !== to) {
+      const held = run.accounts.flatMap((a) => (a.status === 'held' && a.approval_id !== undefined ? [a.approval_id] : []));
+      if (held.length > 0) {
+        throw new NanoPayError('CONFLICT', `A sweep to ${run.to} waits for approvals (${held.join(', ')}); it finishes once each is approved or denied`, {
+          hint: `nanopay approvals approve ID (or deny), then nanopay sweep --to ${run.to}`,
+        });
+      }
       throw new NanoPayError('CONFLICT', `A sweep to ${run.to} stopped before it finished; finish it first`, { hint: `nanopay sweep --to ${run.to}` });
     }
-    run ??= { id: randomUUID(), to, min_raw: minRaw.toString(), started_at: new Date().toISOString(), accounts: await freshLines(session) };
+    if (run === undefined) run = { id: randomUUID(), to, min_raw: minRaw.toString(), started_at: new Date().toISOString(), accounts: await freshLines(session) };
+    else {
+      // Finishing a run (one stopped, or one waiting for approvals) takes in the accounts made since, and the requests now included.
+      for (const line of run.accounts) if (line.status === 'left' && include.has(line.request_id)) line.status = 'planned';
+      const known = new Set(run.accounts.map((a) => `${a.wallet}/${a.index}`));
+      run.accounts.push(...(await freshLines(session)).filter((l) => !known.has(`${l.wallet}/${l.index}`)));
+    }
     const current = run;
     const save = (): Promise<void> => store.sweeps.save(current);
     await save();

@@ -114,15 +114,16 @@ describe.each(BACKENDS)('refunds on the %s backend', (backend: Backend) => {
     expect((await merchant.user.run(['status', id])).stdout).toContain(`Refunded: ${made.amount as string} XNO (${received} raw) of ${made.amount as string} XNO (${received} raw) received went back to ${payer.address}`);
 
     const shown = (await api(`/api/v1/requests/${id}`)).body.data;
-    expect(shown).toMatchObject({ status: 'refunded', refunded_amount: made.amount, refunded_amount_raw: made.amount_raw });
+    expect(shown).toMatchObject({ status: 'refunded', is_paid: false, received_amount: made.amount, refunded_amount: made.amount, refunded_amount_raw: made.amount_raw });
     expect([...shown.refund_blocks].sort()).toEqual([...blocks].sort());
     expect(shown.refunded_at).toBe(status.refunded_at);
 
     await until(() => receiver.events.filter((e) => e.data.object.id === id && e.type === 'request.refunded').length === 2, 'two request.refunded events');
-    expect(receiver.events.filter((e) => e.data.object.id === id).map((e) => [e.type, e.data.object.status])).toEqual([
-      ['request.paid', 'paid'],
-      ['request.refunded', 'partially_refunded'],
-      ['request.refunded', 'refunded'],
+    const events = receiver.events.filter((e) => e.data.object.id === id) as unknown as { type: string; data: { object: Record<string, any> } }[];
+    expect(events.map((e) => [e.type, e.data.object.status, e.data.object.is_paid, e.data.object.refunded_amount])).toEqual([
+      ['request.paid', 'paid', true, '0'],
+      ['request.refunded', 'partially_refunded', true, '0.1'],
+      ['request.refunded', 'refunded', false, made.amount],
     ]);
     const html = await (await fetch(made.checkout_url as string)).text();
     expect(html).toContain('data-state="refunded"');
