@@ -301,7 +301,7 @@ async function refundSigner(session: Session, store: Store, refund: RefundRecord
 const FINAL_REFUSALS = new Set(['DECLINED', 'POLICY_DENIED', 'APPROVAL_INVALID', 'INVALID_ADDRESS', 'INVALID_NUMBER_FORMAT', 'AMOUNT_TOO_LARGE', 'INVALID_REQUEST']);
 
 /** How long an API order that failed waits before its next run, by failures so far; after the last it is given up. */
-export const REFUND_RETRY_S = [60, 300, 900, 3_600, 4 * 3_600, 12 * 3_600];
+const REFUND_RETRY_S = [60, 300, 900, 3_600, 4 * 3_600, 12 * 3_600];
 
 /**
  * Where a refund stands after a run that failed with `error`. Held by the policy: pending with its approval
