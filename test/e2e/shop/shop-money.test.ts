@@ -190,6 +190,27 @@ describe.each(stores)('a busy shop on %s (fresh addresses, node backend)', (stor
     expect(rows.find((r) => r.id === request.id)).toMatchObject({ status: 'partially_refunded', is_paid: true, received_amount: '0.3', refunded_amount: '0.04' });
   });
 
+  it.skipIf(skip !== undefined)('an order the spending policy holds waits for its approval, and the server sends it once a person gave it', async () => {
+    const request = await made('0.2');
+    await payUri(payer.session, request.uri as string, {});
+    await until(async () => (await shown(request.id as string)).status === 'paid', 'paid');
+    expect((await merchant.user.run(['policy', 'set', 'ask-above', '0.05'], { env })).code).toBe(0);
+    try {
+      const ordered = (await api(`/api/v1/requests/${request.id as string}/refunds`, { method: 'POST', body: JSON.stringify({ amount: '0.1' }) })).body.data;
+      await until(() => logLines().some((l) => l.event === 'refund_held' && l.refund_id === ordered.id), 'held in the log');
+      const held = ((await api(`/api/v1/requests/${request.id as string}/refunds`)).body.data.data as Record<string, any>[])[0];
+      expect(held).toMatchObject({ status: 'pending', approval_id: expect.stringMatching(/^apr_/), error: { code: 'APPROVAL_REQUIRED' } });
+      // Rounds meanwhile do not ask the policy again: one approval, still pending.
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(sendsBetween(request.receive_address as string, payer.address)).toEqual([]);
+      expect(await merchant.user.json(['approvals', 'approve', held?.approval_id as string, '--yes'], { env })).toMatchObject({ _code: 0, state: 'approved' });
+      await until(async () => (await shown(request.id as string)).status === 'partially_refunded', 'sent by the server with the approval');
+      expect(sendsBetween(request.receive_address as string, payer.address)).toHaveLength(1);
+    } finally {
+      await merchant.user.run(['policy', 'unset', 'ask-above'], { env });
+    }
+  });
+
   it.skipIf(skip !== undefined)('lists payers with their amounts, and a sweep leaves what is not settled, says why, and holds for approval', async () => {
     // A server that signs nothing: a refund ordered now waits.
     await serve();
