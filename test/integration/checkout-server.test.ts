@@ -74,11 +74,11 @@ describe('the checkout server', () => {
     const third = await stream();
     expect(third.response.statusCode).toBe(503);
     third.response.resume();
-    await expect.poll(() => first.text()).toContain('event: status\ndata: {"state":"waiting"}');
+    await expect.poll(() => first.text()).toContain('event: status\ndata: {"state":"waiting","is_paid":false}');
 
     answer.state = 'paid';
     await Promise.all([first.ended, second.ended]);
-    for (const s of [first, second]) expect(s.text()).toContain(`event: status\ndata: {"state":"paid","block_hash":"${'B'.repeat(64)}"}`);
+    for (const s of [first, second]) expect(s.text()).toContain(`event: status\ndata: {"state":"paid","is_paid":true,"block_hash":"${'B'.repeat(64)}"}`);
     // The slots are free again.
     const again = await stream();
     expect(again.response.statusCode).toBe(200);

@@ -96,13 +96,13 @@ describe('nanopay checkout on the node backend', () => {
       // Nothing but the checkout asks the node now: a few of its reads see both payments.
       const seen = rpcCalls.length;
       await until(() => rpcCalls.length >= seen + 3, 'the checkout to read the status again');
-      expect(states(stream)).toEqual(['{"state":"waiting"}']);
+      expect(states(stream)).toEqual(['{"state":"waiting","is_paid":false}']);
       expect(await paymentStatus(userSession(merchant), request.transaction_id)).toMatchObject({ is_paid: false });
 
       const paid = await payUri(userSession(customer), request.uri, {});
       // Paid is final: the stream ends on it, naming the exact payment (the wrong amounts never paid it).
       await stream.ended;
-      expect(states(stream)).toEqual(['{"state":"waiting"}', `{"state":"paid","block_hash":"${paid.hash}"}`]);
+      expect(states(stream)).toEqual(['{"state":"waiting","is_paid":false}', `{"state":"paid","is_paid":true,"block_hash":"${paid.hash}"}`]);
       // The server goes on serving the page, and the request is paid for `status` too.
       expect(await (await fetch(checkout.url)).text()).toContain('data-state="paid"');
       expect(await paymentStatus(userSession(merchant), request.transaction_id)).toMatchObject({ is_paid: true });
@@ -124,7 +124,7 @@ describe('nanopay checkout on the node backend', () => {
       const hash = await sendRaw(amountRaw);
       // Bounded far below the 600 s interval: only the confirmation can have woken the read.
       await until(() => states(stream).length === 2, 'the paid state', 20_000);
-      expect(states(stream)).toEqual(['{"state":"waiting"}', `{"state":"paid","block_hash":"${hash}"}`]);
+      expect(states(stream)).toEqual(['{"state":"waiting","is_paid":false}', `{"state":"paid","is_paid":true,"block_hash":"${hash}"}`]);
       expect(await paymentStatus(userSession(merchant), checkout.transaction_id)).toMatchObject({ is_paid: true, amount: checkout.amount });
     } finally {
       await checkout.stop();
@@ -175,7 +175,7 @@ describe('nanopay checkout on the node backend', () => {
 
       const hash = await sendRaw(wanted);
       await until(() => states(stream).length === 2, 'the paid state');
-      expect(states(stream)).toEqual(['{"state":"waiting"}', `{"state":"paid","block_hash":"${hash}"}`]);
+      expect(states(stream)).toEqual(['{"state":"waiting","is_paid":false}', `{"state":"paid","is_paid":true,"block_hash":"${hash}"}`]);
     } finally {
       await server.close();
     }
