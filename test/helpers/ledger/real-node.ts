@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, createWriteStream } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'vitest';
@@ -107,10 +107,14 @@ export async function startRealNode(options: { upgraded?: boolean } = {}): Promi
   const bin = process.env.NANO_NODE_BIN;
   if (bin === undefined) throw new Error('NANO_NODE_BIN is not set');
   const dataDir = await tempDir('nanopay-nano-node-');
-  const ports = { peer: await freePort(), rpc: await freePort(), ws: await freePort() };
-  await writeFile(join(dataDir, 'config-node.toml'), nodeConfig(ports));
-  await writeFile(join(dataDir, 'config-rpc.toml'), `address = "::ffff:127.0.0.1"\nport = ${ports.rpc}\nenable_control = true\n`);
-  const rpcUrl = `http://127.0.0.1:${ports.rpc}`;
+  const choosePorts = async (): Promise<{ peer: number; rpc: number; ws: number }> => {
+    const chosen = { peer: await freePort(), rpc: await freePort(), ws: await freePort() };
+    await writeFile(join(dataDir, 'config-node.toml'), nodeConfig(chosen));
+    await writeFile(join(dataDir, 'config-rpc.toml'), `address = "::ffff:127.0.0.1"\nport = ${chosen.rpc}\nenable_control = true\n`);
+    return chosen;
+  };
+  let ports = await choosePorts();
+  let rpcUrl = `http://127.0.0.1:${ports.rpc}`;
   let child: ChildProcess | undefined;
   let exited: Promise<void> = Promise.resolve();
 
@@ -135,7 +139,11 @@ export async function startRealNode(options: { upgraded?: boolean } = {}): Promi
     exited = new Promise((resolve) => started.once('exit', () => resolve()));
     const deadline = Date.now() + 60_000;
     for (;;) {
-      if (started.exitCode !== null) throw new Error(`nano_node exited at start (exit ${started.exitCode}); see ${join(dataDir, 'node.out')}`);
+      if (started.exitCode !== null) {
+        // The data dir goes with the run: what the node said is kept in the error.
+        const said = await readFile(join(dataDir, 'node.out'), 'utf8').catch(() => '');
+        throw new Error(`nano_node exited at start (exit ${started.exitCode}): ${said.slice(-1500)}`);
+      }
       const ready = await post(rpcUrl, { action: 'version' }).catch(() => undefined);
       if (ready?.node_vendor !== undefined) return;
       if (Date.now() > deadline) throw new Error('nano_node did not answer RPC within 60 s');
@@ -162,7 +170,17 @@ export async function startRealNode(options: { upgraded?: boolean } = {}): Promi
     clearTimeout(timer);
   };
 
-  await start();
+  // A port another process took between freePort and the node's bind ends the node at once: new ports, up to three times.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await start();
+      break;
+    } catch (error) {
+      if (attempt === 3 || child?.exitCode === null) throw error;
+      ports = await choosePorts();
+      rpcUrl = `http://127.0.0.1:${ports.rpc}`;
+    }
+  }
   let walletId: string;
   try {
     walletId = String((await rpc('wallet_create')).wallet);
