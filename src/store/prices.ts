@@ -19,6 +19,11 @@ export interface FiatPrice {
   rate_source: string;
   /** When the rate is from (ISO 8601): the source's own time, or when nanopay fetched it if the source gives none. */
   rate_time: string;
+  /**
+   * Until when the XNO amount holds (ISO 8601): the request expires then (rate-quote-window). Absent on requests
+   * made before nanopay kept it.
+   */
+  quote_expires_at?: string;
 }
 
 /** The last rate accepted for a currency. */

@@ -11,11 +11,15 @@ export const MAX_RATE_CACHE_S = 3600;
 export const DEFAULT_RATE_MAX_AGE_S = 600;
 export const MAX_RATE_MAX_AGE_S = 7 * 86_400;
 export const DEFAULT_RATE_MAX_MOVE = '10';
+/** How long a price in another currency holds its XNO amount (the request expires then): BTCPay's default too. */
+export const DEFAULT_RATE_QUOTE_WINDOW_S = 900;
+/** A quote that held longer would let a customer pay at a rate of another day. */
+export const MAX_RATE_QUOTE_WINDOW_S = 86_400;
 /**
  * rate-max-move holds against every rate accepted this long ago or since (and the last accepted, however old), so a
  * rate sliding a little at each step cannot add up to more.
  */
-export const RATE_MOVE_WINDOW_MS = 3_600_000;
+const RATE_MOVE_WINDOW_MS = 3_600_000;
 /** A source's clock may run this far ahead of ours; a rate dated later than that is misdated. */
 const CLOCK_SKEW_MS = 60_000;
 
@@ -62,6 +66,11 @@ function answerOf(settings: RateSettings, now: number): Fetched {
   });
   fetched.set(settings.url, entry);
   return entry;
+}
+
+/** How long a price in another currency holds (rate-quote-window, seconds): its request expires then. */
+export function quoteWindowS(session: Session): number {
+  return session.profile().rateQuoteWindowSeconds ?? DEFAULT_RATE_QUOTE_WINDOW_S;
 }
 
 const sameRate = (a: AcceptedRate, b: AcceptedRate | undefined): boolean => b !== undefined && a.rate === b.rate && a.accepted_at === b.accepted_at;

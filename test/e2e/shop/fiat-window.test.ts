@@ -1,18 +1,24 @@
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Session } from '../../../src/ops/session.js';
+import { payUri } from '../../../src/ops/requests/payments.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import type { AcceptedRate } from '../../../src/store/prices.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
-import { backendUser, type BackendUser } from '../../helpers/ledger/backend-users.js';
+import { BACKENDS, backendUser, fundedUser, type BackendUser } from '../../helpers/ledger/backend-users.js';
 import { postgresUnavailable, startPostgres, type PostgresCluster } from '../../helpers/ledger/postgres.js';
 import { sandbox } from '../../helpers/ledger/sandbox.js';
 import { ratesBody, startRateSource, type RateSource } from '../../helpers/network/rate-source.js';
+import { startWebhookReceiver, until, type WebhookReceiver } from '../../helpers/network/webhook-receiver.js';
 import { PASSWORD } from '../../helpers/processes/cli.js';
+import { startCommand } from '../../helpers/processes/serve.js';
 
 /**
- * Issue 43, point 5: fiat prices with a lifetime. The movement bound holds against every rate accepted in the last
- * hour, not just the last, on SQLite and PostgreSQL.
+ * Issue 43, point 5: fiat prices with a lifetime. A price in another currency holds its XNO amount for
+ * rate-quote-window, and its request expires then, on both backends (a payment after it is paid late); the
+ * movement bound holds against every rate accepted in the last hour, not just the last, on SQLite and PostgreSQL.
  */
 let sb: RunningSandbox;
 let cluster: PostgresCluster | undefined;
@@ -116,5 +122,113 @@ describe.each(['sqlite', 'postgres'] as const)('the movement bound over the last
     // 12 % above 1, but that was two hours ago; 6.7 % below 1.2.
     rates.answer = () => ({ status: 200, body: ratesBody({ USD: '1.12' }) });
     expect(await request('USD')).toMatchObject({ _code: 0, fiat: { rate: '1.12' } });
+  });
+});
+
+interface Printed {
+  url: string;
+  token_file: string;
+  webhook_secret_file: string;
+}
+
+interface Status {
+  _code: number | null;
+  status: string;
+  is_paid: boolean;
+  expired?: boolean;
+  expires_at?: string;
+  paid_late?: { blocks: string[] };
+  error?: { code: string; message: string };
+}
+
+/** Until `iso` is more than `ms` past (by this machine's clock, which the CLI and the servers share). */
+async function past(iso: string, ms = 100): Promise<void> {
+  await sleep(Math.max(0, Date.parse(iso) + ms - Date.now()));
+}
+
+describe.each(BACKENDS)('a price in the shop\'s currency holds for rate-quote-window on the %s backend', (backend) => {
+  let merchant: BackendUser;
+  let payer: BackendUser;
+  let rates: RateSource;
+
+  beforeAll(async () => {
+    merchant = await backendUser(sb, backend);
+    payer = await fundedUser(sb, backend, '10');
+    rates = await rateSource();
+    for (const [name, value] of [['rate-source', rates.url], ['rate-quote-window', '4s']]) expect((await merchant.user.run(['config', 'set', name as string, value as string])).code).toBe(0);
+  });
+
+  it('request --currency: it expires at the quote\'s end (the fiat object says when); a longer --expires-in is refused; paid after it, it is paid late, not paid', async () => {
+    const hits = rates.hits;
+    const longer = await merchant.user.json<{ error: { code: string; message: string } }>(['request', '1', '--currency', 'EUR', '--expires-in', '1h']);
+    expect(longer).toMatchObject({ _code: 3, error: { code: 'INVALID_REQUEST', message: expect.stringContaining('holds for rate-quote-window (4s)') } });
+    expect(rates.hits).toBe(hits);
+
+    const before = Date.now();
+    const shorter = await merchant.user.json<{ expires_at: string; fiat: { quote_expires_at: string } }>(['request', '1', '--currency', 'EUR', '--expires-in', '2s', '--no-qr']);
+    const after = Date.now();
+    expect(shorter).toMatchObject({ _code: 0, fiat: { quote_expires_at: shorter.expires_at } });
+    expect(Date.parse(shorter.expires_at)).toBeGreaterThanOrEqual(before + 2000);
+    expect(Date.parse(shorter.expires_at)).toBeLessThanOrEqual(after + 2000);
+
+    const start = Date.now();
+    const made = await merchant.user.json<{ transaction_id: string; uri: string; expires_at: string; fiat: { quote_expires_at: string } }>(['request', '1', '--currency', 'EUR', '--no-qr']);
+    const end = Date.now();
+    expect(made).toMatchObject({ _code: 0, fiat: { rate: '0.93', quote_expires_at: made.expires_at } });
+    expect(Date.parse(made.expires_at)).toBeGreaterThanOrEqual(start + 4000);
+    expect(Date.parse(made.expires_at)).toBeLessThanOrEqual(end + 4000);
+
+    await past(made.expires_at);
+    expect(await merchant.user.json<Status>(['status', made.transaction_id])).toMatchObject({ _code: 0, status: 'expired', is_paid: false, expired: true, expires_at: made.expires_at });
+    const watched = await merchant.user.run(['status', made.transaction_id, '--watch', '--timeout', '30']);
+    expect(watched.code).toBe(11);
+    expect(watched.stderr).toContain('REQUEST_EXPIRED');
+
+    // The ledger dates blocks in whole seconds: the payment comes more than a second after the expiry.
+    await past(made.expires_at, 1100);
+    const paid = await payUri(payer.session, made.uri, {});
+    const late = await merchant.user.json<Status>(['status', made.transaction_id]);
+    expect(late).toMatchObject({ _code: 0, status: 'paid_late', is_paid: false, expires_at: made.expires_at, paid_late: { blocks: [paid.hash] } });
+  });
+
+  it('the shop API: the request expires at the quote\'s end (webhook request.expired), a longer expires_in is refused, a payment after it is paid late', async () => {
+    let secret = '';
+    const receiver: WebhookReceiver = await startWebhookReceiver(() => secret);
+    const server = await startCommand<Printed>(['checkout', 'serve', '--json', '--webhook', receiver.url, '--poll-interval', '1'], merchant.user.env);
+    try {
+      secret = readFileSync(server.printed.webhook_secret_file, 'utf8').trim();
+      const token = readFileSync(server.printed.token_file, 'utf8').trim();
+      const api = async (path: string, body?: unknown) => {
+        const response = await fetch(`${server.printed.url}${path}`, {
+          method: body === undefined ? 'GET' : 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        });
+        return { status: response.status, body: (await response.json()) as { data: Record<string, unknown> & { fiat: Record<string, string> }; error?: { error: string; message: string } } };
+      };
+      const longer = await api('/api/v1/requests', { amount: '1', currency: 'EUR', expires_in: 3600 });
+      expect(longer).toMatchObject({ status: 400, body: { error: { error: 'INVALID_REQUEST' } } });
+      expect(longer.body.error?.message).toContain('holds for rate-quote-window (4s)');
+
+      const made = (await api('/api/v1/requests', { amount: '1', currency: 'EUR', order_id: 'W-1' })).body.data;
+      expect(made).toMatchObject({ status: 'waiting', fiat: { rate: '0.93', quote_expires_at: made.expires_at } });
+      expect(Date.parse(made.expires_at as string)).toBeGreaterThanOrEqual(Date.parse(made.created_at as string) + 4000);
+      expect(Date.parse(made.expires_at as string)).toBeLessThan(Date.parse(made.created_at as string) + 60_000);
+      expect(await (await fetch(made.checkout_url as string)).text()).toContain(`held until <span id="quote-expires-at">${made.expires_at as string}</span>`);
+
+      const events = (type: string) => receiver.events.filter((e) => e.data.object.id === made.id && e.type === type);
+      await until(() => events('request.expired').length > 0, 'request.expired');
+      expect((events('request.expired')[0]?.created ?? 0) * 1000).toBeGreaterThanOrEqual(Math.floor(Date.parse(made.expires_at as string) / 1000) * 1000);
+      expect((await api(`/api/v1/requests/${made.id as string}`)).body.data).toMatchObject({ status: 'expired' });
+
+      await past(made.expires_at as string, 1100);
+      const paid = await payUri(payer.session, made.uri as string, {});
+      await until(() => events('request.paid_late').length > 0, 'request.paid_late');
+      expect(events('request.paid').length).toBe(0);
+      expect((await api(`/api/v1/requests/${made.id as string}`)).body.data).toMatchObject({ status: 'paid_late', paid_by: [paid.hash] });
+    } finally {
+      await server.stop();
+      await receiver.close();
+    }
   });
 });
