@@ -277,7 +277,9 @@ export function renderCheckoutPage({ request, view, qrSvg, eventsPath, redirectS
     ? ''
     : `
 <dt>Price</dt>
-<dd><span id="price" class="value">${escapeHtml(`${request.fiat.amount} ${request.fiat.currency}`)}</span> <span class="note">at ${escapeHtml(`${request.fiat.rate} ${request.fiat.currency}`)} per XNO</span></dd>`
+<dd><span id="price" class="value">${escapeHtml(`${request.fiat.amount} ${request.fiat.currency}`)}</span> <span class="note">at ${escapeHtml(`${request.fiat.rate} ${request.fiat.currency}`)} per XNO${
+        request.fiat.quote_expires_at === undefined ? '' : `, held until <span id="quote-expires-at">${escapeHtml(request.fiat.quote_expires_at)}</span>`
+      }</span></dd>`
 }
 <dt>Amount (XNO)</dt>
 <dd><span id="amount" class="value amount">${amount}</span><button type="button" data-copy="amount" data-done="Amount copied" aria-label="Copy the amount" hidden>Copy</button></dd>

@@ -15,14 +15,17 @@ export default class Request extends SessionCommand {
   static override description = `The amount is raised by a tiny offset so the payment can be matched (by the service, or on a node
 backend by nanopay itself): the payer must send exactly the amount shown. --fresh-address (node backend) uses an unused account instead. On a node backend a request expires after --expires-in (default ${formatDuration(DEFAULT_REQUEST_EXPIRY_S)}); status then says expired. The QR code encodes nano:<address>?amount=<raw>. --watch waits for the payment like status --watch.
 --currency EUR prices it in another currency: the XNO amount is computed now from the rate source (config set rate-source URL),
-rounded up to 0.000001 XNO, and fixed for the life of the request; the price and its rate are kept and shown with it (status too).`;
+rounded up to 0.000001 XNO, and holds for rate-quote-window (default 15m), when the request expires, on either backend (a
+longer --expires-in is refused); the price, its rate and the quote's end are kept and shown with it (status too).`;
   static override examples = ['<%= config.bin %> request 1.5', '<%= config.bin %> request 0.25 --to nano_1… --no-qr --json', '<%= config.bin %> request 2 --watch --timeout 600', '<%= config.bin %> request 1 --qr-style light', '<%= config.bin %> request 5 --expires-in 2h', '<%= config.bin %> request 19.99 --currency EUR'];
   static override args = { amount: Args.string({ ignoreStdin: true, description: 'amount in XNO (or in --currency)', required: true }) };
   static override flags = {
     currency: Flags.string({ description: 'the currency of the amount (ISO 4217: EUR, USD…), turned into XNO at the rate source\'s rate; default XNO' }),
     to: Flags.string({ description: 'receive address (default: the active account)' }),
     'fresh-address': Flags.boolean({ description: 'backend node: an unused account of the wallet for this request alone (the amount is then exact, no offset)' }),
-    'expires-in': Flags.string({ description: `backend node: how long the request waits for its payment: 30m, 2h, 1d (default ${formatDuration(DEFAULT_REQUEST_EXPIRY_S)}, at most ${formatDuration(MAX_REQUEST_EXPIRY_S)})` }),
+    'expires-in': Flags.string({
+      description: `backend node, or a price in another currency: how long the request waits for its payment: 30m, 2h, 1d (default ${formatDuration(DEFAULT_REQUEST_EXPIRY_S)}, at most ${formatDuration(MAX_REQUEST_EXPIRY_S)}; with --currency, rate-quote-window)`,
+    }),
     'redirect-url': Flags.string({ description: 'where the customer goes after paying' }),
     qr: Flags.boolean({ description: 'print a QR code (default: on a terminal)', allowNo: true }),
     'qr-style': Flags.string({

@@ -101,14 +101,16 @@ export async function createShopRequest(
   const node = session.backendKind() === 'node';
   const now = Date.now();
   let stored: { request: ShopRequest; created: boolean } | undefined;
+  const amount = askedAmount(input.amount, input.currency);
   const made = await requestPayment(
     session,
     {
-      amount: askedAmount(input.amount, input.currency),
+      amount,
       ...(options.freshAddress === true ? { freshAddress: true } : {}),
       ...(input.redirect_url === undefined ? {} : { redirectUrl: input.redirect_url }),
-      // On a node nanopay keeps the expiry with the request (an amount is free again after it); the service does not take one.
-      ...(node && input.expires_in !== undefined ? { expiresInS: input.expires_in } : {}),
+      // On a node nanopay keeps the expiry with the request (an amount is free again after it), and with the price
+      // for one in another currency (within its quote window); the service does not take one.
+      ...((node || 'fiat' in amount) && input.expires_in !== undefined ? { expiresInS: input.expires_in } : {}),
     },
     // On a node the request nanopay keeps and the shop's row are one transaction: one commit (one fsync) before the answer.
     async (kept, record) => {
@@ -131,7 +133,8 @@ function shopRequest(made: PaymentRequestResult, input: ShopRequestInput, now: n
     receive_address: made.receive_address,
     uri: made.uri,
     created_at: new Date(now).toISOString(),
-    // On a node the request's own expiry (a day unless told); on the service, the shop's, kept here.
+    // The request's own expiry on a node (a day unless told) or for a price in another currency (its quote's end);
+    // else on the service the shop's, kept here.
     ...(made.expires_at !== undefined
       ? { expires_at: made.expires_at }
       : input.expires_in === undefined

@@ -1,9 +1,10 @@
 /**
  * Prices in the shop's currency (ops/pricing): the price each request priced in
  * a fiat currency was made at, by request id (whoever made it: `request`, the
- * shop's API, on either backend), and the last rate accepted per currency, which
- * the next one is checked against (kept here so that it survives restarts and is
- * shared by every server on a PostgreSQL store).
+ * shop's API, on either backend), and the rates accepted per currency (the last,
+ * and those of the recent past), which the next one is checked against (kept here
+ * so that they survive restarts and are shared by every server on a PostgreSQL
+ * store).
  */
 
 /** What a request priced in a fiat currency was made at: shown with the request wherever it is (`fiat`). */
@@ -18,6 +19,11 @@ export interface FiatPrice {
   rate_source: string;
   /** When the rate is from (ISO 8601): the source's own time, or when nanopay fetched it if the source gives none. */
   rate_time: string;
+  /**
+   * Until when the XNO amount holds (ISO 8601): the request expires then (rate-quote-window). Absent on requests
+   * made before nanopay kept it.
+   */
+  quote_expires_at?: string;
 }
 
 /** The last rate accepted for a currency. */
@@ -28,6 +34,8 @@ export interface AcceptedRate {
   /** When the rate is from (ISO 8601). */
   time: string;
   accepted_at: string;
+  /** The rate-max-move (percent) it was checked under; absent on rates accepted before nanopay kept it. */
+  max_move?: string;
 }
 
 export interface PricesTable {
@@ -36,6 +44,11 @@ export interface PricesTable {
   /** The price request `id` was made at, if it was priced in a fiat currency. */
   of(id: string): Promise<FiatPrice | undefined>;
   lastRate(currency: string): Promise<AcceptedRate | undefined>;
-  /** Makes `rate` the last accepted of its currency, unless one from a later time is there already. */
-  accept(rate: AcceptedRate): Promise<void>;
+  /** The rates of `currency` accepted at or after `since` (ISO 8601), oldest first. */
+  acceptedSince(currency: string, since: string): Promise<AcceptedRate[]>;
+  /**
+   * Keeps `rate` among the accepted and makes it the last accepted of its currency, unless one from a later time is
+   * there already; forgets the rates of the currency accepted before `forgetBefore` (ISO 8601).
+   */
+  accept(rate: AcceptedRate, forgetBefore: string): Promise<void>;
 }

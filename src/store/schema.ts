@@ -320,6 +320,29 @@ export const MIGRATIONS: Migration[] = [
     sqlite: `CREATE INDEX spend_audit_in_flight ON spend_audit (profile, account) WHERE counts = 1 AND status = 'in_flight';`,
     postgres: `CREATE INDEX spend_audit_in_flight ON spend_audit (profile, account) WHERE counts = 1 AND status = 'in_flight';`,
   },
+  {
+    version: 8,
+    // The rates accepted of the recent past (prices.ts), not just the last: a new rate is checked against each, so a
+    // source sliding a little at each step cannot move a price beyond rate-max-move in all.
+    sqlite: `
+      CREATE TABLE accepted_rate_history (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        currency TEXT NOT NULL,
+        accepted_at TEXT NOT NULL,
+        doc TEXT NOT NULL
+      );
+      CREATE INDEX accepted_rate_history_by_time ON accepted_rate_history (currency, accepted_at);
+    `,
+    postgres: `
+      CREATE TABLE accepted_rate_history (
+        seq BIGSERIAL PRIMARY KEY,
+        currency TEXT NOT NULL,
+        accepted_at TEXT NOT NULL,
+        doc JSONB NOT NULL
+      );
+      CREATE INDEX accepted_rate_history_by_time ON accepted_rate_history (currency, accepted_at);
+    `,
+  },
 ];
 
 /** The columns a request's record is queried by, taken from its document (which keeps every field). */

@@ -18,15 +18,28 @@ export class SqlitePrices implements PricesTable {
     return this.host.run(() => parse<AcceptedRate>(this.host.db.prepare('SELECT doc FROM accepted_rates WHERE currency = ?').get(currency)));
   }
 
-  accept(rate: AcceptedRate): Promise<void> {
-    return this.host.run(
-      () =>
-        void this.host.db
+  acceptedSince(currency: string, since: string): Promise<AcceptedRate[]> {
+    return this.host.run(() =>
+      this.host
+        .prepared('SELECT doc FROM accepted_rate_history WHERE currency = ? AND accepted_at >= ? ORDER BY accepted_at, seq')
+        .all(currency, since)
+        .map((row) => parse<AcceptedRate>(row) as AcceptedRate),
+    );
+  }
+
+  accept(rate: AcceptedRate, forgetBefore: string): Promise<void> {
+    const doc = JSON.stringify(rate);
+    return this.host.run(() =>
+      this.host.db.transaction(() => {
+        this.host.db
           .prepare(
             `INSERT INTO accepted_rates (currency, rate_time, doc) VALUES (?, ?, ?)
              ON CONFLICT (currency) DO UPDATE SET rate_time = excluded.rate_time, doc = excluded.doc WHERE excluded.rate_time >= accepted_rates.rate_time`,
           )
-          .run(rate.currency, rate.time, JSON.stringify(rate)),
+          .run(rate.currency, rate.time, doc);
+        this.host.prepared('INSERT INTO accepted_rate_history (currency, accepted_at, doc) VALUES (?, ?, ?)').run(rate.currency, rate.accepted_at, doc);
+        this.host.prepared('DELETE FROM accepted_rate_history WHERE currency = ? AND accepted_at < ?').run(rate.currency, forgetBefore);
+      })(),
     );
   }
 }

@@ -124,6 +124,8 @@ export interface ProfileRecord {
   rateMaxAgeSeconds?: number;
   /** How far (percent, a decimal) a rate may move from the last accepted one. */
   rateMaxMove?: string;
+  /** Seconds a price in another currency holds its XNO amount: its request expires then. */
+  rateQuoteWindowSeconds?: number;
   wallets: Record<string, WalletRecord>;
 }
 

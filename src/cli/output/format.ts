@@ -10,7 +10,8 @@ export function describeSource(s: { source: 'env' | 'profile' | 'default'; varia
   return s.source === 'env' ? `from ${s.variable ?? 'the environment'}` : s.source === 'profile' ? 'from the profile' : 'default';
 }
 
-/** A price in another currency and where its XNO amount comes from: "19.99 EUR (at 0.93 EUR per XNO, https://… at 2026-…Z)". */
-export function priceLine(fiat: { currency: string; amount: string; rate: string; rate_source: string; rate_time: string }): string {
-  return `${fiat.amount} ${fiat.currency} (at ${fiat.rate} ${fiat.currency} per XNO, ${fiat.rate_source} at ${fiat.rate_time})`;
+/** A price in another currency, where its XNO amount comes from and until when it holds: "19.99 EUR (at 0.93 EUR per XNO, https://… at 2026-…Z), held until 2026-…Z". */
+export function priceLine(fiat: { currency: string; amount: string; rate: string; rate_source: string; rate_time: string; quote_expires_at?: string }): string {
+  const holds = fiat.quote_expires_at === undefined ? '' : `, held until ${fiat.quote_expires_at}`;
+  return `${fiat.amount} ${fiat.currency} (at ${fiat.rate} ${fiat.currency} per XNO, ${fiat.rate_source} at ${fiat.rate_time})${holds}`;
 }

@@ -9,7 +9,7 @@ export default class ConfigSet extends SessionCommand {
   static override summary = 'Change a setting of the profile (api-key and node-auth only from stdin).';
   protected static override allowsNewProfile = true;
   static override description = `Settings: api-url, api-key, limit-per-send, limit-per-day, receive-minimum, representative, x402-max, x402-auto-pay, x402-network, work-mode, work-servers, backend,
-node-url, node-ws-url, node-auth, node-auth-scheme, database-url, rate-source, rate-cache, rate-max-age and rate-max-move (see config list). Secrets (api-key, node-auth) are read from stdin
+node-url, node-ws-url, node-auth, node-auth-scheme, database-url, rate-source, rate-cache, rate-max-age, rate-max-move and rate-quote-window (see config list). Secrets (api-key, node-auth) are read from stdin
 only, so they stay out of shell history, and are stored encrypted. --stdin reads all of stdin (after the password line
 with --password-stdin): the value must be one line, and an api-key one word. --unset removes a setting.`;
   static override examples = [

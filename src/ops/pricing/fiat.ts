@@ -105,6 +105,12 @@ export function fiatToRaw(amount: Decimal, rate: Decimal): bigint {
   return raw;
 }
 
+/** Whether `a` is greater than `b`. */
+export function greaterThan(a: Decimal, b: Decimal): boolean {
+  const scale = Math.max(a.scale, b.scale);
+  return a.units * 10n ** BigInt(scale - a.scale) > b.units * 10n ** BigInt(scale - b.scale);
+}
+
 /** Whether `next` is more than `percent` % away from `last`. */
 export function movedBeyond(last: Decimal, next: Decimal, percent: Decimal): boolean {
   const scale = Math.max(last.scale, next.scale);

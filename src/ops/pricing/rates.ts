@@ -4,13 +4,22 @@ import type { AcceptedRate, FiatPrice } from '../../store/prices.js';
 import { formatDuration } from '../duration.js';
 import type { FiatAmount } from '../money.js';
 import type { Session } from '../session.js';
-import { fiatToRaw, formatDecimal, movedBeyond, parseCurrency, parseFiatAmount, parsePercent, parseRate, type Decimal } from './fiat.js';
+import { fiatToRaw, formatDecimal, greaterThan, movedBeyond, parseCurrency, parseFiatAmount, parsePercent, parseRate, type Decimal } from './fiat.js';
 
 export const DEFAULT_RATE_CACHE_S = 30;
 export const MAX_RATE_CACHE_S = 3600;
 export const DEFAULT_RATE_MAX_AGE_S = 600;
 export const MAX_RATE_MAX_AGE_S = 7 * 86_400;
 export const DEFAULT_RATE_MAX_MOVE = '10';
+/** How long a price in another currency holds its XNO amount (the request expires then): BTCPay's default too. */
+export const DEFAULT_RATE_QUOTE_WINDOW_S = 900;
+/** A quote that held longer would let a customer pay at a rate of another day. */
+export const MAX_RATE_QUOTE_WINDOW_S = 86_400;
+/**
+ * rate-max-move holds against every rate accepted this long ago or since (and the last accepted, however old), so a
+ * rate sliding a little at each step cannot add up to more.
+ */
+const RATE_MOVE_WINDOW_MS = 3_600_000;
 /** A source's clock may run this far ahead of ours; a rate dated later than that is misdated. */
 const CLOCK_SKEW_MS = 60_000;
 
@@ -59,13 +68,33 @@ function answerOf(settings: RateSettings, now: number): Fetched {
   return entry;
 }
 
+/** How long a price in another currency holds (rate-quote-window, seconds): its request expires then. */
+export function quoteWindowS(session: Session): number {
+  return session.profile().rateQuoteWindowSeconds ?? DEFAULT_RATE_QUOTE_WINDOW_S;
+}
+
+const sameRate = (a: AcceptedRate, b: AcceptedRate | undefined): boolean => b !== undefined && a.rate === b.rate && a.accepted_at === b.accepted_at;
+
+/**
+ * The accepted rates a new one is checked against: the last accepted (first), and those of the last
+ * RATE_MOVE_WINDOW_MS (`recent`, oldest first). A rate let through under a larger rate-max-move than today's was
+ * the owner's word that the market moved: those accepted before it no longer count.
+ */
+function references(recent: AcceptedRate[], last: AcceptedRate | undefined, maxMove: Decimal): AcceptedRate[] {
+  const all = last === undefined || recent.some((r) => sameRate(r, last)) ? recent : [last, ...recent];
+  const overridden = all.map((r) => r.max_move !== undefined && greaterThan(parsePercent(r.max_move, 'rate-max-move'), maxMove)).lastIndexOf(true);
+  const counted = all.slice(Math.max(0, overridden));
+  return [...counted.filter((r) => sameRate(r, last)), ...counted.filter((r) => !sameRate(r, last))];
+}
+
 /**
  * The rate of `currency` (units per XNO) to price a request with now. Never
  * trusted as it comes: it must be a positive decimal within bounds, dated (by
  * the source, else by the fetch) no longer ago than rate-max-age, and no more
- * than rate-max-move away from the last rate accepted for the currency (kept in
- * the store, so a restart does not forget it); it then becomes the last
- * accepted. The first rate of a currency has nothing to be compared with.
+ * than rate-max-move away from the last rate accepted for the currency nor from
+ * any accepted within RATE_MOVE_WINDOW_MS (kept in the store, so a restart does
+ * not forget them); it is then accepted. The first rate of a currency has
+ * nothing to be compared with.
  */
 async function acceptedRate(session: Session, currency: string, now = Date.now()): Promise<AcceptedRate> {
   const settings = rateSettings(session);
@@ -88,16 +117,26 @@ async function acceptedRate(session: Session, currency: string, now = Date.now()
   if (known !== undefined) return known;
   const store = await session.dataStore();
   const last = await store.prices.lastRate(currency);
-  const lastRate = last === undefined ? undefined : parseRate(last.rate);
-  if (last !== undefined && lastRate !== undefined && movedBeyond(lastRate, rate, settings.maxMove)) {
+  const recent = await store.prices.acceptedSince(currency, new Date(now - RATE_MOVE_WINDOW_MS).toISOString());
+  for (const reference of references(recent, last, settings.maxMove)) {
+    const referenceRate = parseRate(reference.rate);
+    if (referenceRate === undefined || !movedBeyond(referenceRate, rate, settings.maxMove)) continue;
+    const which = sameRate(reference, last) ? 'the last accepted' : `one accepted at ${reference.accepted_at}, within the last ${formatDuration(RATE_MOVE_WINDOW_MS / 1000)}`;
     throw refused(
       'RATE_MOVED',
-      `is ${formatDecimal(rate)}, more than rate-max-move (${formatDecimal(settings.maxMove)}%) away from the last accepted, ${last.rate} (from ${last.time})`,
-      'Check the rate source. If the market really moved that much, let this rate through once (nanopay config set rate-max-move with a larger bound, make the request, then set it back).',
+      `is ${formatDecimal(rate)}, more than rate-max-move (${formatDecimal(settings.maxMove)}%) away from ${which}, ${reference.rate} (from ${reference.time})`,
+      'Check the rate source. If the market really moved that much, let this rate through once (nanopay config set rate-max-move with a larger bound, make the request, then set it back): the rates accepted before it then no longer count.',
     );
   }
-  const accepted: AcceptedRate = { currency, rate: formatDecimal(rate), source, time: new Date(dated).toISOString(), accepted_at: new Date(now).toISOString() };
-  if (last?.rate !== accepted.rate || last.time !== accepted.time) await store.prices.accept(accepted);
+  const accepted: AcceptedRate = {
+    currency,
+    rate: formatDecimal(rate),
+    source,
+    time: new Date(dated).toISOString(),
+    accepted_at: new Date(now).toISOString(),
+    max_move: formatDecimal(settings.maxMove),
+  };
+  if (last?.rate !== accepted.rate || last.time !== accepted.time) await store.prices.accept(accepted, new Date(now - RATE_MOVE_WINDOW_MS).toISOString());
   entry.accepted.set(currency, accepted);
   return accepted;
 }

@@ -9,7 +9,15 @@ import { changePolicy, legacyRule, policyDocument, setLegacyRule, type PolicyDoc
 import { profilePolicy } from '../spending/policy.js';
 import { formatDuration, parseDuration } from '../duration.js';
 import { formatDecimal, parsePercent } from '../pricing/fiat.js';
-import { DEFAULT_RATE_CACHE_S, DEFAULT_RATE_MAX_AGE_S, DEFAULT_RATE_MAX_MOVE, MAX_RATE_CACHE_S, MAX_RATE_MAX_AGE_S } from '../pricing/rates.js';
+import {
+  DEFAULT_RATE_CACHE_S,
+  DEFAULT_RATE_MAX_AGE_S,
+  DEFAULT_RATE_MAX_MOVE,
+  DEFAULT_RATE_QUOTE_WINDOW_S,
+  MAX_RATE_CACHE_S,
+  MAX_RATE_MAX_AGE_S,
+  MAX_RATE_QUOTE_WINDOW_S,
+} from '../pricing/rates.js';
 
 /** Settings a user can change, with how each is checked and stored. Amounts are XNO at the edge, raw inside. */
 function checkUrl(v: string, what: string, protocols: string[]): string {
@@ -126,10 +134,16 @@ const SETTINGS = {
     set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, rateMaxAgeSeconds: parseDuration(v, { max: MAX_RATE_MAX_AGE_S, what: 'rate-max-age' }) }),
   },
   'rate-max-move': {
-    describe: 'a rate more than this many percent away from the last accepted one is refused (RATE_MOVED)',
+    describe: 'a rate more than this many percent away from the last accepted one, or from any accepted in the last hour, is refused (RATE_MOVED)',
     fallback: DEFAULT_RATE_MAX_MOVE,
     get: (p: ProfileRecord) => p.rateMaxMove,
     set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, rateMaxMove: formatDecimal(parsePercent(v, 'rate-max-move')) }),
+  },
+  'rate-quote-window': {
+    describe: 'how long a price in another currency holds its XNO amount: the request expires then, on either backend (15m, 1h)',
+    fallback: formatDuration(DEFAULT_RATE_QUOTE_WINDOW_S),
+    get: (p: ProfileRecord) => (p.rateQuoteWindowSeconds === undefined ? undefined : formatDuration(p.rateQuoteWindowSeconds)),
+    set: (p: ProfileRecord, v: string): ProfileRecord => ({ ...p, rateQuoteWindowSeconds: parseDuration(v, { max: MAX_RATE_QUOTE_WINDOW_S, what: 'rate-quote-window' }) }),
   },
   'work-mode': {
     describe: 'proof of work: auto, cpu or remote',
@@ -275,6 +289,7 @@ export async function unsetSetting(session: Session, name: string): Promise<Sett
     'rate-cache': ({ rateCacheSeconds: _, ...p }) => p,
     'rate-max-age': ({ rateMaxAgeSeconds: _, ...p }) => p,
     'rate-max-move': ({ rateMaxMove: _, ...p }) => p,
+    'rate-quote-window': ({ rateQuoteWindowSeconds: _, ...p }) => p,
     'work-mode': ({ workMode: _, ...p }) => p,
     'work-servers': ({ workServers: _, ...p }) => p,
   };

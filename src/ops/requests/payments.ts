@@ -4,7 +4,7 @@ import { ExitCode, NanoPayError } from '../../errors.js';
 import { buildNanoUri, normalizeAddress, parseNanoUri, rawToXno, xnoToRaw } from '../../nano/index.js';
 import { inconsistent } from '../ledger/inconsistent.js';
 import { rawOf, xnoAndRaw, type Amount, type FiatAmount } from '../money.js';
-import { priceInXno } from '../pricing/rates.js';
+import { priceInXno, quoteWindowS } from '../pricing/rates.js';
 import type { FiatPrice } from '../../store/prices.js';
 import { MAX_REQUEST_EXPIRY_S, createNodeRequest, nodePaymentStatus } from './node-requests.js';
 import type { PaymentArrival, PaymentMismatch, RequestState, Verdict } from './matching.js';
@@ -37,9 +37,12 @@ export interface PaymentRequestResult {
   /** nano:<address>?amount=<raw>, the standard URI (and QR content). */
   uri: string;
   redirect_url?: string;
-  /** When the request stops waiting (ISO 8601): nanopay's own on a node; the service says nothing at creation. */
+  /**
+   * When the request stops waiting (ISO 8601): nanopay's own on a node, and for a price in another currency on
+   * either backend (its quote's end); the service says nothing at creation.
+   */
   expires_at?: string;
-  /** Priced in another currency: the price, and the rate it was turned into XNO at. */
+  /** Priced in another currency: the price, the rate it was turned into XNO at, and until when that holds. */
   fiat?: FiatPrice;
 }
 
@@ -48,7 +51,9 @@ export interface PaymentRequestResult {
  * Creates a payment request; the receive address defaults to the active account. On a node, nanopay keeps it:
  * `keep` then stores it (with the caller's own record of it, in one transaction), else the requests table alone.
  * A price in another currency is turned into XNO first (at a rate checked by ops/pricing; refused before
- * anything is made), and kept in the store with the request's id.
+ * anything is made), and kept in the store with the request's id and the quote's end: the request expires then,
+ * rate-quote-window after it is made unless asked sooner, on either backend (on the service nanopay keeps that
+ * expiry with the price, as the shop keeps its own).
  */
 export async function requestPayment(
   session: Session,
@@ -61,11 +66,20 @@ export async function requestPayment(
     throw new NanoPayError('USAGE', `A request waits from 1 s to ${formatDuration(MAX_REQUEST_EXPIRY_S)}`);
   }
   const node = session.backendKind() === 'node';
-  if (!node && (input.freshAddress === true || input.expiresInS !== undefined)) {
-    throw new NanoPayError('USAGE', '--fresh-address and --expires-in are for requests nanopay keeps itself (backend node)', {
+  const priced = 'fiat' in input.amount;
+  if (!node && (input.freshAddress === true || (input.expiresInS !== undefined && !priced))) {
+    throw new NanoPayError('USAGE', '--fresh-address is for requests nanopay keeps itself (backend node), and so is --expires-in unless the price is in another currency', {
       hint: 'The service keeps its requests and decides their expiry (status shows it when the service gives one); use --to to name another address.',
     });
   }
+  // The XNO amount of a price in another currency holds for the quote window, and the request no longer than that.
+  const windowS = priced ? quoteWindowS(session) : undefined;
+  if (windowS !== undefined && input.expiresInS !== undefined && input.expiresInS > windowS) {
+    throw new NanoPayError('INVALID_REQUEST', `A price in another currency holds for rate-quote-window (${formatDuration(windowS)}), so its request cannot wait ${formatDuration(input.expiresInS)}; no request was made`, {
+      hint: 'Ask for an expiry within it, or raise it: nanopay config set rate-quote-window 1h.',
+    });
+  }
+  const expiresInS = input.expiresInS ?? windowS;
   const { raw: baseRaw, fiat } = 'fiat' in input.amount ? await priceInXno(session, input.amount) : { raw: rawOf(input.amount), fiat: undefined };
   if (baseRaw <= 0n) throw new NanoPayError('INVALID_NUMBER_FORMAT', 'The amount must be greater than zero');
   const result = (id: string, address: string, amountRaw: bigint, expiresAt?: string): PaymentRequestResult => ({
@@ -76,20 +90,20 @@ export async function requestPayment(
     uri: buildNanoUri({ address, amountRaw }),
     ...(input.redirectUrl === undefined ? {} : { redirect_url: input.redirectUrl }),
     ...(expiresAt === undefined ? {} : { expires_at: expiresAt }),
-    ...(fiat === undefined ? {} : { fiat }),
+    ...(fiat === undefined ? {} : { fiat: { ...fiat, ...(expiresAt === undefined ? {} : { quote_expires_at: expiresAt }) } }),
   });
   let made: PaymentRequestResult;
   if (node) {
     const kept = (record: RequestRecord): PaymentRequestResult => result(record.id, record.address, BigInt(record.amountRaw), record.expiresAt);
-    const record = await createNodeRequest(session, await session.nodeClient(), { ...input, baseRaw }, keep === undefined ? undefined : (r) => keep(kept(r), r));
+    const record = await createNodeRequest(session, await session.nodeClient(), { ...input, baseRaw, ...(expiresInS === undefined ? {} : { expiresInS }) }, keep === undefined ? undefined : (r) => keep(kept(r), r));
     made = kept(record);
   } else {
     const to = input.to === undefined ? await session.address() : normalizeAddress(input.to);
     const created = await (await session.serviceApi()).paymentRequest({ receiveAddress: to, amount: rawToXno(baseRaw), ...(input.redirectUrl === undefined ? {} : { redirectUrl: input.redirectUrl }) });
     const { address, amountRaw } = checkCreated(created, to, baseRaw);
-    made = result(created.transactionId, address, amountRaw);
+    made = result(created.transactionId, address, amountRaw, expiresInS === undefined ? undefined : new Date(Date.now() + expiresInS * 1000).toISOString());
   }
-  if (fiat !== undefined) await (await session.dataStore()).prices.record(made.transaction_id, fiat);
+  if (made.fiat !== undefined) await (await session.dataStore()).prices.record(made.transaction_id, made.fiat);
   return made;
 }
 
@@ -216,9 +230,13 @@ async function checkOnce(session: Session, id: string, options: Pick<CallOptions
   }
   const api = await session.serviceApi();
   const expiresAt = await shopExpiry(session, id);
+  const price = await priceOf(session, id);
   const s = await api.paymentStatus(id, options);
-  const shown = expiresAt ?? s.expiresAt;
-  return withRefunds(session, resultOf(s.transactionId, await untilAborted(serviceVerdict(api, s, shown), options.signal), s.amount, shown, await priceOf(session, id)));
+  // A price's quote ends the request as an expiry does (nanopay keeps it: the service knows nothing of it).
+  const quoteEnd = price?.quote_expires_at === undefined ? undefined : Date.parse(price.quote_expires_at);
+  const given = expiresAt ?? s.expiresAt;
+  const shown = given === undefined || quoteEnd === undefined ? (given ?? quoteEnd) : Math.min(given, quoteEnd);
+  return withRefunds(session, resultOf(s.transactionId, await untilAborted(serviceVerdict(api, s, shown), options.signal), s.amount, shown, price));
 }
 
 /**

@@ -56,9 +56,17 @@ describe.each(BACKENDS)('a price in the shop\'s currency on the %s backend', (ba
   });
 
   it('request 19.99 --currency EUR: XNO computed once from the rate (exactly, rounded up), the offset on top; the price and rate kept and shown by status', async () => {
-    const made = await merchant.user.json<{ transaction_id: string; amount: string; amount_raw: string; fiat: Record<string, string> }>(['request', '19.99', '--currency', 'EUR', '--no-qr']);
+    const made = await merchant.user.json<{ transaction_id: string; amount: string; amount_raw: string; expires_at: string; fiat: Record<string, string> }>(['request', '19.99', '--currency', 'EUR', '--no-qr']);
     expect(made._code).toBe(0);
-    expect(made.fiat).toEqual({ currency: 'EUR', amount: '19.99', rate: '0.93', rate_source: rates.url, rate_time: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/) });
+    // The quote holds for rate-quote-window (15 minutes unless set), and the request expires with it on either backend.
+    expect(made.fiat).toEqual({
+      currency: 'EUR',
+      amount: '19.99',
+      rate: '0.93',
+      rate_source: rates.url,
+      rate_time: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
+      quote_expires_at: made.expires_at,
+    });
     // The request's own matching offset (node) or the service's adjustment comes on top of the rounded amount.
     const extra = BigInt(made.amount_raw) - EUR_19_99_AT_0_93;
     expect(extra > 0n && extra < 10n ** 24n).toBe(true);
@@ -69,7 +77,7 @@ describe.each(BACKENDS)('a price in the shop\'s currency on the %s backend', (ba
     const status = await merchant.user.json(['status', made.transaction_id]);
     expect(status).toMatchObject({ _code: 0, status: 'waiting', amount: made.amount, fiat: made.fiat });
     const text = await merchant.user.run(['status', made.transaction_id]);
-    expect(text.stdout).toContain(`Price: 19.99 EUR (at 0.93 EUR per XNO, ${rates.url} at ${made.fiat.rate_time})`);
+    expect(text.stdout).toContain(`Price: 19.99 EUR (at 0.93 EUR per XNO, ${rates.url} at ${made.fiat.rate_time}), held until ${made.expires_at}`);
     const shown = await merchant.user.run(['request', '1', '--currency', 'eur', '--no-qr']);
     expect(shown.stdout).toContain('Price: 1 EUR (at 0.95 EUR per XNO');
   });
@@ -95,6 +103,10 @@ describe.each(BACKENDS)('a price in the shop\'s currency on the %s backend', (ba
       expect(made).toMatchObject({ status: 'waiting', currency: 'XNO', order_id: 'F-1', fiat: { currency: 'USD', amount: '5', rate: '1.01', rate_source: rates.url } });
       const extra = BigInt(made.amount_raw as string) - 4_950_496n * 10n ** 24n;
       expect(extra > 0n && extra < 10n ** 24n).toBe(true);
+      // Its expiry is the quote's end (rate-quote-window, 15 minutes unless set), on either backend, not a day.
+      expect(made.expires_at).toBe(made.fiat.quote_expires_at);
+      const lasts = Date.parse(made.expires_at as string) - Date.parse(made.created_at as string);
+      expect(lasts >= 900_000 && lasts < 86_400_000).toBe(true);
       expect((await api(`/api/v1/requests/${made.id as string}`)).body.data).toEqual(made);
       // An XNO request has no price.
       expect((await api('/api/v1/requests', { amount: '0.1' })).body.data.fiat).toBeNull();

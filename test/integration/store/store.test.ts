@@ -436,14 +436,38 @@ describe.each(kinds)('the $name store', (kind) => {
     expect(await store.prices.of(randomUUID())).toBeUndefined();
 
     const rate = (time: string, value: string) => ({ currency: 'EUR', rate: value, source: 'https://rates.example/x', time, accepted_at: time });
+    const longAgo = '2026-01-01T00:00:00.000Z';
     expect(await store.prices.lastRate('EUR')).toBeUndefined();
-    await store.prices.accept(rate('2026-03-01T12:00:00.000Z', '0.93'));
+    await store.prices.accept(rate('2026-03-01T12:00:00.000Z', '0.93'), longAgo);
     // Another server accepted an older answer late: the newer stays.
-    await other.prices.accept(rate('2026-03-01T11:00:00.000Z', '0.80'));
+    await other.prices.accept(rate('2026-03-01T11:00:00.000Z', '0.80'), longAgo);
     expect(await other.prices.lastRate('EUR')).toEqual(rate('2026-03-01T12:00:00.000Z', '0.93'));
-    await other.prices.accept(rate('2026-03-01T12:05:00.000Z', '0.95'));
+    await other.prices.accept(rate('2026-03-01T12:05:00.000Z', '0.95'), longAgo);
     expect(await store.prices.lastRate('EUR')).toEqual(rate('2026-03-01T12:05:00.000Z', '0.95'));
     expect(await store.prices.lastRate('USD')).toBeUndefined();
+  });
+
+  test('accepted rates of the recent past: each kept (not just the last), read oldest first from a time, those before the cut forgotten', async () => {
+    const { store, another } = await kind.fresh();
+    const other = await another();
+    const rate = (currency: string, at: string, value: string) => ({ currency, rate: value, source: 'https://rates.example/x', time: at, accepted_at: at, max_move: '10' });
+    const longAgo = '2026-01-01T00:00:00.000Z';
+    await store.prices.accept(rate('EUR', '2026-03-01T12:00:00.000Z', '1'), longAgo);
+    await other.prices.accept(rate('EUR', '2026-03-01T12:10:00.000Z', '0.91'), longAgo);
+    await store.prices.accept(rate('USD', '2026-03-01T12:15:00.000Z', '1.1'), longAgo);
+    // Accepted late, from an older answer: not the last, but among the accepted at its time.
+    await other.prices.accept(rate('EUR', '2026-03-01T12:05:00.000Z', '0.95'), longAgo);
+    expect(await store.prices.acceptedSince('EUR', '2026-03-01T11:00:00.000Z')).toEqual([
+      rate('EUR', '2026-03-01T12:00:00.000Z', '1'),
+      rate('EUR', '2026-03-01T12:05:00.000Z', '0.95'),
+      rate('EUR', '2026-03-01T12:10:00.000Z', '0.91'),
+    ]);
+    expect(await other.prices.acceptedSince('EUR', '2026-03-01T12:05:00.000Z')).toHaveLength(2);
+    expect(await store.prices.lastRate('EUR')).toEqual(rate('EUR', '2026-03-01T12:10:00.000Z', '0.91'));
+    // The next accept forgets the currency's rates before the cut; other currencies keep theirs.
+    await store.prices.accept(rate('EUR', '2026-03-01T13:08:00.000Z', '0.9'), '2026-03-01T12:08:00.000Z');
+    expect((await other.prices.acceptedSince('EUR', longAgo)).map((r) => r.rate)).toEqual(['0.91', '0.9']);
+    expect(await other.prices.acceptedSince('USD', longAgo)).toEqual([rate('USD', '2026-03-01T12:15:00.000Z', '1.1')]);
   });
 
   test('export pages: in the order the requests were recorded, a range of creation times and a status, each page after the last, none twice or missed', async () => {
