@@ -291,7 +291,7 @@ export class PostgresStore implements Store {
    * A connection of the pool for a while. Its errors (the server gone) are ignored here: the statement
    * running on it fails with them, and it is released as broken.
    */
-  private async checkout(): Promise<pg.PoolClient> {
+  async checkout(): Promise<pg.PoolClient> {
     const client = await this.pool.connect().catch((error: unknown) => {
       throw this.connectFailure(error);
     });
@@ -299,7 +299,7 @@ export class PostgresStore implements Store {
     return client;
   }
 
-  private release(client: pg.PoolClient, error?: unknown): void {
+  release(client: pg.PoolClient, error?: unknown): void {
     client.off('error', ignore);
     client.release(error as Error | undefined);
   }
