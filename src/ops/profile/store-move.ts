@@ -62,7 +62,12 @@ export async function refuseStoreSwitch(session: Session, next: string | undefin
     const counts = await countRows(store);
     if (total(counts) === 0) return;
     const shown = next === undefined ? 'sqlite' : maskDatabaseUrl(next);
-    throw notEmpty(store.location, counts, 'changing database-url would leave them behind; nothing was changed', `Move them and switch in one step: nanopay store migrate --to ${shown}`);
+    // store migrate moves between the two kinds: from one database to another it goes through the SQLite file.
+    const hint =
+      current !== undefined && next !== undefined
+        ? `Move them through the profile's SQLite file: nanopay store migrate --to sqlite, then nanopay store migrate --to ${shown}`
+        : `Move them and switch in one step: nanopay store migrate --to ${shown}`;
+    throw notEmpty(store.location, counts, 'changing database-url would leave them behind; nothing was changed', hint);
   } finally {
     await store.close();
   }

@@ -197,7 +197,13 @@ describe.skipIf(pgSkip !== undefined)(`store migrate between SQLite and PostgreS
     expect(inPostgres.requests).toBe((inSqlite.requests as number) + 1);
 
     // Back: the profile's SQLite file holds the old data, so it is refused until moved away.
-    expect(await merchant.user.json<Moved>(['config', 'set', 'database-url', '--unset'])).toMatchObject({ _code: 10, error: { code: 'STORE_NOT_EMPTY' } });
+    expect(await merchant.user.json<Moved>(['config', 'set', 'database-url', '--unset'])).toMatchObject({ _code: 10, error: { code: 'STORE_NOT_EMPTY', hint: expect.stringContaining('store migrate --to sqlite') } });
+    // To another database: through the SQLite file, as store migrate moves between the two kinds.
+    expect(await merchant.user.json<Moved>(['config', 'set', 'database-url', occupied])).toMatchObject({
+      _code: 10,
+      error: { code: 'STORE_NOT_EMPTY', hint: `Move them through the profile's SQLite file: nanopay store migrate --to sqlite, then nanopay store migrate --to ${occupied}` },
+    });
+    expect(JSON.parse(configJson(merchant)).profiles.default.databaseUrl).toBe(url);
     expect(await merchant.user.json<Moved>(['store', 'migrate', '--to', 'sqlite'])).toMatchObject({ _code: 10, error: { code: 'STORE_NOT_EMPTY', hint: expect.stringContaining('mv ') } });
     for (const suffix of ['', '-wal', '-shm']) if (existsSync(sqliteFile(merchant) + suffix)) renameSync(sqliteFile(merchant) + suffix, `${sqliteFile(merchant)}.before${suffix}`);
 
