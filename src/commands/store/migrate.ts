@@ -4,7 +4,7 @@ import { moveStore, type StoreMoveResult } from '../../ops/profile/store-move.js
 
 export default class StoreMigrate extends SessionCommand {
   static override summary = "Move the profile's store between its SQLite file and PostgreSQL: copy everything, check the counts, then switch database-url.";
-  static override description = `--to is a PostgreSQL URL (from the SQLite file; without a password: it goes in PGPASSWORD or ~/.pgpass) or
+  static override description = `The destination (--to) is a PostgreSQL URL (from the SQLite file; without a password: it goes in PGPASSWORD or ~/.pgpass) or
 sqlite (from database-url's database into the profile's SQLite file). The destination must be empty. Every table
 (requests and their fresh accounts, the shop's requests and webhook events, the outbox, refunds, sweeps, prices and
 rates, the spending audit and approvals) is copied from one snapshot, each table's count compared, and only then is
