@@ -79,17 +79,11 @@ async function expectOldDataSeen(): Promise<void> {
   expect(await merchant.user.json(['status', shopId])).toMatchObject({ _code: 0, status: 'partially_refunded' });
 }
 
-beforeAll(async () => {
-  sb = await sandbox();
-  merchant = await backendUser(sb, 'node');
-  payer = await fundedUser(sb, 'node', '3');
-  cold = await backendUser(sb, 'node');
-
-  fresh = await merchant.user.json(['request', '0.3', '--fresh-address', '--no-qr']);
-  await payUri(payer.session, fresh.uri, {});
-  await until(async () => (await merchant.user.json<{ status: string }>(['status', fresh.transaction_id])).status === 'paid', 'the fresh request paid');
-
-  // A shop request through checkout serve's API, paid, then partly refunded: rows in shop_requests, refunds, webhook_events and the outbox.
+/**
+ * A request made through checkout serve's API (with a webhook endpoint) on the merchant's store as configured, paid,
+ * its paid event delivered: a row in shop_requests, requests, webhook_events and the outbox, each numbered by the store.
+ */
+async function paidShopRequest(orderId: string): Promise<string> {
   let secret = '';
   const receiver = await startWebhookReceiver(() => secret);
   const server = await startCommand<{ url: string; token_file: string; webhook_secret_file: string }>(
@@ -101,17 +95,34 @@ beforeAll(async () => {
     const token = readFileSync(server.printed.token_file, 'utf8').trim();
     const api = (path: string, init: RequestInit = {}) =>
       fetch(`${server.printed.url}${path}`, { ...init, headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` } }).then(async (r) => (await r.json()) as { data: Record<string, any> });
-    const made = (await api('/api/v1/requests', { method: 'POST', body: JSON.stringify({ amount: '0.2', order_id: 'MOVE-1' }) })).data;
-    shopId = made.id as string;
+    const answer = await api('/api/v1/requests', { method: 'POST', body: JSON.stringify({ amount: '0.2', order_id: orderId }) });
+    expect(answer.data?.id, JSON.stringify(answer)).toBeTypeOf('string');
+    const made = answer.data;
+    const id = made.id as string;
     await payUri(payer.session, made.uri as string, {});
-    await until(async () => (await api(`/api/v1/requests/${shopId}`)).data.status === 'paid', 'the shop request paid');
+    await until(async () => (await api(`/api/v1/requests/${id}`)).data.status === 'paid', `the shop request ${orderId} paid`);
+    await until(() => receiver.events.some((e) => JSON.stringify(e).includes(id)), `the paid event of ${orderId} delivered`);
     await receive(merchant.session);
-    expect(await merchant.user.json(['refund', shopId, '--amount', '0.05', '--yes'])).toMatchObject({ _code: 0, refund: { status: 'sent' } });
-    await until(() => receiver.events.length > 0, 'a webhook event delivered');
+    return id;
   } finally {
     await server.stop();
     await receiver.close();
   }
+}
+
+beforeAll(async () => {
+  sb = await sandbox();
+  merchant = await backendUser(sb, 'node');
+  payer = await fundedUser(sb, 'node', '3');
+  cold = await backendUser(sb, 'node');
+
+  fresh = await merchant.user.json(['request', '0.3', '--fresh-address', '--no-qr']);
+  await payUri(payer.session, fresh.uri, {});
+  await until(async () => (await merchant.user.json<{ status: string }>(['status', fresh.transaction_id])).status === 'paid', 'the fresh request paid');
+
+  // A shop request through checkout serve's API, paid, then partly refunded: rows in shop_requests, refunds, webhook_events and the outbox.
+  shopId = await paidShopRequest('MOVE-1');
+  expect(await merchant.user.json(['refund', shopId, '--amount', '0.05', '--yes'])).toMatchObject({ _code: 0, refund: { status: 'sent' } });
 });
 
 afterAll(async () => {
@@ -193,8 +204,13 @@ describe.skipIf(pgSkip !== undefined)(`store migrate between SQLite and PostgreS
     const later = await merchant.user.json<{ _code: number; receive_address: string }>(['request', '0.1', '--fresh-address', '--no-qr']);
     expect(later._code).toBe(0);
     expect(later.receive_address).not.toBe(fresh.receive_address);
+    // A shop request, its event and its outbox item take new numbers in PostgreSQL (a clash would fail the insert).
+    await paidShopRequest('MOVE-2');
     const inPostgres = await postgresCounts(url);
-    expect(inPostgres.requests).toBe((inSqlite.requests as number) + 1);
+    expect(inPostgres.requests).toBe((inSqlite.requests as number) + 2);
+    for (const table of ['shop_requests', 'webhook_events', 'outbox']) expect(inPostgres[table], table).toBeGreaterThan(inSqlite[table] as number);
+    const exported = await merchant.user.run(['requests', 'export', '--format', 'json']);
+    expect(exported.code, exported.stderr).toBe(0);
 
     // Back: the profile's SQLite file holds the old data, so it is refused until moved away.
     expect(await merchant.user.json<Moved>(['config', 'set', 'database-url', '--unset'])).toMatchObject({ _code: 10, error: { code: 'STORE_NOT_EMPTY', hint: expect.stringContaining('store migrate --to sqlite') } });
@@ -214,6 +230,9 @@ describe.skipIf(pgSkip !== undefined)(`store migrate between SQLite and PostgreS
     expect(JSON.parse(configJson(merchant)).profiles.default.databaseUrl).toBeUndefined();
     expect(await postgresCounts(url)).toEqual(inPostgres);
     await expectOldDataSeen();
+    // The shop's requests read back the same from SQLite, every field (documents through JSONB and back).
+    expect((await merchant.user.run(['requests', 'export', '--format', 'json'])).stdout).toBe(exported.stdout);
+    await paidShopRequest('MOVE-3');
     const last = await merchant.user.json<{ _code: number; receive_address: string }>(['request', '0.1', '--fresh-address', '--no-qr']);
     expect(last._code).toBe(0);
     expect([fresh.receive_address, later.receive_address]).not.toContain(last.receive_address);
