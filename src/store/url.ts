@@ -1,4 +1,4 @@
-import { accessSync, constants } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { NanoPayError } from '../errors.js';
 
 /**
@@ -60,8 +60,9 @@ export function maskDatabaseUrl(url: string): string {
 const FILE_PARAMS = ['sslrootcert', 'sslcert', 'sslkey'];
 
 /**
- * Each file the URL names (sslrootcert, sslcert, sslkey) can be read: node-postgres would otherwise fail to connect
- * with a bare ENOENT. The message names the parameter and the file, never the rest of the URL.
+ * Each file the URL names (sslrootcert, sslcert, sslkey) can be read, as node-postgres reads it (a directory too is
+ * refused): it would otherwise fail with a bare ENOENT or EISDIR. The message names the parameter and the file,
+ * never the rest of the URL.
  */
 export function checkSslFiles(value: string): void {
   let url: URL;
@@ -74,7 +75,7 @@ export function checkSslFiles(value: string): void {
     const file = url.searchParams.get(name);
     if (file === null || file === '') continue;
     try {
-      accessSync(file, constants.R_OK);
+      readFileSync(file);
     } catch (error) {
       throw new NanoPayError('STORE_REFUSED', `The database URL's ${name} names ${file}, which cannot be read (${(error as { code?: string }).code ?? 'unreadable'})`, {
         hint: `Give the path of a readable file in ${name}= (the certificate or key of the connection), or leave ${name} out.`,
