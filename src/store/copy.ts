@@ -280,7 +280,15 @@ export async function copyStore(source: Store, destination: Store): Promise<Tabl
       if (missing.length > 0) throw new NanoPayError('STORE_CORRUPT', `The table ${table} of ${writer.location} lacks the columns ${missing.join(', ')} of ${reader.location}`);
       for (let offset = 0; ; offset += PAGE) {
         const rows = await reader.page(table, columns, offset);
-        await writer.insert(table, columns, rows);
+        try {
+          await writer.insert(table, columns, rows);
+        } catch (error) {
+          // A value one side keeps and the other refuses (PostgreSQL's JSONB takes no \u0000): said with the table, not as a bug.
+          throw new NanoPayError('STORE_CORRUPT', `${writer.location} refused a row of table ${table} (${(error as Error).message}); nothing was kept there`, {
+            hint: `Find the row in ${reader.location} and fix or remove it, then run the move again.`,
+            cause: error,
+          });
+        }
         if (rows.length < PAGE) break;
       }
       const [read, written] = [await reader.count(table), await writer.count(table)];

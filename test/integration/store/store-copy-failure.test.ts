@@ -104,4 +104,18 @@ describe.skipIf(skip !== undefined)('copyStore refusing a source', () => {
       await destination.close();
     }
   });
+
+  it('a row the destination refuses, after other tables were written, keeps nothing there either', async () => {
+    const source = await SqliteStore.open(join(dir, 'nul.sqlite'), dir, 'nul');
+    const destination = await PostgresStore.open(await cluster.createDatabase(`copy_${randomUUID().replaceAll('-', '')}`));
+    try {
+      await fill(source);
+      // accepted_rates comes last; PostgreSQL's JSONB refuses the \u0000 that SQLite's JSON text keeps.
+      await source.prices.accept({ currency: 'USD', rate: '1', source: 'https://rates.example/\u0000', time: '2026-01-01T00:00:00Z', accepted_at: '2026-01-01T00:00:01Z' });
+      await expect(copyStore(source, destination)).rejects.toMatchObject({ code: 'STORE_CORRUPT', message: expect.stringContaining('accepted_rates') });
+      expect((await countRows(destination)).every((c) => c.rows === 0)).toBe(true);
+    } finally {
+      await Promise.all([source.close(), destination.close()]);
+    }
+  });
 });
