@@ -95,6 +95,8 @@ const CATALOG: Record<string, CodeInfo> = {
   CONFLICT: conflict,
   ACCOUNT_BUSY: conflict,
   STORE_BUSY: conflict,
+  // A change of store (database-url, store migrate) that would leave data behind, or copy into a store that holds some.
+  STORE_NOT_EMPTY: conflict,
   IDEMPOTENCY_MISMATCH: conflict,
   // An x402 payment handed to a server and not yet resolved (seen on the ledger, or cancelled).
   CHEQUE_OUTSTANDING: conflict,

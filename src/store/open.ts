@@ -23,14 +23,7 @@ export function sqlitePath(storeDir: string, profile: string): string {
  * that never touches the store does not pay for it.
  */
 export async function openStore(place: StorePlace): Promise<Store> {
-  let store: Store;
-  if (place.databaseUrl === undefined) {
-    const { SqliteStore } = await import('./sqlite.js');
-    store = await SqliteStore.open(sqlitePath(place.storeDir, place.profile), place.lockDir, `store-${place.profile}`);
-  } else {
-    const { PostgresStore } = await import('./postgres.js');
-    store = await PostgresStore.open(place.databaseUrl);
-  }
+  const store = await openStoreOnly(place);
   try {
     await migrateJsonRequests(store, join(place.requestsDir, `${place.profile}.json`), place.lockDir, `requests-${place.profile}`);
   } catch (error) {
@@ -38,4 +31,14 @@ export async function openStore(place: StorePlace): Promise<Store> {
     throw error;
   }
   return store;
+}
+
+/** The store at `place`, its schema migrated, without the old JSON requests (a store a move fills, or one only counted). */
+export async function openStoreOnly(place: Omit<StorePlace, 'requestsDir'>): Promise<Store> {
+  if (place.databaseUrl === undefined) {
+    const { SqliteStore } = await import('./sqlite.js');
+    return SqliteStore.open(sqlitePath(place.storeDir, place.profile), place.lockDir, `store-${place.profile}`);
+  }
+  const { PostgresStore } = await import('./postgres.js');
+  return PostgresStore.open(place.databaseUrl);
 }

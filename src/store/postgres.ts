@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { NanoPayError } from '../errors.js';
 import type { RequestRecord } from '../wallet/requests.js';
 import { MIGRATIONS, SCHEMA_VERSION, requestColumns, tooNew } from './schema.js';
-import { maskDatabaseUrl } from './url.js';
+import { checkSslFiles, maskDatabaseUrl } from './url.js';
 import { PostgresPrices } from './postgres-prices.js';
 import { PostgresShop } from './postgres-shop.js';
 import { PostgresApprovals, PostgresAudit } from './postgres-spending.js';
@@ -233,6 +233,7 @@ export class PostgresStore implements Store {
   }
 
   static async open(url: string): Promise<PostgresStore> {
+    checkSslFiles(url);
     const { default: pgModule } = await import('pg');
     // node-postgres leaves a connection open when it cannot answer the server's password request (none given):
     // the server holds it for a minute, and the process with it. Every socket is kept here, so a failed open closes them.
@@ -291,7 +292,7 @@ export class PostgresStore implements Store {
    * A connection of the pool for a while. Its errors (the server gone) are ignored here: the statement
    * running on it fails with them, and it is released as broken.
    */
-  private async checkout(): Promise<pg.PoolClient> {
+  async checkout(): Promise<pg.PoolClient> {
     const client = await this.pool.connect().catch((error: unknown) => {
       throw this.connectFailure(error);
     });
@@ -299,7 +300,7 @@ export class PostgresStore implements Store {
     return client;
   }
 
-  private release(client: pg.PoolClient, error?: unknown): void {
+  release(client: pg.PoolClient, error?: unknown): void {
     client.off('error', ignore);
     client.release(error as Error | undefined);
   }

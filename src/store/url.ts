@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { NanoPayError } from '../errors.js';
 
 /**
@@ -53,4 +54,32 @@ export function maskDatabaseUrl(url: string): string {
   // Rewritten only when there is one to mask: the query is then re-encoded.
   for (const name of secrets) parsed.searchParams.set(name, '***');
   return parsed.toString();
+}
+
+/** The query parameters of a PostgreSQL URL that name a file node-postgres reads when it connects. */
+const FILE_PARAMS = ['sslrootcert', 'sslcert', 'sslkey'];
+
+/**
+ * Each file the URL names (sslrootcert, sslcert, sslkey) can be read, as node-postgres reads it (a directory too is
+ * refused): it would otherwise fail with a bare ENOENT or EISDIR. The message names the parameter and the file,
+ * never the rest of the URL.
+ */
+export function checkSslFiles(value: string): void {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return;
+  }
+  for (const name of FILE_PARAMS) {
+    const file = url.searchParams.get(name);
+    if (file === null || file === '') continue;
+    try {
+      readFileSync(file);
+    } catch (error) {
+      throw new NanoPayError('STORE_REFUSED', `The database URL's ${name} names ${file}, which cannot be read (${(error as { code?: string }).code ?? 'unreadable'})`, {
+        hint: `Give the path of a readable file in ${name}= (the certificate or key of the connection), or leave ${name} out.`,
+      });
+    }
+  }
 }

@@ -4,6 +4,7 @@ import { DEFAULT_REPRESENTATIVE, normalizeAddress, rawToXno, xnoToRaw } from '..
 import type { ProfileRecord } from '../../wallet/config.js';
 import { checkDatabaseUrl, maskDatabaseUrl } from '../../store/url.js';
 import { DEFAULT_API_URL, secretIds, type Session } from '../session.js';
+import { refuseStoreSwitch } from './store-move.js';
 import { parseNetwork } from '../../x402/network.js';
 import { changePolicy, legacyRule, policyDocument, setLegacyRule, type PolicyDocument } from '../spending/policy-edit.js';
 import { profilePolicy } from '../spending/policy.js';
@@ -260,7 +261,11 @@ export async function setSetting(session: Session, name: string, value: string):
     if (POLICY_SETTINGS.includes(name)) {
       s.set(session.profile(), value.trim());
       await changePolicy(session, `config set ${name} ${value.trim()}`, (p) => s.set(p, value.trim()));
-    } else session.updateProfile((p) => s.set(p, value.trim()));
+    } else {
+      const changed = s.set(session.profile(), value.trim());
+      if (name === 'database-url') await refuseStoreSwitch(session, changed.databaseUrl);
+      session.updateProfile((p) => s.set(p, value.trim()));
+    }
   }
   return getSetting(session, name);
 }
@@ -294,6 +299,7 @@ export async function unsetSetting(session: Session, name: string): Promise<Sett
     'work-servers': ({ workServers: _, ...p }) => p,
   };
   const unset = fields[name] as (p: ProfileRecord) => ProfileRecord;
+  if (name === 'database-url') await refuseStoreSwitch(session, undefined);
   if (POLICY_SETTINGS.includes(name)) await changePolicy(session, `config unset ${name}`, unset);
   else session.updateProfile(unset);
   return getSetting(session, name);

@@ -51,11 +51,7 @@ async function unusedAccount(session: Session, node: NodeClient, store: Store): 
   for (let index = highest + 1, tries = 0; tries < 50 && !isLaneIndex(index); index++, tries++) {
     const account = await session.account(active.wallet, index);
     if ((await node.accountInfo(account.address)) !== null || (await node.receivable(account.address)).length > 0) continue;
-    session.updateProfile((p) => {
-      const wallet = p.wallets[active.wallet];
-      if (wallet === undefined) return p;
-      return { ...p, wallets: { ...p.wallets, [active.wallet]: { ...wallet, accounts: { ...wallet.accounts, [String(index)]: account.address } } } };
-    });
+    // Kept by the request's record alone (its fresh wallet and index, in the store), not in config.json: the store is where they are found again.
     return { wallet: active.wallet, index, address: account.address };
   }
   throw new NanoPayError('CONFLICT', 'Found no unused account among the next 50 of the wallet');

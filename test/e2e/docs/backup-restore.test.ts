@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,7 +10,7 @@ import { keystorePath } from '../../../src/wallet/paths.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
 import { fundedUser } from '../../helpers/ledger/backend-users.js';
 import { PASSWORD, newUser, runCli, runCommand, type RunResult } from '../../helpers/processes/cli.js';
-import { docBlocks, docText, pathWithNanopay, type DocBlock } from '../../helpers/processes/docs.js';
+import { docBlocks, pathWithNanopay, type DocBlock } from '../../helpers/processes/docs.js';
 import { postgresUnavailable, startPostgres } from '../../helpers/ledger/postgres.js';
 import { onTerminal, ptyMissing } from '../../helpers/processes/pty.js';
 import { sandbox } from '../../helpers/ledger/sandbox.js';
@@ -36,10 +36,9 @@ const importBlock = block('nanopay wallet import --name main');
 const backupBlock = block('.backup');
 const restoreBlock = block('tar -xzf backup/config.tgz');
 
-/** The guide's PostgreSQL commands, written inline: the dump on the old machine, the restore into an empty database. */
-const inline = (program: string): string => new RegExp(`\`(${program} [^\`]*)\``).exec(docText('docs/operations.md'))?.[1] as string;
-const pgDump = inline('pg_dump');
-const pgRestore = inline('pg_restore');
+/** The guide's PostgreSQL blocks: the dump on the old machine, the restore into an empty database. */
+const pgDump = block('pg_dump').code;
+const pgRestore = block('pg_restore').code;
 const pgMissing = postgresUnavailable();
 
 const sqliteMissing = spawnSync('sqlite3', ['-version']).status === 0 ? undefined : 'the sqlite3 command is not installed (apt-get install sqlite3)';
@@ -245,8 +244,6 @@ describe('docs/operations.md: backups and restore', () => {
   }, 120_000);
 
   it.skipIf(pgMissing !== undefined)('a PostgreSQL store, dumped and restored into an empty database as the guide says, holds the same requests', async () => {
-    expect(pgDump).toContain('"$NANOPAY_DATABASE_URL"');
-    expect(pgRestore).toContain('"$NANOPAY_DATABASE_URL"');
     const cluster = await startPostgres();
     try {
       const from = await cluster.createDatabase('shop_before');
@@ -276,10 +273,28 @@ describe('docs/operations.md: backups and restore', () => {
       const work = await tempDir('nanopay-pg-backup-');
       await mkdir(join(work, 'backup'));
       const to = await cluster.createDatabase('shop_after');
-      const bash = (code: string, url: string): Promise<RunResult> => runCommand('bash', ['-c', `set -eo pipefail\n${code}`], { cwd: work, env: { PATH: process.env.PATH, HOME: work, NANOPAY_DATABASE_URL: url } });
-      const dumped = await bash(pgDump, from);
+      const path = await pathWithNanopay(work);
+      const bash = (code: string, env: NodeJS.ProcessEnv): Promise<RunResult> => runCommand('bash', ['-c', code], { cwd: work, env: { PATH: path, HOME: work, ...env } });
+      const dump = join(work, 'backup', 'store.dump');
+
+      // A dump that fails (a server that does not answer) says so in its exit status and leaves nothing named like a backup.
+      const unreachable = { NANOPAY_DATABASE_URL: 'postgres://postgres@127.0.0.1:9/none' };
+      const failed = await bash(pgDump, unreachable);
+      expect(failed.code).not.toBe(0);
+      expect(existsSync(dump)).toBe(false);
+
+      // The URL set in the profile, as the guide's "config set database-url" leaves it (no NANOPAY_DATABASE_URL).
+      const set = await user.run(['config', 'set', 'database-url', from], { env: { NANOPAY_DATABASE_URL: '' } });
+      expect(set.code, set.stderr).toBe(0);
+      const dumped = await bash(pgDump, { NANOPAY_CONFIG_DIR: user.configDir });
       expect(dumped.code, dumped.stderr).toBe(0);
-      const restored = await bash(pgRestore, to);
+      const good = readFileSync(dump);
+      expect(good.length).toBeGreaterThan(0);
+
+      // A later failure keeps the last good dump as it was.
+      expect((await bash(pgDump, unreachable)).code).not.toBe(0);
+      expect(readFileSync(dump).equals(good)).toBe(true);
+      const restored = await bash(pgRestore, { NANOPAY_DATABASE_URL: to });
       expect(restored.code, restored.stderr).toBe(0);
       expect(await seen({ NANOPAY_DATABASE_URL: to })).toEqual(before);
     } finally {

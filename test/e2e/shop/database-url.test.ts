@@ -96,6 +96,23 @@ describe('a database URL the store cannot be opened with', () => {
     expectNoSecret(outputs(result));
   });
 
+  it.each(['sslrootcert', 'sslcert', 'sslkey'])('a %s= naming a missing file is STORE_REFUSED (exit 6) naming the parameter and the file, without the password', async (param) => {
+    const file = `/nonexistent-${randomUUID()}/client.pem`;
+    const result = await (await user()).run(['status', UNKNOWN_REQUEST, '--json'], { env: { NANOPAY_DATABASE_URL: `postgres://shop:${SECRET}@127.0.0.1:9/shop?sslmode=require&${param}=${file}` } });
+    expect(result.code, outputs(result)).toBe(6);
+    expect(JSON.parse(result.stdout).error).toMatchObject({ code: 'STORE_REFUSED', message: expect.stringContaining(`${param} names ${file}`), hint: expect.any(String) });
+    expectNoSecret(outputs(result));
+  });
+
+  it('an sslrootcert= naming a directory is STORE_REFUSED too (node-postgres reads it as a file)', async () => {
+    const cli = await user();
+    const dir = cli.configDir;
+    const result = await cli.run(['status', UNKNOWN_REQUEST, '--json'], { env: { NANOPAY_DATABASE_URL: `postgres://shop:${SECRET}@127.0.0.1:9/shop?sslmode=require&sslrootcert=${dir}` } });
+    expect(result.code, outputs(result)).toBe(6);
+    expect(JSON.parse(result.stdout).error).toMatchObject({ code: 'STORE_REFUSED', message: expect.stringContaining(`sslrootcert names ${dir}, which cannot be read (EISDIR)`) });
+    expectNoSecret(outputs(result));
+  });
+
   it('a host that does not resolve is STORE_UNAVAILABLE (exit 5)', async () => {
     const result = await (await user()).run(['status', UNKNOWN_REQUEST, '--json'], { env: { NANOPAY_DATABASE_URL: `postgres://shop@db.nanopay-test.invalid/shop?password=${SECRET}` } });
     expect(result.code, outputs(result)).toBe(5);
