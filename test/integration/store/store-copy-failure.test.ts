@@ -67,7 +67,7 @@ async function fill(store: Store): Promise<void> {
   await store.approvals.create(approval, 'binding-1');
   await store.sweeps.save({ id: 'sw_1', to: ACCOUNT, min_raw: '0', started_at: '2026-01-01T00:00:00.000Z', finished_at: '2026-01-01T00:01:00.000Z', accounts: [] });
   await store.prices.record(request.id, { currency: 'EUR', amount: '1.50', rate: '0.93', rate_source: 'https://rates.example/', rate_time: '2026-01-01T00:00:00Z' });
-  await store.prices.accept({ currency: 'EUR', rate: '0.93', source: 'https://rates.example/', time: '2026-01-01T00:00:00Z', accepted_at: '2026-01-01T00:00:01Z' });
+  await store.prices.accept({ currency: 'EUR', rate: '0.93', source: 'https://rates.example/', time: '2026-01-01T00:00:00Z', accepted_at: '2026-01-01T00:00:01Z' }, '2025-12-31T23:00:01Z');
 }
 
 describe.skipIf(skip !== undefined)('copyStore refusing a source', () => {
@@ -110,8 +110,8 @@ describe.skipIf(skip !== undefined)('copyStore refusing a source', () => {
     const destination = await PostgresStore.open(await cluster.createDatabase(`copy_${randomUUID().replaceAll('-', '')}`));
     try {
       await fill(source);
-      // accepted_rates comes last; PostgreSQL's JSONB refuses the \u0000 that SQLite's JSON text keeps.
-      await source.prices.accept({ currency: 'USD', rate: '1', source: 'https://rates.example/\u0000', time: '2026-01-01T00:00:00Z', accepted_at: '2026-01-01T00:00:01Z' });
+      // accepted_rates comes late; PostgreSQL's JSONB refuses the \u0000 that SQLite's JSON text keeps.
+      await source.prices.accept({ currency: 'USD', rate: '1', source: 'https://rates.example/\u0000', time: '2026-01-01T00:00:00Z', accepted_at: '2026-01-01T00:00:01Z' }, '2025-12-31T23:00:01Z');
       await expect(copyStore(source, destination)).rejects.toMatchObject({ code: 'STORE_CORRUPT', message: expect.stringContaining('accepted_rates') });
       expect((await countRows(destination)).every((c) => c.rows === 0)).toBe(true);
     } finally {
