@@ -97,6 +97,8 @@ const CATALOG: Record<string, CodeInfo> = {
   STORE_BUSY: conflict,
   // A change of store (database-url, store migrate) that would leave data behind, or copy into a store that holds some.
   STORE_NOT_EMPTY: conflict,
+  // The profile's store was switched (store migrate) after this process opened it: nothing is written to the old one.
+  STORE_MOVED: conflict,
   IDEMPOTENCY_MISMATCH: conflict,
   // An x402 payment handed to a server and not yet resolved (seen on the ledger, or cancelled).
   CHEQUE_OUTSTANDING: conflict,

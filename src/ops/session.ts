@@ -97,6 +97,8 @@ export class Session {
   readonly historyLog: HistoryLog;
   readonly workStore: WorkStore;
   private opened: Promise<Store> | undefined;
+  /** The database URL the opened store was opened with (null: the SQLite file). */
+  private openedWith: string | null | undefined;
   /** Names for addresses (send @NAME). */
   readonly contacts: ContactStore;
   private store: Promise<KeyStore> | undefined;
@@ -161,6 +163,7 @@ export class Session {
   dataStore(): Promise<Store> {
     this.opened ??= (async () => {
       const databaseUrl = this.databaseUrl();
+      this.openedWith = databaseUrl ?? null;
       return openStore({
         storeDir: stateDir(this.dir, 'store'),
         requestsDir: stateDir(this.dir, 'requests'),
@@ -173,10 +176,19 @@ export class Session {
     return this.opened;
   }
 
+  /**
+   * Whether the profile now names another store than the one this session opened: `store migrate` switched it
+   * meanwhile (a command waiting for the move, a server left running). What is written there would be left behind.
+   */
+  storeMoved(): boolean {
+    return this.opened !== undefined && this.openedWith !== undefined && (this.databaseUrl() ?? null) !== this.openedWith;
+  }
+
   /** Closes the store if this session opened it (a session made per request must not leave one open). */
   async close(): Promise<void> {
     const opened = this.opened;
     this.opened = undefined;
+    this.openedWith = undefined;
     await opened?.then((store) => store.close()).catch(() => undefined);
   }
 

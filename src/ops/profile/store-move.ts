@@ -77,7 +77,8 @@ export async function refuseStoreSwitch(session: Session, next: string | undefin
  * Moves the profile's store to the other kind: `to` is a PostgreSQL URL (from the SQLite file) or "sqlite" (from
  * the database-url's database into the profile's SQLite file). The destination must be empty; every table is
  * copied from one snapshot, the counts compared, and only then is database-url switched. The old store is left as
- * it was. Request creation waits meanwhile (the store's `requests` lock); servers using the store should be stopped.
+ * it was. Request creation waits meanwhile (the store's `requests` lock), then refuses (STORE_MOVED) rather than write
+ * to the old store; servers using the store should be stopped.
  */
 export async function moveStore(session: Session, to: string): Promise<StoreMoveResult> {
   if (session.env.NANOPAY_DATABASE_URL) {
@@ -103,9 +104,11 @@ export async function moveStore(session: Session, to: string): Promise<StoreMove
             ? `Move that file away (mv ${destination.location} ${destination.location}.old), then run it again.`
             : 'Give an empty database (createdb), or empty this one if its data is not wanted.');
         }
-        return copyStore(source, destination);
+        const copied = await copyStore(source, destination);
+        // Switched before the lock is let go: a request that waited for it then finds the store moved (STORE_MOVED).
+        session.updateProfile(({ databaseUrl: _, ...p }) => (next === undefined ? p : { ...p, databaseUrl: next }));
+        return copied;
       });
-      session.updateProfile(({ databaseUrl: _, ...p }) => (next === undefined ? p : { ...p, databaseUrl: next }));
       return {
         from: { kind: source.kind, location: source.location },
         to: { kind: destination.kind, location: destination.location },

@@ -79,6 +79,12 @@ export async function createNodeRequest(
   if (given !== undefined && input.baseRaw + OFFSET_SPACE > MAX_RAW) throw new NanoPayError('AMOUNT_TOO_LARGE', 'The amount leaves no room for the matching offset below 2^128-1 raw');
   const store = await session.dataStore();
   return store.exclusive('requests', async () => {
+    // store migrate switches the profile's store while it holds this lock: a request must not be made in the store it left.
+    if (session.storeMoved()) {
+      throw new NanoPayError('STORE_MOVED', "The profile's store was moved (store migrate) since this process opened it: the request was not made in the old one", {
+        hint: 'Run it again; a server (checkout serve, serve) must be restarted to use the new store.',
+      });
+    }
     const now = Date.now();
     const fresh = given === undefined ? await unusedAccount(session, node, store) : undefined;
     const address = fresh?.address ?? (given as string);

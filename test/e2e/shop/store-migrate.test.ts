@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { receive } from '../../../src/ops/account/receive.js';
-import { payUri } from '../../../src/ops/requests/payments.js';
+import { payUri, requestPayment } from '../../../src/ops/requests/payments.js';
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { shutdownWorkers } from '../../../src/work/index.js';
 import { backendUser, fundedUser, type BackendUser } from '../../helpers/ledger/backend-users.js';
@@ -191,8 +191,13 @@ describe.skipIf(pgSkip !== undefined)(`store migrate between SQLite and PostgreS
     expect(refused).toMatchObject({ _code: 10, error: { code: 'STORE_NOT_EMPTY', hint: expect.any(String) } });
     expect(JSON.parse(configJson(merchant)).profiles.default.databaseUrl).toBeUndefined();
 
+    // A process that opened the store before the move, as a server left running, then makes no request in the store left behind.
+    await merchant.session.dataStore();
+
     const there = await merchant.user.json<Moved>(['store', 'migrate', '--to', url]);
     expect(there).toMatchObject({ _code: 0, database_url: url, old_store: sqliteFile(merchant) });
+    await expect(requestPayment(merchant.session, { amount: { xno: '0.1' } })).rejects.toMatchObject({ code: 'STORE_MOVED', exitCode: 10 });
+    await expect(requestPayment(merchant.session, { amount: { xno: '0.1' }, freshAddress: true })).rejects.toMatchObject({ code: 'STORE_MOVED' });
     expect(byTable(there)).toEqual(inSqlite);
     expect(await postgresCounts(url)).toEqual(inSqlite);
     expect(JSON.parse(configJson(merchant)).profiles.default.databaseUrl).toBe(url);
