@@ -125,6 +125,21 @@ describe.each(['sqlite', 'postgres'] as const)('the movement bound over the last
   });
 });
 
+describe('the rate-quote-window setting', () => {
+  it('is 15m unless set, and lasts from 1s to 1d', async () => {
+    const { user } = await backendUser(sb, 'node');
+    type Listed = { settings: { name: string; value: string | null; source: string }[] };
+    const setting = async () => (await user.json<Listed>(['config', 'list'])).settings.find((s) => s.name === 'rate-quote-window');
+    expect(await setting()).toMatchObject({ value: '15m', source: 'default' });
+    for (const refused of ['0s', '2d', 'soon']) {
+      const set = await user.json<{ error: { code: string; message: string } }>(['config', 'set', 'rate-quote-window', refused]);
+      expect(set).toMatchObject({ _code: 2, error: { code: 'USAGE' } });
+    }
+    expect((await user.run(['config', 'set', 'rate-quote-window', '1h30m'])).code).toBe(0);
+    expect(await setting()).toMatchObject({ value: '1h30m', source: 'profile' });
+  });
+});
+
 interface Printed {
   url: string;
   token_file: string;
