@@ -85,6 +85,13 @@ describe.each(stores)('a busy shop on %s (fresh addresses, node backend)', (stor
   const shown = async (id: string): Promise<Record<string, any>> => (await api(`/api/v1/requests/${id}`)).body.data;
   const made = async (amount: string, extra: Record<string, unknown> = {}): Promise<Record<string, any>> =>
     (await api('/api/v1/requests', { method: 'POST', body: JSON.stringify({ amount, ...extra }) })).body.data;
+  /** A request of the shop, paid its amount by the payer, once the server has seen it paid. */
+  const paidRequest = async (amount: string): Promise<Record<string, any>> => {
+    const request = await made(amount);
+    await payUri(payer.session, request.uri as string, {});
+    await until(async () => (await shown(request.id as string)).status === 'paid', 'paid');
+    return request;
+  };
   const eventsOf = (id: string): [string, string][] => receiver.events.filter((e) => e.data.object.id === id).map((e) => [e.type, e.data.object.status]);
 
   beforeAll(async () => {
@@ -107,9 +114,7 @@ describe.each(stores)('a busy shop on %s (fresh addresses, node backend)', (stor
   });
 
   it.skipIf(skip !== undefined)('refunds an order from the fresh account that was paid, receiving there first, and tells the shop', async () => {
-    const request = await made('0.3');
-    await payUri(payer.session, request.uri as string, {});
-    await until(async () => (await shown(request.id as string)).status === 'paid', 'paid');
+    const request = await paidRequest('0.3');
     // Nothing was received yet: the payment waits at the fresh account, and the shop's own account is empty.
     const ordered = await api(`/api/v1/requests/${request.id as string}/refunds`, { method: 'POST', body: '{}' });
     expect(ordered).toMatchObject({ status: 202, body: { data: { status: 'pending', to: payer.address, amount: '0.3' } } });
@@ -133,9 +138,7 @@ describe.each(stores)('a busy shop on %s (fresh addresses, node backend)', (stor
   });
 
   it.skipIf(skip !== undefined)('a refund the policy refuses ends in request.refund_failed; one that lacks funds is retried, logged, and sent by the next run', async () => {
-    const refused = await made('0.2');
-    await payUri(payer.session, refused.uri as string, {});
-    await until(async () => (await shown(refused.id as string)).status === 'paid', 'paid');
+    const refused = await paidRequest('0.2');
     expect((await merchant.user.run(['policy', 'set', 'per-send', '0.01'], { env })).code).toBe(0);
     try {
       await api(`/api/v1/requests/${refused.id as string}/refunds`, { method: 'POST', body: '{}' });
@@ -149,9 +152,7 @@ describe.each(stores)('a busy shop on %s (fresh addresses, node backend)', (stor
     expect(logLines().find((l) => l.event === 'refund_failed' && l.request_id === refused.id)).toMatchObject({ level: 'error', code: 'POLICY_DENIED' });
 
     // Its money swept away (it is settled), and the shop's own account empty: a refund cannot be paid yet.
-    const short = await made('0.1');
-    await payUri(payer.session, short.uri as string, {});
-    await until(async () => (await shown(short.id as string)).status === 'paid', 'paid');
+    const short = await paidRequest('0.1');
     const swept = await merchant.user.json<{ accounts: Record<string, any>[] }>(['sweep', '--to', cold.address, '--yes'], { env });
     expect(swept.accounts.find((a) => a.request_id === short.id)).toMatchObject({ status: 'swept', amount: '0.1' });
     const ordered = (await api(`/api/v1/requests/${short.id as string}/refunds`, { method: 'POST', body: '{}' })).body.data;
@@ -191,9 +192,7 @@ describe.each(stores)('a busy shop on %s (fresh addresses, node backend)', (stor
   });
 
   it.skipIf(skip !== undefined)('an order the spending policy holds waits for its approval, and the server sends it once a person gave it', async () => {
-    const request = await made('0.2');
-    await payUri(payer.session, request.uri as string, {});
-    await until(async () => (await shown(request.id as string)).status === 'paid', 'paid');
+    const request = await paidRequest('0.2');
     expect((await merchant.user.run(['policy', 'set', 'ask-above', '0.05'], { env })).code).toBe(0);
     try {
       const ordered = (await api(`/api/v1/requests/${request.id as string}/refunds`, { method: 'POST', body: JSON.stringify({ amount: '0.1' }) })).body.data;
@@ -238,13 +237,9 @@ describe.each(stores)('a busy shop on %s (fresh addresses, node backend)', (stor
     looking.end();
     await until(async () => (await shown(late.id as string)).status === 'paid_late', 'paid late');
     looking.destroy();
-    const refundWaits = await made('0.1');
-    await payUri(payer.session, refundWaits.uri as string, {});
-    await until(async () => (await shown(refundWaits.id as string)).status === 'paid', 'paid');
+    const refundWaits = await paidRequest('0.1');
     await api(`/api/v1/requests/${refundWaits.id as string}/refunds`, { method: 'POST', body: JSON.stringify({ amount: '0.03' }) });
-    const settled = await made('0.15');
-    await payUri(payer.session, settled.uri as string, {});
-    await until(async () => (await shown(settled.id as string)).status === 'paid', 'paid');
+    const settled = await paidRequest('0.15');
 
     expect((await merchant.user.run(['policy', 'set', 'ask-above', '0.12'], { env })).code).toBe(0);
     const first = await merchant.user.json<Record<string, any>>(['sweep', '--to', cold.address, '--yes'], { env });
