@@ -65,3 +65,18 @@ export function parseJsonObject(bytes: Buffer, contentType: string | undefined, 
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new NanoPayError('INVALID_REQUEST', 'The body must be a JSON object');
   return parsed as Record<string, unknown>;
 }
+
+const FORM_TYPE = /^application\/x-www-form-urlencoded\s*(;|$)/i;
+
+/** An HTML form's fields (the first value of each); no body is `{}`. Anything but a urlencoded form is refused. */
+export function parseFormObject(bytes: Buffer, contentType: string | undefined): Record<string, string> {
+  const text = bytes.toString('utf8');
+  if (text.trim() === '') return {};
+  if (!FORM_TYPE.test(contentType ?? '')) {
+    throw new NanoPayError('UNSUPPORTED_MEDIA_TYPE', 'This form must be sent as application/x-www-form-urlencoded');
+  }
+  // No prototype: a field named __proto__ is a field like any other.
+  const fields: Record<string, string> = Object.create(null) as Record<string, string>;
+  for (const [name, value] of new URLSearchParams(text)) if (!Object.hasOwn(fields, name)) fields[name] = value;
+  return fields;
+}

@@ -2,7 +2,7 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import type { AddressInfo, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { NanoPayError } from '../errors.js';
-import { parseJsonObject, readBody } from './body.js';
+import { parseFormObject, parseJsonObject, readBody } from './body.js';
 import { checkHost, checkToken, listenHosts, refuseWebPages } from './guards.js';
 import { requestIdOf, type ServerLog } from './log.js';
 import type { Counter, Metrics } from './metrics.js';
@@ -50,6 +50,11 @@ export interface Route {
   endless?: boolean;
   /** Its own bound on the body, over the server's maxBodyBytes. */
   maxBodyBytes?: number;
+  /**
+   * Takes an HTML form's body (application/x-www-form-urlencoded, each field's first value) instead of JSON:
+   * a page's form that works without script. Such a route checks where it came from itself (a CSRF token).
+   */
+  form?: boolean;
   /**
    * Returns the `data` of a 200 envelope, or throws (a NanoPayError becomes its
    * envelope, anything else a 500), or writes `call.response` itself and returns RESPONDED.
@@ -246,7 +251,8 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     // Drained before it began: a stream that would be cut at once is not started.
     if (exchange.endless && closing) throw new NanoPayError('NOT_READY', 'The server is closing', { status: 503 });
     const params = decodeParams(found.params);
-    const body = parseJsonObject(await readBody(req, found.route.maxBodyBytes ?? maxBody), req.headers['content-type'], requireJsonType);
+    const bytes = await readBody(req, found.route.maxBodyBytes ?? maxBody);
+    const body = found.route.form === true ? parseFormObject(bytes, req.headers['content-type']) : parseJsonObject(bytes, req.headers['content-type'], requireJsonType);
     const data: unknown = await found.route.handle({ method, path, params, query, headers: req.headers, body, signal, request: req, response: res });
     if (data === RESPONDED) return;
     if (res.headersSent) throw new Error(`${method} ${found.route.path} wrote its response but did not return RESPONDED`);

@@ -20,6 +20,7 @@ const ROUTES: Route[] = [
   { method: 'GET', path: '/things/:id', handle: ({ params, query }) => ({ id: params.id, sort: query.get('sort') }) },
   { method: 'POST', path: '/things/:id', handle: ({ params, body }) => ({ id: params.id, body }) },
   { method: 'POST', path: '/echo', handle: ({ body }) => ({ body }) },
+  { method: 'POST', path: '/form', form: true, handle: ({ body }) => ({ body }) },
   {
     method: 'POST',
     path: '/named',
@@ -155,6 +156,14 @@ describe('bodies', () => {
     expectEnvelopeError(await httpCall(server.url, 'POST', '/echo', { headers: json, body: '{"a":' }), 400, 'INVALID_JSON');
     expectEnvelopeError(await httpCall(server.url, 'POST', '/echo', { headers: json, body: '"text"' }), 400, 'INVALID_REQUEST');
     expectEnvelopeError(await httpCall(server.url, 'POST', '/echo', { headers: json, body: 'null' }), 400, 'INVALID_REQUEST');
+  });
+
+  it("a form route takes an HTML form's fields (the first of each name) and nothing else", async () => {
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    expect((await httpCall(server.url, 'POST', '/form', { headers: form, body: 'a=1&b=x%20y&a=2&__proto__=z' })).body.data).toEqual({ body: { a: '1', b: 'x y', ['__proto__']: 'z' } });
+    expect((await httpCall(server.url, 'POST', '/form')).body.data).toEqual({ body: {} });
+    expectEnvelopeError(await httpCall(server.url, 'POST', '/form', { headers: { 'content-type': 'application/json' }, body: '{"a":1}' }), 415, 'UNSUPPORTED_MEDIA_TYPE');
+    expectEnvelopeError(await httpCall(server.url, 'POST', '/echo', { headers: form, body: 'a=1' }), 415, 'UNSUPPORTED_MEDIA_TYPE');
   });
 
   it('without requireJsonContentType any declared type is read as JSON', async () => {
