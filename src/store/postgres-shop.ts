@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { NanoPayError } from '../errors.js';
 import type { RequestRecord } from '../wallet/requests.js';
+import { encodeCursor, SEARCH_COLUMNS, searchSql, searchValues, type ShopFilter, type ShopSearchPage, type ShopSearchQuery, type ShopTotals } from './shop-search.js';
 import { destinationTopic, idempotencyMismatch, WEBHOOK_TOPIC, type ShopExportQuery, type ShopListQuery, type ShopRequest, type ShopStatus, type ShopTable, type UnsettledRequest, unsettledRow, type WebhookEvent } from './shop.js';
 
 /** What the shop table needs of the PostgreSQL store. */
@@ -10,14 +11,21 @@ export interface PostgresHost {
   insertRequest(record: RequestRecord, client: pg.PoolClient): Promise<void>;
 }
 
+/** The `?` placeholders of shared SQL as $1, $2…, in order. */
+function numbered<T extends { where: string[]; values: unknown[] }>(sql: T): T {
+  let n = 0;
+  return { ...sql, where: sql.where.map((clause) => clause.replaceAll('?', () => `$${++n}`)), values: [...sql.values] };
+}
+
 const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
 
 export class PostgresShop implements ShopTable {
   constructor(private readonly host: PostgresHost) {}
 
   async create(request: ShopRequest, idempotency?: { key: string; fingerprint: string }, kept?: RequestRecord): Promise<{ request: ShopRequest; created: boolean }> {
-    const text = 'INSERT INTO shop_requests (id, status, order_id, idempotency_key, fingerprint, expires_at, doc) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb)';
-    const values = [request.id, request.status, request.order_id ?? null, idempotency?.key ?? null, idempotency?.fingerprint ?? null, request.expires_at ?? null, JSON.stringify(request)];
+    const text = `INSERT INTO shop_requests (id, status, order_id, idempotency_key, fingerprint, expires_at, doc, ${SEARCH_COLUMNS.join(', ')})
+      VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, ${SEARCH_COLUMNS.map((_, i) => `$${i + 8}`).join(', ')})`;
+    const values = [request.id, request.status, request.order_id ?? null, idempotency?.key ?? null, idempotency?.fingerprint ?? null, request.expires_at ?? null, JSON.stringify(request), ...searchValues(request)];
     for (;;) {
       if (idempotency !== undefined) {
         const found = await this.byIdempotencyKey(idempotency.key);
@@ -76,6 +84,39 @@ export class PostgresShop implements ShopTable {
     return { data: rows.slice(0, query.limit).map((r) => r.doc), hasMore: rows.length > query.limit };
   }
 
+  async search(query: ShopSearchQuery): Promise<ShopSearchPage> {
+    const { where, values, order } = numbered(searchSql(query));
+    values.push(query.limit + 1);
+    const rows = (
+      await this.host.query<{ seq: string; amount_key: string; doc: ShopRequest }>(
+        `SELECT seq, amount_key, doc FROM shop_requests ${where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`} ORDER BY ${order} LIMIT $${values.length}`,
+        values,
+      )
+    ).rows;
+    const page = rows.slice(0, query.limit);
+    const last = page.at(-1);
+    return { data: page.map((r) => r.doc), ...(rows.length > query.limit && last !== undefined ? { next: encodeCursor(query.sort, last) } : {}) };
+  }
+
+  async totals(filter: ShopFilter): Promise<ShopTotals> {
+    // Summed by the database (numeric is exact), each price currency at each request's own rate: the same figures sumTotals makes.
+    const { where, values } = numbered(searchSql(filter));
+    const clause = where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`;
+    const { rows } = await this.host.query<{ currency: string | null; count: string; received: string; refunded: string; fiat_received: string | null; fiat_refunded: string | null }>(
+      `SELECT fiat_currency AS currency, count(*) AS count, sum(received_raw::numeric)::text AS received, sum(refunded_raw::numeric)::text AS refunded,
+         round(sum(received_raw::numeric * fiat_rate::numeric) / 1e30, 2)::text AS fiat_received,
+         round(sum(refunded_raw::numeric * fiat_rate::numeric) / 1e30, 2)::text AS fiat_refunded
+       FROM shop_requests ${clause} GROUP BY fiat_currency ORDER BY fiat_currency NULLS FIRST`,
+      values,
+    );
+    return {
+      count: rows.reduce((n, r) => n + Number(r.count), 0),
+      received_raw: rows.reduce((n, r) => n + BigInt(r.received), 0n).toString(),
+      refunded_raw: rows.reduce((n, r) => n + BigInt(r.refunded), 0n).toString(),
+      fiat: rows.flatMap((r) => (r.currency === null ? [] : [{ currency: r.currency, received: r.fiat_received ?? '0.00', refunded: r.fiat_refunded ?? '0.00' }])),
+    };
+  }
+
   async exportPage(query: ShopExportQuery, after: number | undefined, limit: number): Promise<{ requests: ShopRequest[]; next?: number }> {
     const where = ['seq > $1'];
     const values: unknown[] = [after ?? 0];
@@ -104,7 +145,10 @@ export class PostgresShop implements ShopTable {
 
   change(from: ShopStatus, next: ShopRequest, event?: WebhookEvent): Promise<boolean> {
     return this.host.transaction(async (client, rollback) => {
-      const updated = await client.query('UPDATE shop_requests SET status = $1, doc = $2::jsonb WHERE id = $3 AND status = $4', [next.status, JSON.stringify(next), next.id, from]);
+      const updated = await client.query(
+        `UPDATE shop_requests SET status = $1, doc = $2::jsonb, ${SEARCH_COLUMNS.map((c, i) => `${c} = $${i + 5}`).join(', ')} WHERE id = $3 AND status = $4`,
+        [next.status, JSON.stringify(next), next.id, from, ...searchValues(next)],
+      );
       if (updated.rowCount === 0) return rollback(false);
       if (event !== undefined) {
         await client.query('INSERT INTO webhook_events (id, request_id, request_seq, pending, doc) VALUES ($1, $2, $3, true, $4::jsonb)', [

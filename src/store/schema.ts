@@ -343,6 +343,47 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX accepted_rate_history_by_time ON accepted_rate_history (currency, accepted_at);
     `,
   },
+  {
+    version: 11,
+    // The dashboard's search (shop-search.ts): the columns its filters, sorts and totals read, from each request's
+    // document (amounts zero-padded to 40 digits so text order is number order), and their indexes.
+    sqlite: `
+      ALTER TABLE shop_requests ADD COLUMN created_at TEXT;
+      ALTER TABLE shop_requests ADD COLUMN amount_key TEXT;
+      ALTER TABLE shop_requests ADD COLUMN received_raw TEXT NOT NULL DEFAULT '0';
+      ALTER TABLE shop_requests ADD COLUMN refunded_raw TEXT NOT NULL DEFAULT '0';
+      ALTER TABLE shop_requests ADD COLUMN fiat_currency TEXT;
+      ALTER TABLE shop_requests ADD COLUMN fiat_rate TEXT;
+      UPDATE shop_requests SET
+        created_at = json_extract(doc, '$.created_at'),
+        amount_key = substr('0000000000000000000000000000000000000000' || json_extract(doc, '$.amount_raw'), -40),
+        received_raw = COALESCE(json_extract(doc, '$.received_raw'),
+          CASE WHEN status IN ('paid', 'refunded', 'partially_refunded', 'paid_late') THEN json_extract(doc, '$.amount_raw') ELSE '0' END),
+        refunded_raw = COALESCE(json_extract(doc, '$.refunded_amount_raw'), '0'),
+        fiat_currency = json_extract(doc, '$.fiat.currency'),
+        fiat_rate = json_extract(doc, '$.fiat.rate');
+      CREATE INDEX shop_requests_created ON shop_requests (created_at, seq);
+      CREATE INDEX shop_requests_amount ON shop_requests (amount_key, seq);
+    `,
+    postgres: `
+      ALTER TABLE shop_requests ADD COLUMN created_at TEXT;
+      ALTER TABLE shop_requests ADD COLUMN amount_key TEXT;
+      ALTER TABLE shop_requests ADD COLUMN received_raw TEXT NOT NULL DEFAULT '0';
+      ALTER TABLE shop_requests ADD COLUMN refunded_raw TEXT NOT NULL DEFAULT '0';
+      ALTER TABLE shop_requests ADD COLUMN fiat_currency TEXT;
+      ALTER TABLE shop_requests ADD COLUMN fiat_rate TEXT;
+      UPDATE shop_requests SET
+        created_at = doc->>'created_at',
+        amount_key = lpad(doc->>'amount_raw', 40, '0'),
+        received_raw = COALESCE(doc->>'received_raw',
+          CASE WHEN status IN ('paid', 'refunded', 'partially_refunded', 'paid_late') THEN doc->>'amount_raw' ELSE '0' END),
+        refunded_raw = COALESCE(doc->>'refunded_amount_raw', '0'),
+        fiat_currency = doc->'fiat'->>'currency',
+        fiat_rate = doc->'fiat'->>'rate';
+      CREATE INDEX shop_requests_created ON shop_requests (created_at, seq);
+      CREATE INDEX shop_requests_amount ON shop_requests (amount_key, seq);
+    `,
+  },
 ];
 
 /** The columns a request's record is queried by, taken from its document (which keeps every field). */

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { rawToXno } from '../nano/index.js';
-import { PAID_STATUSES, type EventRefund, type ShopRequest, type WebhookEvent, type WebhookType } from './shop.js';
+import { receivedRaw } from './shop-search.js';
+import { type EventRefund, type ShopRequest, type WebhookEvent, type WebhookType } from './shop.js';
 
 /**
  * A shop request as every surface shows it (the API, its webhook events, the exports), with the totals that
@@ -23,7 +24,7 @@ export interface RequestTotals {
  * the amount for a request that was paid (in time or late), else nothing.
  */
 export function requestTotals(request: ShopRequest): RequestTotals {
-  const received = request.received_raw ?? (PAID_STATUSES.includes(request.status) || request.status === 'paid_late' ? request.amount_raw : '0');
+  const received = receivedRaw(request);
   const refunded = request.refunded_amount_raw ?? '0';
   return {
     is_paid: request.status === 'paid' || request.status === 'partially_refunded',

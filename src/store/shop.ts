@@ -1,6 +1,7 @@
 import { NanoPayError } from '../errors.js';
 import type { RequestRecord } from '../wallet/requests.js';
 import type { FiatPrice } from './prices.js';
+import type { ShopFilter, ShopSearchPage, ShopSearchQuery, ShopTotals } from './shop-search.js';
 
 /**
  * The shop server's tables (checkout serve): its requests, with what the shop
@@ -157,6 +158,10 @@ export interface ShopTable {
   get(id: string): Promise<ShopRequest | undefined>;
   /** Newest first; `hasMore` when the next page has some. */
   list(query: ShopListQuery): Promise<{ data: ShopRequest[]; hasMore: boolean }>;
+  /** A page of the requests a person looks for (the dashboard), in the order asked, from an earlier page's `next`. */
+  search(query: ShopSearchQuery): Promise<ShopSearchPage>;
+  /** How many requests the filter selects, and what they received and refunded. */
+  totals(filter: ShopFilter): Promise<ShopTotals>;
   /**
    * Up to `limit` requests of `query` recorded after the one numbered `after`, in the order they were
    * recorded (oldest first): a page of an export, one statement along the primary key (no index more for

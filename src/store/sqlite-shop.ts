@@ -2,6 +2,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { NanoPayError } from '../errors.js';
 import type { RequestRecord } from '../wallet/requests.js';
 import type { StoreChange } from './store.js';
+import { encodeCursor, SEARCH_COLUMNS, searchSql, searchValues, sumTotals, type ShopFilter, type ShopSearchPage, type ShopSearchQuery, type ShopTotals } from './shop-search.js';
 import { destinationTopic, idempotencyMismatch, WEBHOOK_TOPIC, type ShopExportQuery, type ShopListQuery, type ShopRequest, type ShopStatus, type ShopTable, type UnsettledRequest, unsettledRow, type WebhookEvent } from './shop.js';
 
 /** What the shop table needs of the SQLite store: its database, statements run with damage reported, and the requests nanopay keeps. */
@@ -38,8 +39,11 @@ export class SqliteShop implements ShopTable {
           const change = kept === undefined ? undefined : this.host.insertRequest(kept);
           try {
             this.host
-              .prepared('INSERT INTO shop_requests (id, status, order_id, idempotency_key, fingerprint, expires_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?)')
-              .run(request.id, request.status, request.order_id ?? null, idempotency?.key ?? null, idempotency?.fingerprint ?? null, request.expires_at ?? null, JSON.stringify(request));
+              .prepared(
+                `INSERT INTO shop_requests (id, status, order_id, idempotency_key, fingerprint, expires_at, doc, ${SEARCH_COLUMNS.join(', ')})
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ${SEARCH_COLUMNS.map(() => '?').join(', ')})`,
+              )
+              .run(request.id, request.status, request.order_id ?? null, idempotency?.key ?? null, idempotency?.fingerprint ?? null, request.expires_at ?? null, JSON.stringify(request), ...searchValues(request));
           } catch (error) {
             if ((error as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT')) throw new NanoPayError('CONFLICT', `Request ${request.id} is already in the store`);
             throw error;
@@ -82,6 +86,28 @@ export class SqliteShop implements ShopTable {
     });
   }
 
+  search(query: ShopSearchQuery): Promise<ShopSearchPage> {
+    return this.host.run(() => {
+      const { where, values, order } = searchSql(query);
+      const rows = this.db
+        .prepare(`SELECT seq, amount_key, doc FROM shop_requests ${where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`} ORDER BY ${order} LIMIT ?`)
+        .all(...values, query.limit + 1) as { seq: number; amount_key: string; doc: string }[];
+      const page = rows.slice(0, query.limit);
+      const last = page.at(-1);
+      return { data: page.map((r) => JSON.parse(r.doc) as ShopRequest), ...(rows.length > query.limit && last !== undefined ? { next: encodeCursor(query.sort, last) } : {}) };
+    });
+  }
+
+  totals(filter: ShopFilter): Promise<ShopTotals> {
+    return this.host.run(() => {
+      const { where, values } = searchSql(filter);
+      const rows = this.db
+        .prepare(`SELECT received_raw, refunded_raw, fiat_currency, fiat_rate FROM shop_requests ${where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`}`)
+        .iterate(...values) as Iterable<{ received_raw: string; refunded_raw: string; fiat_currency: string | null; fiat_rate: string | null }>;
+      return sumTotals(rows);
+    });
+  }
+
   exportPage(query: ShopExportQuery, after: number | undefined, limit: number): Promise<{ requests: ShopRequest[]; next?: number }> {
     return this.host.run(() => {
       const where = ['seq > ?'];
@@ -111,7 +137,9 @@ export class SqliteShop implements ShopTable {
     return this.host.run(() =>
       this.db
         .transaction(() => {
-          const updated = this.db.prepare('UPDATE shop_requests SET status = ?, doc = ? WHERE id = ? AND status = ?').run(next.status, JSON.stringify(next), next.id, from);
+          const updated = this.db
+            .prepare(`UPDATE shop_requests SET status = ?, doc = ?, ${SEARCH_COLUMNS.map((c) => `${c} = ?`).join(', ')} WHERE id = ? AND status = ?`)
+            .run(next.status, JSON.stringify(next), ...searchValues(next), next.id, from);
           if (updated.changes === 0) return false;
           if (event !== undefined) {
             const now = Date.now();

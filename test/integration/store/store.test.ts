@@ -645,4 +645,79 @@ describe.each(kinds)('the $name store', (kind) => {
     await store.sweeps.save({ ...run, finished_at: new Date().toISOString() });
     expect(await store.sweeps.unfinished()).toBeUndefined();
   });
+
+  test('searches shop requests: filters, both sorts both ways, keyset pages that add up, exact totals in XNO and at each fiat rate', async () => {
+    const { store } = await kind.fresh();
+    const xno = (n: number): string => (BigInt(n) * 10n ** 29n).toString(); // n tenths of an XNO
+    const made: ShopRequest[] = [];
+    const statuses = ['waiting', 'paid', 'underpaid', 'partially_refunded', 'expired'] as const;
+    for (let i = 0; i < 23; i++) {
+      const status = statuses[i % statuses.length] as (typeof statuses)[number];
+      const amount = xno(((i * 7) % 23) + 1);
+      const created = new Date(Date.parse('2026-03-01T00:00:00.000Z') + i * 3_600_000).toISOString();
+      const request = shopRequest({
+        status,
+        amount_raw: amount,
+        created_at: created,
+        order_id: `order-${i % 4}`,
+        ...(status === 'underpaid' ? { received_raw: '1' } : {}),
+        ...(status === 'partially_refunded' ? { refunded_amount_raw: '3' } : {}),
+        ...(i % 3 === 0 ? { fiat: { currency: i % 2 === 0 ? 'EUR' : 'USD', amount: '1', rate: '0.8523', rate_source: 'https://rates.example', rate_time: created } } : {}),
+      });
+      await store.shop.create(request);
+      made.push(request);
+    }
+    // A change keeps the columns: the first waiting request is paid.
+    const first = made[0] as ShopRequest;
+    const paid = { ...first, status: 'paid' as const, events: 1 };
+    expect(await store.shop.change('waiting', paid)).toBe(true);
+    made[0] = paid;
+
+    const received = (r: ShopRequest): bigint => BigInt(r.received_raw ?? (['paid', 'partially_refunded'].includes(r.status) ? r.amount_raw : '0'));
+    const pages = async (query: Parameters<Store['shop']['search']>[0]): Promise<string[]> => {
+      const ids: string[] = [];
+      let after: string | undefined;
+      do {
+        const page = await store.shop.search({ ...query, ...(after === undefined ? {} : { after }) });
+        expect(page.data.length).toBeLessThanOrEqual(query.limit);
+        ids.push(...page.data.map((r) => r.id));
+        after = page.next;
+      } while (after !== undefined);
+      return ids;
+    };
+    const byCreated = [...made].reverse().map((r) => r.id);
+    expect(await pages({ sort: 'created', descending: true, limit: 4 })).toEqual(byCreated);
+    expect(await pages({ sort: 'created', descending: false, limit: 5 })).toEqual(made.map((r) => r.id));
+    const byAmount = [...made].sort((a, b) => (BigInt(a.amount_raw) === BigInt(b.amount_raw) ? 0 : BigInt(a.amount_raw) < BigInt(b.amount_raw) ? -1 : 1) || made.indexOf(a) - made.indexOf(b));
+    expect(await pages({ sort: 'amount', descending: false, limit: 3 })).toEqual(byAmount.map((r) => r.id));
+    expect(await pages({ sort: 'amount', descending: true, limit: 6 })).toEqual([...byAmount].reverse().map((r) => r.id));
+
+    const filter = { status: 'underpaid' as const, from: '2026-03-01T05:00:00.000Z', to: '2026-03-01T20:00:00.000Z', minRaw: xno(2), maxRaw: xno(20) };
+    const expected = made.filter((r) => r.status === 'underpaid' && r.created_at >= filter.from && r.created_at < filter.to && BigInt(r.amount_raw) >= BigInt(xno(2)) && BigInt(r.amount_raw) <= BigInt(xno(20)));
+    expect(expected.length).toBeGreaterThan(0);
+    expect(await pages({ ...filter, sort: 'amount', descending: true, limit: 2 })).toEqual(
+      [...expected].sort((a, b) => (BigInt(b.amount_raw) < BigInt(a.amount_raw) ? -1 : BigInt(b.amount_raw) > BigInt(a.amount_raw) ? 1 : made.indexOf(b) - made.indexOf(a))).map((r) => r.id),
+    );
+    expect((await store.shop.search({ orderId: 'order-1', sort: 'created', descending: true, limit: 100 })).data.map((r) => r.id)).toEqual(
+      made.filter((r) => r.order_id === 'order-1').reverse().map((r) => r.id),
+    );
+    await expect(store.shop.search({ sort: 'amount', descending: true, limit: 2, after: 'c12' })).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+
+    const totals = await store.shop.totals({});
+    expect(totals.count).toBe(23);
+    expect(totals.received_raw).toBe(made.reduce((n, r) => n + received(r), 0n).toString());
+    expect(totals.refunded_raw).toBe(made.reduce((n, r) => n + BigInt(r.refunded_amount_raw ?? '0'), 0n).toString());
+    // Each currency at its requests' own rate: raw × 0.8523 / 10^30, rounded half up to cents.
+    const fiatOf = (currency: string, pick: (r: ShopRequest) => bigint): string => {
+      const sum = made.filter((r) => r.fiat?.currency === currency).reduce((n, r) => n + pick(r) * 8523n, 0n);
+      const cents = (sum + 5n * 10n ** 31n) / 10n ** 32n;
+      return `${cents / 100n}.${(cents % 100n).toString().padStart(2, '0')}`;
+    };
+    expect(totals.fiat).toEqual([
+      { currency: 'EUR', received: fiatOf('EUR', received), refunded: fiatOf('EUR', (r) => BigInt(r.refunded_amount_raw ?? '0')) },
+      { currency: 'USD', received: fiatOf('USD', received), refunded: fiatOf('USD', (r) => BigInt(r.refunded_amount_raw ?? '0')) },
+    ]);
+    const some = await store.shop.totals(filter);
+    expect(some).toMatchObject({ count: expected.length, received_raw: String(expected.length), refunded_raw: '0' });
+  });
 });
