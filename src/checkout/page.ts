@@ -7,7 +7,8 @@ export const DEFAULT_RELOAD_SECONDS = 4;
 /** Seconds from the payment to the redirect, unless the shop says otherwise. */
 export const DEFAULT_REDIRECT_SECONDS = 5;
 
-function escapeHtml(text: string): string {
+/** Text as HTML shows it, never as markup: every page's text that a customer or a shop may have written goes through it. */
+export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 

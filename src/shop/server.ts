@@ -1,6 +1,8 @@
 import { DEFAULT_RELOAD_SECONDS, renderMessagePage } from '../checkout/page.js';
 import { checkoutPath, checkoutRoutes, sendHtml, type CheckoutRoutesOptions } from '../checkout/routes.js';
 import { CheckoutWatcher } from '../checkout/watcher.js';
+import { LiveChanges } from '../dashboard/live.js';
+import { dashboardRoutes } from '../dashboard/routes.js';
 import { NanoPayError } from '../errors.js';
 import type { ServerLog } from '../http/log.js';
 import { probeRoutes, type Probes } from '../http/probes.js';
@@ -87,6 +89,7 @@ export async function startShopServer(options: ShopServerOptions): Promise<ShopS
           },
           ...(options.log === undefined ? {} : { log: options.log }),
         });
+  const live = new LiveChanges();
   const monitor = new ShopMonitor({
     store,
     source: options.source,
@@ -97,6 +100,7 @@ export async function startShopServer(options: ShopServerOptions): Promise<ShopS
     // Its event is delivered at once, not at the deliverer's next look; its page shows it at once, whoever read it.
     onChange: (request) => {
       counts?.changed(request);
+      live.changed();
       deliverer?.poke();
       watcher.observe(request.id, observationOf(request));
     },
@@ -148,11 +152,25 @@ export async function startShopServer(options: ShopServerOptions): Promise<ShopS
         refund: options.refund,
         create: async (body, key) => {
           const made = await options.create(body, key);
-          if (made.created) counts?.created();
+          if (made.created) {
+            counts?.created();
+            live.changed();
+          }
           if (watcher.request(made.request.id) === undefined) watcher.add(pageRequest(made.request), observationOf(made.request));
           monitor.track(made.request);
           return made;
         },
+      }),
+      ...dashboardRoutes({
+        store,
+        shopName: options.shopName ?? 'nanopay checkout',
+        testMode: () => options.testMode?.() === true,
+        secureCookie: (options.publicUrl ?? '').startsWith('https:'),
+        ...(options.publicUrl === undefined ? {} : { publicHost: new URL(options.publicUrl).host }),
+        checkoutUrl,
+        refund: options.refund,
+        ...(probes === undefined ? {} : { readiness: probes.readiness }),
+        live,
       }),
       {
         method: 'GET',

@@ -66,4 +66,8 @@ export class PostgresSweeps implements SweepsTable {
       [run.id, run.finished_at !== undefined, JSON.stringify(run)],
     );
   }
+
+  async recent(limit: number): Promise<SweepRun[]> {
+    return (await this.host.query<{ doc: SweepRun }>('SELECT doc FROM sweeps ORDER BY seq DESC LIMIT $1', [limit])).rows.map((r) => r.doc);
+  }
 }

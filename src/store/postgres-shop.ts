@@ -182,6 +182,10 @@ export class PostgresShop implements ShopTable {
     return (await this.host.query<{ doc: WebhookEvent }>('SELECT doc FROM webhook_events ORDER BY seq DESC LIMIT $1', [limit])).rows.map((r) => r.doc);
   }
 
+  async eventsOf(requestId: string): Promise<WebhookEvent[]> {
+    return (await this.host.query<{ doc: WebhookEvent }>('SELECT doc FROM webhook_events WHERE request_id = $1 ORDER BY request_seq', [requestId])).rows.map((r) => r.doc);
+  }
+
   async earlierPending(requestId: string, requestSeq: number, destination?: string): Promise<boolean> {
     const result =
       destination === undefined

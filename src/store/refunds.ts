@@ -104,6 +104,8 @@ export interface SweepsTable {
   unfinished(): Promise<SweepRun | undefined>;
   /** Stores the run as it is now (added or replaced). */
   save(run: SweepRun): Promise<void>;
+  /** The last `limit` runs, newest first. */
+  recent(limit: number): Promise<SweepRun[]>;
 }
 
 /** A refund key reused for another refund: refused, nothing is recorded. */

@@ -184,6 +184,8 @@ export interface ShopTable {
   event(id: string): Promise<WebhookEvent | undefined>;
   /** Newest first. */
   events(limit: number): Promise<WebhookEvent[]>;
+  /** The events of one request, in their order. */
+  eventsOf(requestId: string): Promise<WebhookEvent[]>;
   /**
    * Whether an earlier event of the request is not delivered yet (nor given up): to the live endpoints,
    * or to listener `destination`.

@@ -67,4 +67,8 @@ export class SqliteSweeps implements SweepsTable {
           .run(run.id, run.finished_at === undefined ? 0 : 1, JSON.stringify(run)),
     );
   }
+
+  recent(limit: number): Promise<SweepRun[]> {
+    return this.host.run(() => docs<SweepRun>(this.host.db.prepare('SELECT doc FROM sweeps ORDER BY seq DESC LIMIT ?').all(limit)));
+  }
 }

@@ -172,6 +172,12 @@ export class SqliteShop implements ShopTable {
     );
   }
 
+  eventsOf(requestId: string): Promise<WebhookEvent[]> {
+    return this.host.run(() =>
+      (this.db.prepare('SELECT doc FROM webhook_events WHERE request_id = ? ORDER BY request_seq').all(requestId) as { doc: string }[]).map((r) => JSON.parse(r.doc) as WebhookEvent),
+    );
+  }
+
   earlierPending(requestId: string, requestSeq: number, destination?: string): Promise<boolean> {
     return this.host.run(() => {
       const row =

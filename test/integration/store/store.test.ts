@@ -644,6 +644,10 @@ describe.each(kinds)('the $name store', (kind) => {
     expect(await (await another()).sweeps.unfinished()).toEqual(run);
     await store.sweeps.save({ ...run, finished_at: new Date().toISOString() });
     expect(await store.sweeps.unfinished()).toBeUndefined();
+    const later: SweepRun = { ...run, id: randomUUID(), accounts: [] };
+    await store.sweeps.save(later);
+    expect((await store.sweeps.recent(5)).map((r) => r.id)).toEqual([later.id, run.id]);
+    expect(await store.sweeps.recent(1)).toEqual([later]);
   });
 
   test('searches shop requests: filters, both sorts both ways, keyset pages that add up, exact totals in XNO and at each fiat rate', async () => {
