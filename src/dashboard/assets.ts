@@ -17,7 +17,7 @@ header{background:var(--card);border-bottom:1px solid var(--border)}
 nav ul{display:flex;flex-wrap:wrap;gap:.25rem 1rem;list-style:none;margin:0;padding:0}
 nav a[aria-current=page]{font-weight:700}
 main{max-width:72rem;margin:0 auto;padding:1rem}
-h1{font-size:1.35rem;margin:.25rem 0 1rem}h2{font-size:1.1rem;margin:1.5rem 0 .5rem}
+h1{font-size:1.35rem;margin:.25rem 0 1rem;overflow-wrap:anywhere}h2{font-size:1.1rem;margin:1.5rem 0 .5rem}
 a{color:var(--accent)}
 .card{background:var(--card);border:1px solid var(--border);border-radius:12px;padding:1rem;margin-bottom:1rem}
 .narrow{max-width:26rem;margin:2rem auto}
@@ -27,11 +27,11 @@ input,select,button{font:inherit;font-size:.95rem;padding:.45rem .6rem;border:1p
 button{cursor:pointer;width:auto;background:var(--accent);color:var(--accent-fg);border-color:var(--accent);font-weight:600}
 button.secondary{background:var(--card);color:var(--fg);border-color:var(--border)}
 :focus-visible{outline:3px solid var(--accent);outline-offset:2px}
-.totals{display:flex;flex-wrap:wrap;gap:.5rem 2rem;margin:0}.totals div{min-width:9rem}.totals dt{color:var(--muted);font-size:.85rem}.totals dd{margin:0;font-weight:700}
+.totals{display:flex;flex-wrap:wrap;gap:.5rem 2rem;margin:0}.totals div{min-width:9rem}.totals dt{color:var(--muted);font-size:.85rem}.totals dd{margin:0;font-weight:700;overflow-wrap:anywhere}
 .table{overflow-x:auto}
 table{border-collapse:collapse;width:100%;font-size:.95rem}
 th,td{text-align:left;padding:.45rem .5rem;border-bottom:1px solid var(--border);vertical-align:top}
-td.num,th.num{text-align:right;white-space:nowrap}
+td.num,th.num{text-align:right}td.num{overflow-wrap:anywhere;min-width:7rem}
 .mono{font-family:ui-monospace,"SFMono-Regular",Menlo,Consolas,monospace;font-size:.9rem;overflow-wrap:anywhere;word-break:break-all}
 .status{display:inline-block;padding:.1rem .45rem;border-radius:6px;font-size:.85rem;font-weight:600;background:var(--bg)}
 .status.paid{background:var(--ok-bg);color:var(--ok)}
@@ -41,7 +41,7 @@ td.num,th.num{text-align:right;white-space:nowrap}
 .muted{color:var(--muted)}
 .pager{display:flex;gap:1rem;margin-top:.75rem}
 .actions{display:grid;gap:1rem;grid-template-columns:repeat(auto-fill,minmax(16rem,1fr))}
-dl.facts{display:grid;grid-template-columns:minmax(8rem,max-content) 1fr;gap:.35rem 1rem;margin:0}dl.facts dt{color:var(--muted)}dl.facts dd{margin:0;min-width:0}
+dl.facts{display:grid;grid-template-columns:minmax(8rem,max-content) 1fr;gap:.35rem 1rem;margin:0}dl.facts dt{color:var(--muted)}dl.facts dd{margin:0;min-width:0;overflow-wrap:anywhere}
 .test-mode{margin:0;padding:.45rem 1rem;text-align:center;font-weight:700;color:#1d1600;background:#ffd23f}
 @media (max-width:40rem){main{padding:.6rem}th,td{padding:.4rem .3rem}.hide-small{display:none}dl.facts{grid-template-columns:1fr}}
 `;

@@ -1,6 +1,7 @@
 import { rawToXno } from '../nano/index.js';
 import type { SignedIn } from '../shop/operator-sessions.js';
 import { can } from '../shop/roles.js';
+import type { ClaimShown } from '../ops/requests/refund-claims.js';
 import type { RefundRecord } from '../store/refunds.js';
 import { requestTotals } from '../store/shop-events.js';
 import type { ShopRequest, WebhookEvent } from '../store/shop.js';
@@ -12,6 +13,7 @@ export interface OrderView {
   request: ShopRequest;
   refunds: Omit<RefundRecord, 'fingerprint'>[];
   events: WebhookEvent[];
+  claims: ClaimShown[];
   checkoutUrl: string;
   operator: SignedIn;
   /** A line above everything: what the last action did. */
@@ -64,6 +66,13 @@ function refunds(list: OrderView['refunds']): string {
     .join('')}</tbody></table></div>`;
 }
 
+function claims(list: ClaimShown[]): string {
+  if (list.length === 0) return '<p class="muted">No refund claim.</p>';
+  return `<div class="table" tabindex="0" role="region" aria-label="Refund claims (scrolls sideways)"><table><thead><tr><th scope="col">Claim</th><th scope="col">Status</th><th scope="col" class="num">Amount</th><th scope="col">Expires</th><th scope="col">Claimed to</th></tr></thead><tbody>${list
+    .map((c) => `<tr><td class="mono">${h(c.id)}</td><td>${h(c.status)}</td><td class="num">${h(c.amount)} XNO</td><td>${when(c.expires_at)}</td><td class="mono">${h(c.to ?? '')}${c.refund_id === undefined ? '' : ` (refund ${h(c.refund_id)})`}</td></tr>`)
+    .join('')}</tbody></table></div>`;
+}
+
 function events(view: OrderView): string {
   if (view.events.length === 0) return '<p class="muted">No webhook event yet.</p>';
   const admin = can(view.operator.role, 'admin');
@@ -99,9 +108,13 @@ function actions(view: OrderView): string {
   return `<div class="actions">
 <form class="card" method="post" action="/dashboard/orders/${id}/refund" aria-labelledby="refund-title">${csrfField(view.operator)}
 <h3 id="refund-title">Refund</h3><p>Up to ${xno(leftRaw)} is left to refund.</p>
-<div><label for="refund-amount">Amount in XNO (empty: all that is left)</label><input id="refund-amount" name="amount" inputmode="decimal" autocomplete="off" placeholder="${h(rawToXno(leftRaw))}"></div>
+<div><label for="refund-amount">Refund amount in XNO (empty: all that is left)</label><input id="refund-amount" name="amount" inputmode="decimal" autocomplete="off" placeholder="${h(rawToXno(leftRaw))}"></div>
 ${to}<p><button type="submit">Review the refund</button></p></form>
-<div class="card" id="claim-action"><h3>Refund claim link</h3><p class="muted">Let the customer name the address the refund goes to.</p></div>
+<form class="card" method="post" action="/dashboard/orders/${id}/claim" aria-labelledby="claim-title">${csrfField(view.operator)}
+<h3 id="claim-title">Refund claim link</h3><p>The customer names the address the refund goes to (they may have paid from an exchange).</p>
+<div><label for="claim-amount">Claim amount in XNO (empty: all that is left)</label><input id="claim-amount" name="amount" inputmode="decimal" autocomplete="off" placeholder="${h(rawToXno(leftRaw))}"></div>
+<div><label for="claim-expires">The link works for</label><select id="claim-expires" name="expires_in"><option value="1d">1 day</option><option value="7d" selected>7 days</option><option value="30d">30 days</option></select></div>
+<p><button type="submit">Make the link</button></p></form>
 </div>`;
 }
 
@@ -119,6 +132,7 @@ export function orderContent(view: OrderView): string {
 <dt>Checkout page</dt><dd><a href="${h(view.checkoutUrl)}">${h(view.checkoutUrl)}</a></dd><dt>Metadata</dt><dd>${metadata}</dd></dl></section>
 <section class="card" aria-labelledby="payments-title"><h2 id="payments-title">Payments</h2>${payments(r)}</section>
 <section class="card" aria-labelledby="refunds-title"><h2 id="refunds-title">Refunds</h2>${refunds(view.refunds)}</section>
+<section class="card" aria-labelledby="claims-title"><h2 id="claims-title">Refund claims</h2>${claims(view.claims)}</section>
 <section class="card" aria-labelledby="events-title"><h2 id="events-title">Webhook events</h2>${events(view)}</section>
 <section aria-labelledby="actions-title"><h2 id="actions-title">Actions</h2>${actions(view)}</section>`;
 }

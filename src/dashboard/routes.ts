@@ -10,6 +10,7 @@ import { resendWebhook } from '../shop/deliver.js';
 import { checkCsrf, OperatorSessions, type SignedIn } from '../shop/operator-sessions.js';
 import { can, type Action } from '../shop/roles.js';
 import type { RefundRecord } from '../store/refunds.js';
+import { listClaims, type ClaimShown } from '../ops/requests/refund-claims.js';
 import type { Store } from '../store/store.js';
 import { DASHBOARD_CSS, DASHBOARD_JS, CSS_PATH, JS_PATH } from './assets.js';
 import { page, redirect, sendPage, type PageFrame } from './layout.js';
@@ -29,6 +30,9 @@ export interface DashboardOptions {
   checkoutUrl(id: string): string;
   /** Records a refund order, as the API's POST /api/v1/requests/{id}/refunds does (a signer carries it out). */
   refund(id: string, body: Record<string, unknown>, idempotencyKey: string | undefined): Promise<{ refund: Omit<RefundRecord, 'fingerprint'>; created: boolean }>;
+  /** Makes a refund claim (its link's token is in the answer only), and the link's URL. */
+  createClaim(id: string, body: Record<string, unknown>): Promise<{ claim: ClaimShown; token: string }>;
+  claimUrl(token: string): string;
   readiness?: Readiness;
   live: LiveChanges;
 }
@@ -75,8 +79,8 @@ export function dashboardRoutes(options: DashboardOptions): Route[] {
   const orderView = async (id: string, operator: SignedIn, said: { notice?: string; error?: string } = {}): Promise<OrderView> => {
     const request = await store.shop.get(id.toLowerCase());
     if (request === undefined) throw new NanoPayError('NOT_FOUND', 'No such order');
-    const [refunds, events] = await Promise.all([store.refunds.ofRequest(request.id), store.shop.eventsOf(request.id)]);
-    return { request, refunds: refunds.map(({ fingerprint: _f, ...shown }) => shown), events, checkoutUrl: options.checkoutUrl(request.id), operator, ...said };
+    const [refunds, events, claims] = await Promise.all([store.refunds.ofRequest(request.id), store.shop.eventsOf(request.id), listClaims(store, request.id)]);
+    return { request, refunds: refunds.map(({ fingerprint: _f, ...shown }) => shown), events, claims, checkoutUrl: options.checkoutUrl(request.id), operator, ...said };
   };
   const showOrder = async (res: ServerResponse, id: string, operator: SignedIn, said: { notice?: string; error?: string } = {}): Promise<typeof RESPONDED> => {
     const view = await orderView(id, operator, said);
@@ -183,6 +187,27 @@ export function dashboardRoutes(options: DashboardOptions): Route[] {
           try {
             const { refund } = await options.refund(id, { ...(amount === '' ? {} : { amount }), ...(to === undefined ? {} : { to }) }, key);
             return showOrder(call.response, id, operator, { notice: `Refund ${refund.id} of ${refund.amount} XNO to ${refund.to} is recorded; the shop's signer sends it.` });
+          } catch (error) {
+            if (!(error instanceof NanoPayError)) throw error;
+            return showOrder(call.response, id, operator, { error: error.message });
+          }
+        },
+        true,
+      ),
+    },
+    {
+      method: 'POST',
+      path: '/dashboard/orders/:id/claim',
+      form: true,
+      handle: guarded(
+        'refund',
+        async (call, operator) => {
+          const id = (call.params.id as string).toLowerCase();
+          const amount = typeof call.body.amount === 'string' ? call.body.amount.trim() : '';
+          const expires = typeof call.body.expires_in === 'string' ? call.body.expires_in : '';
+          try {
+            const { claim, token } = await options.createClaim(id, { ...(amount === '' ? {} : { amount }), ...(expires === '' ? {} : { expires_in: expires }) });
+            return showOrder(call.response, id, operator, { notice: `Claim ${claim.id} of ${claim.amount} XNO, until ${claim.expires_at}. Send the customer this link (shown once): ${options.claimUrl(token)}` });
           } catch (error) {
             if (!(error instanceof NanoPayError)) throw error;
             return showOrder(call.response, id, operator, { error: error.message });

@@ -5,6 +5,7 @@ import { can, type Action } from './roles.js';
 import { sendJson, successEnvelope } from '../http/respond.js';
 import { sendStream } from '../http/stream.js';
 import { exportFormat, exportQuery, exportRequests } from '../ops/requests/export.js';
+import { cancelClaim, listClaims, type ClaimShown } from '../ops/requests/refund-claims.js';
 import { RESPONDED, type Call, type Route } from '../http/server.js';
 import type { RefundRecord } from '../store/refunds.js';
 import { SHOP_STATUSES, type ShopRequest, type ShopStatus } from '../store/shop.js';
@@ -20,11 +21,22 @@ export interface ShopApiOptions {
   create(body: Record<string, unknown>, idempotencyKey: string | undefined): Promise<{ request: ShopRequest; created: boolean }>;
   /** The page's URL of a request. */
   checkoutUrl(id: string): string;
+  /** Makes a refund claim of request `id` (its link's token is in the answer only). */
+  createClaim(id: string, body: Record<string, unknown>): Promise<{ claim: ClaimShown; token: string }>;
+  /** The page a claim's customer opens. */
+  claimUrl(token: string): string;
   /** Records a refund order of request `id` (`created` false when its Idempotency-Key gave back an earlier one); a signer carries it out. */
   refund(id: string, body: Record<string, unknown>, idempotencyKey: string | undefined): Promise<{ refund: Omit<RefundRecord, 'fingerprint'>; created: boolean }>;
 }
 
 const REFUND_FIELDS = new Set(['amount', 'to']);
+const CLAIM_FIELDS = new Set(['amount', 'expires_in']);
+
+function onlyFields(body: Record<string, unknown>, known: Set<string>): void {
+  const unknown = Object.keys(body).filter((k) => !known.has(k));
+  if (unknown.length > 0) throw new NanoPayError('INVALID_REQUEST', `Unknown field(s): ${unknown.slice(0, 5).join(', ')}`);
+  for (const name of known) if (body[name] !== undefined && typeof body[name] !== 'string') throw new NanoPayError('INVALID_REQUEST', `"${name}" must be a string`);
+}
 
 /**
  * The shop's API, for its backend: every route needs the bearer token or an API
@@ -58,6 +70,26 @@ export function shopApiRoutes(options: ShopApiOptions): Route[] {
     return Array.isArray(key) ? key[0] : key;
   };
   return [
+    {
+      method: 'POST',
+      path: '/api/v1/requests/:id/refund-claims',
+      handle: guarded('refund', async (call) => {
+        onlyFields(call.body, CLAIM_FIELDS);
+        const { claim, token } = await options.createClaim((call.params.id as string).toLowerCase(), call.body);
+        sendJson(call.response, 201, successEnvelope({ ...claim, url: options.claimUrl(token) }));
+        return RESPONDED;
+      }),
+    },
+    {
+      method: 'GET',
+      path: '/api/v1/requests/:id/refund-claims',
+      handle: guarded('read', async (call) => ({ data: await listClaims(store, call.params.id as string) })),
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/refund-claims/:claim/cancel',
+      handle: guarded('refund', async (call) => cancelClaim(store, call.params.claim as string)),
+    },
     {
       method: 'POST',
       path: '/api/v1/requests/:id/refunds',

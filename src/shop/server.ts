@@ -1,4 +1,5 @@
 import { DEFAULT_RELOAD_SECONDS, renderMessagePage } from '../checkout/page.js';
+import { claimRoutes, type ClaimRoutesOptions } from '../checkout/claim-routes.js';
 import { checkoutPath, checkoutRoutes, sendHtml, type CheckoutRoutesOptions } from '../checkout/routes.js';
 import { CheckoutWatcher } from '../checkout/watcher.js';
 import { LiveChanges } from '../dashboard/live.js';
@@ -28,6 +29,8 @@ export interface ShopServerOptions extends Omit<CheckoutRoutesOptions, 'lookup' 
   create(body: Record<string, unknown>, idempotencyKey: string | undefined): Promise<{ request: ShopRequest; created: boolean }>;
   /** Records a refund order (POST /api/v1/requests/{id}/refunds); carrying it out is a signer's job, never this server's routes'. */
   refund: ShopApiOptions['refund'];
+  /** Refund claims: made by the API and the dashboard, answered by customers on their page. */
+  claims: ShopClaims;
   /** Between reads of a request whose page is open (one read per interval, whatever the number of viewers). */
   intervalMs: number;
   /** Between rounds over every unsettled request. */
@@ -39,6 +42,12 @@ export interface ShopServerOptions extends Omit<CheckoutRoutesOptions, 'lookup' 
   probes?: Probes;
   /** How long close() lets answers and webhook deliveries in flight finish (then they are cut, the deliveries put back). Default 5 s. */
   drainMs?: number;
+}
+
+export interface ShopClaims {
+  create: ShopApiOptions['createClaim'];
+  view: ClaimRoutesOptions['view'];
+  claim: ClaimRoutesOptions['claim'];
 }
 
 export interface ShopServer {
@@ -126,6 +135,7 @@ export async function startShopServer(options: ShopServerOptions): Promise<ShopS
   });
   const base = { url: '' };
   const checkoutUrl = (id: string): string => `${options.publicUrl ?? base.url}${checkoutPath(id)}`;
+  const claimUrl = (token: string): string => `${options.publicUrl ?? base.url}/claim/${token}`;
   const lookup = async (id: string): Promise<void> => {
     if (!PLAUSIBLE_ID.test(id)) return;
     const found = await store.shop.get(id.toLowerCase());
@@ -150,6 +160,8 @@ export async function startShopServer(options: ShopServerOptions): Promise<ShopS
         token: options.token,
         checkoutUrl,
         refund: options.refund,
+        createClaim: options.claims.create,
+        claimUrl,
         create: async (body, key) => {
           const made = await options.create(body, key);
           if (made.created) {
@@ -161,6 +173,16 @@ export async function startShopServer(options: ShopServerOptions): Promise<ShopS
           return made;
         },
       }),
+      ...claimRoutes({
+        shopName: options.shopName ?? 'nanopay checkout',
+        testMode: () => options.testMode?.() === true,
+        view: options.claims.view,
+        claim: async (token, address) => {
+          const view = await options.claims.claim(token, address);
+          live.changed();
+          return view;
+        },
+      }),
       ...dashboardRoutes({
         store,
         shopName: options.shopName ?? 'nanopay checkout',
@@ -169,6 +191,8 @@ export async function startShopServer(options: ShopServerOptions): Promise<ShopS
         ...(options.publicUrl === undefined ? {} : { publicHost: new URL(options.publicUrl).host }),
         checkoutUrl,
         refund: options.refund,
+        createClaim: options.claims.create,
+        claimUrl,
         ...(probes === undefined ? {} : { readiness: probes.readiness }),
         live,
       }),

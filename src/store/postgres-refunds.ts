@@ -1,4 +1,4 @@
-import { refundKeyMismatch, type RefundRecord, type RefundsTable, type SweepRun, type SweepsTable } from './refunds.js';
+import { refundKeyMismatch, type ClaimsTable, type ClaimStatus, type RefundClaim, type RefundRecord, type RefundsTable, type SweepRun, type SweepsTable } from './refunds.js';
 import type { PostgresHost } from './postgres-shop.js';
 
 export class PostgresRefunds implements RefundsTable {
@@ -69,5 +69,40 @@ export class PostgresSweeps implements SweepsTable {
 
   async recent(limit: number): Promise<SweepRun[]> {
     return (await this.host.query<{ doc: SweepRun }>('SELECT doc FROM sweeps ORDER BY seq DESC LIMIT $1', [limit])).rows.map((r) => r.doc);
+  }
+}
+
+export class PostgresClaims implements ClaimsTable {
+  constructor(private readonly host: PostgresHost) {}
+
+  private async docs(text: string, values: unknown[]): Promise<RefundClaim[]> {
+    return (await this.host.query<{ doc: RefundClaim }>(text, values)).rows.map((r) => r.doc);
+  }
+
+  async add(claim: RefundClaim): Promise<void> {
+    await this.host.query('INSERT INTO refund_claims (id, token_hash, request_id, status, doc) VALUES ($1, $2, $3, $4, $5::jsonb)', [
+      claim.id,
+      claim.token_hash,
+      claim.request_id,
+      claim.status,
+      JSON.stringify(claim),
+    ]);
+  }
+
+  async get(id: string): Promise<RefundClaim | undefined> {
+    return (await this.docs('SELECT doc FROM refund_claims WHERE id = $1', [id]))[0];
+  }
+
+  async byTokenHash(hash: string): Promise<RefundClaim | undefined> {
+    return (await this.docs('SELECT doc FROM refund_claims WHERE token_hash = $1', [hash]))[0];
+  }
+
+  ofRequest(requestId: string): Promise<RefundClaim[]> {
+    return this.docs('SELECT doc FROM refund_claims WHERE request_id = $1 ORDER BY seq', [requestId]);
+  }
+
+  async change(from: ClaimStatus, claim: RefundClaim): Promise<boolean> {
+    const updated = await this.host.query('UPDATE refund_claims SET status = $1, doc = $2::jsonb WHERE id = $3 AND status = $4', [claim.status, JSON.stringify(claim), claim.id, from]);
+    return updated.rowCount === 1;
   }
 }

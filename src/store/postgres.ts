@@ -10,8 +10,8 @@ import type { AccessTable } from './access.js';
 import { PostgresShop } from './postgres-shop.js';
 import { PostgresApprovals, PostgresAudit } from './postgres-spending.js';
 import type { ApprovalsTable, AuditTable } from './spending.js';
-import { PostgresRefunds, PostgresSweeps } from './postgres-refunds.js';
-import type { RefundsTable, SweepsTable } from './refunds.js';
+import { PostgresClaims, PostgresRefunds, PostgresSweeps } from './postgres-refunds.js';
+import type { ClaimsTable, RefundsTable, SweepsTable } from './refunds.js';
 import type { PricesTable } from './prices.js';
 import type { ShopTable } from './shop.js';
 import type { LateIf, Outbox, OutboxItem, RequestsTable, Store, StoreChange } from './store.js';
@@ -221,6 +221,7 @@ export class PostgresStore implements Store {
   readonly approvals: ApprovalsTable = new PostgresApprovals(this);
   readonly refunds: RefundsTable = new PostgresRefunds(this);
   readonly sweeps: SweepsTable = new PostgresSweeps(this);
+  readonly claims: ClaimsTable = new PostgresClaims(this);
   readonly prices: PricesTable = new PostgresPrices(this);
   readonly access: AccessTable = new PostgresAccess(this);
   readonly location: string;

@@ -35,8 +35,8 @@ export interface RefundRecord {
   block?: string;
   created_at: string;
   refunded_at?: string;
-  /** Who asked: `nanopay refund` or the shop's API (an order a signer carries out). */
-  source: 'cli' | 'api';
+  /** Who asked: `nanopay refund`, the shop's API or dashboard (an order a signer carries out), or a customer's claim (the address is theirs). */
+  source: 'cli' | 'api' | 'claim';
   idempotency_key?: string;
   /** Of the request id, amount and destination: the same key with other ones is refused. */
   fingerprint?: string;
@@ -106,6 +106,40 @@ export interface SweepsTable {
   save(run: SweepRun): Promise<void>;
   /** The last `limit` runs, newest first. */
   recent(limit: number): Promise<SweepRun[]>;
+}
+
+/** `open` until the customer names an address (then `claimed`, its refund recorded) or the shop cancels it. */
+export type ClaimStatus = 'open' | 'claimed' | 'cancelled';
+
+/**
+ * A refund the customer claims with their own address (issue 44): the link's token is a bearer secret, kept
+ * hashed; the claim reserves its amount while it is open and unexpired.
+ */
+export interface RefundClaim {
+  id: string;
+  request_id: string;
+  status: ClaimStatus;
+  amount: string;
+  amount_raw: string;
+  created_at: string;
+  expires_at: string;
+  /** SHA-256 of the link's token, hex. */
+  token_hash: string;
+  claimed_at?: string;
+  /** The address the customer named, and the refund recorded for it. */
+  to?: string;
+  refund_id?: string;
+  cancelled_at?: string;
+}
+
+export interface ClaimsTable {
+  add(claim: RefundClaim): Promise<void>;
+  get(id: string): Promise<RefundClaim | undefined>;
+  byTokenHash(hash: string): Promise<RefundClaim | undefined>;
+  /** The claims of a request, oldest first. */
+  ofRequest(requestId: string): Promise<RefundClaim[]>;
+  /** Stores the claim as it now is when its status is still `from`: false when another process changed it first. */
+  change(from: ClaimStatus, claim: RefundClaim): Promise<boolean>;
 }
 
 /** A refund key reused for another refund: refused, nothing is recorded. */

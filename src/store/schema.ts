@@ -395,6 +395,32 @@ export const MIGRATIONS: Migration[] = [
     `,
   },
   {
+    version: 10,
+    // Refund claims (refunds.ts): a link's token kept hashed, single use by the status column.
+    sqlite: `
+      CREATE TABLE refund_claims (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        token_hash TEXT NOT NULL UNIQUE,
+        request_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        doc TEXT NOT NULL
+      );
+      CREATE INDEX refund_claims_request ON refund_claims (request_id, seq);
+    `,
+    postgres: `
+      CREATE TABLE refund_claims (
+        seq BIGSERIAL PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        token_hash TEXT NOT NULL UNIQUE,
+        request_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        doc JSONB NOT NULL
+      );
+      CREATE INDEX refund_claims_request ON refund_claims (request_id, seq);
+    `,
+  },
+  {
     version: 11,
     // The dashboard's search (shop-search.ts): the columns its filters, sorts and totals read, from each request's
     // document (amounts zero-padded to 40 digits so text order is number order), and their indexes.

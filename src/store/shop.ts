@@ -1,6 +1,7 @@
 import { NanoPayError } from '../errors.js';
 import type { RequestRecord } from '../wallet/requests.js';
 import type { FiatPrice } from './prices.js';
+import type { RefundClaim } from './refunds.js';
 import type { ShopFilter, ShopSearchPage, ShopSearchQuery, ShopTotals } from './shop-search.js';
 
 /**
@@ -92,9 +93,10 @@ export interface RefundLine {
 
 /**
  * A change of status is `request.<status>`; every refund, whole or partial, is `request.refunded` (the object's
- * status tells which); a refund given up is `request.refund_failed` (its refund in `data.refund`).
+ * status tells which); a refund given up is `request.refund_failed` (its refund in `data.refund`); a refund claim the
+ * customer answered is `refund.claimed` (the claim in `data.claim`).
  */
-export type WebhookType = `request.${Exclude<ShopStatus, 'waiting' | 'partially_refunded'>}` | 'request.refund_failed';
+export type WebhookType = `request.${Exclude<ShopStatus, 'waiting' | 'partially_refunded'>}` | 'request.refund_failed' | 'refund.claimed';
 
 /** The refund an event is about (request.refunded, request.refund_failed). */
 export interface EventRefund {
@@ -116,7 +118,7 @@ export interface WebhookEvent {
   created: number;
   /** Its number among the events of its request: they are delivered in this order. */
   request_seq: number;
-  data: { object: ShopRequest; refund?: EventRefund };
+  data: { object: ShopRequest; refund?: EventRefund; claim?: Omit<RefundClaim, 'token_hash'> };
   delivery: {
     attempts: number;
     delivered_at?: string;

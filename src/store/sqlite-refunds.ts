@@ -1,4 +1,4 @@
-import { refundKeyMismatch, type RefundRecord, type RefundsTable, type SweepRun, type SweepsTable } from './refunds.js';
+import { refundKeyMismatch, type ClaimsTable, type ClaimStatus, type RefundClaim, type RefundRecord, type RefundsTable, type SweepRun, type SweepsTable } from './refunds.js';
 import type { SqliteHost } from './sqlite-shop.js';
 
 const docs = <T>(rows: unknown[]): T[] => (rows as { doc: string }[]).map((r) => JSON.parse(r.doc) as T);
@@ -70,5 +70,36 @@ export class SqliteSweeps implements SweepsTable {
 
   recent(limit: number): Promise<SweepRun[]> {
     return this.host.run(() => docs<SweepRun>(this.host.db.prepare('SELECT doc FROM sweeps ORDER BY seq DESC LIMIT ?').all(limit)));
+  }
+}
+
+export class SqliteClaims implements ClaimsTable {
+  constructor(private readonly host: SqliteHost) {}
+
+  add(claim: RefundClaim): Promise<void> {
+    return this.host.run(
+      () =>
+        void this.host.db
+          .prepare('INSERT INTO refund_claims (id, token_hash, request_id, status, doc) VALUES (?, ?, ?, ?, ?)')
+          .run(claim.id, claim.token_hash, claim.request_id, claim.status, JSON.stringify(claim)),
+    );
+  }
+
+  get(id: string): Promise<RefundClaim | undefined> {
+    return this.host.run(() => docs<RefundClaim>(this.host.db.prepare('SELECT doc FROM refund_claims WHERE id = ?').all(id))[0]);
+  }
+
+  byTokenHash(hash: string): Promise<RefundClaim | undefined> {
+    return this.host.run(() => docs<RefundClaim>(this.host.db.prepare('SELECT doc FROM refund_claims WHERE token_hash = ?').all(hash))[0]);
+  }
+
+  ofRequest(requestId: string): Promise<RefundClaim[]> {
+    return this.host.run(() => docs<RefundClaim>(this.host.db.prepare('SELECT doc FROM refund_claims WHERE request_id = ? ORDER BY seq').all(requestId)));
+  }
+
+  change(from: ClaimStatus, claim: RefundClaim): Promise<boolean> {
+    return this.host.run(
+      () => this.host.db.prepare('UPDATE refund_claims SET status = ?, doc = ? WHERE id = ? AND status = ?').run(claim.status, JSON.stringify(claim), claim.id, from).changes === 1,
+    );
   }
 }

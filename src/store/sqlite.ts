@@ -14,8 +14,8 @@ import type { AccessTable } from './access.js';
 import { SqliteShop } from './sqlite-shop.js';
 import { SqliteApprovals, SqliteAudit } from './sqlite-spending.js';
 import type { ApprovalsTable, AuditTable } from './spending.js';
-import { SqliteRefunds, SqliteSweeps } from './sqlite-refunds.js';
-import type { RefundsTable, SweepsTable } from './refunds.js';
+import { SqliteClaims, SqliteRefunds, SqliteSweeps } from './sqlite-refunds.js';
+import type { ClaimsTable, RefundsTable, SweepsTable } from './refunds.js';
 import type { PricesTable } from './prices.js';
 import type { ShopTable } from './shop.js';
 import type { LateIf, Outbox, OutboxItem, RequestsTable, Store, StoreChange } from './store.js';
@@ -275,6 +275,7 @@ export class SqliteStore implements Store {
   readonly approvals: ApprovalsTable = new SqliteApprovals(this);
   readonly refunds: RefundsTable = new SqliteRefunds(this);
   readonly sweeps: SweepsTable = new SqliteSweeps(this);
+  readonly claims: ClaimsTable = new SqliteClaims(this);
   readonly prices: PricesTable = new SqlitePrices(this);
   readonly access: AccessTable = new SqliteAccess(this);
 

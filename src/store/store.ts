@@ -1,6 +1,6 @@
 import type { RequestRecord } from '../wallet/requests.js';
 import type { AccessTable } from './access.js';
-import type { RefundsTable, SweepsTable } from './refunds.js';
+import type { ClaimsTable, RefundsTable, SweepsTable } from './refunds.js';
 import type { PricesTable } from './prices.js';
 import type { ShopTable } from './shop.js';
 import type { ApprovalsTable, AuditTable } from './spending.js';
@@ -28,6 +28,8 @@ export interface Store {
   /** Refunds of requests, and sweeps of their fresh accounts (refunds.ts). */
   readonly refunds: RefundsTable;
   readonly sweeps: SweepsTable;
+  /** Refunds the customers claim with their own address (refunds.ts). */
+  readonly claims: ClaimsTable;
   /** Prices in the shop's currency and the last accepted rates (prices.ts). */
   readonly prices: PricesTable;
   /** API keys of the shop, the dashboard's operators and their sessions (access.ts). */

@@ -1,6 +1,7 @@
 import { Flags } from '@oclif/core';
 import { talkedToSandbox } from '../../ops/observe.js';
 import { NanoPayError } from '../../errors.js';
+import { claimRefund, createClaim, viewClaim } from '../../ops/requests/refund-claims.js';
 import { backendCheck, serverFlags, ServerRuntime, shopWalletCheck, storeCheck } from '../../cli/server-runtime.js';
 import { SessionCommand } from '../../cli/session-command.js';
 import { shopStatusSource, shopToken, webhookSecrets } from '../../cli/shop.js';
@@ -101,6 +102,15 @@ one object a line). Runs until SIGTERM or Ctrl-C, which drain it: answers and de
           });
           signer.poke();
           return ordered;
+        },
+        claims: {
+          create: async (id, body) => createClaim(session, store, { requestId: id, ...(typeof body.amount === 'string' ? { amount: { xno: body.amount } } : {}), ...(typeof body.expires_in === 'string' ? { expiresIn: body.expires_in } : {}) }),
+          view: (token) => viewClaim(store, token),
+          claim: async (token, address) => {
+            const view = await claimRefund(session, store, token, address);
+            signer.poke();
+            return view;
+          },
         },
         intervalMs: flags.interval * 1000,
         pollMs: flags['poll-interval'] * 1000,

@@ -79,6 +79,8 @@ export interface RefundAsk {
   to?: string;
   /** The refund's idempotency key (--id, Idempotency-Key): the same key and refund give back the first. */
   key?: string;
+  /** The claim this refund pays (to the address its customer named): the other open claims stay reserved. */
+  claim?: string;
 }
 
 /**
@@ -109,7 +111,7 @@ async function plan(session: Session, store: Store, ask: RefundAsk, source: Refu
     });
   }
   const earlier = counting(await store.refunds.ofRequest(id));
-  const left = received.totalRaw - sum(earlier);
+  const left = received.totalRaw - sum(earlier) - (await reservedByClaims(store, id, ask.claim));
   // A payer gets back at most what is left of its own payments (all of what is left when no payer is named, from the
   // CLI): a stranger who sent one raw to a request's address is a payer of one raw, never of the whole.
   const payerLeft = received.payers.has(to) ? received.payers.get(to)! - sum(earlier.filter((r) => r.to === to)) : left;
@@ -122,7 +124,7 @@ async function plan(session: Session, store: Store, ask: RefundAsk, source: Refu
   if (amountRaw > left) {
     throw new NanoPayError(
       'REFUND_TOO_LARGE',
-      `A refund of ${xnoAndRaw(amountRaw)} is more than is left of request ${id}: ${xnoAndRaw(received.totalRaw)} received, ${xnoAndRaw(sum(earlier))} refunded or under way`,
+      `A refund of ${xnoAndRaw(amountRaw)} is more than is left of request ${id}: ${xnoAndRaw(received.totalRaw)} received, ${xnoAndRaw(received.totalRaw - left)} refunded, under way or held by open refund claims`,
       { hint: `Refund at most ${rawToXno(left)} XNO.` },
     );
   }
@@ -146,8 +148,27 @@ async function plan(session: Session, store: Store, ask: RefundAsk, source: Refu
   };
 }
 
+/** What the request's open, unexpired refund claims hold back (all but `except`, the one being paid). */
+async function reservedByClaims(store: Store, requestId: string, except?: string): Promise<bigint> {
+  const now = Date.now();
+  const open = (await store.claims.ofRequest(requestId)).filter((c) => c.status === 'open' && Date.parse(c.expires_at) > now && c.id !== except);
+  return open.reduce((total, c) => total + BigInt(c.amount_raw), 0n);
+}
+
+/**
+ * What is left to refund of a request, as a refund or a new claim may take it: received, less refunds landed or
+ * under way, less open claims. Call it within withRefundLock to act on it.
+ */
+export async function refundableRaw(session: Session, store: Store, requestId: string): Promise<bigint> {
+  const received = await receivedFor(session, requestId);
+  return received.totalRaw - sum(counting(await store.refunds.ofRequest(requestId))) - (await reservedByClaims(store, requestId));
+}
+
 /** Refunds of one request are planned and recorded one at a time, by every process of the store: their sum is checked against one state. */
 const lockName = (requestId: string): string => `refunds-${requestId}`;
+
+/** Runs `fn` as the only one planning refunds (or claims) of the request, in every process of the store. */
+export const withRefundLock = <T>(store: Store, requestId: string, fn: () => Promise<T>): Promise<T> => store.exclusive(lockName(requestId), fn);
 
 /** The refund as asked (request, amount and destination as given): a key used again must ask for the same. */
 function fingerprintOf(id: string, ask: RefundAsk, to: string | undefined): string {
@@ -164,7 +185,7 @@ function fingerprintOf(id: string, ask: RefundAsk, to: string | undefined): stri
 async function record(session: Session, store: Store, ask: RefundAsk, source: RefundRecord['source']): Promise<{ refund: RefundRecord; created: boolean }> {
   if (ask.key !== undefined && (ask.key.length === 0 || ask.key.length > 255)) throw new NanoPayError('INVALID_REQUEST', 'An idempotency key has 1 to 255 characters');
   const id = checkTransactionId(ask.requestId).toLowerCase();
-  const to = ask.to === undefined ? undefined : source === 'api' ? normalizeAddress(ask.to) : (await resolveRecipient(session, ask.to)).address;
+  const to = ask.to === undefined ? undefined : source === 'cli' ? (await resolveRecipient(session, ask.to)).address : normalizeAddress(ask.to);
   const fingerprint = fingerprintOf(id, ask, to);
   return store.exclusive(lockName(id), async () => {
     const found = ask.key === undefined ? undefined : await store.refunds.byKey(ask.key);
@@ -178,6 +199,16 @@ async function record(session: Session, store: Store, ask: RefundAsk, source: Re
     }
     return store.refunds.add({ ...(await plan(session, store, { ...ask, ...(to === undefined ? {} : { to }) }, source)), fingerprint });
   });
+}
+
+/**
+ * The refund a customer's claim asks for: to the address they named (any address: the shop chose to let them), of
+ * the claim's amount, recorded once under the claim's own key, so that a repeated or concurrent claim of one link
+ * finds this refund (the same address) or is refused (another one).
+ */
+export async function orderClaimedRefund(session: Session, store: Store, claim: { id: string; request_id: string; amount_raw: string }, to: string): Promise<RefundRecord> {
+  const { refund } = await record(session, store, { requestId: claim.request_id, amount: { raw: claim.amount_raw }, to, key: `claim-${claim.id}`, claim: claim.id }, 'claim');
+  return refund;
 }
 
 /** A refund as an event names it. */

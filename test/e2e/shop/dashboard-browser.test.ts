@@ -43,6 +43,8 @@ describe.skipIf(!browser.available)('the operator dashboard in Chromium', () => 
   let token: string;
   let chromium: Browser;
   let admin: Page;
+  /** Where a customer who paid from an exchange wants the refund: an address of their own. */
+  let merchantCustomer: string;
 
   const api = async (path: string, init: RequestInit = {}, bearer = token): Promise<{ status: number; body: Record<string, any> }> => {
     const r = await fetch(`${url}${path}`, { ...init, headers: { 'content-type': 'application/json', authorization: `Bearer ${bearer}`, ...(init.headers as Record<string, string>) } });
@@ -78,7 +80,9 @@ describe.skipIf(!browser.available)('the operator dashboard in Chromium', () => 
 
   beforeAll(async () => {
     sb = await sandbox();
-    [merchant, payer] = await Promise.all([backendUser(sb, 'node'), fundedUser(sb, 'node', '5')]);
+    let own: BackendUser;
+    [merchant, payer, own] = await Promise.all([backendUser(sb, 'node'), fundedUser(sb, 'node', '5'), backendUser(sb, 'node')]);
+    merchantCustomer = own.address;
     const env = merchant.user.env;
     for (const [name, role, password] of [
       ['alice', 'admin', ADMIN_PASSWORD],
@@ -146,7 +150,7 @@ describe.skipIf(!browser.available)('the operator dashboard in Chromium', () => 
     await payUri(payer.session, request.uri as string, {});
     await until(async () => (await api(`/api/v1/requests/${request.id as string}`)).body.data.status === 'paid', 'paid');
     await admin.goto(`${url}/dashboard/orders/${request.id as string}`);
-    await admin.getByLabel(/Amount in XNO/).fill('0.2');
+    await admin.getByLabel(/Refund amount in XNO/).fill('0.2');
     await admin.getByRole('button', { name: 'Review the refund' }).click();
     await admin.getByRole('heading', { name: 'Confirm the refund' }).waitFor();
     expect(await admin.getByText(payer.address).isVisible()).toBe(true);
@@ -159,6 +163,35 @@ describe.skipIf(!browser.available)('the operator dashboard in Chromium', () => 
     expect(refunds).toMatchObject([{ status: 'sent', amount_raw: xnoToRaw('0.2').toString(), to: payer.address }]);
     await admin.reload();
     expect(await admin.getByText(refunds[0]?.block as string).isVisible()).toBe(true);
+  });
+
+  it('sends a refund claim link from the dashboard, which the customer opens and claims with their own address', async () => {
+    const request = await made('0.3', { order_id: 'claim-me' });
+    await payUri(payer.session, request.uri as string, {});
+    await until(async () => (await api(`/api/v1/requests/${request.id as string}`)).body.data.status === 'paid', 'paid');
+    await admin.goto(`${url}/dashboard/orders/${request.id as string}`);
+    await admin.getByLabel(/Claim amount in XNO/).fill('0.25');
+    await admin.getByRole('button', { name: 'Make the link' }).click();
+    const notice = (await admin.getByRole('status').first().textContent()) as string;
+    const link = /(http\S+\/claim\/[A-Za-z0-9_-]{43})/.exec(notice)?.[1] as string;
+    expect(link).toBeDefined();
+    const customerPage = await (await chromium.newContext()).newPage();
+    await customerPage.goto(link);
+    expect(await customerPage.getByRole('heading', { name: 'Claim your refund' }).isVisible()).toBe(true);
+    await checkPage(customerPage, 'claim');
+    await customerPage.getByLabel('Your Nano address').fill(merchantCustomer);
+    await customerPage.getByRole('button', { name: 'Continue' }).click();
+    await customerPage.getByRole('heading', { name: 'Check your address' }).waitFor({ timeout: 5000 }).catch(async (e) => {
+      throw new Error(`${e}\n${await customerPage.content()}`);
+    });
+    await customerPage.getByRole('button', { name: 'Send the refund to this address' }).click();
+    await customerPage.getByRole('heading', { name: 'Your refund' }).waitFor();
+    await until(async () => (await api(`/api/v1/requests/${request.id as string}`)).body.data.refunded_amount === '0.25', 'the claimed refund sent');
+    await customerPage.reload();
+    expect(await customerPage.getByText('Sent. Block').isVisible()).toBe(true);
+    await customerPage.context().close();
+    await admin.reload();
+    expect(await admin.getByRole('region', { name: /Refund claims/ }).getByRole('cell', { name: 'claimed', exact: true }).isVisible()).toBe(true);
   });
 
   it('a read operator sees orders but no refund form, and is refused if it posts one anyway', async () => {
