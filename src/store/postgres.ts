@@ -5,6 +5,8 @@ import type { RequestRecord } from '../wallet/requests.js';
 import { MIGRATIONS, SCHEMA_VERSION, requestColumns, tooNew } from './schema.js';
 import { checkSslFiles, maskDatabaseUrl } from './url.js';
 import { PostgresPrices } from './postgres-prices.js';
+import { PostgresAccess } from './postgres-access.js';
+import type { AccessTable } from './access.js';
 import { PostgresShop } from './postgres-shop.js';
 import { PostgresApprovals, PostgresAudit } from './postgres-spending.js';
 import type { ApprovalsTable, AuditTable } from './spending.js';
@@ -220,6 +222,7 @@ export class PostgresStore implements Store {
   readonly refunds: RefundsTable = new PostgresRefunds(this);
   readonly sweeps: SweepsTable = new PostgresSweeps(this);
   readonly prices: PricesTable = new PostgresPrices(this);
+  readonly access: AccessTable = new PostgresAccess(this);
   readonly location: string;
   private readonly listeners = new Set<Listener>();
   private readonly queues = new Map<string, Promise<void>>();

@@ -343,6 +343,57 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX accepted_rate_history_by_time ON accepted_rate_history (currency, accepted_at);
     `,
   },
+  {
+    version: 9,
+    // Who may use the shop (access.ts): API keys with a role (kept as SHA-256 hashes), the dashboard's operators (scrypt
+    // hashes) and their sessions (ids kept hashed). last_used_at and last_seen_at are columns, so a touch never rewrites a doc.
+    sqlite: `
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        hash TEXT NOT NULL UNIQUE,
+        revoked_at TEXT,
+        last_used_at TEXT,
+        doc TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX api_keys_live_name ON api_keys (name) WHERE revoked_at IS NULL;
+      CREATE TABLE operators (
+        name TEXT PRIMARY KEY,
+        doc TEXT NOT NULL
+      );
+      CREATE TABLE operator_sessions (
+        id_hash TEXT PRIMARY KEY,
+        operator TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        last_seen_at TEXT NOT NULL,
+        doc TEXT NOT NULL
+      );
+      CREATE INDEX operator_sessions_operator ON operator_sessions (operator);
+    `,
+    postgres: `
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        hash TEXT NOT NULL UNIQUE,
+        revoked_at TEXT,
+        last_used_at TEXT,
+        doc JSONB NOT NULL
+      );
+      CREATE UNIQUE INDEX api_keys_live_name ON api_keys (name) WHERE revoked_at IS NULL;
+      CREATE TABLE operators (
+        name TEXT PRIMARY KEY,
+        doc JSONB NOT NULL
+      );
+      CREATE TABLE operator_sessions (
+        id_hash TEXT PRIMARY KEY,
+        operator TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        last_seen_at TEXT NOT NULL,
+        doc JSONB NOT NULL
+      );
+      CREATE INDEX operator_sessions_operator ON operator_sessions (operator);
+    `,
+  },
 ];
 
 /** The columns a request's record is queried by, taken from its document (which keeps every field). */

@@ -9,6 +9,8 @@ import { withAccountLock } from '../wallet/lock.js';
 import type { RequestRecord } from '../wallet/requests.js';
 import { MIGRATIONS, SCHEMA_VERSION, requestColumns, tooNew } from './schema.js';
 import { SqlitePrices } from './sqlite-prices.js';
+import { SqliteAccess } from './sqlite-access.js';
+import type { AccessTable } from './access.js';
 import { SqliteShop } from './sqlite-shop.js';
 import { SqliteApprovals, SqliteAudit } from './sqlite-spending.js';
 import type { ApprovalsTable, AuditTable } from './spending.js';
@@ -274,6 +276,7 @@ export class SqliteStore implements Store {
   readonly refunds: RefundsTable = new SqliteRefunds(this);
   readonly sweeps: SweepsTable = new SqliteSweeps(this);
   readonly prices: PricesTable = new SqlitePrices(this);
+  readonly access: AccessTable = new SqliteAccess(this);
 
   private readonly statements = new Map<string, BetterSqlite3.Statement>();
 

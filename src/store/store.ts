@@ -1,4 +1,5 @@
 import type { RequestRecord } from '../wallet/requests.js';
+import type { AccessTable } from './access.js';
 import type { RefundsTable, SweepsTable } from './refunds.js';
 import type { PricesTable } from './prices.js';
 import type { ShopTable } from './shop.js';
@@ -29,6 +30,8 @@ export interface Store {
   readonly sweeps: SweepsTable;
   /** Prices in the shop's currency and the last accepted rates (prices.ts). */
   readonly prices: PricesTable;
+  /** API keys of the shop, the dashboard's operators and their sessions (access.ts). */
+  readonly access: AccessTable;
   /**
    * Runs `fn` as the only holder of `name` among every process using this store (a lock file beside
    * SQLite; an advisory lock in PostgreSQL, released if the holder's connection dies).
