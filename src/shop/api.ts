@@ -1,9 +1,9 @@
 import { NanoPayError } from '../errors.js';
-import { checkToken, refuseWebPages } from '../http/guards.js';
 import { sendJson, successEnvelope } from '../http/respond.js';
 import { sendStream } from '../http/stream.js';
 import { exportFormat, exportQuery, exportRequests } from '../ops/requests/export.js';
 import { RESPONDED, type Call, type Route } from '../http/server.js';
+import type { ApiAccess } from './api-access.js';
 import type { RefundRecord } from '../store/refunds.js';
 import { SHOP_STATUSES, type ShopRequest, type ShopStatus } from '../store/shop.js';
 import { withTotals } from '../store/shop-events.js';
@@ -13,7 +13,8 @@ const MAX_LIMIT = 100;
 
 export interface ShopApiOptions {
   store: Store;
-  token: string;
+  /** Who may call: the shop's token or an API key, and the role each route needs (api-access.ts). */
+  access: ApiAccess;
   /** Makes a request (and keeps it); `created` false when an Idempotency-Key gave back an earlier one. */
   create(body: Record<string, unknown>, idempotencyKey: string | undefined): Promise<{ request: ShopRequest; created: boolean }>;
   /** The page's URL of a request. */
@@ -25,19 +26,13 @@ export interface ShopApiOptions {
 const REFUND_FIELDS = new Set(['amount', 'to']);
 
 /**
- * The shop's API, for its backend: every route needs the bearer token (checked
- * before anything else, in constant time) and refuses what web pages send, so a
- * customer's browser can never reach it.
+ * The shop's API, for its backend: every route needs the shop's token or an API key whose role allows it
+ * (checked before anything else: reading needs `read`, making requests `create`, refunds `refund`) and
+ * refuses what web pages send, so a customer's browser can never reach it.
  */
 export function shopApiRoutes(options: ShopApiOptions): Route[] {
   const { store } = options;
-  const guarded =
-    (handle: (call: Call) => Promise<unknown>) =>
-    (call: Call): Promise<unknown> => {
-      checkToken(call.headers, options.token);
-      refuseWebPages(call.headers);
-      return handle(call);
-    };
+  const { guarded } = options.access;
   const present = (request: ShopRequest): Record<string, unknown> => {
     const { events: _events, ...shown } = withTotals(request);
     return {
@@ -58,7 +53,7 @@ export function shopApiRoutes(options: ShopApiOptions): Route[] {
       method: 'POST',
       path: '/api/v1/requests/:id/refunds',
       // Accepted, not done: the order waits in the store for a signer (checkout serve --refunds, or nanopay refund --pending).
-      handle: guarded(async (call) => {
+      handle: guarded('refund', async (call) => {
         const unknown = Object.keys(call.body).filter((k) => !REFUND_FIELDS.has(k));
         if (unknown.length > 0) throw new NanoPayError('INVALID_REQUEST', `Unknown field(s): ${unknown.slice(0, 5).join(', ')}`);
         const { amount, to } = call.body;
@@ -72,7 +67,7 @@ export function shopApiRoutes(options: ShopApiOptions): Route[] {
     {
       method: 'GET',
       path: '/api/v1/requests/:id/refunds',
-      handle: guarded(async (call) => {
+      handle: guarded('read', async (call) => {
         const id = (call.params.id as string).toLowerCase();
         if ((await store.shop.get(id)) === undefined) throw new NanoPayError('NOT_FOUND', 'No such request');
         return { data: (await store.refunds.ofRequest(id)).map(({ fingerprint: _fingerprint, ...shown }) => shown) };
@@ -81,7 +76,7 @@ export function shopApiRoutes(options: ShopApiOptions): Route[] {
     {
       method: 'POST',
       path: '/api/v1/requests',
-      handle: guarded(async (call) => {
+      handle: guarded('create', async (call) => {
         const { request } = await options.create(call.body, idempotencyKey(call));
         return present(request);
       }),
@@ -90,7 +85,7 @@ export function shopApiRoutes(options: ShopApiOptions): Route[] {
       // Before /:id, which would take "export" for an id.
       method: 'GET',
       path: '/api/v1/requests/export',
-      handle: guarded(async (call) => {
+      handle: guarded('read', async (call) => {
         const param = (name: string): string | undefined => call.query.get(name) ?? undefined;
         const query = exportQuery({ from: param('from'), to: param('to'), status: param('status') });
         const format = exportFormat(param('format'));
@@ -106,7 +101,7 @@ export function shopApiRoutes(options: ShopApiOptions): Route[] {
     {
       method: 'GET',
       path: '/api/v1/requests/:id',
-      handle: guarded(async (call) => {
+      handle: guarded('read', async (call) => {
         const found = await store.shop.get((call.params.id as string).toLowerCase());
         if (found === undefined) throw new NanoPayError('NOT_FOUND', 'No such request');
         return present(found);
@@ -115,7 +110,7 @@ export function shopApiRoutes(options: ShopApiOptions): Route[] {
     {
       method: 'GET',
       path: '/api/v1/requests',
-      handle: guarded(async (call) => {
+      handle: guarded('read', async (call) => {
         const status = call.query.get('status') ?? undefined;
         if (status !== undefined && !SHOP_STATUSES.includes(status as ShopStatus)) throw new NanoPayError('INVALID_REQUEST', `"status" must be one of ${SHOP_STATUSES.join(', ')}`);
         const limitText = call.query.get('limit') ?? '10';
