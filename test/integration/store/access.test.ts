@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NanoPayError } from '../../../src/errors.js';
+import { createKey, revokeKey } from '../../../src/ops/access/keys.js';
 import { addOperator, removeOperator, setOperatorPassword } from '../../../src/ops/access/operators.js';
+import { apiAccess } from '../../../src/shop/api-access.js';
 import { checkCsrf, clearedSessionCookie, operatorSessions, SESSION_COOKIE, sessionCookie } from '../../../src/shop/operator-sessions.js';
 import { PostgresStore } from '../../../src/store/postgres.js';
 import { SqliteStore } from '../../../src/store/sqlite.js';
@@ -160,6 +162,35 @@ describe.each(kinds)('operator sessions on $name', ({ skip, open }) => {
     expect(alice?.password).not.toContain(PASSWORD);
     // The same password, another salt.
     expect(alice?.password).not.toBe(bob?.password);
+  });
+});
+
+describe.each(kinds)('API keys on $name', ({ skip, open }) => {
+  it.skipIf(skip !== undefined)('takes the token as admin and a key as its role, records its use at most once a minute, and refuses it once revoked', async () => {
+    const store = await open();
+    opened.push(store);
+    let clock = Date.parse('2026-04-01T00:00:00Z');
+    const access = apiAccess(store, 'the-shop-token', () => new Date(clock));
+    const bearer = (secret: string) => ({ authorization: `Bearer ${secret}` });
+    const { key, secret } = await createKey(store, { name: 'backend', role: 'create', now: new Date(clock) });
+    expect(await access.authorize(bearer('the-shop-token'), 'admin')).toEqual({ role: 'admin' });
+    expect(await access.authorize(bearer(secret), 'create')).toEqual({ role: 'create', keyId: key.id });
+    expect((await failure(access.authorize(bearer(secret), 'refund'))).code).toBe('FORBIDDEN');
+    const lastUsed = async () => (await store.access.keys())[0]?.last_used_at;
+    expect(await lastUsed()).toBe('2026-04-01T00:00:00.000Z');
+    clock += 59_000;
+    await access.authorize(bearer(secret), 'read');
+    // Another server (its own memory) reads the recorded use and does not write it again either.
+    await apiAccess(store, 'the-shop-token', () => new Date(clock)).authorize(bearer(secret), 'read');
+    expect(await lastUsed()).toBe('2026-04-01T00:00:00.000Z');
+    clock += 2_000;
+    await access.authorize(bearer(secret), 'read');
+    expect(await lastUsed()).toBe('2026-04-01T00:01:01.000Z');
+    await revokeKey(store, 'backend', new Date(clock));
+    for (const given of [secret, `${secret}x`, 'the-shop-tokeN', '']) expect((await failure(access.authorize(bearer(given), 'read'))).code).toBe('UNAUTHORIZED');
+    expect((await failure(access.authorize({}, 'read'))).code).toBe('UNAUTHORIZED');
+    // Its hash is what the store keeps.
+    expect(JSON.stringify(await store.access.keys())).not.toContain(secret.slice(4));
   });
 });
 
