@@ -4,6 +4,7 @@ import { listOperators, type OperatorShown } from '../../../ops/access/operators
 
 export default class CheckoutOperatorsList extends SessionCommand {
   static override summary = "List the operators of the shop's dashboard and their roles.";
+  static override description = 'Passwords are never shown: the store keeps their scrypt hashes. Operators sign in to the dashboard of checkout serve.';
   static override examples = ['<%= config.bin %> checkout operators list --json'];
 
   async run(): Promise<{ operators: OperatorShown[] }> {

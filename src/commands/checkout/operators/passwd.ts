@@ -5,6 +5,7 @@ import { requireOperator, setOperatorPassword, type OperatorShown } from '../../
 
 export default class CheckoutOperatorsPasswd extends SessionCommand {
   static override summary = "Give an operator of the shop's dashboard a new password; its sessions end.";
+  static override description = 'Typed twice at a hidden prompt, or read from the first line of stdin with --password-stdin; at least 12 characters. The role stays.';
   static override examples = ['<%= config.bin %> checkout operators passwd alice', 'printf "%s\\n" "$PASSWORD" | <%= config.bin %> checkout operators passwd alice --password-stdin'];
   static override args = { name: Args.string({ ignoreStdin: true, description: "the operator's name", required: true }) };
   static override flags = {

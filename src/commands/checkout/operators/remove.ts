@@ -4,6 +4,7 @@ import { removeOperator } from '../../../ops/access/operators.js';
 
 export default class CheckoutOperatorsRemove extends SessionCommand {
   static override summary = "Remove an operator of the shop's dashboard; its sessions end at once.";
+  static override description = 'Its name may then be given to a new operator. API keys are not affected (checkout keys revoke).';
   static override examples = ['<%= config.bin %> checkout operators remove alice'];
   static override args = { name: Args.string({ ignoreStdin: true, description: "the operator's name", required: true }) };
 
