@@ -119,6 +119,8 @@ const CATALOG: Record<string, CodeInfo> = {
   API_KEY_NOT_FOUND: auth,
   FORBIDDEN: { status: 403, exit: ExitCode.AUTH },
   UNAUTHORIZED: auth,
+  // Too many failed sign-ins to the dashboard for a name or from an address: wait (operator-sessions.ts).
+  SIGN_IN_THROTTLED: { status: 429, exit: ExitCode.AUTH },
   // A webhook whose Nanopay-Signature does not verify (verifyWebhook): tampered, replayed, or another secret.
   WEBHOOK_SIGNATURE_INVALID: auth,
   WRONG_PASSWORD: auth,

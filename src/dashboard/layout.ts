@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { escapeHtml } from '../checkout/page.js';
 import { RESPONDED } from '../http/server.js';
 import { rawToXno } from '../nano/index.js';
-import type { SignedIn } from '../shop/operator-sessions.js';
+import type { OperatorSession } from '../shop/operator-sessions.js';
 import { CSS_PATH, JS_PATH } from './assets.js';
 
 /**
@@ -55,7 +55,7 @@ export interface PageFrame {
   shopName: string;
   testMode: boolean;
   /** Signed in: the navigation and the sign-out form. */
-  operator?: SignedIn;
+  operator?: OperatorSession;
   /** The navigation entry this page is. */
   current?: 'orders' | 'export' | 'sweeps' | 'health';
 }
@@ -72,7 +72,7 @@ export function page(frame: PageFrame, content: string): string {
     frame.operator === undefined
       ? ''
       : `<nav aria-label="Dashboard"><ul>${NAV.map((n) => `<li><a href="${n.path}"${n.key === frame.current ? ' aria-current="page"' : ''}>${n.label}</a></li>`).join('')}</ul></nav>
-<form method="post" action="/dashboard/sign-out">${csrfField(frame.operator)}<span class="muted">${h(frame.operator.name)} (${frame.operator.role})</span> <button type="submit" class="secondary">Sign out</button></form>`;
+<form method="post" action="/dashboard/sign-out">${csrfField(frame.operator)}<span class="muted">${h(frame.operator.operator)} (${frame.operator.role})</span> <button type="submit" class="secondary">Sign out</button></form>`;
   const band = frame.testMode ? '<p class="test-mode" role="note">TEST MODE · nanopay sandbox: test money, not real XNO.</p>' : '';
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -83,7 +83,7 @@ export function page(frame: PageFrame, content: string): string {
 `;
 }
 
-export function csrfField(operator: SignedIn): string {
+export function csrfField(operator: OperatorSession): string {
   return `<input type="hidden" name="csrf" value="${h(operator.csrf)}">`;
 }
 

@@ -1,5 +1,5 @@
 import { rawToXno } from '../nano/index.js';
-import type { SignedIn } from '../shop/operator-sessions.js';
+import type { OperatorSession } from '../shop/operator-sessions.js';
 import { can } from '../shop/roles.js';
 import type { ClaimShown } from '../ops/requests/refund-claims.js';
 import type { RefundRecord } from '../store/refunds.js';
@@ -15,14 +15,14 @@ export interface OrderView {
   events: WebhookEvent[];
   claims: ClaimShown[];
   checkoutUrl: string;
-  operator: SignedIn;
+  operator: OperatorSession;
   /** A line above everything: what the last action did. */
   notice?: string;
   error?: string;
 }
 
 /** Why the status is what it is, in a sentence. */
-export function statusReason(request: ShopRequest): string {
+function statusReason(request: ShopRequest): string {
   const totals = requestTotals(request);
   const received = xno(totals.received_amount_raw);
   switch (request.status) {
@@ -138,7 +138,7 @@ export function orderContent(view: OrderView): string {
 }
 
 /** The refund's last step: the amount and the destination shown in full before anything is recorded. */
-export function refundConfirmContent(view: { request: ShopRequest; operator: SignedIn; amountRaw: bigint; amountGiven: string; to: string; key: string }): string {
+export function refundConfirmContent(view: { request: ShopRequest; operator: OperatorSession; amountRaw: bigint; amountGiven: string; to: string; key: string }): string {
   const id = encodeURIComponent(view.request.id);
   return `<h1>Confirm the refund</h1><div class="card narrow"><p>Refund <strong>${xno(view.amountRaw)}</strong> of order ${h(view.request.order_id ?? view.request.id)} to</p>
 <p class="mono">${h(view.to)}</p><p class="muted">The refund is recorded now and sent by the shop's signer.</p>

@@ -8,7 +8,7 @@ import { h, statusBadge, when, xno } from './layout.js';
 
 /** The orders list: its filters from the query string, and its HTML (the live region alone, for updates). */
 
-export const PAGE_SIZES = [25, 50, 100] as const;
+const PAGE_SIZES = [25, 50, 100] as const;
 
 export interface OrdersQuery {
   filter: ShopFilter;
@@ -66,7 +66,7 @@ function input(name: string, label: string, given: Record<string, string>, attri
   return `<div><label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" value="${h(given[name] ?? '')}"${attributes}></div>`;
 }
 
-export function filtersForm(given: Record<string, string>): string {
+function filtersForm(given: Record<string, string>): string {
   return `<form class="filters card" method="get" action="/dashboard/orders" role="search" aria-label="Filter orders">
 ${select('status', 'Status', [['', 'Any status'], ...SHOP_STATUSES.map((s): [string, string] => [s, s.replace('_', ' ')])], given.status)}
 ${input('from', 'Created from (UTC)', given, ' type="date"')}

@@ -7,7 +7,7 @@ import { sendStream } from '../http/stream.js';
 import { xnoToRaw } from '../nano/index.js';
 import { exportFormat, exportQuery, exportRequests } from '../ops/requests/export.js';
 import { resendWebhook } from '../shop/deliver.js';
-import { checkCsrf, OperatorSessions, type SignedIn } from '../shop/operator-sessions.js';
+import { checkCsrf, clearedSessionCookie, operatorSessions, sessionCookie, type OperatorSession } from '../shop/operator-sessions.js';
 import { can, type Action } from '../shop/roles.js';
 import type { RefundRecord } from '../store/refunds.js';
 import { listClaims, type ClaimShown } from '../ops/requests/refund-claims.js';
@@ -46,8 +46,9 @@ export interface DashboardOptions {
  */
 export function dashboardRoutes(options: DashboardOptions): Route[] {
   const { store } = options;
-  const sessions = new OperatorSessions(store, { secureCookie: options.secureCookie });
-  const frame = (title: string, operator?: SignedIn, current?: PageFrame['current']): PageFrame => ({
+  const sessions = operatorSessions(store);
+  const secure = options.secureCookie;
+  const frame = (title: string, operator?: OperatorSession, current?: PageFrame['current']): PageFrame => ({
     title,
     shopName: options.shopName,
     testMode: options.testMode(),
@@ -57,12 +58,12 @@ export function dashboardRoutes(options: DashboardOptions): Route[] {
 
   /** A page: a signed-in operator with `action`'s right, or the sign-in page; a refusal as a page, not JSON. */
   const guarded =
-    (action: Action, handle: (call: Call, operator: SignedIn) => Promise<typeof RESPONDED>, post = false) =>
+    (action: Action, handle: (call: Call, operator: OperatorSession) => Promise<typeof RESPONDED>, post = false) =>
     async (call: Call): Promise<typeof RESPONDED> => {
-      let operator: SignedIn | undefined;
+      let operator: OperatorSession | undefined;
       try {
         if (post) sameOrigin(call, options.publicHost);
-        operator = await sessions.current(call.headers.cookie);
+        operator = await sessions.sessionOf(call.headers.cookie);
         if (operator === undefined) {
           if (post) throw new NanoPayError('UNAUTHORIZED', 'Your session ended: sign in again');
           return redirect(call.response, '/dashboard/sign-in');
@@ -76,13 +77,13 @@ export function dashboardRoutes(options: DashboardOptions): Route[] {
       }
     };
 
-  const orderView = async (id: string, operator: SignedIn, said: { notice?: string; error?: string } = {}): Promise<OrderView> => {
+  const orderView = async (id: string, operator: OperatorSession, said: { notice?: string; error?: string } = {}): Promise<OrderView> => {
     const request = await store.shop.get(id.toLowerCase());
     if (request === undefined) throw new NanoPayError('NOT_FOUND', 'No such order');
     const [refunds, events, claims] = await Promise.all([store.refunds.ofRequest(request.id), store.shop.eventsOf(request.id), listClaims(store, request.id)]);
     return { request, refunds: refunds.map(({ fingerprint: _f, ...shown }) => shown), events, claims, checkoutUrl: options.checkoutUrl(request.id), operator, ...said };
   };
-  const showOrder = async (res: ServerResponse, id: string, operator: SignedIn, said: { notice?: string; error?: string } = {}): Promise<typeof RESPONDED> => {
+  const showOrder = async (res: ServerResponse, id: string, operator: OperatorSession, said: { notice?: string; error?: string } = {}): Promise<typeof RESPONDED> => {
     const view = await orderView(id, operator, said);
     return sendPage(res, said.error === undefined ? 200 : 400, page(frame(`Order ${view.request.order_id ?? view.request.id}`, operator, 'orders'), orderContent(view)));
   };
@@ -114,8 +115,8 @@ export function dashboardRoutes(options: DashboardOptions): Route[] {
         const name = typeof call.body.name === 'string' ? call.body.name : '';
         try {
           sameOrigin(call, options.publicHost);
-          const { cookie } = await sessions.signIn(name, typeof call.body.password === 'string' ? call.body.password : '', call.request.socket.remoteAddress ?? '?');
-          return redirect(call.response, '/dashboard/orders', { 'set-cookie': cookie });
+          const signedIn = await sessions.signIn(name, typeof call.body.password === 'string' ? call.body.password : '', call.request.socket.remoteAddress ?? '?');
+          return redirect(call.response, '/dashboard/orders', { 'set-cookie': sessionCookie(signedIn, { secure }) });
         } catch (error) {
           if (!(error instanceof NanoPayError)) throw error;
           return sendPage(call.response, error.status, page(frame('Sign in'), signInContent({ error: error.message, name, noOperators: false })));
@@ -128,7 +129,10 @@ export function dashboardRoutes(options: DashboardOptions): Route[] {
       form: true,
       handle: guarded(
         'read',
-        async (call, operator) => redirect(call.response, '/dashboard/sign-in', { 'set-cookie': await sessions.signOut(operator) }),
+        async (call) => {
+          await sessions.signOut(call.headers.cookie);
+          return redirect(call.response, '/dashboard/sign-in', { 'set-cookie': clearedSessionCookie({ secure }) });
+        },
         true,
       ),
     },

@@ -1,4 +1,5 @@
-import { checkToken, isLoopback } from './guards.js';
+import type { IncomingHttpHeaders } from 'node:http';
+import { isLoopback } from './guards.js';
 import { notReady, type Readiness } from './health.js';
 import type { ServerLog } from './log.js';
 import { METRICS_CONTENT_TYPE, type Metrics } from './metrics.js';
@@ -13,9 +14,9 @@ export interface Probes {
 /**
  * Who may read /metrics on a server's own address: nobody (it is served on
  * --metrics-listen only), whoever passes the server's guards (its token and
- * user check), or whoever has this bearer token.
+ * user check), or whoever `authorize` lets in (it throws for the others).
  */
-export type MetricsAccess = 'none' | 'guarded' | { token: string };
+export type MetricsAccess = 'none' | 'guarded' | { authorize(headers: IncomingHttpHeaders): Promise<unknown> };
 
 /**
  * GET /healthz (the process answers) and GET /readyz (its checks pass; 503
@@ -37,12 +38,12 @@ export function probeRoutes(probes: Probes, access: MetricsAccess): Route[] {
     },
   ];
   if (access === 'none') return routes;
-  const token = typeof access === 'object' ? access.token : undefined;
+  const authorize = typeof access === 'object' ? access.authorize : undefined;
   routes.push({
     method: 'GET',
     path: '/metrics',
     handle: async ({ headers, response }) => {
-      if (token !== undefined) checkToken(headers, token);
+      if (authorize !== undefined) await authorize(headers);
       const body = await probes.metrics.render();
       response.writeHead(200, { 'content-type': METRICS_CONTENT_TYPE, 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store' });
       response.end(body);

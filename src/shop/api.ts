@@ -1,12 +1,10 @@
 import { NanoPayError } from '../errors.js';
-import { refuseWebPages } from '../http/guards.js';
-import { ApiKeys } from './api-keys.js';
-import { can, type Action } from './roles.js';
 import { sendJson, successEnvelope } from '../http/respond.js';
 import { sendStream } from '../http/stream.js';
 import { exportFormat, exportQuery, exportRequests } from '../ops/requests/export.js';
 import { cancelClaim, listClaims, type ClaimShown } from '../ops/requests/refund-claims.js';
 import { RESPONDED, type Call, type Route } from '../http/server.js';
+import type { ApiAccess } from './api-access.js';
 import type { RefundRecord } from '../store/refunds.js';
 import { SHOP_STATUSES, type ShopRequest, type ShopStatus } from '../store/shop.js';
 import { withTotals } from '../store/shop-events.js';
@@ -16,7 +14,8 @@ const MAX_LIMIT = 100;
 
 export interface ShopApiOptions {
   store: Store;
-  token: string;
+  /** Who may call: the shop's token or an API key, and the role each route needs (api-access.ts). */
+  access: ApiAccess;
   /** Makes a request (and keeps it); `created` false when an Idempotency-Key gave back an earlier one. */
   create(body: Record<string, unknown>, idempotencyKey: string | undefined): Promise<{ request: ShopRequest; created: boolean }>;
   /** The page's URL of a request. */
@@ -39,21 +38,13 @@ function onlyFields(body: Record<string, unknown>, known: Set<string>): void {
 }
 
 /**
- * The shop's API, for its backend: every route needs the bearer token or an API
- * key (checked before anything else) whose role allows the route, and refuses
- * what web pages send, so a customer's browser can never reach it.
+ * The shop's API, for its backend: every route needs the shop's token or an API key whose role allows it
+ * (checked before anything else: reading needs `read`, making requests `create`, refunds `refund`) and
+ * refuses what web pages send, so a customer's browser can never reach it.
  */
 export function shopApiRoutes(options: ShopApiOptions): Route[] {
   const { store } = options;
-  const keys = new ApiKeys(store, options.token);
-  const guarded =
-    (action: Action, handle: (call: Call) => Promise<unknown>) =>
-    async (call: Call): Promise<unknown> => {
-      const role = await keys.roleOf(call.headers);
-      refuseWebPages(call.headers);
-      if (!can(role, action)) throw new NanoPayError('FORBIDDEN', `This key's role (${role}) may not do this: it needs the ${action} role`, { hint: 'nanopay checkout keys create --role … makes a key with another role.' });
-      return handle(call);
-    };
+  const { guarded } = options.access;
   const present = (request: ShopRequest): Record<string, unknown> => {
     const { events: _events, ...shown } = withTotals(request);
     return {

@@ -1,138 +1,174 @@
+import { randomBytes } from 'node:crypto';
 import { NanoPayError } from '../errors.js';
-import { randomSecret, sameSecret, sha256Hex, verifyPassword, dummyPasswordHash } from '../ops/access/secrets.js';
-import type { OperatorSessionRecord } from '../store/access.js';
+import { dummyPasswordHash, randomSecret, sameSecret, sha256Hex, verifyPassword } from '../ops/access/secrets.js';
 import type { Store } from '../store/store.js';
 import type { Role } from './roles.js';
 
 /**
- * The dashboard's sign-in: an operator's name and password make a session,
- * whose random id is the cookie (kept hashed in the store, so a copy of the
- * store signs no one in), with its own CSRF token for the forms. A session
- * ends after IDLE_MS unused or LIFETIME_MS in all, at sign-out, and when its
- * operator is removed or its password changed. Failed sign-ins are throttled
- * per name and per client address, and an unknown name costs what a wrong
- * password does.
+ * The dashboard's sign-in (issue 44): an operator (checkout operators add) signs in with name and password
+ * and gets a session, whose random id is the cookie's value. The store keeps the id's SHA-256 only, with
+ * the operator, role and a CSRF token; a session ends after IDLE_MS without use or LIFETIME_MS in all,
+ * at sign-out, and when its operator is removed or given a new password. Failed sign-ins answer the same
+ * for an unknown name and a wrong password, after the same scrypt work, and are throttled per name and
+ * per client address (in this process: each server counts the failures it sees).
  */
 
-export const SESSION_COOKIE = 'nanopay_dashboard';
-export const IDLE_MS = 30 * 60_000;
-export const LIFETIME_MS = 12 * 3_600_000;
-/** Failures of one name or one client address within FAILURE_WINDOW_MS before sign-ins from it wait. */
-const MAX_FAILURES = 5;
-const FAILURE_WINDOW_MS = 15 * 60_000;
-/** A busy session's last use is written at most this often. */
+const SESSION_COOKIE = 'nanopay_session';
+const IDLE_MS = 30 * 60_000;
+const LIFETIME_MS = 12 * 3_600_000;
+/** Failures allowed (per name, per address) before each further attempt waits. */
+const FREE_FAILURES = 5;
+/** The first wait, doubled at each further failure up to MAX_WAIT_MS. */
+const FIRST_WAIT_MS = 60_000;
+const MAX_WAIT_MS = 15 * 60_000;
+/** Failures older than this are forgotten. */
+const FAILURE_MEMORY_MS = 60 * 60_000;
+/** last_seen_at is written at most this often per session: a busy page does not write on every call. */
 const TOUCH_EVERY_MS = 60_000;
+/** Names and addresses whose failures are remembered, at most (the oldest are forgotten first). */
+const MAX_TRACKED = 10_000;
 
-export interface SignedIn {
-  name: string;
+/** A signed-in operator, as pages need it. */
+export interface OperatorSession {
+  operator: string;
   role: Role;
+  /** Put in every form (a hidden field) and checked on every POST with checkCsrf. */
   csrf: string;
-  /** The session's id, hashed: what signing out ends. */
-  idHash: string;
+  expiresAt: string;
+}
+
+export interface SignedIn extends OperatorSession {
+  /** The cookie's value: give it with sessionCookie(), never log it. */
+  cookieValue: string;
+}
+
+export interface OperatorSessions {
+  /** A new session; UNAUTHORIZED for a wrong name or password (the same answer), SIGN_IN_THROTTLED after too many failures. */
+  signIn(name: string, password: string, client: string): Promise<SignedIn>;
+  /** The session a request's Cookie header names, or undefined (none, unknown, expired, or its operator removed). */
+  sessionOf(cookieHeader: string | undefined): Promise<OperatorSession | undefined>;
+  /** Ends the session the Cookie header names (nothing when there is none). */
+  signOut(cookieHeader: string | undefined): Promise<void>;
+}
+
+export interface OperatorSessionsOptions {
+  /** The clock (tests move it). */
+  now?: () => Date;
+  idleMs?: number;
+  lifetimeMs?: number;
 }
 
 interface Failures {
   count: number;
-  since: number;
+  last: number;
 }
 
-export class OperatorSessions {
-  private readonly failures = new Map<string, Failures>();
-  private readonly now: () => number;
+export function operatorSessions(store: Store, options: OperatorSessionsOptions = {}): OperatorSessions {
+  const now = options.now ?? (() => new Date());
+  const idleMs = options.idleMs ?? IDLE_MS;
+  const lifetimeMs = options.lifetimeMs ?? LIFETIME_MS;
+  const failures = new Map<string, Failures>();
+  // Made now, so that not even the first unknown name costs more than a known one.
+  void dummyPasswordHash();
 
-  constructor(
-    private readonly store: Store,
-    private readonly options: { secureCookie: boolean; now?: () => number },
-  ) {
-    this.now = options.now ?? Date.now;
-  }
+  const waitFor = (key: string, at: number): number => {
+    const seen = failures.get(key);
+    if (seen === undefined || at - seen.last > FAILURE_MEMORY_MS) return 0;
+    if (seen.count < FREE_FAILURES) return 0;
+    const wait = Math.min(FIRST_WAIT_MS * 2 ** (seen.count - FREE_FAILURES), MAX_WAIT_MS);
+    return Math.max(0, seen.last + wait - at);
+  };
+  const fail = (key: string, at: number): void => {
+    const seen = failures.get(key);
+    const count = seen === undefined || at - seen.last > FAILURE_MEMORY_MS ? 1 : seen.count + 1;
+    failures.delete(key);
+    failures.set(key, { count, last: at });
+    if (failures.size > MAX_TRACKED) failures.delete(failures.keys().next().value as string);
+  };
 
-  /** A new session for the operator, or UNAUTHORIZED (the same for an unknown name and a wrong password). */
-  async signIn(name: string, password: string, client: string): Promise<{ cookie: string; operator: SignedIn }> {
-    const keys = [`name:${name}`, `client:${client}`];
-    for (const key of keys) this.checkThrottle(key);
-    const operator = await this.store.access.operator(name);
-    const matches = await verifyPassword(password, operator?.password ?? (await dummyPasswordHash()));
-    if (operator === undefined || !matches) {
-      for (const key of keys) this.fail(key);
-      throw new NanoPayError('UNAUTHORIZED', 'Wrong operator name or password');
-    }
-    for (const key of keys) this.failures.delete(key);
-    const id = randomSecret();
-    const at = this.now();
-    const session: OperatorSessionRecord = {
-      id_hash: sha256Hex(id),
-      operator: operator.name,
-      role: operator.role,
-      csrf: randomSecret(),
-      created_at: new Date(at).toISOString(),
-      last_seen_at: new Date(at).toISOString(),
-      expires_at: new Date(at + LIFETIME_MS).toISOString(),
-    };
-    await this.store.access.addSession(session);
-    // Now and then, the sessions that ended are forgotten.
-    await this.store.access.dropSessionsBefore(new Date(at).toISOString(), new Date(at - IDLE_MS).toISOString());
-    return { cookie: this.cookie(id, LIFETIME_MS / 1000), operator: signedIn(session) };
-  }
-
-  /** The operator of the request's session cookie, if it names a session still alive. */
-  async current(cookieHeader: string | undefined): Promise<SignedIn | undefined> {
-    const id = cookieValue(cookieHeader, SESSION_COOKIE);
+  const find = async (cookieHeader: string | undefined) => {
+    const id = cookieValue(cookieHeader);
     if (id === undefined) return undefined;
-    const session = await this.store.access.session(sha256Hex(id));
+    const idHash = sha256Hex(id);
+    const session = await store.access.session(idHash);
     if (session === undefined) return undefined;
-    const at = this.now();
-    if (Date.parse(session.expires_at) <= at || Date.parse(session.last_seen_at) + IDLE_MS <= at) {
-      await this.store.access.endSession(session.id_hash);
+    const at = now().getTime();
+    if (at >= Date.parse(session.expires_at) || at >= Date.parse(session.last_seen_at) + idleMs) {
+      await store.access.endSession(idHash);
       return undefined;
     }
-    if (at - Date.parse(session.last_seen_at) >= TOUCH_EVERY_MS) await this.store.access.touchSession(session.id_hash, new Date(at).toISOString());
-    return signedIn(session);
-  }
+    return { idHash, session, at };
+  };
 
-  /** Ends the session; the answer's Set-Cookie clears the cookie. */
-  async signOut(operator: SignedIn): Promise<string> {
-    await this.store.access.endSession(operator.idHash);
-    return this.cookie('', 0);
-  }
+  return {
+    async signIn(name, password, client) {
+      const at = now().getTime();
+      const keys = [`name:${name}`, `client:${client}`];
+      const wait = Math.max(...keys.map((k) => waitFor(k, at)));
+      if (wait > 0) {
+        throw new NanoPayError('SIGN_IN_THROTTLED', 'Too many failed sign-ins: wait before trying again', { hint: `Try again in ${Math.ceil(wait / 1000)} seconds.` });
+      }
+      const operator = await store.access.operator(name);
+      // Unknown names cost the same scrypt as known ones, so the time of the answer does not tell them apart.
+      const ok = await verifyPassword(password, operator?.password ?? (await dummyPasswordHash()));
+      if (operator === undefined || !ok) {
+        keys.forEach((k) => fail(k, at));
+        throw new NanoPayError('UNAUTHORIZED', 'Wrong name or password');
+      }
+      failures.delete(keys[0] as string);
+      const cookie = randomSecret();
+      const created = new Date(at).toISOString();
+      const expiresAt = new Date(at + lifetimeMs).toISOString();
+      const csrf = randomBytes(32).toString('base64url');
+      await store.access.addSession({ id_hash: sha256Hex(cookie), operator: operator.name, role: operator.role, csrf, created_at: created, last_seen_at: created, expires_at: expiresAt });
+      await store.access.dropSessionsBefore(created, new Date(at - idleMs).toISOString());
+      return { cookieValue: cookie, operator: operator.name, role: operator.role, csrf, expiresAt };
+    },
 
-  private cookie(value: string, maxAgeSeconds: number): string {
-    return `${SESSION_COOKIE}=${value}; Path=/dashboard; Max-Age=${maxAgeSeconds}; HttpOnly; SameSite=Strict${this.options.secureCookie ? '; Secure' : ''}`;
-  }
+    async sessionOf(cookieHeader) {
+      const found = await find(cookieHeader);
+      if (found === undefined) return undefined;
+      const { idHash, session, at } = found;
+      if (at - Date.parse(session.last_seen_at) >= TOUCH_EVERY_MS) await store.access.touchSession(idHash, new Date(at).toISOString());
+      return { operator: session.operator, role: session.role, csrf: session.csrf, expiresAt: session.expires_at };
+    },
 
-  private checkThrottle(key: string): void {
-    const failures = this.failures.get(key);
-    if (failures === undefined) return;
-    if (this.now() - failures.since >= FAILURE_WINDOW_MS) {
-      this.failures.delete(key);
-      return;
-    }
-    if (failures.count >= MAX_FAILURES) {
-      const minutes = Math.ceil((failures.since + FAILURE_WINDOW_MS - this.now()) / 60_000);
-      throw new NanoPayError('RATE_LIMIT_EXCEEDED', `Too many failed sign-ins: try again in ${minutes} minute${minutes === 1 ? '' : 's'}`);
-    }
-  }
-
-  private fail(key: string): void {
-    const failures = this.failures.get(key);
-    if (failures === undefined || this.now() - failures.since >= FAILURE_WINDOW_MS) this.failures.set(key, { count: 1, since: this.now() });
-    else failures.count += 1;
-  }
+    async signOut(cookieHeader) {
+      const id = cookieValue(cookieHeader);
+      if (id !== undefined) await store.access.endSession(sha256Hex(id));
+    },
+  };
 }
 
-/** A form's CSRF field checked against the session's token, in constant time. */
-export function checkCsrf(operator: SignedIn, given: unknown): void {
-  if (typeof given !== 'string' || !sameSecret(given, operator.csrf)) {
-    throw new NanoPayError('FORBIDDEN', 'This form is out of date or was not sent from the dashboard: reload the page and try again');
-  }
-}
-
-const signedIn = (session: OperatorSessionRecord): SignedIn => ({ name: session.operator, role: session.role, csrf: session.csrf, idHash: session.id_hash });
-
-function cookieValue(header: string | undefined, name: string): string | undefined {
-  for (const part of (header ?? '').split(';')) {
-    const [key, ...value] = part.trim().split('=');
-    if (key === name) return value.join('=') || undefined;
+/** The session cookie's value in a Cookie header. */
+function cookieValue(cookieHeader: string | undefined): string | undefined {
+  for (const part of (cookieHeader ?? '').split(';')) {
+    const [name, ...value] = part.trim().split('=');
+    if (name === SESSION_COOKIE) {
+      const text = value.join('=');
+      return /^[A-Za-z0-9_-]{43}$/.test(text) ? text : undefined;
+    }
   }
   return undefined;
+}
+
+/** The Set-Cookie header of a new session: only the dashboard's paths get it, no script reads it, no other site sends it. */
+export function sessionCookie(signedIn: Pick<SignedIn, 'cookieValue'>, options: { secure: boolean; maxAgeSeconds?: number }): string {
+  const maxAge = options.maxAgeSeconds ?? LIFETIME_MS / 1000;
+  return `${SESSION_COOKIE}=${signedIn.cookieValue}; HttpOnly; SameSite=Strict; Path=/dashboard; Max-Age=${maxAge}${options.secure ? '; Secure' : ''}`;
+}
+
+/** The Set-Cookie header that signs the browser out. */
+export function clearedSessionCookie(options: { secure: boolean }): string {
+  return `${SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/dashboard; Max-Age=0${options.secure ? '; Secure' : ''}`;
+}
+
+/** Whether a form's CSRF field is the session's token (constant time). */
+function csrfMatches(session: Pick<OperatorSession, 'csrf'>, given: unknown): boolean {
+  return typeof given === 'string' && given !== '' && sameSecret(given, session.csrf);
+}
+
+/** FORBIDDEN unless the form's CSRF field is the session's token. */
+export function checkCsrf(session: Pick<OperatorSession, 'csrf'>, given: unknown): void {
+  if (!csrfMatches(session, given)) throw new NanoPayError('FORBIDDEN', 'The form is stale or came from another site (CSRF token mismatch)', { hint: 'Reload the page and try again.' });
 }

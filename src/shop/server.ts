@@ -12,6 +12,7 @@ import type { CheckoutConfirmationSource, CheckoutRequest } from '../ops/request
 import { FINAL_STATUSES, type ShopRequest, type WebhookEvent } from '../store/shop.js';
 import type { Store } from '../store/store.js';
 import { shopApiRoutes, type ShopApiOptions } from './api.js';
+import { apiAccess } from './api-access.js';
 import { WebhookDeliverer, type DelivererOptions, type DeliveryAnswer } from './deliver.js';
 import { shopMetrics } from './metrics.js';
 import { observationOf, ShopMonitor, type ShopStatusSource } from './monitor.js';
@@ -144,6 +145,7 @@ export async function startShopServer(options: ShopServerOptions): Promise<ShopS
     // Settled, or refunded by nanopay refund in another process: the store's word is the last.
     else if (FINAL_STATUSES.includes(found.status)) watcher.observe(found.id, observationOf(found));
   };
+  const access = apiAccess(store, options.token);
   const server = await startHttpServer({
     host: options.host,
     port: options.port,
@@ -157,7 +159,7 @@ export async function startShopServer(options: ShopServerOptions): Promise<ShopS
       }),
       ...shopApiRoutes({
         store,
-        token: options.token,
+        access,
         checkoutUrl,
         refund: options.refund,
         createClaim: options.claims.create,
@@ -201,7 +203,7 @@ export async function startShopServer(options: ShopServerOptions): Promise<ShopS
         path: '/',
         handle: ({ response }) => sendHtml(response, 404, renderMessagePage(options.shopName ?? 'nanopay checkout', 'Open the checkout link the shop gave you.')),
       },
-      ...(probes === undefined ? [] : probeRoutes(probes, { token: options.token })),
+      ...(probes === undefined ? [] : probeRoutes(probes, { authorize: (headers) => access.authorize(headers, 'admin') })),
     ],
     maxBodyBytes: 16 * 1024,
     closeGraceMs: drainMs,

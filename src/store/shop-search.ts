@@ -45,7 +45,7 @@ export interface ShopTotals {
 /** Digits of the largest raw amount (2^128): amounts are kept zero-padded to this width, so text order is number order. */
 const AMOUNT_WIDTH = 40;
 
-export const amountKey = (raw: string): string => raw.padStart(AMOUNT_WIDTH, '0');
+const amountKey = (raw: string): string => raw.padStart(AMOUNT_WIDTH, '0');
 
 /** What arrived for a request: what the reading found (under- or overpaid), else its amount when it was paid (in time or late). */
 export function receivedRaw(request: ShopRequest): string {
@@ -69,7 +69,7 @@ export function encodeCursor(sort: ShopSort, row: { seq: number | string; amount
   return sort === 'amount' ? `a${row.amount_key}.${row.seq}` : `c${row.seq}`;
 }
 
-export function decodeCursor(sort: ShopSort, text: string): Cursor {
+function decodeCursor(sort: ShopSort, text: string): Cursor {
   const match = sort === 'amount' ? /^a(\d{40})\.(\d{1,15})$/.exec(text) : /^c(\d{1,15})$/.exec(text);
   if (match === null) throw new NanoPayError('INVALID_REQUEST', 'This page link is not valid for this sort (start from the first page)');
   return sort === 'amount' ? { amountKey: match[1] as string, seq: Number(match[2]) } : { seq: Number(match[1]) };

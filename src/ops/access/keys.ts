@@ -14,7 +14,7 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 /** A key as lists show it: everything but its hash. */
 export type ApiKeyShown = Omit<ApiKeyRecord, 'hash'>;
 
-export const shownKey = ({ hash: _hash, ...shown }: ApiKeyRecord): ApiKeyShown => shown;
+const shownKey = ({ hash: _hash, ...shown }: ApiKeyRecord): ApiKeyShown => shown;
 
 export function checkRole(role: string): Role {
   if (!isRole(role)) throw new NanoPayError('USAGE', `Unknown role "${role}"`, { hint: `A role is one of: ${ROLES.join(', ')}.` });

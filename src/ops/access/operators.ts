@@ -37,11 +37,17 @@ export async function addOperator(store: Store, input: { name: string; role: str
 
 /** A new password (the role stays): the operator's sessions end. */
 export async function setOperatorPassword(store: Store, name: string, password: string, now = new Date()): Promise<OperatorShown> {
-  const before = await store.access.operator(name);
-  if (before === undefined) throw noOperator(name);
+  const before = await requireOperator(store, name);
   const operator: OperatorRecord = { ...before, password: await hashPassword(checkOperatorPassword(password)), password_changed_at: now.toISOString() };
   await store.access.putOperator(operator, true);
   return shown(operator);
+}
+
+/** The operator, or NOT_FOUND: asked before a password is typed for it. */
+export async function requireOperator(store: Store, name: string): Promise<OperatorRecord> {
+  const found = await store.access.operator(name);
+  if (found === undefined) throw noOperator(name);
+  return found;
 }
 
 export async function listOperators(store: Store): Promise<OperatorShown[]> {

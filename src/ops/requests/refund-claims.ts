@@ -28,7 +28,7 @@ const MAX_LIFETIME_S = 30 * 86_400;
 /** A claim as the shop sees it (never its token's hash). */
 export type ClaimShown = Omit<RefundClaim, 'token_hash'>;
 
-export const shownClaim = ({ token_hash: _hash, ...shown }: RefundClaim): ClaimShown => shown;
+const shownClaim = ({ token_hash: _hash, ...shown }: RefundClaim): ClaimShown => shown;
 
 const tokenHash = (token: string): string => createHash('sha256').update(token).digest('hex');
 
