@@ -6,20 +6,17 @@
 // 3. on PostgreSQL, how long a status change takes to reach a subscriber on another connection.
 // PostgreSQL is a private cluster started here (Debian's binaries, as the postgres user when run as root, a new
 // database for each case); without it, its rows are skipped. A benchmark: it prints figures.
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, chownSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
-import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
 import { requestPayment } from '../dist/ops/requests/payments.js';
 import { Session } from '../dist/ops/session.js';
 import { startSandbox } from '../dist/sandbox/index.js';
 import { PostgresStore } from '../dist/store/postgres.js';
+import { startCluster } from './postgres-cluster.mjs';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const SIZES = (process.env.BENCH_SIZES ?? '0,10000,100000').split(',').map(Number);
@@ -27,7 +24,6 @@ const CREATED = Number(process.env.BENCH_CREATED ?? 1000);
 const BIN = fileURLToPath(new URL('../bin/run.js', import.meta.url));
 const PASSWORD = 'bench password';
 const TIME = '/usr/bin/time';
-const run = promisify(execFile);
 
 const dirs = [];
 const tempDir = (name) => {
@@ -35,45 +31,6 @@ const tempDir = (name) => {
   dirs.push(dir);
   return dir;
 };
-
-/** A private PostgreSQL cluster (as in test/helpers/ledger/postgres.ts), or undefined with the reason printed. */
-async function startCluster() {
-  const root = '/usr/lib/postgresql';
-  const version = existsSync(root) ? readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'initdb'))).sort((a, b) => b - a)[0] : undefined;
-  if (version === undefined) return { skipped: 'no PostgreSQL binaries (apt-get install postgresql)' };
-  const bin = join(root, version, 'bin');
-  const dir = tempDir('pg');
-  const asRoot = process.getuid() === 0;
-  if (asRoot) {
-    const [, , uid, gid] = readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith('postgres:')).split(':');
-    chownSync(dir, Number(uid), Number(gid));
-  }
-  const as = (program, args) => (asRoot ? run('runuser', ['-u', 'postgres', '--', join(bin, program), ...args]) : run(join(bin, program), args));
-  const server = createServer();
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  const data = join(dir, 'data');
-  await as('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions']);
-  // Durable as a real server is (fsync on): the figures are for a store that keeps what it commits.
-  await as('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1`, 'start']);
-  let made = 0;
-  return {
-    database: async () => {
-      const name = `bench_${++made}`;
-      const client = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:${port}/postgres` });
-      await client.connect();
-      await client.query(`CREATE DATABASE ${name}`);
-      await client.end();
-      return `postgres://postgres@127.0.0.1:${port}/${name}`;
-    },
-    stop: async () => {
-      const pid = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
-      process.kill(pid, 'SIGINT');
-      while ((() => { try { process.kill(pid, 0); return true; } catch { return false; } })()) await sleep(20);
-    },
-  };
-}
 
 /** One CLI run: wall time from spawn to exit, and max RSS (by /usr/bin/time, when there is one). */
 function measure(args, env) {
@@ -237,7 +194,7 @@ async function notifyLatency(cluster) {
 }
 
 const sandbox = await startSandbox({ port: 0 });
-const cluster = await startCluster();
+const cluster = await startCluster(tempDir('pg'));
 try {
   console.log(`Machine: ${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, Node ${process.version}; median of ${ROUNDS} interleaved runs\n`);
   await commandFigures(sandbox, 'sqlite', undefined);

@@ -104,28 +104,32 @@ export function searchSql(query: ShopFilter & Partial<Pick<ShopSearchQuery, 'sor
   return { where, values, order };
 }
 
-/** Sums of the selection's rows, exactly (raw in bigint; a price currency's value at each request's own rate, rounded half up to 2 decimals). */
-export function sumTotals(rows: Iterable<{ received_raw: string; refunded_raw: string; fiat_currency: string | null; fiat_rate: string | null }>): ShopTotals {
-  let count = 0;
+/** A selection's row as totals read it: received raw, refunded raw, price currency and rate (or null). */
+export type TotalsRow = [string, string, string | null, string | null];
+
+/**
+ * Sums of the selection's rows, exactly (raw in bigint; a price currency's value at each request's own rate,
+ * rounded half up to 2 decimals). Zeros, most rows' refunds and waiting requests' receipts, cost no bigint.
+ */
+export function sumTotals(rows: TotalsRow[]): ShopTotals {
   let received = 0n;
   let refunded = 0n;
   const fiat = new Map<string, { received: bigint; refunded: bigint }>();
-  for (const row of rows) {
-    count += 1;
-    const r = BigInt(row.received_raw);
-    const f = BigInt(row.refunded_raw);
+  for (const [receivedRaw, refundedRaw, currency, rate] of rows) {
+    const r = receivedRaw === '0' ? 0n : BigInt(receivedRaw);
+    const f = refundedRaw === '0' ? 0n : BigInt(refundedRaw);
     received += r;
     refunded += f;
-    if (row.fiat_currency !== null && row.fiat_rate !== null) {
-      const rate = scaledRate(row.fiat_rate);
-      const sums = fiat.get(row.fiat_currency) ?? { received: 0n, refunded: 0n };
-      sums.received += r * rate;
-      sums.refunded += f * rate;
-      fiat.set(row.fiat_currency, sums);
+    if (currency !== null && rate !== null) {
+      const scaled = scaledRate(rate);
+      const sums = fiat.get(currency) ?? { received: 0n, refunded: 0n };
+      sums.received += r * scaled;
+      sums.refunded += f * scaled;
+      fiat.set(currency, sums);
     }
   }
   return {
-    count,
+    count: rows.length,
     received_raw: received.toString(),
     refunded_raw: refunded.toString(),
     fiat: [...fiat]

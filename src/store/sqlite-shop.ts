@@ -103,7 +103,8 @@ export class SqliteShop implements ShopTable {
       const { where, values } = searchSql(filter);
       const rows = this.db
         .prepare(`SELECT received_raw, refunded_raw, fiat_currency, fiat_rate FROM shop_requests ${where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`}`)
-        .iterate(...values) as Iterable<{ received_raw: string; refunded_raw: string; fiat_currency: string | null; fiat_rate: string | null }>;
+        .raw(true)
+        .all(...values) as [string, string, string | null, string | null][];
       return sumTotals(rows);
     });
   }
