@@ -10,6 +10,9 @@ import type { AuditRecord } from '../store/spending.js';
 
 const COLUMNS = ['at', 'front_end', 'kind', 'decision', 'rule', 'amount', 'amount_raw', 'recipient', 'contact', 'host', 'account', 'hash', 'status', 'approval_id', 'via', 'session', 'before', 'after', 'message', 'id'] as const;
 
+/** A session's refund is recorded as a negative spend (it frees the budget its deposit took): shown with its sign. */
+const signedXno = (raw: bigint): string => (raw < 0n ? `-${rawToXno(-raw)}` : rawToXno(raw));
+
 /** A record as audit prints it: the amount in XNO beside raw; a policy change's before and after as JSON text. */
 function row(r: AuditRecord): Record<(typeof COLUMNS)[number], string | null> {
   return {
@@ -18,7 +21,7 @@ function row(r: AuditRecord): Record<(typeof COLUMNS)[number], string | null> {
     kind: r.kind,
     decision: r.decision,
     rule: r.rule,
-    amount: rawToXno(BigInt(r.amount_raw)),
+    amount: signedXno(BigInt(r.amount_raw)),
     amount_raw: r.amount_raw,
     recipient: r.recipient,
     contact: r.contact ?? null,

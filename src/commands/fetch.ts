@@ -8,6 +8,8 @@ import { precacheAfter } from '../ops/account/work.js';
 import { lanesIdle } from '../ops/lanes/keeper.js';
 import { fetchWithPayment, type X402Payment } from '../x402/client.js';
 import { quoteX402, type X402Quote } from '../x402/quote.js';
+import { fetchInSession, type SessionPayment } from '../x402/sessions/buyer.js';
+import { rawToXno } from '../nano/index.js';
 
 function header(line: string): [string, string] {
   const colon = line.indexOf(':');
@@ -64,6 +66,8 @@ journaled or recorded.`;
     wallet: Flags.string({ description: 'wallet to pay from instead of the active one' }),
     account: Flags.integer({ description: 'account index within the wallet', min: 0 }),
     'dry-run': Flags.boolean({ description: 'pay nothing: print what the server asks and whether the spending policy would allow it' }),
+    session: Flags.boolean({ description: 'pay in a Nano session when the server offers one: one deposit, then a signed voucher a call (nanopay sessions closes it)', exclusive: ['id', 'dry-run'] }),
+    'session-deposit': Flags.string({ description: "a new session's deposit in XNO (default: the server's least)", dependsOn: ['session'] }),
   };
 
   async run(): Promise<unknown> {
@@ -76,7 +80,7 @@ journaled or recorded.`;
     };
     const session = this.session(flags);
     if (flags['dry-run']) return this.quote(session, args.url, init, flags);
-    const { response, payment, redirect } = await fetchWithPayment(session, args.url, init, {
+    const options = {
       signal: this.signal,
       ...(flags.max === undefined ? {} : { maxXno: flags.max }),
       ...(flags.id === undefined ? {} : { id: flags.id }),
@@ -84,17 +88,22 @@ journaled or recorded.`;
       ...(flags.wallet === undefined ? {} : { wallet: flags.wallet }),
       ...(flags.account === undefined ? {} : { index: flags.account }),
       ...(flags.yes ? {} : { confirm: askToPay(args.url) }),
-    });
+    };
+    const { response, payment, redirect, session: inSession } = flags.session
+      ? await fetchInSession(session, args.url, init, { ...options, ...(flags['session-deposit'] === undefined ? {} : { depositXno: flags['session-deposit'] }) })
+      : { ...(await fetchWithPayment(session, args.url, init, options)), session: undefined };
     const bytes = Buffer.from(await response.arrayBuffer());
     if (flags.output !== undefined) await writeFile(flags.output, bytes);
     if (flags.precache && payment !== undefined && !payment.repeated) await precacheAfter(session, payment.hash, this.signal);
     if (payment !== undefined && !this.jsonEnabled()) process.stderr.write(`${paidText(payment)}\n`);
+    if (inSession !== undefined && !this.jsonEnabled()) process.stderr.write(`${sessionText(inSession)}\n`);
     if (redirect !== undefined && !this.jsonEnabled()) process.stderr.write(`Not followed: HTTP ${response.status} to ${redirect}, another origin (nothing is paid or sent there; fetch that URL to go on)\n`);
     if (this.jsonEnabled()) {
       this.logJson({
         status: response.status,
         ...(flags.output === undefined ? { body: bytes.toString('utf8') } : { output: flags.output }),
         payment: payment ?? null,
+        ...(flags.session ? { session: inSession ?? null } : {}),
         ...(redirect === undefined ? {} : { redirect: { location: redirect, followed: false } }),
       });
     } else if (flags.output === undefined) process.stdout.write(bytes);
@@ -129,6 +138,10 @@ function quoteText(q: X402Quote): string {
   return `${asks}.
 ${verdict}
 Nothing was paid (dry run).`;
+}
+
+function sessionText(p: SessionPayment): string {
+  return `Paid ${p.amount} XNO in session ${p.session}${p.opened ? ' (opened now)' : ''}, call ${p.counter}: ${rawToXno(BigInt(p.spent_raw))} XNO spent, ${rawToXno(BigInt(p.remaining_raw))} XNO left`;
 }
 
 function paidText(p: X402Payment): string {

@@ -7,6 +7,10 @@ import { parseNetwork } from '../x402/network.js';
 import { profileSettler, settlementsDir } from '../x402/profile-settler.js';
 import { Paywall, parseRoute } from '../x402/paywall.js';
 import { startPaywallServer } from '../x402/paywall-server.js';
+import type { NanoSettler } from '../x402/facilitator.js';
+import { profileSessionSeller } from '../x402/sessions/profile-seller.js';
+import type { SessionSeller } from '../x402/sessions/seller.js';
+import { parseDuration } from '../ops/duration.js';
 
 export default class PaywallCommand extends SessionCommand {
   static override summary = 'Charge for an HTTP API in Nano (x402): a reverse proxy that answers 402 until paid.';
@@ -37,6 +41,12 @@ Ctrl-C, which drain it: requests in flight finish within --drain-timeout, then i
     network: Flags.string({ description: 'the x402 network (nano:mainnet…) when the node does not say; one that says must agree (default: x402-network)' }),
     host: Flags.string({ description: 'address to listen on', default: '127.0.0.1' }),
     port: Flags.integer({ description: 'port (default: a free one)', default: 0, min: 0, max: 65535 }),
+    sessions: Flags.boolean({ description: 'offer Nano sessions beside exact: one deposit, a signed voucher a call, the rest refunded at close (needs the key of --to)' }),
+    'session-deposit': Flags.string({ description: 'the least deposit a session takes, in XNO (default: 100 calls at --price)', dependsOn: ['sessions'] }),
+    'session-idle': Flags.string({ description: 'a session without a call this long is closed and refunded (e.g. 10m)', default: '10m', dependsOn: ['sessions'] }),
+    'session-expiry': Flags.string({ description: 'a session is closed and refunded this long after it opened (e.g. 24h)', default: '24h', dependsOn: ['sessions'] }),
+    wallet: Flags.string({ description: 'with --sessions: the wallet whose account is paid and refunds' }),
+    account: Flags.integer({ description: 'with --sessions: that account index within the wallet', min: 0 }),
     ...serverFlags,
   };
 
@@ -54,15 +64,57 @@ Ctrl-C, which drain it: requests in flight finish within --drain-timeout, then i
     const network = await settler.network();
     const workThreshold = String((await settler.supported()).kinds[0]?.extra?.workThreshold);
     const paywall = new Paywall({ payTo, settler, workThreshold });
+    const sessions = flags.sessions ? await this.sessionSeller(session, settler, payTo, workThreshold, defaultRaw, flags, runtime) : undefined;
     const { server, shown: probesShown } = await runtime.start([writableDirCheck('store', settlementsDir(session)), backendCheck(session)], (probes) =>
-      startPaywallServer({ host: flags.host, port: flags.port, upstream: flags.upstream, paywall, routes, defaultRaw, log: runtime.log, probes, drainMs: runtime.drainMs }),
+      startPaywallServer({
+        host: flags.host,
+        port: flags.port,
+        upstream: flags.upstream,
+        paywall,
+        routes,
+        defaultRaw,
+        log: runtime.log,
+        probes,
+        drainMs: runtime.drainMs,
+        ...(sessions === undefined ? {} : { sessions }),
+      }),
     );
+    sessions?.start();
     if (this.jsonEnabled()) {
-      const started = { url: server.url, upstream: flags.upstream, network, pay_to: payTo, price: rawToXno(defaultRaw), price_raw: defaultRaw.toString(), ...probesShown };
+      const started = { url: server.url, upstream: flags.upstream, network, pay_to: payTo, price: rawToXno(defaultRaw), price_raw: defaultRaw.toString(), sessions: sessions !== undefined, ...probesShown };
       process.stdout.write(`${JSON.stringify(started)}\n`);
     } else {
       this.log(`x402 paywall (${network}): ${server.url} -> ${flags.upstream}\nPrice: ${rawToXno(defaultRaw)} XNO per request${routes.length > 0 ? ` (and ${routes.length} priced route(s))` : ''}, paid to ${payTo}\nStop it: Ctrl-C`);
     }
-    await runtime.untilStopped(() => server.close());
+    await runtime.untilStopped(async () => {
+      await server.close();
+      await sessions?.shutdown();
+    });
+  }
+
+  private async sessionSeller(
+    session: ReturnType<PaywallCommand['session']>,
+    settler: NanoSettler,
+    payTo: string,
+    workThreshold: string,
+    defaultRaw: bigint,
+    flags: { 'session-deposit'?: string; 'session-idle': string; 'session-expiry': string; wallet?: string; account?: number },
+    runtime: ServerRuntime,
+  ): Promise<SessionSeller> {
+    const day = 366 * 86_400;
+    const terms = {
+      minDepositRaw: flags['session-deposit'] === undefined ? defaultRaw * 100n : xnoToRaw(flags['session-deposit']),
+      idleSeconds: parseDuration(flags['session-idle'], { max: day, what: '--session-idle' }),
+      expirySeconds: parseDuration(flags['session-expiry'], { max: day, what: '--session-expiry' }),
+    };
+    if (terms.minDepositRaw <= 0n) throw new NanoPayError('USAGE', 'A session needs a deposit above 0: give --session-deposit XNO');
+    return profileSessionSeller(session, settler, {
+      payTo,
+      terms,
+      workThreshold,
+      ...(flags.wallet === undefined ? {} : { wallet: flags.wallet }),
+      ...(flags.account === undefined ? {} : { index: flags.account }),
+      log: (message, { event, ...fields }) => runtime.log(message, { event: String(event), fields: Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, v ?? undefined])) }),
+    });
   }
 }

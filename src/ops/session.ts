@@ -4,6 +4,7 @@ import type { BackendKind, LedgerBackend } from '../api/backend.js';
 import { ApiClient } from '../api/client.js';
 import { NodeClient } from '../api/node-client.js';
 import { NanoPayError } from '../errors.js';
+import { signMessage } from '../nano/ed25519.js';
 import { DEFAULT_REPRESENTATIVE, isStateBlock, isValidAddress, normalizeAddress, type Account } from '../nano/index.js';
 import { CHOICE_FILE, WorkCache, kernelPicker, providerSettings, workProvider, type WorkObserver } from '../work/index.js';
 import { ConfigStore, refuseLaneIndex, type ProfileRecord, type WalletRecord } from '../wallet/config.js';
@@ -474,6 +475,23 @@ export class Session {
     const picked = this.pick(walletName, index);
     const signer = await this.derive(picked.wallet, picked.record, picked.index);
     return { wallet: picked.wallet, index: picked.index, address: signer.address, sign: signer.sign };
+  }
+
+  /**
+   * The account's signature of a nano-session opening or receipt (never 32
+   * bytes, so it can never pass for a block's signature): in the unlocked
+   * session when one runs, else with the key store password.
+   */
+  async signSessionMessage(message: Uint8Array, walletName?: string, index?: number): Promise<{ address: string; signature: string }> {
+    const picked = this.pick(walletName, index);
+    const keys = await this.keys();
+    if ('unlocked' in keys) {
+      const signature = await keys.unlocked.signSessionMessage(picked.wallet, picked.index, message);
+      const held = await keys.unlocked.account(picked.wallet, picked.index);
+      if (signature !== undefined && held !== undefined) return { address: held.address, signature };
+    }
+    const account = await this.privateAccount(picked.wallet, picked.record, picked.index);
+    return { address: account.address, signature: signMessage(message, account) };
   }
 
   /** The address of the account a command reads: from the settings when it was derived before, without unlocking. */

@@ -20,6 +20,8 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { dirname } from 'node:path';
 import { NanoPayError } from '../errors.js';
 import { signBlock, type Account, type StateBlock } from '../nano/index.js';
+import { signMessage } from '../nano/ed25519.js';
+import { isSessionMessage } from '../x402/sessions/wire.js';
 import { spendFromWire, verdictToWire } from '../ops/spending/wire.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
@@ -131,6 +133,7 @@ const FIELDS: Record<AgentRequest['op'], readonly string[]> = {
   account: ['wallet', 'index'],
   judge: ['mode', 'spend'],
   sign: ['wallet', 'index', 'block', 'previous', 'spend', 'own'],
+  'session-message': ['wallet', 'index', 'message'],
 };
 
 const HEX64 = /^[0-9A-Fa-f]{64}$/;
@@ -162,11 +165,15 @@ function parseRequest(request: Record<string, unknown>): AgentRequest | string {
     if (mode !== 'dry' && mode !== 'screen') return 'mode must be dry or screen';
     return { op, mode, spend: spend as Record<string, unknown> };
   }
-  if (op !== 'account' && op !== 'sign') return { op } as AgentRequest;
+  if (op !== 'account' && op !== 'sign' && op !== 'session-message') return { op } as AgentRequest;
   const { wallet, index } = request;
   if (typeof wallet !== 'string' || wallet.length === 0 || wallet.length > 64) return 'wallet must be a wallet name';
   if (!validIndex(index)) return `index must be an integer from 0 to ${MAX_INDEX}`;
   if (op === 'account') return { op, wallet, index };
+  if (op === 'session-message') {
+    const message = typeof request.message === 'string' && /^([0-9a-f]{2})+$/.test(request.message) ? Buffer.from(request.message, 'hex') : undefined;
+    return message !== undefined && isSessionMessage(message) ? { op, wallet, index, message: request.message as string } : 'message must be the hex of a nano-session opening or receipt';
+  }
   const block = parseBlock(request.block, 'block');
   if (typeof block === 'string') return block;
   const previous = request.previous === undefined ? undefined : parseBlock(request.previous, 'previous');
@@ -235,6 +242,11 @@ async function answerTo(text: string): Promise<{ body: AgentAnswer | AgentFailur
       case 'account': {
         const account = accountOf(keys, request.wallet, request.index);
         return { body: { ...status, address: account.address, public_key: account.publicKey } };
+      }
+      case 'session-message': {
+        // An opening or a receipt moves no money (a deposit is a block, judged as every send is): signed for any scope.
+        const account = accountOf(keys, request.wallet, request.index);
+        return { body: { ...status, address: account.address, signature: signMessage(Buffer.from(request.message, 'hex'), account) } };
       }
       case 'sign': {
         const account = accountOf(keys, request.wallet, request.index);

@@ -63,7 +63,9 @@ export type AgentRequest =
    * by its scope, and records it before it signs. `own`: the block pays that
    * account of the same wallet (a lane), which is no spend.
    */
-  | { op: 'sign'; wallet: string; index: number; block: StateBlock; previous?: StateBlock; spend?: SpendWire; own?: number };
+  | { op: 'sign'; wallet: string; index: number; block: StateBlock; previous?: StateBlock; spend?: SpendWire; own?: number }
+  /** A signature of a nano-session opening or receipt (hex; never 32 bytes, so never a block's) by a wallet's account. */
+  | { op: 'session-message'; wallet: string; index: number; message: string };
 
 /** What the agent answers to every request it serves, with what the op asked for. */
 export interface AgentAnswer {
@@ -223,6 +225,8 @@ export interface UnlockedKeys {
   judge(spend: SpendWire, mode: 'dry' | 'screen'): Promise<VerdictWire>;
   /** The block's signature by a wallet's account, made in the session once it judged the block; undefined once the session has ended. */
   sign(wallet: string, index: number, block: StateBlock, shown: { previous?: StateBlock; spend?: SpendWire; own?: number }): Promise<string | undefined>;
+  /** A wallet's account's signature of a nano-session opening or receipt; undefined once the session has ended. */
+  signSessionMessage(wallet: string, index: number, message: Uint8Array): Promise<string | undefined>;
 }
 
 const HEX = (bytes: number): RegExp => new RegExp(`^[0-9A-F]{${bytes * 2}}$`);
@@ -305,6 +309,10 @@ export async function openUnlocked(dir: string, profile: string, keystore: strin
     },
     sign: async (wallet, index, block, shown) => {
       const answer = await later({ op: 'sign', wallet, index, block, ...shown });
+      return typeof answer?.signature === 'string' && HEX(64).test(answer.signature) ? answer.signature : undefined;
+    },
+    signSessionMessage: async (wallet, index, message) => {
+      const answer = await later({ op: 'session-message', wallet, index, message: Buffer.from(message).toString('hex') });
       return typeof answer?.signature === 'string' && HEX(64).test(answer.signature) ? answer.signature : undefined;
     },
   };

@@ -131,7 +131,7 @@ export function readRequired(response: Response): PaymentRequired {
   return parsePaymentRequired(decodeHeader(header, 'PAYMENT-REQUIRED'));
 }
 
-function readSettlement(response: Response): SettleResponse | null {
+export function readSettlement(response: Response): SettleResponse | null {
   const header = response.headers.get(HEADERS.response) ?? response.headers.get(HEADERS.legacyResponse);
   if (header === null) return null;
   try {
@@ -200,7 +200,7 @@ export function payerNetwork(session: Session, ctx: OpsContext): Promise<string>
  * A server's answer bounded by `ms` (--timeout): one that has not answered
  * (its status and headers) in that long is given up on, the request aborted.
  */
-function answeredWithin(transport: Transport, ms: number): Transport {
+export function answeredWithin(transport: Transport, ms: number): Transport {
   return async (url, init) => {
     const timer = new AbortController();
     const pending = setTimeout(() => timer.abort(), ms);
@@ -219,7 +219,7 @@ function answeredWithin(transport: Transport, ms: number): Transport {
  * The payment's proof of work bounded by `ms` (--timeout): a search past it
  * ends in TIMEOUT before anything is signed.
  */
-function boundedWork(ctx: OpsContext, ms: number): OpsContext {
+export function boundedWork(ctx: OpsContext, ms: number): OpsContext {
   return {
     ...ctx,
     work: async (root, threshold, signal) => {
@@ -316,7 +316,7 @@ function paymentOf(entry: Pick<JournalEntry, 'hash' | 'block'>, amountRaw: bigin
 }
 
 /** A work threshold a requirement states (extra.workThreshold), when it is one. */
-function statedThreshold(requirement: PaymentRequirements): string | undefined {
+export function statedThreshold(requirement: PaymentRequirements): string | undefined {
   const stated = requirement.extra?.workThreshold;
   return typeof stated === 'string' && /^[0-9a-fA-F]{16}$/.test(stated) ? stated.toLowerCase() : undefined;
 }
@@ -329,7 +329,7 @@ function statedThreshold(requirement: PaymentRequirements): string | undefined {
  * confirmation is awaited, bounded, before signing. The head's own read says
  * whether it is confirmed: no other read is made when it is.
  */
-function confirmedHead(ctx: OpsContext, address: string, waitMs: number, signal?: AbortSignal): () => Promise<AccountHead> {
+export function confirmedHead(ctx: OpsContext, address: string, waitMs: number, signal?: AbortSignal): () => Promise<AccountHead> {
   return async () => {
     const head = await readAccountHead(ctx, address);
     if (head.confirmed || head.block === undefined) return head;

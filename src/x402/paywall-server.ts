@@ -10,6 +10,10 @@ import { canonicalPath, upstreamTarget } from './request-path.js';
 import { discoveryManifest } from './discovery.js';
 import { requestOrigin } from './origin.js';
 import { forward, type Upstream } from './upstream.js';
+import type { SessionSeller } from './sessions/seller.js';
+import { sessionPayment, sessionRoutes } from './sessions/paywall-sessions.js';
+import { SESSIONS_PATH, requestDigest } from './sessions/wire.js';
+import { X402Refusal } from './nano-exact.js';
 
 export interface PaywallServerOptions {
   host: string;
@@ -27,6 +31,17 @@ export interface PaywallServerOptions {
   probes?: Probes;
   /** How long close() lets requests in flight finish. Default 5 s. */
   drainMs?: number;
+  /** Sessions (nano-session) offered beside exact: one deposit, a voucher a call. */
+  sessions?: SessionSeller;
+}
+
+/** The upstream's answer header that says how many units a metered route's call used. */
+const UNITS_HEADER = 'nanopay-units';
+
+/** What a metered call costs: its units (the upstream's Nanopay-Units, a whole number) times the unit price; absent or not a number, the ceiling. */
+function meteredCharge(answer: Upstream, route: PricedRoute, ceilingRaw: bigint): bigint {
+  const units = answer.headers.find(([name]) => name.toLowerCase() === UNITS_HEADER)?.[1];
+  return route.unitRaw === undefined || units === undefined || !/^\d{1,20}$/.test(units.trim()) ? ceilingRaw : BigInt(units.trim()) * route.unitRaw;
 }
 
 function reply(res: ServerResponse, answer: Upstream, extra: Record<string, string> = {}): typeof RESPONDED {
@@ -87,6 +102,7 @@ export async function startPaywallServer(options: PaywallServerOptions): Promise
       { method: 'GET', path: '/.well-known/x402', handle: discovery },
       { method: 'GET', path: '/.well-known/x402.json', handle: discovery },
       ...(options.probes === undefined ? [] : probeRoutes(options.probes, 'none')),
+      ...(options.sessions === undefined ? [] : sessionRoutes(options.sessions)),
     ],
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
     log,
@@ -99,7 +115,38 @@ export async function startPaywallServer(options: PaywallServerOptions): Promise
       const price = route?.priceRaw ?? options.defaultRaw;
       if (price === 0n) return reply(call.response, await forward(target, call));
       const resource = `${originOf(call)}${path}`;
-      const admission = await paywall.admit(call.headers, resource, price, clock);
+      const sessions = options.sessions;
+      const offers = sessions === undefined ? [] : [await sessions.requirement(price, `${originOf(call)}${SESSIONS_PATH}`, route?.unitRaw)];
+      const inSession = sessions === undefined ? undefined : sessionPayment(call.headers);
+      if (sessions !== undefined && inSession !== undefined) {
+        let admitted;
+        try {
+          admitted = sessions.admit(inSession.payload, requestDigest(call.method, call.request.url ?? '/', call.rawBody), price);
+        } catch (error) {
+          if (!(error instanceof X402Refusal)) throw error;
+          return challenge(call.response, paywall.challenge(resource, await paywall.requirementFor(price), error.reason, offers).headers);
+        }
+        // A metered call learns its cost from the answer: it is served first, as a safe method is.
+        if (route?.unitRaw === undefined && settleOrder(call.method, route?.settle) === 'before') {
+          const settlement = await sessions.charge(admitted, price);
+          for (const [name, value] of Object.entries(paidHeaders(settlement))) call.response.setHeader(name, value);
+          return reply(call.response, await timed(clock, 'upstream', () => forward(target, call)));
+        }
+        let answer: Upstream;
+        try {
+          answer = await timed(clock, 'upstream', () => forward(target, call));
+        } catch (error) {
+          await sessions.release(admitted);
+          throw error;
+        }
+        if (answer.status >= 400) {
+          await sessions.release(admitted);
+          return reply(call.response, answer);
+        }
+        const settlement = await sessions.charge(admitted, route?.unitRaw === undefined ? price : meteredCharge(answer, route, admitted.ceilingRaw));
+        return reply(call.response, answer, paidHeaders(settlement));
+      }
+      const admission = await paywall.admit(call.headers, resource, price, clock, offers);
       if (!admission.paid) return challenge(call.response, admission.headers);
       const settle = async (): Promise<SettleResponse | undefined> => {
         const settlement = await paywall.settle(admission.verified, clock);

@@ -20,11 +20,15 @@ export interface PricedRoute {
   path: string;
   priceRaw: bigint;
   settle?: SettleOrder;
+  /** Metered (in a session): the price is the ceiling, and the upstream's Nanopay-Units answer header times this is charged. */
+  unitRaw?: bigint;
 }
 
 export function parseRoute(spec: string): PricedRoute {
-  const match = /^\s*(\*|[A-Za-z]+)\s+(\/\S*)\s*=\s*(\S+)(?:\s+settle=(\S+))?\s*$/.exec(spec);
-  if (match === null) throw new NanoPayError('USAGE', `A route is 'METHOD /path/*=XNO', optionally followed by settle=before or settle=after (e.g. 'GET /api/*=0.001'), not "${spec}"`);
+  const match = /^\s*(\*|[A-Za-z]+)\s+(\/\S*)\s*=\s*(\S+)(?:\s+settle=(\S+))?(?:\s+unit=(\S+))?\s*$/.exec(spec);
+  if (match === null) {
+    throw new NanoPayError('USAGE', `A route is 'METHOD /path/*=XNO', optionally followed by settle=before or settle=after and unit=XNO (e.g. 'GET /api/*=0.001'), not "${spec}"`);
+  }
   const settle = match[4];
   if (settle !== undefined && settle !== 'before' && settle !== 'after') throw new NanoPayError('USAGE', `A route's order is settle=before or settle=after, not "settle=${settle}"`);
   const written = match[2] as string;
@@ -41,6 +45,7 @@ export function parseRoute(spec: string): PricedRoute {
     path,
     priceRaw: xnoToRaw(match[3] as string),
     ...(settle === undefined ? {} : { settle }),
+    ...(match[5] === undefined ? {} : { unitRaw: xnoToRaw(match[5]) }),
   };
 }
 
@@ -97,12 +102,13 @@ export class Paywall {
     return this.requirement(priceRaw, await this.options.settler.network());
   }
 
-  private challenge(resourceUrl: string, requirement: PaymentRequirements, error: string): Admission {
+  /** The 402 for a request: `exact` at its price, and the other offers (a session) beside it. */
+  challenge(resourceUrl: string, requirement: PaymentRequirements, error: string, also: readonly PaymentRequirements[] = []): Extract<Admission, { paid: false }> {
     const required: PaymentRequired = {
       x402Version: X402_VERSION,
       error,
       resource: { url: resourceUrl, ...(this.options.description === undefined ? {} : { description: this.options.description }) },
-      accepts: [requirement],
+      accepts: [requirement, ...also],
     };
     return { paid: false, status: 402, headers: { [HEADERS.required]: encodeHeader(required), 'cache-control': 'no-store' }, body: {} };
   }
@@ -114,10 +120,10 @@ export class Paywall {
    * payment on the same previous, while the first is verified or settled, is
    * refused at once.
    */
-  async admit(headers: IncomingHttpHeaders, resourceUrl: string, priceRaw: bigint, clock?: PhaseClock): Promise<Admission> {
+  async admit(headers: IncomingHttpHeaders, resourceUrl: string, priceRaw: bigint, clock?: PhaseClock, also: readonly PaymentRequirements[] = []): Promise<Admission> {
     const requirement = this.requirement(priceRaw, await this.options.settler.network());
     const header = headers[HEADERS.signature] ?? headers[HEADERS.legacyPayment];
-    if (header === undefined) return this.challenge(resourceUrl, requirement, 'Payment required');
+    if (header === undefined) return this.challenge(resourceUrl, requirement, 'Payment required', also);
     const { settler } = this.options;
     let held: { cheque: NanoCheque } | undefined;
     try {
@@ -127,15 +133,15 @@ export class Paywall {
         const cheque = chequeOf(payment.payload);
         return verifyBlock(cheque.block) ? { payment, cheque } : 'invalid_signature';
       });
-      if (typeof read === 'string') return this.challenge(resourceUrl, requirement, read);
+      if (typeof read === 'string') return this.challenge(resourceUrl, requirement, read, also);
       const { payment, cheque } = read;
-      if (!settler.reserve({ cheque })) return this.challenge(resourceUrl, requirement, 'transaction_in_flight');
+      if (!settler.reserve({ cheque })) return this.challenge(resourceUrl, requirement, 'transaction_in_flight', also);
       held = { cheque };
       return { paid: true, verified: await settler.check(payment, requirement, cheque, clock) };
     } catch (error) {
       if (held !== undefined) settler.release(held);
-      if (error instanceof X402Refusal) return this.challenge(resourceUrl, requirement, error.reason);
-      if (error instanceof NanoPayError && (error.code === 'INVALID_REQUEST' || error.code === 'INVALID_JSON')) return this.challenge(resourceUrl, requirement, 'invalid_payload');
+      if (error instanceof X402Refusal) return this.challenge(resourceUrl, requirement, error.reason, also);
+      if (error instanceof NanoPayError && (error.code === 'INVALID_REQUEST' || error.code === 'INVALID_JSON')) return this.challenge(resourceUrl, requirement, 'invalid_payload', also);
       throw error;
     }
   }

@@ -70,6 +70,15 @@ export interface SettleResponse {
   transaction: string;
   network: string;
   amount?: string;
+  /** A call paid in a `nano-session`: the session's standing after it (docs/x402-sessions.md). */
+  session?: SessionStanding;
+}
+
+export interface SessionStanding {
+  id: string;
+  counter: number;
+  spent_raw: string;
+  remaining_raw: string;
 }
 
 export interface SupportedKind {
@@ -197,6 +206,7 @@ export function parseSettleResponse(o: Record<string, unknown>): SettleResponse 
     transaction,
     network: typeof o.network === 'string' ? o.network : '',
     ...(typeof o.amount === 'string' ? { amount: o.amount } : {}),
+    ...(isObject(o.session) ? { session: o.session as unknown as SessionStanding } : {}),
   };
 }
 

@@ -1,0 +1,121 @@
+import { open, rename, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ensurePrivateDir, readIfExists } from '../../fs/secure-fs.js';
+import type { Voucher } from './wire.js';
+
+/** A session as its seller keeps it. Amounts are raw decimal strings (the book is JSON lines). */
+export interface SellerSession {
+  id: string;
+  network: string;
+  payer: string;
+  payTo: string;
+  sessionKey: string;
+  /** The payer's signature of the opening (openMessage), kept for the receipt. */
+  openSignature: string;
+  /** Deposit blocks settled into the session, the opening one first. */
+  deposits: { hash: string; raw: string }[];
+  /** Deposits being settled: marked before, so one the ledger took while the seller died counts when presented again. */
+  pending?: { hash: string; raw: string }[];
+  /** What the seller charged so far: never above the highest voucher's `spent`, nor the deposits. */
+  charged: string;
+  /** The last counter taken (a call served or not): a voucher at or below it is never taken again. */
+  counter: number;
+  /** The voucher of the last call charged, as the buyer signed it: the proof of `charged`. */
+  voucher?: Voucher;
+  openedAt: string;
+  lastUsedAt: string;
+  expiresAt: string;
+  idleSeconds: number;
+  state: 'opening' | 'open' | 'closing' | 'closed';
+  /** Why it closed: the buyer asked, it sat idle, it expired, the seller closed it. */
+  reason?: string;
+  refund?: { hash: string | null; raw: string };
+  closedAt?: string;
+}
+
+/** One line of the book: a session's whole state after a change (the last line of an id wins). */
+interface Line {
+  s: SellerSession;
+}
+
+/**
+ * The seller's sessions: in memory for the microseconds a call may take,
+ * and a log of JSON lines on disk written before anything is answered.
+ * Appends are committed in groups: every line of one turn of the event loop
+ * goes out in one write and one fdatasync, and each waiter is answered after
+ * it, so a voucher a buyer was served on survives a kill or a power cut, and
+ * many calls at once share the cost. On start the log is read back and
+ * written again compact (one line per session).
+ */
+export class SessionBook {
+  private readonly sessions = new Map<string, SellerSession>();
+  private handle: FileHandle | undefined;
+  private queued: { line: string; done: () => void; failed: (error: unknown) => void }[] = [];
+  private flushing = false;
+
+  private constructor(private readonly path: string) {}
+
+  static async open(dir: string): Promise<SessionBook> {
+    await ensurePrivateDir(dir);
+    const book = new SessionBook(join(dir, 'sessions.log'));
+    const text = (await readIfExists(book.path)) ?? '';
+    for (const row of text.split('\n')) {
+      if (row.trim() === '') continue;
+      try {
+        const { s } = JSON.parse(row) as Line;
+        book.sessions.set(s.id, s);
+      } catch {
+        // A line cut short by a crash mid-write was never committed: nobody was answered on it.
+      }
+    }
+    const compact = [...book.sessions.values()].map((s) => `${JSON.stringify({ s } satisfies Line)}\n`).join('');
+    const fresh = `${book.path}.new`;
+    const handle = await open(fresh, 'w', 0o600);
+    await handle.writeFile(compact);
+    await handle.datasync();
+    await handle.close();
+    await rename(fresh, book.path);
+    book.handle = await open(book.path, 'a', 0o600);
+    return book;
+  }
+
+  get(id: string): SellerSession | undefined {
+    return this.sessions.get(id);
+  }
+
+  all(): SellerSession[] {
+    return [...this.sessions.values()];
+  }
+
+  /** Sets the session's state in memory at once, and resolves once it is on disk. */
+  put(session: SellerSession): Promise<void> {
+    this.sessions.set(session.id, session);
+    return new Promise((done, failed) => {
+      this.queued.push({ line: `${JSON.stringify({ s: session } satisfies Line)}\n`, done, failed });
+      if (!this.flushing) setImmediate(() => void this.flush());
+      this.flushing = true;
+    });
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.queued;
+    this.queued = [];
+    try {
+      const handle = this.handle;
+      if (handle === undefined) throw new Error('The session book is closed');
+      await handle.write(batch.map((q) => q.line).join(''));
+      await handle.datasync();
+      for (const q of batch) q.done();
+    } catch (error) {
+      for (const q of batch) q.failed(error);
+    }
+    if (this.queued.length > 0) return this.flush();
+    this.flushing = false;
+  }
+
+  async close(): Promise<void> {
+    while (this.flushing) await new Promise((resolve) => setImmediate(resolve));
+    await this.handle?.close();
+    this.handle = undefined;
+  }
+}
