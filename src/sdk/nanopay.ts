@@ -10,6 +10,7 @@ import { addContact, listContacts, removeContact, type Contact, type ContactAdde
 import { send, type SendResult } from '../ops/spending/send.js';
 import { Session, type SessionOptions } from '../ops/session.js';
 import { fetchWithPayment, type PaidFetch, type PaidFetchOptions } from '../x402/client.js';
+import { buyerSessions, closeSession, fetchInSession, shownSession, type ClosedSession, type SessionFetch, type SessionFetchOptions, type SessionShown } from '../x402/sessions/buyer.js';
 import { quoteX402, type X402Quote } from '../x402/quote.js';
 import { lanesIdle } from '../ops/lanes/keeper.js';
 import { setLanes, showLanes, type LanesResult, type LanesSetResult } from '../ops/lanes/lanes.js';
@@ -151,6 +152,26 @@ export class NanoPay {
    */
   fetchWithPayment(input: string | URL, init: RequestInit = {}, options: PaidFetchOptions = {}): Promise<PaidFetch> {
     return fetchWithPayment(this.session, input, init, options);
+  }
+
+  /**
+   * fetch in a Nano session, like `nanopay fetch --session`: where the server
+   * offers one, one deposit (`depositXno`, judged by the spending policy) and
+   * then a voucher a call, at the speed of an unpaid request; otherwise paid
+   * per call as fetchWithPayment does.
+   */
+  fetchInSession(input: string | URL, init: RequestInit = {}, options: SessionFetchOptions = {}): Promise<SessionFetch> {
+    return fetchInSession(this.session, input, init, options);
+  }
+
+  /** Closes a session, like `nanopay sessions close`: the receipt checked, the refund seen on our ledger and freed in the budgets. */
+  closeSession(id: string): Promise<ClosedSession> {
+    return closeSession(this.session, id);
+  }
+
+  /** The sessions this profile opened, like `nanopay sessions`. */
+  async sessions(): Promise<SessionShown[]> {
+    return (await buyerSessions(this.session)).map(shownSession);
   }
 
   /**

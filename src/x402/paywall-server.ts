@@ -116,7 +116,7 @@ export async function startPaywallServer(options: PaywallServerOptions): Promise
       if (price === 0n) return reply(call.response, await forward(target, call));
       const resource = `${originOf(call)}${path}`;
       const sessions = options.sessions;
-      const offers = sessions === undefined ? [] : [await sessions.requirement(price, `${originOf(call)}${SESSIONS_PATH}`, route?.unitRaw)];
+      const offered = async () => (sessions === undefined ? [] : [await sessions.requirement(price, `${originOf(call)}${SESSIONS_PATH}`, route?.unitRaw)]);
       const inSession = sessions === undefined ? undefined : sessionPayment(call.headers);
       if (sessions !== undefined && inSession !== undefined) {
         let admitted;
@@ -124,7 +124,7 @@ export async function startPaywallServer(options: PaywallServerOptions): Promise
           admitted = sessions.admit(inSession.payload, requestDigest(call.method, call.request.url ?? '/', call.rawBody), price);
         } catch (error) {
           if (!(error instanceof X402Refusal)) throw error;
-          return challenge(call.response, paywall.challenge(resource, await paywall.requirementFor(price), error.reason, offers).headers);
+          return challenge(call.response, paywall.challenge(resource, await paywall.requirementFor(price), error.reason, await offered()).headers);
         }
         // A metered call learns its cost from the answer: it is served first, as a safe method is.
         if (route?.unitRaw === undefined && settleOrder(call.method, route?.settle) === 'before') {
@@ -146,7 +146,7 @@ export async function startPaywallServer(options: PaywallServerOptions): Promise
         const settlement = await sessions.charge(admitted, route?.unitRaw === undefined ? price : meteredCharge(answer, route, admitted.ceilingRaw));
         return reply(call.response, answer, paidHeaders(settlement));
       }
-      const admission = await paywall.admit(call.headers, resource, price, clock, offers);
+      const admission = await paywall.admit(call.headers, resource, price, clock, await offered());
       if (!admission.paid) return challenge(call.response, admission.headers);
       const settle = async (): Promise<SettleResponse | undefined> => {
         const settlement = await paywall.settle(admission.verified, clock);

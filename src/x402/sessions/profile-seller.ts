@@ -10,7 +10,7 @@ import { SessionBook } from './book.js';
 import { SessionSeller, type SessionTerms } from './seller.js';
 
 /** The seller's session book's dir. */
-export function sessionBookDir(session: Session): string {
+function sessionBookDir(session: Session): string {
   return join(stateDir(session.dir, 'x402'), 'seller-sessions');
 }
 

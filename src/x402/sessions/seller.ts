@@ -65,7 +65,7 @@ const RAW = /^\d{1,39}$/;
 const sumDeposits = (s: SellerSession): bigint => s.deposits.reduce((sum, d) => sum + BigInt(d.raw), 0n);
 
 /** A voucher in the payload, every field well formed. */
-export function parseVoucher(payload: Record<string, unknown>): Voucher {
+function parseVoucher(payload: Record<string, unknown>): Voucher {
   const { session, counter, spent, request, signature } = payload;
   if (typeof session !== 'string' || !HEX64.test(session)) refuse('invalid_payload', 'payload.session must be the 64-hex session id');
   if (typeof counter !== 'number' || !Number.isSafeInteger(counter) || counter < 1) refuse('invalid_payload', 'payload.counter must be a whole number from 1');
