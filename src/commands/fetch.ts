@@ -66,7 +66,7 @@ journaled or recorded.`;
     wallet: Flags.string({ description: 'wallet to pay from instead of the active one' }),
     account: Flags.integer({ description: 'account index within the wallet', min: 0 }),
     'dry-run': Flags.boolean({ description: 'pay nothing: print what the server asks and whether the spending policy would allow it' }),
-    session: Flags.boolean({ description: 'pay in a Nano session when the server offers one: one deposit, then a signed voucher a call (nanopay sessions closes it)', exclusive: ['id', 'dry-run'] }),
+    session: Flags.boolean({ description: 'pay in a Nano session when the server offers one: one deposit, then a signed voucher a call (nanopay sessions closes it)', exclusive: ['dry-run'] }),
     'session-deposit': Flags.string({ description: "a new session's deposit in XNO (default: the server's least)", dependsOn: ['session'] }),
   };
 

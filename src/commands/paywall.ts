@@ -4,13 +4,14 @@ import { SessionCommand } from '../cli/session-command.js';
 import { NanoPayError } from '../errors.js';
 import { normalizeAddress, rawToXno, xnoToRaw } from '../nano/index.js';
 import { parseNetwork } from '../x402/network.js';
-import { profileSettler, settlementsDir } from '../x402/profile-settler.js';
+import { answersDir, profileSettler, settlementsDir } from '../x402/profile-settler.js';
 import { Paywall, parseRoute } from '../x402/paywall.js';
 import { startPaywallServer } from '../x402/paywall-server.js';
 import type { NanoSettler } from '../x402/facilitator.js';
 import { profileSessionSeller } from '../x402/sessions/profile-seller.js';
 import type { SessionSeller } from '../x402/sessions/seller.js';
 import { parseDuration } from '../ops/duration.js';
+import { AnswerStore, PAYMENT_IDENTIFIER, paymentIdentifierOffer } from '../x402/answers.js';
 
 export default class PaywallCommand extends SessionCommand {
   static override summary = 'Charge for an HTTP API in Nano (x402): a reverse proxy that answers 402 until paid.';
@@ -63,7 +64,7 @@ Ctrl-C, which drain it: requests in flight finish within --drain-timeout, then i
     const settler = await profileSettler(session, flags.network === undefined ? {} : { network: parseNetwork(flags.network, '--network') });
     const network = await settler.network();
     const workThreshold = String((await settler.supported()).kinds[0]?.extra?.workThreshold);
-    const paywall = new Paywall({ payTo, settler, workThreshold });
+    const paywall = new Paywall({ payTo, settler, workThreshold, extensions: { [PAYMENT_IDENTIFIER]: paymentIdentifierOffer } });
     const sessions = flags.sessions ? await this.sessionSeller(session, settler, payTo, workThreshold, defaultRaw, flags, runtime) : undefined;
     const { server, shown: probesShown } = await runtime.start([writableDirCheck('store', settlementsDir(session)), backendCheck(session)], (probes) =>
       startPaywallServer({
@@ -77,6 +78,7 @@ Ctrl-C, which drain it: requests in flight finish within --drain-timeout, then i
         probes,
         drainMs: runtime.drainMs,
         ...(sessions === undefined ? {} : { sessions }),
+        answers: new AnswerStore(answersDir(session)),
       }),
     );
     sessions?.start();

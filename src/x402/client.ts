@@ -14,6 +14,7 @@ import { payerFor, settleHandedCheque, type Payer } from '../ops/lanes/payer.js'
 import { xnoAndRaw } from '../ops/money.js';
 import { parseThreshold } from '../work/index.js';
 import { backendNetwork } from './network.js';
+import { PAYMENT_IDENTIFIER, paymentIdFor, withPaymentId } from './answers.js';
 import type { Transport } from './local-hosts.js';
 import type { JournalEntry } from '../wallet/journal.js';
 import {
@@ -148,6 +149,8 @@ interface Challenge {
   transport: Transport;
   required: PaymentRequired;
   chosen: PaymentRequirements;
+  /** The payment id (payment-identifier) of this payment, sent when the server states the extension. */
+  paymentId?: string;
 }
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
@@ -251,7 +254,14 @@ interface Presented {
  */
 async function present(ctx: OpsContext, c: Challenge, block: StateBlock, waitMs: number): Promise<Presented> {
   const hash = hashBlock(block);
-  const payment: PaymentPayload = { x402Version: 2, resource: c.required.resource, accepted: c.chosen, payload: { block: { ...block, link_as_account: linkAsAccount(block.link) } } };
+  const named = c.paymentId !== undefined && c.required.extensions?.[PAYMENT_IDENTIFIER] !== undefined;
+  const payment: PaymentPayload = {
+    x402Version: 2,
+    resource: c.required.resource,
+    accepted: c.chosen,
+    payload: { block: { ...block, link_as_account: linkAsAccount(block.link) } },
+    ...(named ? { extensions: withPaymentId(c.paymentId as string) } : {}),
+  };
   const header = encodeHeader(payment);
   const headers = new Headers(c.init.headers);
   headers.set(HEADERS.signature, header);
@@ -423,7 +433,7 @@ export async function fetchWithPayment(session: Session, input: string | URL, in
   const ctx = boundedWork(await session.context(signal), session.workBoundMs());
   const chosen = choose(required, maxRaw, await payerNetwork(session, ctx));
   const amountRaw = BigInt(chosen.amount);
-  const c: Challenge = { url, init: reached.init, transport, required, chosen };
+  const c: Challenge = { url, init: reached.init, transport, required, chosen, ...(options.id === undefined ? {} : { paymentId: paymentIdFor(session.profileName, options.id) }) };
   const waitMs = options.settleWaitMs ?? 15_000;
   const payer = await payerOf(session, ctx, options, chosen);
   let moved: Moved<void> | undefined;

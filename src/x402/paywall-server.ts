@@ -4,14 +4,15 @@ import { probeRoutes, type Probes } from '../http/probes.js';
 import { RESPONDED, startHttpServer, type Call, type HttpServer } from '../http/server.js';
 import { sendJson } from '../http/respond.js';
 import { timed, type PhaseClock } from './phases.js';
-import { type SettleResponse } from './protocol.js';
 import { routeFor, settleOrder, settlementHeader, type Paywall, type PricedRoute } from './paywall.js';
 import { canonicalPath, upstreamTarget } from './request-path.js';
 import { discoveryManifest } from './discovery.js';
 import { requestOrigin } from './origin.js';
 import { forward, type Upstream } from './upstream.js';
 import type { SessionSeller } from './sessions/seller.js';
-import { sessionPayment, sessionRoutes } from './sessions/paywall-sessions.js';
+import { presentedPayment, sessionPayment, sessionRoutes } from './sessions/paywall-sessions.js';
+import { paymentIdOf, type AnswerStore } from './answers.js';
+import { isObject, type SettleResponse } from './protocol.js';
 import { SESSIONS_PATH, requestDigest } from './sessions/wire.js';
 import { X402Refusal } from './nano-exact.js';
 
@@ -33,6 +34,17 @@ export interface PaywallServerOptions {
   drainMs?: number;
   /** Sessions (nano-session) offered beside exact: one deposit, a voucher a call. */
   sessions?: SessionSeller;
+  /** Paid answers kept by the buyer's payment id (x402's payment-identifier): a retry gets the first answer. */
+  answers?: AnswerStore;
+}
+
+/** Who paid and under which payment id, when the payment names one: a block's account, or a session. */
+function namedPayment(presented: Record<string, unknown> | undefined): { payer: string; id: string } | undefined {
+  if (presented === undefined || !isObject(presented.payload)) return undefined;
+  const id = paymentIdOf(presented);
+  const payload = presented.payload;
+  const payer = typeof payload.session === 'string' ? `session:${payload.session.toUpperCase()}` : isObject(payload.block) && typeof payload.block.account === 'string' ? payload.block.account : undefined;
+  return id === undefined || payer === undefined ? undefined : { payer, id };
 }
 
 /** The upstream's answer header that says how many units a metered route's call used. */
@@ -117,11 +129,28 @@ export async function startPaywallServer(options: PaywallServerOptions): Promise
       const resource = `${originOf(call)}${path}`;
       const sessions = options.sessions;
       const offered = async () => (sessions === undefined ? [] : [await sessions.requirement(price, `${originOf(call)}${SESSIONS_PATH}`, route?.unitRaw)]);
-      const inSession = sessions === undefined ? undefined : sessionPayment(call.headers);
+      const presented = presentedPayment(call.headers);
+      const digest = requestDigest(call.method, call.request.url ?? '/', call.rawBody);
+      const named = options.answers === undefined ? undefined : namedPayment(presented);
+      if (named !== undefined) {
+        const first = await options.answers?.get(named.payer, named.id);
+        if (first !== undefined && first.request !== digest) {
+          sendJson(call.response, 409, { error: 'payment_identifier_conflict', message: 'This payment id was used for another request' });
+          return RESPONDED;
+        }
+        // A retry of a request paid under this id: its first answer, paid once.
+        if (first !== undefined) return reply(call.response, { status: first.status, headers: first.headers, body: Buffer.from(first.body, 'base64') }, paidHeaders(first.settlement));
+      }
+      /** A paid answer, kept under the buyer's payment id (when it named one) before it leaves. */
+      const paid = async (answer: Upstream, settlement: SettleResponse): Promise<typeof RESPONDED> => {
+        if (named !== undefined) await options.answers?.put(named.payer, named.id, { request: digest, status: answer.status, headers: answer.headers, body: answer.body.toString('base64'), settlement });
+        return reply(call.response, answer, paidHeaders(settlement));
+      };
+      const inSession = sessions === undefined ? undefined : sessionPayment(presented);
       if (sessions !== undefined && inSession !== undefined) {
         let admitted;
         try {
-          admitted = sessions.admit(inSession.payload, requestDigest(call.method, call.request.url ?? '/', call.rawBody), price);
+          admitted = sessions.admit(inSession.payload, digest, price);
         } catch (error) {
           if (!(error instanceof X402Refusal)) throw error;
           return challenge(call.response, paywall.challenge(resource, await paywall.requirementFor(price), error.reason, await offered()).headers);
@@ -130,7 +159,7 @@ export async function startPaywallServer(options: PaywallServerOptions): Promise
         if (route?.unitRaw === undefined && settleOrder(call.method, route?.settle) === 'before') {
           const settlement = await sessions.charge(admitted, price);
           for (const [name, value] of Object.entries(paidHeaders(settlement))) call.response.setHeader(name, value);
-          return reply(call.response, await timed(clock, 'upstream', () => forward(target, call)));
+          return paid(await timed(clock, 'upstream', () => forward(target, call)), settlement);
         }
         let answer: Upstream;
         try {
@@ -144,7 +173,7 @@ export async function startPaywallServer(options: PaywallServerOptions): Promise
           return reply(call.response, answer);
         }
         const settlement = await sessions.charge(admitted, route?.unitRaw === undefined ? price : meteredCharge(answer, route, admitted.ceilingRaw));
-        return reply(call.response, answer, paidHeaders(settlement));
+        return paid(answer, settlement);
       }
       const admission = await paywall.admit(call.headers, resource, price, clock, await offered());
       if (!admission.paid) return challenge(call.response, admission.headers);
@@ -171,7 +200,7 @@ export async function startPaywallServer(options: PaywallServerOptions): Promise
         if (settlement === undefined) return RESPONDED;
         // Paid: whatever the upstream does now, the answer (an error envelope too) says so.
         for (const [name, value] of Object.entries(paidHeaders(settlement))) call.response.setHeader(name, value);
-        return reply(call.response, await timed(clock, 'upstream', () => forward(target, call)));
+        return paid(await timed(clock, 'upstream', () => forward(target, call)), settlement);
       }
       let answer: Upstream;
       try {
@@ -185,7 +214,7 @@ export async function startPaywallServer(options: PaywallServerOptions): Promise
         return reply(call.response, answer);
       }
       const settlement = await settle();
-      return settlement === undefined ? RESPONDED : reply(call.response, answer, paidHeaders(settlement));
+      return settlement === undefined ? RESPONDED : paid(answer, settlement);
     },
   });
   listening = server.url;

@@ -75,6 +75,8 @@ export interface PaywallOptions {
   workThreshold: string;
   maxTimeoutSeconds?: number;
   description?: string;
+  /** Extensions stated in every 402 (a paywall that keeps answers states payment-identifier). */
+  extensions?: Record<string, unknown>;
 }
 
 /**
@@ -109,6 +111,7 @@ export class Paywall {
       error,
       resource: { url: resourceUrl, ...(this.options.description === undefined ? {} : { description: this.options.description }) },
       accepts: [requirement, ...also],
+      ...(this.options.extensions === undefined ? {} : { extensions: this.options.extensions }),
     };
     return { paid: false, status: 402, headers: { [HEADERS.required]: encodeHeader(required), 'cache-control': 'no-store' }, body: {} };
   }

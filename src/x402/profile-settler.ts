@@ -38,6 +38,11 @@ function confirmationsOf(session: Session): FacilitatorOptions['confirmation'] {
   };
 }
 
+/** Where a paywall keeps paid answers by payment id (one file each). */
+export function answersDir(session: Session): string {
+  return join(stateDir(session.dir, 'x402'), 'answers');
+}
+
 /** The settlement record's dir (one file per claimed previous). */
 export function settlementsDir(session: Session): string {
   return join(stateDir(session.dir, 'x402'), 'settlements');

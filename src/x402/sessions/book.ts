@@ -55,19 +55,26 @@ export class SessionBook {
 
   private constructor(private readonly path: string) {}
 
-  static async open(dir: string): Promise<SessionBook> {
-    await ensurePrivateDir(dir);
-    const book = new SessionBook(join(dir, 'sessions.log'));
-    const text = (await readIfExists(book.path)) ?? '';
+  /** The sessions as the log holds them, read only (a paywall may be writing it). */
+  static async read(dir: string): Promise<Map<string, SellerSession>> {
+    const sessions = new Map<string, SellerSession>();
+    const text = (await readIfExists(join(dir, 'sessions.log'))) ?? '';
     for (const row of text.split('\n')) {
       if (row.trim() === '') continue;
       try {
         const { s } = JSON.parse(row) as Line;
-        book.sessions.set(s.id, s);
+        sessions.set(s.id, s);
       } catch {
         // A line cut short by a crash mid-write was never committed: nobody was answered on it.
       }
     }
+    return sessions;
+  }
+
+  static async open(dir: string): Promise<SessionBook> {
+    await ensurePrivateDir(dir);
+    const book = new SessionBook(join(dir, 'sessions.log'));
+    for (const [id, s] of await SessionBook.read(dir)) book.sessions.set(id, s);
     const compact = [...book.sessions.values()].map((s) => `${JSON.stringify({ s } satisfies Line)}\n`).join('');
     const fresh = `${book.path}.new`;
     const handle = await open(fresh, 'w', 0o600);

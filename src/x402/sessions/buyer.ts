@@ -10,6 +10,7 @@ import type { Session } from '../../ops/session.js';
 import { stateDir } from '../../wallet/paths.js';
 import { answeredWithin, boundedWork, confirmedHead, fetchWithPayment, maximum, payerNetwork, reach, readRequired, readSettlement, statedThreshold, x402Spend, type PaidFetch, type PaidFetchOptions } from '../client.js';
 import type { Transport } from '../local-hosts.js';
+import { paymentIdFor, withPaymentId } from '../answers.js';
 import { HEADERS, X402_ASSET, X402_VERSION, decodeHeader, encodeHeader, parsePaymentRequired, type PaymentRequirements, type SettleResponse } from '../protocol.js';
 import { checkReceipt } from './receipts.js';
 import type { SessionReceipt } from './seller.js';
@@ -42,6 +43,8 @@ export interface BuyerSession {
   prices: Record<string, string>;
   state: 'opening' | 'open' | 'closed';
   openedAt: string;
+  /** Vouchers sent under a payment id (--id), the latest last: a rerun with the same id sends the same one, and gets its first answer. */
+  named?: Record<string, Voucher>;
   receipt?: SessionReceipt;
   refundConfirmed?: boolean;
 }
@@ -56,6 +59,8 @@ export interface SessionPayment {
   spent_raw: string;
   remaining_raw: string;
   opened: boolean;
+  /** The answer to a voucher sent before under this payment id (--id): nothing more was charged. */
+  repeated: boolean;
 }
 
 export interface SessionFetchOptions extends PaidFetchOptions {
@@ -243,17 +248,19 @@ function inTurn<T>(session: Session, s: BuyerSession, fn: (s: BuyerSession) => P
   return run;
 }
 
+/** How many vouchers sent under payment ids a session keeps (for reruns). */
+const NAMED_KEPT = 256;
+
 const priceKey = (init: RequestInit, url: URL): string => `${(init.method ?? 'GET').toUpperCase()} ${url.pathname}`;
 
-/** A refusal in a 402 answer's PAYMENT-REQUIRED (its error), and the requirements it offers. */
-function refusalOf(response: Response): { error?: string; accepts: PaymentRequirements[] } {
+/** Why a 402 answer refused a voucher (its PAYMENT-REQUIRED's error; "refused" when it says none). */
+function refusalOf(response: Response): string {
   const header = response.headers.get(HEADERS.required);
-  if (header === null) return { accepts: [] };
+  if (header === null) return 'refused';
   try {
-    const required = parsePaymentRequired(decodeHeader(header, 'PAYMENT-REQUIRED'));
-    return { ...(required.error === undefined ? {} : { error: required.error }), accepts: required.accepts };
+    return parsePaymentRequired(decodeHeader(header, 'PAYMENT-REQUIRED')).error ?? 'refused';
   } catch {
-    return { accepts: [] };
+    return 'refused';
   }
 }
 
@@ -269,34 +276,72 @@ async function bodyBytes(init: RequestInit): Promise<Uint8Array | undefined> {
  * this very request. The answer's standing must be within what the voucher
  * allowed; it becomes what the next voucher builds on.
  */
-async function callWithVoucher(session: Session, s: BuyerSession, url: string, init: RequestInit, priceRaw: bigint, transport: Transport): Promise<{ response: Response; paid?: SessionPayment; refusal?: string; accepts?: PaymentRequirements[] }> {
+async function callWithVoucher(
+  session: Session,
+  s: BuyerSession,
+  url: string,
+  init: RequestInit,
+  priceRaw: bigint,
+  transport: Transport,
+  paymentId?: string,
+): Promise<{ response: Response; paid?: SessionPayment; refusal?: string }> {
   const target = new URL(url);
   const body = await bodyBytes(init);
-  const spent = BigInt(s.chargedRaw) + priceRaw;
+  const request = requestDigest(init.method ?? 'GET', `${target.pathname}${target.search}`, body);
+  const again = paymentId === undefined ? undefined : s.named?.[paymentId];
+  if (again !== undefined && again.request !== request) {
+    throw new NanoPayError('IDEMPOTENCY_MISMATCH', `The key paid for another request in session ${s.id}; nothing was paid`, { hint: 'Use a new --id for a new request.' });
+  }
+  const spent = again === undefined ? BigInt(s.chargedRaw) + priceRaw : BigInt(again.spent);
   if (spent > BigInt(s.depositRaw)) return { response: new Response(null, { status: 402 }), refusal: 'insufficient_funds' };
-  const unsigned: Omit<Voucher, 'signature'> = { session: s.id, counter: s.counter + 1, spent: spent.toString(), request: requestDigest(init.method ?? 'GET', `${target.pathname}${target.search}`, body) };
-  const voucher: Voucher = { ...unsigned, signature: signWithSessionKey(s.seed, voucherMessage(unsigned)) };
-  s.counter = voucher.counter;
+  let voucher = again;
+  if (voucher === undefined) {
+    const unsigned: Omit<Voucher, 'signature'> = { session: s.id, counter: s.counter + 1, spent: spent.toString(), request };
+    voucher = { ...unsigned, signature: signWithSessionKey(s.seed, voucherMessage(unsigned)) };
+  }
+  s.counter = Math.max(s.counter, voucher.counter);
   if (spent > BigInt(s.allowedRaw)) s.allowedRaw = spent.toString();
+  if (paymentId !== undefined && again === undefined) {
+    // On disk before it leaves: a rerun under the same id presents this voucher again, and gets its first answer.
+    const kept = Object.entries(s.named ?? {}).slice(-(NAMED_KEPT - 1));
+    s.named = Object.fromEntries([...kept, [paymentId, voucher]]);
+    await save(session, s);
+  }
   const headers = new Headers(init.headers);
-  headers.set(HEADERS.signature, encodeHeader({ x402Version: X402_VERSION, accepted: s.requirement, payload: voucher }));
+  headers.set(HEADERS.signature, encodeHeader({ x402Version: X402_VERSION, accepted: s.requirement, payload: voucher, ...(paymentId === undefined ? {} : { extensions: withPaymentId(paymentId) }) }));
   const response = await transport(url, { ...init, ...(body === undefined ? {} : { body }), headers, redirect: 'manual' });
   if (response.status === 402) {
     await response.arrayBuffer().catch(() => undefined);
-    return { response, ...refusalOf(response) } as { response: Response; refusal?: string; accepts?: PaymentRequirements[] };
+    // Not taken: the id is free again. A voucher sent again and refused was never charged (its call failed): a new one pays.
+    if (paymentId !== undefined) delete s.named?.[paymentId];
+    if (again !== undefined) return callWithVoucher(session, s, url, init, priceRaw, transport, paymentId);
+    const refusal = refusalOf(response);
+    if (ENDED.has(refusal)) s.state = 'closed';
+    return { response, refusal };
   }
   const settlement: SettleResponse | null = readSettlement(response);
   const standing = settlement?.session;
   if (response.status >= 400 || settlement?.success !== true || standing === undefined) return { response };
   const charged = /^\d+$/.test(standing.spent_raw) ? BigInt(standing.spent_raw) : -1n;
-  if (standing.id !== s.id || charged < BigInt(s.chargedRaw) || charged > spent) {
-    throw new NanoPayError('SERVICE_INCONSISTENT', `The seller says session ${s.id} now stands at ${standing.spent_raw} raw; our voucher allowed ${spent} raw after ${s.chargedRaw}. Nothing more is paid in it`);
+  const before = again === undefined ? BigInt(s.chargedRaw) : 0n;
+  if (standing.id !== s.id || charged < before || charged > BigInt(s.allowedRaw)) {
+    throw new NanoPayError('SERVICE_INCONSISTENT', `The seller says session ${s.id} now stands at ${standing.spent_raw} raw; our vouchers allowed ${s.allowedRaw} raw. Nothing more is paid in it`);
   }
-  const amount = charged - BigInt(s.chargedRaw);
-  s.chargedRaw = charged.toString();
+  const amount = settlement.amount !== undefined && /^\d+$/.test(settlement.amount) ? BigInt(settlement.amount) : charged - BigInt(s.chargedRaw);
+  if (charged > BigInt(s.chargedRaw)) s.chargedRaw = charged.toString();
   return {
     response,
-    paid: { session: s.id, pay_to: s.payTo, counter: voucher.counter, amount: rawToXno(amount), amount_raw: amount.toString(), spent_raw: s.chargedRaw, remaining_raw: (BigInt(s.depositRaw) - charged).toString(), opened: false },
+    paid: {
+      session: s.id,
+      pay_to: s.payTo,
+      counter: voucher.counter,
+      amount: rawToXno(amount),
+      amount_raw: amount.toString(),
+      spent_raw: charged.toString(),
+      remaining_raw: (BigInt(s.depositRaw) - charged).toString(),
+      opened: false,
+      repeated: again !== undefined,
+    },
   };
 }
 
@@ -316,11 +361,12 @@ export async function fetchInSession(session: Session, input: string | URL, init
   const url = String(input);
   const transport = answeredWithin(options.transport ?? fetch, session.deadlineMs());
   const origin = new URL(url).origin;
+  const paymentId = options.id === undefined ? undefined : paymentIdFor(session.profileName, options.id);
   const key = priceKey(init, new URL(url));
   const known = [...liveOf(session).values()].map((e) => e.s).find((s) => s.origin === origin && s.state === 'open' && s.prices[key] !== undefined);
   if (known !== undefined) {
     const first = await inTurn(session, known, async (s) => {
-      const call = await callWithVoucher(session, s, url, init, BigInt(s.prices[key] as string), transport);
+      const call = await callWithVoucher(session, s, url, init, BigInt(s.prices[key] as string), transport, paymentId);
       await saveCount(session, s);
       return call;
     });
@@ -334,37 +380,37 @@ export async function fetchInSession(session: Session, input: string | URL, init
   const ctx = await session.context(options.signal);
   const offer = sessionOffer(required.accepts, await payerNetwork(session, ctx), maxRaw);
   if (offer === undefined) return fetchWithPayment(session, url, init, options);
-  let s = await sessionFor(session, origin, offer, transport);
-  let opened = false;
-  if (s === undefined) {
-    s = await openSession(session, reached.url, offer, options, transport);
-    opened = true;
-  }
   const price = BigInt(offer.amount);
-  const made = await inTurn(session, s, async (held) => {
-    held.prices[key] = price.toString();
-    let call = await callWithVoucher(session, held, reached.url, reached.init, price, transport);
-    if (call.refusal !== undefined && RESYNC.has(call.refusal)) {
-      const standing = await standingOf(held, transport);
-      if (standing !== undefined) resync(held, standing);
-      call = await callWithVoucher(session, held, reached.url, reached.init, price, transport);
-    }
-    if (call.refusal !== undefined) {
-      if (ENDED.has(call.refusal)) held.state = 'closed';
-      await save(session, held);
-      throw new NanoPayError('X402_UNPAYABLE', `The seller refused a voucher of session ${held.id} (${call.refusal}); nothing was charged for this call`, {
+  // A session the seller ended meanwhile (closed elsewhere, idle, expired) is marked so, and a new one opened once.
+  for (let attempt = 0; ; attempt++) {
+    let s = await sessionFor(session, origin, offer, transport);
+    const opened = s === undefined;
+    s ??= await openSession(session, reached.url, offer, options, transport);
+    const made = await inTurn(session, s, async (held) => {
+      held.prices[key] = price.toString();
+      let call = await callWithVoucher(session, held, reached.url, reached.init, price, transport, paymentId);
+      if (call.refusal !== undefined && RESYNC.has(call.refusal)) {
+        const standing = await standingOf(held, transport);
+        if (standing !== undefined) resync(held, standing);
+        call = await callWithVoucher(session, held, reached.url, reached.init, price, transport, paymentId);
+      }
+      if (call.refusal !== undefined && ENDED.has(call.refusal)) held.state = 'closed';
+      await saveCount(session, held);
+      return call;
+    });
+    if (made.refusal !== undefined && ENDED.has(made.refusal) && !opened && attempt === 0) continue;
+    if (made.refusal !== undefined) {
+      throw new NanoPayError('X402_UNPAYABLE', `The seller refused a voucher of session ${s.id} (${made.refusal}); nothing was charged for this call`, {
         hint:
-          call.refusal === 'insufficient_funds'
-            ? `The session's deposit is spent: close it (nanopay sessions close ${held.id}) and a new one opens on the next call.`
-            : ENDED.has(call.refusal)
+          made.refusal === 'insufficient_funds'
+            ? `The session's deposit is spent: close it (nanopay sessions close ${s.id}) and a new one opens on the next call.`
+            : ENDED.has(made.refusal)
               ? 'The next call opens a new session.'
               : 'Try again.',
       });
     }
-    await saveCount(session, held);
-    return call;
-  });
-  return { response: made.response, ...(made.paid === undefined ? {} : { session: { ...made.paid, opened } }) };
+    return { response: made.response, ...(made.paid === undefined ? {} : { session: { ...made.paid, opened } }) };
+  }
 }
 
 /** An open session of ours with this seller: in this process, else on disk (its standing asked of the seller). */

@@ -6,18 +6,21 @@ import { HEADERS, decodeHeader, encodeHeader, isObject, type PaymentPayload, typ
 import type { SessionSeller } from './seller.js';
 import { SESSIONS_PATH, SESSION_SCHEME } from './wire.js';
 
-/** The session payload a request carries in PAYMENT-SIGNATURE, if it carries one (an `exact` payment, or none, is the paywall's). */
-export function sessionPayment(headers: IncomingHttpHeaders): PaymentPayload | undefined {
+/** The payment a request carries in PAYMENT-SIGNATURE (or X-PAYMENT), decoded; undefined when none or not JSON in base64. */
+export function presentedPayment(headers: IncomingHttpHeaders): Record<string, unknown> | undefined {
   const header = headers[HEADERS.signature] ?? headers[HEADERS.legacyPayment];
   if (header === undefined) return undefined;
-  let decoded: Record<string, unknown>;
   try {
-    decoded = decodeHeader(Array.isArray(header) ? (header[0] as string) : header, 'PAYMENT-SIGNATURE');
+    return decodeHeader(Array.isArray(header) ? (header[0] as string) : header, 'PAYMENT-SIGNATURE');
   } catch {
     return undefined;
   }
-  const accepted = decoded.accepted;
-  if (!isObject(accepted) || accepted.scheme !== SESSION_SCHEME || !isObject(decoded.payload)) return undefined;
+}
+
+/** The payment, if it is a session's voucher (an `exact` payment, or none, is the paywall's). */
+export function sessionPayment(decoded: Record<string, unknown> | undefined): PaymentPayload | undefined {
+  const accepted = decoded?.accepted;
+  if (!isObject(accepted) || accepted.scheme !== SESSION_SCHEME || !isObject(decoded?.payload)) return undefined;
   return decoded as unknown as PaymentPayload;
 }
 

@@ -8,6 +8,8 @@ import { SESSION_SCHEME, openMessage, receiptMessage, verifyAccountSignature, ve
 export interface ReceiptCheck {
   valid: boolean;
   problems: string[];
+  scheme: 'exact' | typeof SESSION_SCHEME;
+  /** The session id, or the settled block's hash. */
   session: string;
   payer: string;
   pay_to: string;
@@ -26,7 +28,8 @@ const RAW = /^\d{1,39}$/;
  * voucher, and the refund is the rest.
  */
 export function checkReceipt(value: unknown): ReceiptCheck {
-  if (!isObject(value) || value.scheme !== SESSION_SCHEME) throw new NanoPayError('INVALID_REQUEST', `A receipt is a JSON object with "scheme": "${SESSION_SCHEME}"`);
+  if (isObject(value) && value.scheme === 'exact') return checkExactReceipt(value);
+  if (!isObject(value) || value.scheme !== SESSION_SCHEME) throw new NanoPayError('INVALID_REQUEST', `A receipt is a JSON object with "scheme": "${SESSION_SCHEME}" or "exact"`);
   const r = value as unknown as SessionReceipt;
   const problems: string[] = [];
   const fields = ['network', 'session', 'payer', 'pay_to', 'session_key', 'open_signature', 'deposit_raw', 'spent_raw', 'refund_raw', 'seller_signature'] as const;
@@ -54,5 +57,26 @@ export function checkReceipt(value: unknown): ReceiptCheck {
     else if (spent > BigInt(voucher.spent)) problems.push(`spent_raw ${spent} is above what the final voucher allows (${voucher.spent})`);
   }
   if (BigInt(r.deposit_raw) - spent !== BigInt(r.refund_raw)) problems.push(`refund_raw ${r.refund_raw} is not deposit_raw − spent_raw`);
-  return { valid: problems.length === 0, problems, session: r.session, payer: r.payer, pay_to: r.pay_to, deposit_raw: r.deposit_raw, spent_raw: r.spent_raw, refund_raw: r.refund_raw };
+  return { valid: problems.length === 0, problems, scheme: SESSION_SCHEME, session: r.session, payer: r.payer, pay_to: r.pay_to, deposit_raw: r.deposit_raw, spent_raw: r.spent_raw, refund_raw: r.refund_raw };
+}
+
+/** A seller's receipt of one `exact` settlement: the block it settled, who paid whom how much, signed by pay_to. */
+export interface ExactReceipt {
+  scheme: 'exact';
+  network: string;
+  transaction: string;
+  payer: string;
+  pay_to: string;
+  amount_raw: string;
+  settled_at: string;
+  seller_signature: string;
+}
+
+function checkExactReceipt(value: Record<string, unknown>): ReceiptCheck {
+  const r = value as unknown as ExactReceipt;
+  const missing = (['network', 'transaction', 'payer', 'pay_to', 'amount_raw', 'settled_at', 'seller_signature'] as const).filter((f) => typeof r[f] !== 'string');
+  if (missing.length > 0) throw new NanoPayError('INVALID_REQUEST', `The receipt lacks ${missing.join(', ')}`);
+  if (!isValidAddress(r.payer) || !isValidAddress(r.pay_to) || !RAW.test(r.amount_raw)) throw new NanoPayError('INVALID_REQUEST', 'The receipt names an account that is not a Nano address, or an amount that is not raw');
+  const problems = verifyAccountSignature(r.pay_to, receiptMessage(r), r.seller_signature) ? [] : ['seller_signature is not the signature of pay_to over the receipt'];
+  return { valid: problems.length === 0, problems, scheme: 'exact', session: r.transaction, payer: r.payer, pay_to: r.pay_to, deposit_raw: r.amount_raw, spent_raw: r.amount_raw, refund_raw: '0' };
 }

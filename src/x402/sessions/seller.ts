@@ -358,26 +358,8 @@ export class SessionSeller {
   }
 
   /** The closed session's receipt, signed with the seller's key. */
-  async receipt(s: SellerSession): Promise<SessionReceipt> {
-    if (s.state !== 'closed' || s.refund === undefined) refuse('session_open', `The session ${s.id} is not closed yet`);
-    const unsigned: Omit<SessionReceipt, 'seller_signature'> = {
-      scheme: SESSION_SCHEME,
-      network: s.network,
-      session: s.id,
-      payer: s.payer,
-      pay_to: s.payTo,
-      session_key: s.sessionKey,
-      open_signature: s.openSignature,
-      deposits: s.deposits.map((d) => ({ hash: d.hash, amount_raw: d.raw })),
-      deposit_raw: sumDeposits(s).toString(),
-      spent_raw: s.charged,
-      refund_raw: (s.refund as { raw: string }).raw,
-      refund_block: (s.refund as { hash: string | null }).hash,
-      final_voucher: s.voucher ?? null,
-      reason: s.reason ?? 'closed',
-      closed_at: s.closedAt as string,
-    };
-    return { ...unsigned, seller_signature: await this.options.signReceipt(receiptMessage(unsigned)) };
+  receipt(s: SellerSession): Promise<SessionReceipt> {
+    return sessionReceipt(s, this.options.signReceipt);
   }
 
   /** Closes sessions past their idle time or expiry, and finishes closes cut short; every `everyMs` until stop. */
@@ -408,4 +390,28 @@ export class SessionSeller {
     await Promise.allSettled([...this.closing.values()]);
     await this.options.book.close();
   }
+}
+
+/** A closed session's receipt, signed by `sign` (the seller's account key over receiptMessage). */
+export async function sessionReceipt(s: SellerSession, sign: (message: Uint8Array) => Promise<string>): Promise<SessionReceipt> {
+  if (s.state !== 'closed' || s.refund === undefined) refuse('session_open', `The session ${s.id} is not closed yet`);
+  const refund = s.refund as { hash: string | null; raw: string };
+  const unsigned: Omit<SessionReceipt, 'seller_signature'> = {
+    scheme: SESSION_SCHEME,
+    network: s.network,
+    session: s.id,
+    payer: s.payer,
+    pay_to: s.payTo,
+    session_key: s.sessionKey,
+    open_signature: s.openSignature,
+    deposits: s.deposits.map((d) => ({ hash: d.hash, amount_raw: d.raw })),
+    deposit_raw: sumDeposits(s).toString(),
+    spent_raw: s.charged,
+    refund_raw: refund.raw,
+    refund_block: refund.hash,
+    final_voucher: s.voucher ?? null,
+    reason: s.reason ?? 'closed',
+    closed_at: s.closedAt as string,
+  };
+  return { ...unsigned, seller_signature: await sign(receiptMessage(unsigned)) };
 }

@@ -21,6 +21,8 @@ const TAGS = {
   voucher: 'nano-session/voucher/v1\n',
   close: 'nano-session/close/v1\n',
   receipt: 'nano-session/receipt/v1\n',
+  /** A seller's receipt of one `exact` settlement. */
+  exactReceipt: 'nano-x402/receipt/v1\n',
 } as const;
 
 const ascii = (text: string): Buffer => Buffer.from(text, 'utf8');
@@ -43,8 +45,9 @@ export function openMessage(network: string, payTo: string, depositHash: string,
 export function isSessionMessage(message: Uint8Array): boolean {
   const bytes = Buffer.from(message);
   const open = ascii(TAGS.open);
-  const receipt = ascii(TAGS.receipt);
-  if (bytes.subarray(0, receipt.length).equals(receipt)) return bytes.length > receipt.length && bytes[receipt.length] === 0x7b;
+  for (const receipt of [ascii(TAGS.receipt), ascii(TAGS.exactReceipt)]) {
+    if (bytes.subarray(0, receipt.length).equals(receipt)) return bytes.length > receipt.length && bytes[receipt.length] === 0x7b;
+  }
   if (bytes.length <= open.length + 96 || !bytes.subarray(0, open.length).equals(open)) return false;
   return /^[a-z0-9-]{1,32}:[A-Za-z0-9_-]{1,64}\n$/.test(bytes.subarray(open.length, bytes.length - 96).toString('latin1'));
 }
@@ -72,10 +75,10 @@ export function closeMessage(session: string): Buffer {
   return Buffer.concat([ascii(TAGS.close), hash32(session, 'Session id')]);
 }
 
-/** What the seller's Nano account key signs in a receipt: the receipt's canonical JSON (keys sorted), without its signature. */
+/** What the seller's Nano account key signs in a receipt: its tag (by scheme), then the receipt's canonical JSON (keys sorted) without its signature. */
 export function receiptMessage(receipt: object): Buffer {
   const { seller_signature: _signature, ...signed } = receipt as Record<string, unknown>;
-  return Buffer.concat([ascii(TAGS.receipt), ascii(canonicalJson(signed))]);
+  return Buffer.concat([ascii(signed.scheme === 'exact' ? TAGS.exactReceipt : TAGS.receipt), ascii(canonicalJson(signed))]);
 }
 
 const sha256 = (data: Uint8Array | string): Buffer => createHash('sha256').update(data).digest();

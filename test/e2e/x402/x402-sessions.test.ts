@@ -179,6 +179,62 @@ describe('nano-session through nanopay paywall --sessions and nanopay fetch --se
 
 });
 
+describe('payment-identifier (a retry gets the first answer) and the seller\'s receipts', () => {
+  it('exact: the same payment again under its id gets the first answer and pays nothing; another request under it is refused', async () => {
+    const first = await customer.json<Paid>(['fetch', `${paywall.printed.url}/report?n=1`, '--max', '0.01', '--yes', '--id', 'exact-retry-1']);
+    expect(first).toMatchObject({ status: 200, body: 'report for GET /report?n=1', payment: { repeated: false } });
+    const served = up.served;
+    const again = await customer.json<Paid>(['fetch', `${paywall.printed.url}/report?n=1`, '--max', '0.01', '--yes', '--id', 'exact-retry-1']);
+    expect(again).toMatchObject({ status: 200, body: 'report for GET /report?n=1', payment: { hash: first.payment?.hash, repeated: true, settlement: { success: true, transaction: first.payment?.hash } } });
+    expect(up.served).toBe(served);
+
+    // The seller exports a receipt of that settlement, signed with its key, which anyone checks.
+    const receipt = await merchant.run(['receipt', 'export', first.payment?.hash as string]);
+    const file = join(merchant.configDir, 'exact-receipt.json');
+    await writeFile(file, receipt.stdout);
+    expect(await merchant.json(['receipt', 'verify', file])).toMatchObject({ valid: true, scheme: 'exact', payer: first.payment?.payer, pay_to: merchantAddress, spent_raw: xnoToRaw('0.001').toString() });
+  });
+
+  it('session: a call again under its id gets the first answer without a second charge; the seller exports the closed session\'s receipt', async () => {
+    const first = await inSession('/report?n=2', ['--session-deposit', '0.05', '--id', 'session-retry-1']);
+    expect(first).toMatchObject({ status: 200, session: { repeated: false } });
+    const served = up.served;
+    const again = await inSession('/report?n=2', ['--id', 'session-retry-1']);
+    expect(again).toMatchObject({ status: 200, body: first.body, session: { session: first.session?.session, counter: first.session?.counter, spent_raw: first.session?.spent_raw, repeated: true } });
+    expect(up.served).toBe(served);
+    const other = await inSession('/report?n=3', ['--id', 'session-retry-1']);
+    expect(other).toMatchObject({ error: { code: 'IDEMPOTENCY_MISMATCH' } });
+
+    const id = first.session?.session as string;
+    const closed = await customer.json<Record<string, any>>(['sessions', 'close', id]);
+    const exported = await merchant.run(['receipt', 'export', id]);
+    expect(JSON.parse(exported.stdout)).toMatchObject({ session: id, spent_raw: xnoToRaw(closed.spent as string).toString(), refund_block: closed.refund_block });
+    const file = join(merchant.configDir, 'session-receipt.json');
+    await writeFile(file, exported.stdout);
+    expect(await merchant.json(['receipt', 'verify', file])).toMatchObject({ valid: true, scheme: 'nano-session' });
+  });
+
+  it('the paywall refuses one payment id for two requests (409) and replays the first answer to a raw retry', async () => {
+    const session = userSession(customer);
+    const opened = await fetchInSession(session, `${paywall.printed.url}/report?n=4`, {}, { maxXno: '0.01', depositXno: '0.05' });
+    const s = (await buyerSessions(session)).find((b) => b.id === opened.session?.session);
+    if (s === undefined) throw new Error(`no buyer session: ${opened.response.status} ${await opened.response.text()} ${JSON.stringify(opened.session)}`);
+    const voucher = (path: string, counter: number, spent: bigint) => {
+      const unsigned = { session: s.id, counter, spent: spent.toString(), request: requestDigest('GET', path, undefined) };
+      return { 'payment-signature': encodeHeader({ x402Version: 2, accepted: s.requirement, payload: { ...unsigned, signature: signWithSessionKey(s.seed, voucherMessage(unsigned)) }, extensions: { 'payment-identifier': { info: { id: 'raw_retry_0123456789' } } } }) };
+    };
+    const headers = voucher('/report?n=5', 100, xnoToRaw('0.002'));
+    const first = await fetch(`${paywall.printed.url}/report?n=5`, { headers });
+    expect(first.status).toBe(200);
+    const retry = await fetch(`${paywall.printed.url}/report?n=5`, { headers });
+    expect([retry.status, await retry.text(), retry.headers.get('payment-response')]).toEqual([200, await first.text(), first.headers.get('payment-response')]);
+    const conflict = await fetch(`${paywall.printed.url}/report?n=6`, { headers: voucher('/report?n=6', 101, xnoToRaw('0.003')) });
+    expect(conflict.status).toBe(409);
+    const required = decodeHeader((await fetch(`${paywall.printed.url}/report`)).headers.get('payment-required') as string, 'PAYMENT-REQUIRED');
+    expect(required.extensions).toMatchObject({ 'payment-identifier': { info: { required: false } } });
+  });
+});
+
 describe("the buyer's spending policy", () => {
   it('counts a deposit in the day when it leaves, and frees the refund when it is back', async () => {
     const users = await nodeMerchantAndCustomer(sb, {});
@@ -190,7 +246,7 @@ describe("the buyer's spending policy", () => {
       expect(first).toMatchObject({ status: 200, session: { opened: true } });
       // The first deposit counts in full while its session is open: a second one would pass the day's 0.08.
       const refused = await open(1);
-      expect(refused).toMatchObject({ _code: 7, error: { code: 'POLICY_DENIED', rule: 'day' } });
+      expect(refused, JSON.stringify(refused)).toMatchObject({ _code: 7, error: { code: 'POLICY_DENIED', rule: 'day' } });
       await users.customer.json(['sessions', 'close', first.session?.session as string]);
       // Closed: 0.049 came back, so the day counts 0.001 of it.
       const second = await open(1);
