@@ -1,5 +1,8 @@
-import { open, rename, type FileHandle } from 'node:fs/promises';
-import { join } from 'node:path';
+import { open, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { dirname, join } from 'node:path';
+import { NanoPayError } from '../../errors.js';
+import { alive } from '../../wallet/lock.js';
 import { ensurePrivateDir, readIfExists } from '../../fs/secure-fs.js';
 import type { Voucher } from './wire.js';
 
@@ -73,6 +76,7 @@ export class SessionBook {
 
   static async open(dir: string): Promise<SessionBook> {
     await ensurePrivateDir(dir);
+    await holdBook(join(dir, 'sessions.lock'));
     const book = new SessionBook(join(dir, 'sessions.log'));
     for (const [id, s] of await SessionBook.read(dir)) book.sessions.set(id, s);
     const compact = [...book.sessions.values()].map((s) => `${JSON.stringify({ s } satisfies Line)}\n`).join('');
@@ -124,5 +128,31 @@ export class SessionBook {
     while (this.flushing) await new Promise((resolve) => setImmediate(resolve));
     await this.handle?.close();
     this.handle = undefined;
+    await rm(join(dirname(this.path), 'sessions.lock'), { force: true });
+  }
+}
+
+/**
+ * One seller process keeps the book: a second paywall with sessions of the
+ * same profile would know only its own sessions and write over the other's
+ * lines. Held by a file naming the process; one left by a process that died
+ * on this host is taken over.
+ */
+async function holdBook(lock: string): Promise<void> {
+  const mine = JSON.stringify({ pid: process.pid, host: hostname() });
+  for (;;) {
+    try {
+      await writeFile(lock, mine, { flag: 'wx', mode: 0o600 });
+      return;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    const held = JSON.parse((await readIfExists(lock)) || '{}') as { pid?: number; host?: string };
+    if (typeof held.pid === 'number' && (held.host !== hostname() || alive(held.pid))) {
+      throw new NanoPayError('CONFLICT', `Another paywall with sessions of this profile runs (process ${held.pid}${held.host === hostname() ? '' : ` on ${held.host}`}); one process keeps a seller's sessions`, {
+        hint: 'Stop it first, or sell sessions from one paywall (it can front several routes).',
+      });
+    }
+    await rm(lock, { force: true });
   }
 }

@@ -238,7 +238,9 @@ describe('payment-identifier (a retry gets the first answer) and the seller\'s r
 describe("the buyer's spending policy", () => {
   it('counts a deposit in the day when it leaves, and frees the refund when it is back', async () => {
     const users = await nodeMerchantAndCustomer(sb, {});
-    const sellers = await Promise.all([0, 1].map(() => startCommand<{ url: string }>(['paywall', '--upstream', up.url, '--price', '0.001', '--sessions', '--session-deposit', '0.05', '--json'], users.merchant.env)));
+    // Two sellers (one profile keeps one paywall's sessions).
+    const other = await nodeMerchantAndCustomer(sb, {});
+    const sellers = await Promise.all([users.merchant, other.merchant].map((m) => startCommand<{ url: string }>(['paywall', '--upstream', up.url, '--price', '0.001', '--sessions', '--session-deposit', '0.05', '--json'], m.env)));
     try {
       expect((await users.customer.json(['policy', 'set', 'day', '0.08']))._code).toBe(0);
       const open = (seller: number) => users.customer.json<Paid>(['fetch', `${sellers[seller]?.printed.url}/report`, '--session', '--max', '0.01', '--yes', '--session-deposit', '0.05']);
@@ -253,14 +255,23 @@ describe("the buyer's spending policy", () => {
       expect(second).toMatchObject({ status: 200, session: { opened: true } });
     } finally {
       for (const s of sellers) await s.stop();
-      for (const u of [users.merchant, users.customer]) await rm(u.configDir, { recursive: true, force: true });
+      for (const u of [users.merchant, users.customer, other.merchant, other.customer]) await rm(u.configDir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('one seller process per profile', () => {
+  it('a second paywall with sessions of the same profile is refused while the first runs', async () => {
+    const second = await merchant.run(['paywall', '--upstream', up.url, '--price', '0.001', '--sessions', '--json']);
+    expect(second.code).not.toBe(0);
+    expect(JSON.parse(second.stdout)).toMatchObject({ error: { code: 'CONFLICT', message: expect.stringMatching(/Another paywall with sessions/) } });
   });
 });
 
 describe('a session the buyer leaves idle', () => {
   it('is closed and refunded by the seller; the buyer reads the receipt and the refund from its ledger', async () => {
-    const idle = await startCommand<{ url: string }>(['paywall', '--upstream', up.url, '--price', '0.001', '--sessions', '--session-deposit', '0.02', '--session-idle', '2s', '--json'], merchant.env);
+    const seller = (await nodeMerchantAndCustomer(sb, {})).merchant;
+    const idle = await startCommand<{ url: string }>(['paywall', '--upstream', up.url, '--price', '0.001', '--sessions', '--session-deposit', '0.02', '--session-idle', '2s', '--json'], seller.env);
     try {
       const opened = await customer.json<Paid>(['fetch', `${idle.printed.url}/report`, '--session', '--max', '0.01', '--yes']);
       const id = opened.session?.session as string;
@@ -269,6 +280,7 @@ describe('a session the buyer leaves idle', () => {
       expect(closed).toMatchObject({ spent: '0.001', refunded: '0.019', refund_confirmed: true });
     } finally {
       await idle.stop();
+      await rm(seller.configDir, { recursive: true, force: true });
     }
   });
 });
