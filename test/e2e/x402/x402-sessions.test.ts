@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer, request as httpRequest, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -265,6 +265,74 @@ describe('one seller process per profile', () => {
     const second = await merchant.run(['paywall', '--upstream', up.url, '--price', '0.001', '--sessions', '--json']);
     expect(second.code).not.toBe(0);
     expect(JSON.parse(second.stdout)).toMatchObject({ error: { code: 'CONFLICT', message: expect.stringMatching(/Another paywall with sessions/) } });
+  });
+});
+
+/** A pass-through to the sandbox's node RPC that can hold the next `process` of a send from `account` until told what to do with it. */
+async function processGate(target: string): Promise<{ url: string; holdSendFrom(account: string): Promise<(forward: boolean) => void>; close(): Promise<void> }> {
+  let waiting: { account: string; reached: (settle: (forward: boolean) => void) => void } | undefined;
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const pass = (): void => {
+        const out = httpRequest(target, { method: req.method, headers: { ...req.headers, host: new URL(target).host } }, (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        });
+        out.on('error', () => res.destroy());
+        out.end(body);
+      };
+      const text = body.toString();
+      const held = waiting;
+      if (held !== undefined && text.includes('"process"') && text.includes('"send"') && text.includes(held.account)) {
+        waiting = undefined;
+        return held.reached((forward) => (forward ? pass() : res.destroy()));
+      }
+      pass();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    holdSendFrom: (account) => new Promise((reached) => (waiting = { account, reached })),
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+describe('a seller killed while it sends a refund', () => {
+  it('sends the same refund block when it starts again: one refund, the rest of the deposit exactly', async () => {
+    const users = await nodeMerchantAndCustomer(sb, {});
+    const gate = await processGate(sb.url);
+    const sellerEnv = { ...users.merchant.env, NANOPAY_NODE_URL: gate.url };
+    let seller = await startCommand<{ url: string; pay_to: string }>(['paywall', '--upstream', up.url, '--price', '0.001', '--sessions', '--session-deposit', '0.02', '--json'], sellerEnv);
+    try {
+      const buyerStart = await balanceRaw(users.customer);
+      const opened = await users.customer.json<Paid>(['fetch', `${seller.printed.url}/report`, '--session', '--max', '0.01', '--yes']);
+      const id = opened.session?.session as string;
+      const held = gate.holdSendFrom(seller.printed.pay_to);
+      const closing = spawn(process.execPath, [BIN, 'sessions', 'close', id, '--json'], { env: users.customer.env, stdio: 'ignore' });
+      const settle = await held;
+      // The refund is signed and on its way to the ledger: the seller dies here, and the block lands without it.
+      seller.child.kill('SIGKILL');
+      await seller.stop();
+      closing.kill('SIGKILL');
+      settle(true);
+      const port = new URL(seller.printed.url).port;
+      seller = await startCommand(['paywall', '--upstream', up.url, '--price', '0.001', '--sessions', '--session-deposit', '0.02', '--port', port, '--json'], users.merchant.env);
+      const closed = await users.customer.json<Record<string, any>>(['sessions', 'close', id]);
+      expect(closed).toMatchObject({ spent: '0.001', refunded: '0.019', refund_confirmed: true });
+      // One refund: the buyer is out exactly the one call.
+      expect(buyerStart - (await balanceRaw(users.customer))).toBe(xnoToRaw('0.001'));
+    } finally {
+      await seller.stop();
+      await gate.close();
+      for (const u of [users.merchant, users.customer]) await rm(u.configDir, { recursive: true, force: true });
+    }
   });
 });
 
