@@ -154,13 +154,16 @@ async function main() {
     };
     const perSecond = await loadOn(LOAD_SECONDS);
 
-    // kill -9 of the seller under load, then started again on the same port: what it served, it kept.
-    const port = new URL(paywall.url).port;
-    const killedUnder = loadOn(2);
-    await new Promise((resolve) => setTimeout(resolve, 700));
-    paywall.child.kill('SIGKILL');
-    await killedUnder;
-    paywall = await startPaywall(env, upstreamUrl, Number(port));
+    // kill -9 of the seller under load, then started again on the same port: what it served, it kept. BENCH_KILL=0
+    // leaves it out (to profile the paywall: NODE_OPTIONS=--cpu-prof writes its profile when it stops).
+    if (process.env.BENCH_KILL !== '0') {
+      const port = new URL(paywall.url).port;
+      const killedUnder = loadOn(2);
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      paywall.child.kill('SIGKILL');
+      await killedUnder;
+      paywall = await startPaywall(env, upstreamUrl, Number(port));
+    }
     for (const s of sessions) {
       const standing = (await get(`${paywall.url}/.well-known/x402/sessions/${s.id}`)).body;
       const seen = JSON.parse(standing);
@@ -193,7 +196,9 @@ async function main() {
     console.log(`  after kill -9 of the seller under load: ${lost} raw lost, ${unvouched} sessions charged beyond a voucher or served unpaid`);
     console.log(`  ${before.after()}`);
   } finally {
+    const stopped = new Promise((resolve) => paywall.child.once('exit', resolve));
     paywall.child.kill('SIGTERM');
+    await stopped;
     upstream.close();
     agent.destroy();
     await sandbox.close();

@@ -31,9 +31,12 @@ export interface BuyerSession {
   sessionKey: string;
   /** The requirement offered, echoed in every voucher's payload. */
   requirement: PaymentRequirements;
-  /** The opening block, presented again if its answer was lost. */
+  /** The opening block and the account's signature of the opening, presented again if their answer was lost. */
   block: StateBlock;
+  openSignature?: string;
   depositRaw: string;
+  /** The opening deposit: what a top-up adds unless --session-deposit says. */
+  openingRaw?: string;
   /** The highest `spent` a voucher of ours allowed: the most the seller can ever keep. */
   allowedRaw: string;
   /** What the seller said it charged so far (never above allowedRaw). */
@@ -143,7 +146,8 @@ function resync(s: BuyerSession, standing: Record<string, unknown>): void {
   s.chargedRaw = charged.toString();
   const counter = Math.max(proven ? (shown as Voucher).counter : 0, typeof standing.counter === 'number' ? standing.counter : 0);
   if (counter > s.counter) s.counter = counter;
-  if (standing.state !== 'open') s.state = 'closed';
+  if (standing.state === 'open') s.state = 'open';
+  else if (standing.state === 'closing' || standing.state === 'closed') s.state = 'closed';
 }
 
 /** The session offer in a 402 this wallet can take: on its network, in XNO, to a Nano address, within the maximum a call. */
@@ -199,7 +203,9 @@ async function openSession(session: Session, url: string, offer: PaymentRequirem
         sessionKey: key.publicKey,
         requirement: offer,
         block,
+        openSignature: signature,
         depositRaw: depositRaw.toString(),
+        openingRaw: depositRaw.toString(),
         allowedRaw: '0',
         chargedRaw: '0',
         counter: 0,
@@ -216,6 +222,33 @@ async function openSession(session: Session, url: string, offer: PaymentRequirem
   });
   if (opened === undefined) throw new NanoPayError('INTERNAL_ERROR', 'The session deposit was not presented');
   return opened;
+}
+
+/**
+ * Tops up an open session whose deposit is spent: another deposit of the
+ * same amount as the first (or --session-deposit), through the same guarded
+ * path, presented to the session's top-up endpoint.
+ */
+async function topUp(session: Session, s: BuyerSession, options: SessionFetchOptions, url: string, transport: Transport): Promise<void> {
+  const raw = options.depositXno === undefined ? BigInt(s.openingRaw ?? s.depositRaw) : xnoToRaw(options.depositXno);
+  const ctx = boundedWork(await session.context(options.signal), session.workBoundMs());
+  const signer = await session.account(s.wallet, s.index);
+  const threshold = statedThreshold(s.requirement);
+  await move(ctx, {
+    signer,
+    to: s.payTo,
+    amountRaw: raw,
+    note: { chequeFor: `${s.sessionsUrl}/${s.id}/deposit` },
+    spend: x402Spend(url, { ...s.requirement, amount: raw.toString() }, options.approval, undefined),
+    ...(threshold === undefined ? {} : { workThreshold: threshold }),
+    readHead: confirmedHead(ctx, signer.address, 15_000, options.signal),
+    ...(options.confirm === undefined ? {} : { confirm: options.confirm }),
+    submit: async (block) => {
+      await presentDeposit(ctx.api, s, block, raw, transport);
+      s.depositRaw = (BigInt(s.depositRaw) + raw).toString();
+      await save(session, s);
+    },
+  });
 }
 
 /** Presents a deposit (an opening, or a top-up of `s`) and waits for our ledger to show it confirmed. */
@@ -394,6 +427,10 @@ export async function fetchInSession(session: Session, input: string | URL, init
         if (standing !== undefined) resync(held, standing);
         call = await callWithVoucher(session, held, reached.url, reached.init, price, transport, paymentId);
       }
+      if (call.refusal === 'insufficient_funds') {
+        await topUp(session, held, options, reached.url, transport);
+        call = await callWithVoucher(session, held, reached.url, reached.init, price, transport, paymentId);
+      }
       if (call.refusal !== undefined && ENDED.has(call.refusal)) held.state = 'closed';
       await saveCount(session, held);
       return call;
@@ -402,9 +439,7 @@ export async function fetchInSession(session: Session, input: string | URL, init
     if (made.refusal !== undefined) {
       throw new NanoPayError('X402_UNPAYABLE', `The seller refused a voucher of session ${s.id} (${made.refusal}); nothing was charged for this call`, {
         hint:
-          made.refusal === 'insufficient_funds'
-            ? `The session's deposit is spent: close it (nanopay sessions close ${s.id}) and a new one opens on the next call.`
-            : ENDED.has(made.refusal)
+          ENDED.has(made.refusal)
               ? 'The next call opens a new session.'
               : 'Try again.',
       });
@@ -419,8 +454,9 @@ async function sessionFor(session: Session, origin: string, offer: PaymentRequir
   const held = [...liveOf(session).values()].map((e) => e.s).find((s) => s.origin === origin && s.payTo === payTo && s.network === offer.network && s.state === 'open');
   if (held !== undefined) return held;
   for (const s of await buyerSessions(session)) {
-    if (s.origin !== origin || s.payTo !== payTo || s.network !== offer.network || s.state !== 'open') continue;
-    const standing = await standingOf(s, transport).catch(() => undefined);
+    if (s.origin !== origin || s.payTo !== payTo || s.network !== offer.network || s.state === 'closed') continue;
+    let standing = await standingOf(s, transport).catch(() => undefined);
+    if (standing === undefined && s.state === 'opening') standing = await resumeOpening(session, s, transport);
     if (standing === undefined) continue;
     resync(s, standing);
     if (s.state !== 'open') {
@@ -431,6 +467,29 @@ async function sessionFor(session: Session, origin: string, offer: PaymentRequir
     return s;
   }
   return undefined;
+}
+
+/**
+ * An opening whose answer this profile never got (the process died): the
+ * same deposit block and signature presented again, which the seller
+ * answers with the same session. One the ledger never took (cancelled by the
+ * account's next block) is marked closed: nothing was spent.
+ */
+async function resumeOpening(session: Session, s: BuyerSession, transport: Transport): Promise<Record<string, unknown> | undefined> {
+  if (s.openSignature === undefined) return undefined;
+  try {
+    await presentDeposit(await session.api(), s, s.block, BigInt(s.depositRaw), transport, { sessionKey: s.sessionKey, signature: s.openSignature });
+  } catch (error) {
+    if (!(error instanceof NanoPayError) || error.code !== 'X402_UNSETTLED') throw error;
+    if (await session.api().then((api) => api.blockInfo(s.id)).then(() => false, () => true)) {
+      s.state = 'closed';
+      await save(session, s);
+    }
+    return undefined;
+  }
+  s.state = 'open';
+  await save(session, s);
+  return standingOf(s, transport);
 }
 
 export interface ClosedSession {

@@ -336,6 +336,55 @@ describe('a seller killed while it sends a refund', () => {
   });
 });
 
+describe('a buyer', () => {
+  it('tops its session up when the deposit is spent, in the same session', async () => {
+    const users = await nodeMerchantAndCustomer(sb, {});
+    const seller = await startCommand<{ url: string }>(['paywall', '--upstream', up.url, '--price', '0.001', '--sessions', '--session-deposit', '0.002', '--json'], users.merchant.env);
+    try {
+      const call = () => users.customer.json<Paid>(['fetch', `${seller.printed.url}/report`, '--session', '--max', '0.01', '--yes']);
+      const first = await call();
+      await call();
+      const third = await call();
+      expect(third).toMatchObject({ status: 200, session: { session: first.session?.session, counter: 3, spent_raw: xnoToRaw('0.003').toString(), remaining_raw: xnoToRaw('0.001').toString() } });
+      const closed = await users.customer.json<Record<string, any>>(['sessions', 'close', first.session?.session as string]);
+      expect(closed).toMatchObject({ deposit: '0.004', spent: '0.003', refunded: '0.001', refund_confirmed: true });
+      expect(closed.receipt).toBeUndefined();
+      const receipt = JSON.parse((await users.customer.run(['sessions', 'receipt', first.session?.session as string])).stdout) as { deposits: unknown[] };
+      expect(receipt.deposits).toHaveLength(2);
+    } finally {
+      await seller.stop();
+      for (const u of [users.merchant, users.customer]) await rm(u.configDir, { recursive: true, force: true });
+    }
+  });
+
+  it('killed after its deposit left and before the answer: the rerun finds the same session, one deposit', async () => {
+    const users = await nodeMerchantAndCustomer(sb, {});
+    const gate = await processGate(sb.url);
+    const seller = await startCommand<{ url: string }>(['paywall', '--upstream', up.url, '--price', '0.001', '--sessions', '--session-deposit', '0.02', '--json'], { ...users.merchant.env, NANOPAY_NODE_URL: gate.url });
+    try {
+      const buyerStart = await balanceRaw(users.customer);
+      const held = gate.holdSendFrom(await userSession(users.customer).address());
+      const opening = spawn(process.execPath, [BIN, 'fetch', `${seller.printed.url}/report`, '--session', '--max', '0.01', '--yes'], { env: users.customer.env, stdio: 'ignore' });
+      const settle = await held;
+      opening.kill('SIGKILL');
+      await new Promise((resolve) => opening.once('close', resolve));
+      // The seller publishes the deposit; the buyer that sent it is gone.
+      settle(true);
+      const rerun = await users.customer.json<Paid>(['fetch', `${seller.printed.url}/report`, '--session', '--max', '0.01', '--yes']);
+      expect(rerun).toMatchObject({ status: 200, session: { opened: false } });
+      const listed = await users.customer.json<{ sessions: Record<string, any>[] }>(['sessions']);
+      expect(listed.sessions).toHaveLength(1);
+      const closed = await users.customer.json<Record<string, any>>(['sessions', 'close', rerun.session?.session as string]);
+      expect(closed).toMatchObject({ deposit: '0.02', refund_confirmed: true });
+      expect(buyerStart - (await balanceRaw(users.customer))).toBe(xnoToRaw(closed.spent as string));
+    } finally {
+      await seller.stop();
+      await gate.close();
+      for (const u of [users.merchant, users.customer]) await rm(u.configDir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('a session the buyer leaves idle', () => {
   it('is closed and refunded by the seller; the buyer reads the receipt and the refund from its ledger', async () => {
     const seller = (await nodeMerchantAndCustomer(sb, {})).merchant;
