@@ -327,4 +327,49 @@ describe.skipIf(skip !== undefined)('latency on the real node, beside its own co
     }
     for (const shop of shops) record(`(d) \`checkout serve\` (${shop.name}): published → the page's "paid" event`, shop.ours, shop.node);
   }, TIMEOUT);
+
+  it('(e) a Nano session through the SDK against nanopay paywall --sessions on the node: open (the deposit confirmed), paid − unpaid in it, close (the refund confirmed)', async () => {
+    const upstream: Server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"answer":42}'));
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    const seller = await nodeUser(node);
+    await seller.session.close();
+    const { port } = upstream.address() as { port: number };
+    const paywall = await startCommand<{ url: string }>(['paywall', '--upstream', `http://127.0.0.1:${port}`, '--price', '0.001', '--route', 'GET /free=0', '--sessions', '--session-deposit', '0.1', '--to', seller.address, '--json'], seller.user.env);
+    const buyer = await fundedNodeUser(10n);
+    const client = new NanoPay({ password: PASSWORD, env: buyer.user.env });
+    try {
+      const url = paywall.printed.url;
+      let started = performance.now();
+      const opened = await client.fetchInSession(`${url}/paid`, {}, { maxXno: '0.01', depositXno: '0.1' });
+      const openMs = performance.now() - started;
+      expect([opened.response.status, opened.session?.opened]).toEqual([200, true]);
+      const unpaid: number[] = [];
+      const paid: number[] = [];
+      for (let i = 0; i < Math.max(ROUNDS, 2) * 10; i++) {
+        started = performance.now();
+        expect((await fetch(`${url}/free`)).status).toBe(200);
+        unpaid.push(performance.now() - started);
+        started = performance.now();
+        const call = await client.fetchInSession(`${url}/paid`, {}, { maxXno: '0.01' });
+        paid.push(performance.now() - started);
+        expect(await call.response.json()).toEqual({ answer: 42 });
+        expect(call.session).toMatchObject({ session: opened.session?.session, opened: false });
+      }
+      started = performance.now();
+      const closed = await client.closeSession(opened.session?.session as string);
+      const closeMs = performance.now() - started;
+      const calls = paid.length + 1;
+      expect(closed).toMatchObject({ spent: (Number(calls) / 1000).toString(), refund_confirmed: true });
+      if (PRINT) {
+        const over = paid.map((ms) => ms - median(unpaid));
+        lines.push(
+          `| (e) x402 in a Nano session through the SDK (${calls} calls): paid − unpaid; open (deposit confirmed) ${f(openMs)} ms, close (refund confirmed) ${f(closeMs)} ms | ${spread(over)} | no block per call | — | ${verdict(median(over) <= 2)} (goal ≤ 2 ms) |`,
+        );
+      }
+    } finally {
+      await paywall.stop();
+      await client.session.close();
+      upstream.close();
+    }
+  }, TIMEOUT);
 });
