@@ -36,6 +36,9 @@ export interface SellerSession {
   closedAt?: string;
 }
 
+/** Lines the log may hold (besides four a session) before it is compacted. */
+const COMPACT_AT = 100_000;
+
 /** One line of the book: a session's whole state after a change (the last line of an id wins). */
 interface Line {
   s: SellerSession;
@@ -55,8 +58,13 @@ export class SessionBook {
   private handle: FileHandle | undefined;
   private queued: { line: string; done: () => void; failed: (error: unknown) => void }[] = [];
   private flushing = false;
+  /** Lines in the log: past a few per session it is written again compact (between two batches). */
+  private lines = 0;
 
-  private constructor(private readonly path: string) {}
+  private constructor(
+    private readonly path: string,
+    private readonly compactAt: number,
+  ) {}
 
   /** The sessions as the log holds them, read only (a paywall may be writing it). */
   static async read(dir: string): Promise<Map<string, SellerSession>> {
@@ -74,19 +82,12 @@ export class SessionBook {
     return sessions;
   }
 
-  static async open(dir: string): Promise<SessionBook> {
+  static async open(dir: string, compactAt = COMPACT_AT): Promise<SessionBook> {
     await ensurePrivateDir(dir);
     await holdBook(join(dir, 'sessions.lock'));
-    const book = new SessionBook(join(dir, 'sessions.log'));
+    const book = new SessionBook(join(dir, 'sessions.log'), compactAt);
     for (const [id, s] of await SessionBook.read(dir)) book.sessions.set(id, s);
-    const compact = [...book.sessions.values()].map((s) => `${JSON.stringify({ s } satisfies Line)}\n`).join('');
-    const fresh = `${book.path}.new`;
-    const handle = await open(fresh, 'w', 0o600);
-    await handle.writeFile(compact);
-    await handle.datasync();
-    await handle.close();
-    await rename(fresh, book.path);
-    book.handle = await open(book.path, 'a', 0o600);
+    await book.compact();
     return book;
   }
 
@@ -108,6 +109,19 @@ export class SessionBook {
     });
   }
 
+  /** The log written again with one line per session (its last state), in place of the old one at once (a rename). */
+  private async compact(): Promise<void> {
+    const fresh = `${this.path}.new`;
+    const handle = await open(fresh, 'w', 0o600);
+    await handle.writeFile([...this.sessions.values()].map((s) => `${JSON.stringify({ s } satisfies Line)}\n`).join(''));
+    await handle.datasync();
+    await handle.close();
+    await rename(fresh, this.path);
+    await this.handle?.close();
+    this.handle = await open(this.path, 'a', 0o600);
+    this.lines = this.sessions.size;
+  }
+
   private async flush(): Promise<void> {
     const batch = this.queued;
     this.queued = [];
@@ -116,10 +130,13 @@ export class SessionBook {
       if (handle === undefined) throw new Error('The session book is closed');
       await handle.write(batch.map((q) => q.line).join(''));
       await handle.datasync();
+      this.lines += batch.length;
       for (const q of batch) q.done();
     } catch (error) {
       for (const q of batch) q.failed(error);
     }
+    // Every state is on disk twice over (the old lines and the compact ones) until the rename: a crash keeps one.
+    if (this.lines > Math.max(this.compactAt, 4 * this.sessions.size)) await this.compact().catch(() => undefined);
     if (this.queued.length > 0) return this.flush();
     this.flushing = false;
   }
