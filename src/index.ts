@@ -35,6 +35,7 @@ export type { X402Quote } from './x402/quote.js';
 export type { ClosedSession, SessionFetch, SessionFetchOptions, SessionPayment, SessionShown } from './x402/sessions/buyer.js';
 export type { SessionReceipt } from './x402/sessions/seller.js';
 export { checkReceipt, type ReceiptCheck } from './x402/sessions/receipts.js';
+export type { PaidToolCall, ToolPayment, ToolPayOptions } from './x402/mcp/tool-buyer.js';
 export type { LanesResult, LanesSetResult, LaneShown } from './ops/lanes/lanes.js';
 export type { X402Middleware, RequestPrice } from './x402/middleware.js';
 export { AgentClient, AgentError } from './sdk/agent-client.js';

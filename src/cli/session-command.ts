@@ -1,6 +1,7 @@
 import { Flags } from '@oclif/core';
 import { Session, parseCallTimeout, type PasswordSource } from '../ops/session.js';
 import { BaseCommand } from './base-command.js';
+import type { FrontEnd } from '../ops/spending/policy.js';
 import { NanoPayError } from '../errors.js';
 import { passwordSource, passwordVia, promptingUnlock, type PasswordFlags } from './input/password.js';
 import { workSpinner } from './output/work-progress.js';
@@ -35,13 +36,14 @@ export abstract class SessionCommand extends BaseCommand {
   /** Commands that store into a new profile, or list an empty one; the others refuse a profile that does not exist. */
   protected static allowsNewProfile = false;
 
-  protected session(flags: { profile?: string; timeout?: string | number } & PasswordFlags): Session {
+  /** `frontEnd`: who the spending policy judges this command as (an MCP proxy for agents is `mcp`). */
+  protected session(flags: { profile?: string; timeout?: string | number } & PasswordFlags, frontEnd: FrontEnd = 'cli'): Session {
     const password = passwordSource(flags);
     // A number is a watch's own --timeout (status, receive, request): its bound is the whole watch's.
     const deadline = typeof flags.timeout === 'string' ? parseCallTimeout(flags.timeout, '--timeout') * 1000 : undefined;
     const session = new Session({
       password,
-      frontEnd: 'cli',
+      frontEnd,
       passwordVia: passwordVia(flags),
       // A spend above an "ask above" rule is asked about here on a terminal (--yes does not skip it; yes needs the password); without one it waits for an approval.
       // stderr first: process.stdin is a stream made at its first use, which a script's command (stderr a pipe) need not make.
@@ -63,4 +65,10 @@ export abstract class SessionCommand extends BaseCommand {
     this.sessions.push(session);
     return session;
   }
+}
+
+/** The command a wrapping command runs: what follows the first `--` of its arguments, as given (its own flags untouched). */
+export function commandAfterDashes(argv: readonly string[]): string[] {
+  const dashes = argv.indexOf('--');
+  return dashes === -1 ? [] : argv.slice(dashes + 1);
 }

@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { backendCheck, serverFlags, ServerRuntime, writableDirCheck } from '../cli/server-runtime.js';
-import { SessionCommand } from '../cli/session-command.js';
+import { SessionCommand, commandAfterDashes } from '../cli/session-command.js';
 import { NanoPayError } from '../errors.js';
 import { normalizeAddress, rawToXno, xnoToRaw } from '../nano/index.js';
 import { parseNetwork } from '../x402/network.js';
@@ -11,6 +11,8 @@ import type { NanoSettler } from '../x402/facilitator.js';
 import { profileSessionSeller } from '../x402/sessions/profile-seller.js';
 import type { SessionSeller } from '../x402/sessions/seller.js';
 import { parseDuration } from '../ops/duration.js';
+import { ToolPaywall } from '../x402/mcp/tool-paywall.js';
+import { forwardCall, serveStdioProxy } from '../x402/mcp/stdio-proxy.js';
 import { AnswerStore, PAYMENT_IDENTIFIER, paymentIdentifierOffer } from '../x402/answers.js';
 
 export default class PaywallCommand extends SessionCommand {
@@ -35,8 +37,10 @@ Ctrl-C, which drain it: requests in flight finish within --drain-timeout, then i
     "<%= config.bin %> paywall --upstream http://127.0.0.1:8080 --price 0 --route 'GET /premium/*=0.01' --port 4021",
   ];
   static override flags = {
-    upstream: Flags.string({ description: 'the API to forward to (http://host:port[/prefix])', required: true }),
-    price: Flags.string({ description: 'price of a request in XNO (0: free unless a --route prices it)', required: true }),
+    upstream: Flags.string({ description: 'the API to forward to (http://host:port[/prefix]); with --mcp, the MCP server is the command after --', exclusive: ['mcp'] }),
+    price: Flags.string({ description: 'price of a request in XNO (0: free unless a --route prices it); with --mcp, of a tool no --tool names (default 0)' }),
+    mcp: Flags.boolean({ description: 'sell the tools of the MCP server started by the command after -- (stdio), priced by --tool; this process speaks MCP on its stdio' }),
+    tool: Flags.string({ description: "with --mcp: a tool's price, 'NAME=XNO' (repeatable)", multiple: true, default: [], dependsOn: ['mcp'] }),
     route: Flags.string({ description: "price for a method and path: 'METHOD /path/*=XNO [settle=before|after]' (repeatable; the first match wins)", multiple: true, default: [] }),
     to: Flags.string({ description: 'address paid (default: the active account)' }),
     network: Flags.string({ description: 'the x402 network (nano:mainnet…) when the node does not say; one that says must agree (default: x402-network)' }),
@@ -51,15 +55,21 @@ Ctrl-C, which drain it: requests in flight finish within --drain-timeout, then i
     ...serverFlags,
   };
 
+  static override strict = false;
+
   async run(): Promise<void> {
-    const { flags } = await this.parse(PaywallCommand);
+    const { flags, argv } = await this.parse(PaywallCommand);
+    if (flags.mcp) return this.sellTools(flags, commandAfterDashes(this.argv));
     const runtime = new ServerRuntime(flags);
+    if (flags.upstream === undefined || flags.price === undefined) throw new NanoPayError('USAGE', 'paywall needs --upstream URL and --price XNO (or --mcp and the MCP server command after --)');
     if (!URL.canParse(flags.upstream) || !/^https?:$/.test(new URL(flags.upstream).protocol)) {
       throw new NanoPayError('USAGE', `--upstream must be an http(s) URL, not "${flags.upstream}"`);
     }
+    if ((argv as string[]).length > 0) throw new NanoPayError('USAGE', `paywall takes no arguments (got ${(argv as string[]).join(' ')}); the command after -- is for --mcp`);
     const routes = flags.route.map(parseRoute);
     const defaultRaw = xnoToRaw(flags.price);
     const session = this.session(flags);
+    const upstream = flags.upstream;
     const payTo = normalizeAddress(flags.to ?? (await session.address()));
     const settler = await profileSettler(session, flags.network === undefined ? {} : { network: parseNetwork(flags.network, '--network') });
     const network = await settler.network();
@@ -70,7 +80,7 @@ Ctrl-C, which drain it: requests in flight finish within --drain-timeout, then i
       startPaywallServer({
         host: flags.host,
         port: flags.port,
-        upstream: flags.upstream,
+        upstream,
         paywall,
         routes,
         defaultRaw,
@@ -83,15 +93,33 @@ Ctrl-C, which drain it: requests in flight finish within --drain-timeout, then i
     );
     sessions?.start();
     if (this.jsonEnabled()) {
-      const started = { url: server.url, upstream: flags.upstream, network, pay_to: payTo, price: rawToXno(defaultRaw), price_raw: defaultRaw.toString(), sessions: sessions !== undefined, ...probesShown };
+      const started = { url: server.url, upstream, network, pay_to: payTo, price: rawToXno(defaultRaw), price_raw: defaultRaw.toString(), sessions: sessions !== undefined, ...probesShown };
       process.stdout.write(`${JSON.stringify(started)}\n`);
     } else {
-      this.log(`x402 paywall (${network}): ${server.url} -> ${flags.upstream}\nPrice: ${rawToXno(defaultRaw)} XNO per request${routes.length > 0 ? ` (and ${routes.length} priced route(s))` : ''}, paid to ${payTo}\nStop it: Ctrl-C`);
+      this.log(`x402 paywall (${network}): ${server.url} -> ${upstream}\nPrice: ${rawToXno(defaultRaw)} XNO per request${routes.length > 0 ? ` (and ${routes.length} priced route(s))` : ''}, paid to ${payTo}\nStop it: Ctrl-C`);
     }
     await runtime.untilStopped(async () => {
       await server.close();
       await sessions?.shutdown();
     });
+  }
+
+  /** --mcp: the fronted server's tools over MCP on stdio, priced ones sold for Nano (exact); logs on stderr, stdout is the protocol's. */
+  private async sellTools(flags: { tool: string[]; price?: string; to?: string; network?: string; profile?: string }, command: string[]): Promise<void> {
+    const [program, ...args] = command;
+    if (program === undefined) throw new NanoPayError('USAGE', 'paywall --mcp needs the MCP server to sell, after --: nanopay paywall --mcp --tool NAME=XNO -- COMMAND [ARGS…]');
+    const prices = toolPrices(flags.tool);
+    const otherRaw = flags.price === undefined ? 0n : xnoToRaw(flags.price);
+    const session = this.session(flags);
+    const payTo = normalizeAddress(flags.to ?? (await session.address()));
+    const settler = await profileSettler(session, flags.network === undefined ? {} : { network: parseNetwork(flags.network, '--network') });
+    const workThreshold = String((await settler.supported()).kinds[0]?.extra?.workThreshold);
+    const log = (line: string): void => void process.stderr.write(`${line}\n`);
+    const tools = new ToolPaywall(new Paywall({ payTo, settler, workThreshold }), prices, otherRaw, log);
+    const shown = [...[...prices].map(([name, raw]) => `${name} ${rawToXno(raw)} XNO`), ...(otherRaw === 0n ? [] : [`others ${rawToXno(otherRaw)} XNO`])];
+    log(`x402 MCP paywall (${await settler.network()}): ${shown.join(', ') || 'no tool priced'}, paid to ${payTo}`);
+    const { closed } = await serveStdioProxy({ command: program, args, name: 'nanopay-paywall', version: this.config.version, call: (c, upstream) => tools.call(c.name, c.meta, () => forwardCall(upstream, c)) });
+    await closed;
   }
 
   private async sessionSeller(
@@ -119,4 +147,15 @@ Ctrl-C, which drain it: requests in flight finish within --drain-timeout, then i
       log: (message, { event, ...fields }) => runtime.log(message, { event: String(event), fields: Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, v ?? undefined])) }),
     });
   }
+}
+
+/** --tool NAME=XNO prices, by tool name. */
+function toolPrices(specs: readonly string[]): Map<string, bigint> {
+  const prices = new Map<string, bigint>();
+  for (const spec of specs) {
+    const match = /^\s*([A-Za-z0-9_.-]{1,128})\s*=\s*(\S+)\s*$/.exec(spec);
+    if (match === null) throw new NanoPayError('USAGE', `A tool's price is 'NAME=XNO' (e.g. 'forecast=0.001'), not "${spec}"`);
+    prices.set(match[1] as string, xnoToRaw(match[2] as string));
+  }
+  return prices;
 }

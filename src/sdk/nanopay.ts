@@ -10,6 +10,8 @@ import { addContact, listContacts, removeContact, type Contact, type ContactAdde
 import { send, type SendResult } from '../ops/spending/send.js';
 import { Session, type SessionOptions } from '../ops/session.js';
 import { fetchWithPayment, type PaidFetch, type PaidFetchOptions } from '../x402/client.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { callToolPaying, type PaidToolCall, type ToolPayOptions } from '../x402/mcp/tool-buyer.js';
 import { buyerSessions, closeSession, fetchInSession, shownSession, type ClosedSession, type SessionFetch, type SessionFetchOptions, type SessionShown } from '../x402/sessions/buyer.js';
 import { quoteX402, type X402Quote } from '../x402/quote.js';
 import { lanesIdle } from '../ops/lanes/keeper.js';
@@ -167,6 +169,15 @@ export class NanoPay {
   /** Closes a session, like `nanopay sessions close`: the receipt checked, the refund seen on our ledger and freed in the budgets. */
   closeSession(id: string): Promise<ClosedSession> {
     return closeSession(this.session, id);
+  }
+
+  /**
+   * Calls a tool of an MCP server through `client` (the official SDK's), paying
+   * it if it asks (x402 over MCP, Nano exact) within `maxXno`, like `nanopay mcp
+   * connect`: judged by the spending policy as a payment to mcp:SERVER/TOOL.
+   */
+  callToolPaying(client: Client, server: string, name: string, args: Record<string, unknown> = {}, options: ToolPayOptions = {}): Promise<PaidToolCall> {
+    return callToolPaying(this.session, client, server, name, args, options);
   }
 
   /** The sessions this profile opened, like `nanopay sessions`. */

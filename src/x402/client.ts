@@ -8,7 +8,7 @@ import { seenConfirmed } from '../ops/ledger/confirmed-wait.js';
 import { inconsistent } from '../ops/ledger/inconsistent.js';
 import { recordLanded } from '../ops/ledger/landed.js';
 import type { Session } from '../ops/session.js';
-import { hostOfUrl } from '../ops/spending/hosts.js';
+import { hostOfUrl, mcpIdentity } from '../ops/spending/hosts.js';
 import { move, type Confirm, type Moved, type Movement } from '../ops/spending/movement.js';
 import { payerFor, settleHandedCheque, type Payer } from '../ops/lanes/payer.js';
 import { xnoAndRaw } from '../ops/money.js';
@@ -383,7 +383,7 @@ async function presentAgain(ctx: OpsContext, signer: Signer, c: Challenge, id: s
  * account it pays for (approvals bind to that, whichever lane pays).
  */
 export function x402Spend(url: string | undefined, requirement: PaymentRequirements, approval: string | undefined, payer: string | undefined): { kind: 'x402'; host?: string; requirement: PaymentRequirements; approvalId?: string; payer?: string } {
-  const host = url !== undefined && URL.canParse(url) ? hostOfUrl(new URL(url)) : undefined;
+  const host = url === undefined ? undefined : url.startsWith('mcp:') ? mcpIdentity(url) : URL.canParse(url) ? hostOfUrl(new URL(url)) : undefined;
   return { kind: 'x402', requirement, ...(host === undefined ? {} : { host }), ...(approval === undefined ? {} : { approvalId: approval }), ...(payer === undefined ? {} : { payer }) };
 }
 

@@ -66,7 +66,7 @@ export function settleOrder(method: string, stated: SettleOrder | undefined): Se
   return stated ?? (SAFE.has(method) ? 'after' : 'before');
 }
 
-export type Admission = { paid: false; status: 402; headers: Record<string, string>; body: Record<string, never> } | { paid: true; verified: Verified };
+export type Admission = { paid: false; status: 402; headers: Record<string, string>; body: Record<string, never>; required: PaymentRequired } | { paid: true; verified: Verified };
 
 export interface PaywallOptions {
   payTo: string;
@@ -113,7 +113,7 @@ export class Paywall {
       accepts: [requirement, ...also],
       ...(this.options.extensions === undefined ? {} : { extensions: this.options.extensions }),
     };
-    return { paid: false, status: 402, headers: { [HEADERS.required]: encodeHeader(required), 'cache-control': 'no-store' }, body: {} };
+    return { paid: false, status: 402, headers: { [HEADERS.required]: encodeHeader(required), 'cache-control': 'no-store' }, body: {}, required };
   }
 
   /**
@@ -123,21 +123,30 @@ export class Paywall {
    * payment on the same previous, while the first is verified or settled, is
    * refused at once.
    */
-  async admit(headers: IncomingHttpHeaders, resourceUrl: string, priceRaw: bigint, clock?: PhaseClock, also: readonly PaymentRequirements[] = []): Promise<Admission> {
-    const requirement = this.requirement(priceRaw, await this.options.settler.network());
+  admit(headers: IncomingHttpHeaders, resourceUrl: string, priceRaw: bigint, clock?: PhaseClock, also: readonly PaymentRequirements[] = []): Promise<Admission> {
     const header = headers[HEADERS.signature] ?? headers[HEADERS.legacyPayment];
-    if (header === undefined) return this.challenge(resourceUrl, requirement, 'Payment required', also);
+    return this.admitPayment(header === undefined ? undefined : () => decodeHeader(Array.isArray(header) ? (header[0] as string) : header, 'PAYMENT-SIGNATURE'), resourceUrl, priceRaw, clock, also);
+  }
+
+  /**
+   * The same for a payment carried otherwise (an MCP call's
+   * `_meta["x402/payment"]`): `read` gives the payload object, undefined when
+   * there is none.
+   */
+  async admitPayment(read: (() => unknown) | undefined, resourceUrl: string, priceRaw: bigint, clock?: PhaseClock, also: readonly PaymentRequirements[] = []): Promise<Admission> {
+    const requirement = this.requirement(priceRaw, await this.options.settler.network());
+    if (read === undefined) return this.challenge(resourceUrl, requirement, 'Payment required', also);
     const { settler } = this.options;
     let held: { cheque: NanoCheque } | undefined;
     try {
-      const read = timedNow(clock, 'signature', () => {
-        const payment = parsePaymentPayload(decodeHeader(Array.isArray(header) ? (header[0] as string) : header, 'PAYMENT-SIGNATURE'));
+      const checked = timedNow(clock, 'signature', () => {
+        const payment = parsePaymentPayload(read());
         if (!sameRequirement(requirement, payment.accepted)) return 'No matching payment requirements';
         const cheque = chequeOf(payment.payload);
         return verifyBlock(cheque.block) ? { payment, cheque } : 'invalid_signature';
       });
-      if (typeof read === 'string') return this.challenge(resourceUrl, requirement, read, also);
-      const { payment, cheque } = read;
+      if (typeof checked === 'string') return this.challenge(resourceUrl, requirement, checked, also);
+      const { payment, cheque } = checked;
       if (!settler.reserve({ cheque })) return this.challenge(resourceUrl, requirement, 'transaction_in_flight', also);
       held = { cheque };
       return { paid: true, verified: await settler.check(payment, requirement, cheque, clock) };

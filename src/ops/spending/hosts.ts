@@ -48,13 +48,31 @@ export function hostOfUrl(url: URL): string {
   return shown(port === SHOWN_DEFAULT_PORT ? { name } : { name, port });
 }
 
+/**
+ * An MCP server as host rules and payments name it: `mcp:SERVER` (the name a
+ * user gives the server) or `mcp:SERVER/TOOL` (one of its tools). A rule on
+ * the server names each of its tools.
+ */
+const MCP_IDENTITY = /^mcp:([a-z0-9][a-z0-9._-]{0,62})(?:\/([A-Za-z0-9_.-]{1,128}))?$/;
+
+/** The form of an MCP identity (the server's name in lower case), or undefined when `text` is none. */
+export function mcpIdentity(text: string): string | undefined {
+  const match = MCP_IDENTITY.exec(text.trim().replace(/^mcp:([^/]*)/i, (_m, name: string) => `mcp:${name.toLowerCase()}`));
+  return match === null ? undefined : `mcp:${match[1]}${match[2] === undefined ? '' : `/${match[2]}`}`;
+}
+
 /** A host rule's key in the one form (`*.example.com`, `api.example.com:8080`), or a USAGE-like refusal naming the forms. */
 export function hostRule(text: string): string {
   const trimmed = text.trim();
+  if (trimmed.toLowerCase().startsWith('mcp:')) {
+    const identity = mcpIdentity(trimmed);
+    if (identity === undefined) throw new NanoPayError('INVALID_REQUEST', `"${text}" is not an MCP server: write it like mcp:weather or mcp:weather/forecast (a tool of it)`);
+    return identity;
+  }
   const wildcard = trimmed.startsWith('*.');
   const host = parseHost(wildcard ? trimmed.slice(2) : trimmed);
   if (host === undefined || (wildcard && host.name.startsWith('['))) {
-    throw new NanoPayError('INVALID_REQUEST', `"${text}" is not a host: write it like api.example.com, api.example.com:8080 or *.example.com (no scheme, no path)`);
+    throw new NanoPayError('INVALID_REQUEST', `"${text}" is not a host: write it like api.example.com, api.example.com:8080 or *.example.com (no scheme, no path), or mcp:SERVER[/TOOL]`);
   }
   return `${wildcard ? '*.' : ''}${shown(host)}`;
 }
@@ -66,6 +84,10 @@ export function hostRule(text: string): string {
  * compared in the one form, whatever form they were written or stored in.
  */
 export function hostMatches(rule: string, host: string): boolean {
+  if (rule.startsWith('mcp:') || host.startsWith('mcp:')) {
+    const [r, h] = [mcpIdentity(rule), mcpIdentity(host)];
+    return r !== undefined && h !== undefined && (h === r || (!r.includes('/') && h.startsWith(`${r}/`)));
+  }
   const wildcard = rule.trim().startsWith('*.');
   const r = parseHost(wildcard ? rule.trim().slice(2) : rule);
   const h = parseHost(host);

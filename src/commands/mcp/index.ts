@@ -1,6 +1,6 @@
-import { SessionCommand } from '../cli/session-command.js';
-import { serveMcp } from '../toolset/mcp.js';
-import { holdToolsetSession } from '../toolset/session.js';
+import { SessionCommand } from '../../cli/session-command.js';
+import { serveMcp } from '../../toolset/mcp.js';
+import { holdToolsetSession } from '../../toolset/session.js';
 
 export default class Mcp extends SessionCommand {
   static override summary = 'Serve nanopay\'s tools over MCP on stdio (for agents).';
