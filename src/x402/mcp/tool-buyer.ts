@@ -28,7 +28,7 @@ export interface PaidToolCall {
 export type ToolPayOptions = Pick<PaidFetchOptions, 'maxXno' | 'approval' | 'wallet' | 'index' | 'signal' | 'confirm'>;
 
 /** The PaymentRequired a tool result carries (structuredContent, else the first text), when it is a payment-required result. */
-export function paymentRequiredOf(result: CallToolResult): PaymentRequired | undefined {
+function paymentRequiredOf(result: CallToolResult): PaymentRequired | undefined {
   if (result.isError !== true) return undefined;
   const first = result.content[0];
   const candidates = [result.structuredContent, first?.type === 'text' ? first.text : undefined];

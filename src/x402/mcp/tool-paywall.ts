@@ -7,7 +7,7 @@ export const MCP_PAYMENT = 'x402/payment';
 export const MCP_PAYMENT_RESPONSE = 'x402/payment-response';
 
 /** A tool's resource URL, as the reference package names it. */
-export const toolResource = (name: string): string => `mcp://tool/${name}`;
+const toolResource = (name: string): string => `mcp://tool/${name}`;
 
 /** The payment-required tool result: an error result with the PaymentRequired in structuredContent and as JSON text. */
 function paymentRequired(required: PaymentRequired): CallToolResult {
