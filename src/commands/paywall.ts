@@ -40,7 +40,7 @@ Ctrl-C, which drain it: requests in flight finish within --drain-timeout, then i
     upstream: Flags.string({ description: 'the API to forward to (http://host:port[/prefix]); with --mcp, the MCP server is the command after --', exclusive: ['mcp'] }),
     price: Flags.string({ description: 'price of a request in XNO (0: free unless a --route prices it); with --mcp, of a tool no --tool names (default 0)' }),
     mcp: Flags.boolean({ description: 'sell the tools of the MCP server started by the command after -- (stdio), priced by --tool; this process speaks MCP on its stdio' }),
-    tool: Flags.string({ description: "with --mcp: a tool's price, 'NAME=XNO' (repeatable)", multiple: true, default: [], dependsOn: ['mcp'] }),
+    tool: Flags.string({ description: "with --mcp: a tool's price, 'NAME=XNO' (repeatable)", multiple: true, default: [] }),
     route: Flags.string({ description: "price for a method and path: 'METHOD /path/*=XNO [settle=before|after]' (repeatable; the first match wins)", multiple: true, default: [] }),
     to: Flags.string({ description: 'address paid (default: the active account)' }),
     network: Flags.string({ description: 'the x402 network (nano:mainnet…) when the node does not say; one that says must agree (default: x402-network)' }),
@@ -61,6 +61,7 @@ Ctrl-C, which drain it: requests in flight finish within --drain-timeout, then i
     const { flags, argv } = await this.parse(PaywallCommand);
     if (flags.mcp) return this.sellTools(flags, commandAfterDashes(this.argv));
     const runtime = new ServerRuntime(flags);
+    if (flags.tool.length > 0) throw new NanoPayError('USAGE', '--tool prices the tools of an MCP server: it goes with --mcp');
     if (flags.upstream === undefined || flags.price === undefined) throw new NanoPayError('USAGE', 'paywall needs --upstream URL and --price XNO (or --mcp and the MCP server command after --)');
     if (!URL.canParse(flags.upstream) || !/^https?:$/.test(new URL(flags.upstream).protocol)) {
       throw new NanoPayError('USAGE', `--upstream must be an http(s) URL, not "${flags.upstream}"`);

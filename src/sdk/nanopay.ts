@@ -166,6 +166,15 @@ export class NanoPay {
     return fetchInSession(this.session, input, init, options);
   }
 
+  /**
+   * A fetch function (for code written against fetch, as @x402/fetch's
+   * wrapper is) that pays in Nano sessions where offered, per call otherwise:
+   * fetchInSession with these options on every call.
+   */
+  sessionFetch(options: SessionFetchOptions = {}): (input: string | URL, init?: RequestInit) => Promise<Response> {
+    return async (input, init = {}) => (await fetchInSession(this.session, input, init, options)).response;
+  }
+
   /** Closes a session, like `nanopay sessions close`: the receipt checked, the refund seen on our ledger and freed in the budgets. */
   closeSession(id: string): Promise<ClosedSession> {
     return closeSession(this.session, id);

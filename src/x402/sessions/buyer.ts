@@ -303,33 +303,30 @@ async function bodyBytes(init: RequestInit): Promise<Uint8Array | undefined> {
   return new Uint8Array(await new Response(init.body).arrayBuffer());
 }
 
+/** How a voucher reaches the seller (an HTTP request's header, an MCP call's _meta), and what came back. */
+export interface VoucherCarrier<A> {
+  /** The request the voucher names (requestDigest, or toolDigest). */
+  request: string;
+  send(payment: Record<string, unknown>): Promise<{ answer: A; refusal?: string; settlement: SettleResponse | null; ok: boolean }>;
+}
+
 /**
  * One call paid by voucher: counter one above the last, spent = what was
  * charged + the price (a metered route's ceiling), within the deposit, for
- * this very request. The answer's standing must be within what the voucher
- * allowed; it becomes what the next voucher builds on.
+ * this very request (under a payment id, the voucher sent before under it).
+ * The answer's standing must be within what the vouchers allowed; it becomes
+ * what the next voucher builds on.
  */
-async function callWithVoucher(
-  session: Session,
-  s: BuyerSession,
-  url: string,
-  init: RequestInit,
-  priceRaw: bigint,
-  transport: Transport,
-  paymentId?: string,
-): Promise<{ response: Response; paid?: SessionPayment; refusal?: string }> {
-  const target = new URL(url);
-  const body = await bodyBytes(init);
-  const request = requestDigest(init.method ?? 'GET', `${target.pathname}${target.search}`, body);
+async function payByVoucher<A>(session: Session, s: BuyerSession, carrier: VoucherCarrier<A>, priceRaw: bigint, paymentId?: string): Promise<{ answer?: A; paid?: SessionPayment; refusal?: string }> {
   const again = paymentId === undefined ? undefined : s.named?.[paymentId];
-  if (again !== undefined && again.request !== request) {
+  if (again !== undefined && again.request !== carrier.request) {
     throw new NanoPayError('IDEMPOTENCY_MISMATCH', `The key paid for another request in session ${s.id}; nothing was paid`, { hint: 'Use a new --id for a new request.' });
   }
   const spent = again === undefined ? BigInt(s.chargedRaw) + priceRaw : BigInt(again.spent);
-  if (spent > BigInt(s.depositRaw)) return { response: new Response(null, { status: 402 }), refusal: 'insufficient_funds' };
+  if (spent > BigInt(s.depositRaw)) return { refusal: 'insufficient_funds' };
   let voucher = again;
   if (voucher === undefined) {
-    const unsigned: Omit<Voucher, 'signature'> = { session: s.id, counter: s.counter + 1, spent: spent.toString(), request };
+    const unsigned: Omit<Voucher, 'signature'> = { session: s.id, counter: s.counter + 1, spent: spent.toString(), request: carrier.request };
     voucher = { ...unsigned, signature: signWithSessionKey(s.seed, voucherMessage(unsigned)) };
   }
   s.counter = Math.max(s.counter, voucher.counter);
@@ -340,30 +337,26 @@ async function callWithVoucher(
     s.named = Object.fromEntries([...kept, [paymentId, voucher]]);
     await save(session, s);
   }
-  const headers = new Headers(init.headers);
-  headers.set(HEADERS.signature, encodeHeader({ x402Version: X402_VERSION, accepted: s.requirement, payload: voucher, ...(paymentId === undefined ? {} : { extensions: withPaymentId(paymentId) }) }));
-  const response = await transport(url, { ...init, ...(body === undefined ? {} : { body }), headers, redirect: 'manual' });
-  if (response.status === 402) {
-    await response.arrayBuffer().catch(() => undefined);
+  const sent = await carrier.send({ x402Version: X402_VERSION, accepted: s.requirement, payload: voucher, ...(paymentId === undefined ? {} : { extensions: withPaymentId(paymentId) }) });
+  if (sent.refusal !== undefined) {
     // Not taken: the id is free again. A voucher sent again and refused was never charged (its call failed): a new one pays.
     if (paymentId !== undefined) delete s.named?.[paymentId];
-    if (again !== undefined) return callWithVoucher(session, s, url, init, priceRaw, transport, paymentId);
-    const refusal = refusalOf(response);
-    if (ENDED.has(refusal)) s.state = 'closed';
-    return { response, refusal };
+    if (again !== undefined) return payByVoucher(session, s, carrier, priceRaw, paymentId);
+    if (ENDED.has(sent.refusal)) s.state = 'closed';
+    return { answer: sent.answer, refusal: sent.refusal };
   }
-  const settlement: SettleResponse | null = readSettlement(response);
-  const standing = settlement?.session;
-  if (response.status >= 400 || settlement?.success !== true || standing === undefined) return { response };
+  const standing = sent.settlement?.session;
+  if (!sent.ok || sent.settlement?.success !== true || standing === undefined) return { answer: sent.answer };
   const charged = /^\d+$/.test(standing.spent_raw) ? BigInt(standing.spent_raw) : -1n;
   const before = again === undefined ? BigInt(s.chargedRaw) : 0n;
   if (standing.id !== s.id || charged < before || charged > BigInt(s.allowedRaw)) {
     throw new NanoPayError('SERVICE_INCONSISTENT', `The seller says session ${s.id} now stands at ${standing.spent_raw} raw; our vouchers allowed ${s.allowedRaw} raw. Nothing more is paid in it`);
   }
-  const amount = settlement.amount !== undefined && /^\d+$/.test(settlement.amount) ? BigInt(settlement.amount) : charged - BigInt(s.chargedRaw);
+  const amountText = sent.settlement.amount;
+  const amount = amountText !== undefined && /^\d+$/.test(amountText) ? BigInt(amountText) : charged - BigInt(s.chargedRaw);
   if (charged > BigInt(s.chargedRaw)) s.chargedRaw = charged.toString();
   return {
-    response,
+    answer: sent.answer,
     paid: {
       session: s.id,
       pay_to: s.payTo,
@@ -376,6 +369,52 @@ async function callWithVoucher(
       repeated: again !== undefined,
     },
   };
+}
+
+/** An HTTP request as a voucher's carrier: the voucher in PAYMENT-SIGNATURE, the standing in PAYMENT-RESPONSE. */
+async function httpCarrier(url: string, init: RequestInit, transport: Transport): Promise<VoucherCarrier<Response>> {
+  const target = new URL(url);
+  const body = await bodyBytes(init);
+  return {
+    request: requestDigest(init.method ?? 'GET', `${target.pathname}${target.search}`, body),
+    send: async (payment) => {
+      const headers = new Headers(init.headers);
+      headers.set(HEADERS.signature, encodeHeader(payment));
+      const response = await transport(url, { ...init, ...(body === undefined ? {} : { body }), headers, redirect: 'manual' });
+      if (response.status !== 402) return { answer: response, settlement: readSettlement(response), ok: response.status < 400 };
+      await response.arrayBuffer().catch(() => undefined);
+      return { answer: response, refusal: refusalOf(response), settlement: null, ok: false };
+    },
+  };
+}
+
+/**
+ * A call in session `s` through `carrier`, taking what the seller says in
+ * the way: its count asked again and the call made once more (a buyer that
+ * lost count), a spent deposit topped up (`spendUrl` is what the policy
+ * judges the top-up as), a session it ended marked closed.
+ */
+export async function payInSession<A>(
+  session: Session,
+  s: BuyerSession,
+  carrier: VoucherCarrier<A>,
+  priceRaw: bigint,
+  options: SessionFetchOptions & { spendUrl: string; transport: Transport; paymentId?: string },
+): Promise<{ answer?: A; paid?: SessionPayment; refusal?: string }> {
+  return inTurn(session, s, async (held) => {
+    let call = await payByVoucher(session, held, carrier, priceRaw, options.paymentId);
+    if (call.refusal !== undefined && RESYNC.has(call.refusal)) {
+      const standing = await standingOf(held, options.transport);
+      if (standing !== undefined) resync(held, standing);
+      call = await payByVoucher(session, held, carrier, priceRaw, options.paymentId);
+    }
+    if (call.refusal === 'insufficient_funds') {
+      await topUp(session, held, options, options.spendUrl, options.transport);
+      call = await payByVoucher(session, held, carrier, priceRaw, options.paymentId);
+    }
+    await saveCount(session, held);
+    return call;
+  });
 }
 
 /** Reasons a call in a session is refused that the session's own standing (asked again) settles. */
@@ -399,11 +438,11 @@ export async function fetchInSession(session: Session, input: string | URL, init
   const known = [...liveOf(session).values()].map((e) => e.s).find((s) => s.origin === origin && s.state === 'open' && s.prices[key] !== undefined);
   if (known !== undefined) {
     const first = await inTurn(session, known, async (s) => {
-      const call = await callWithVoucher(session, s, url, init, BigInt(s.prices[key] as string), transport, paymentId);
+      const call = await payByVoucher(session, s, await httpCarrier(url, init, transport), BigInt(s.prices[key] as string), paymentId);
       await saveCount(session, s);
       return call;
     });
-    if (first.paid !== undefined || first.refusal === undefined) return { response: first.response, ...(first.paid === undefined ? {} : { session: first.paid }) };
+    if ((first.paid !== undefined || first.refusal === undefined) && first.answer !== undefined) return { response: first.answer, ...(first.paid === undefined ? {} : { session: first.paid }) };
   }
   const reached = await reach(url, init, options.signal, transport);
   if (reached.response.status !== 402) return { response: reached.response, ...(reached.redirect === undefined ? {} : { redirect: reached.redirect }) };
@@ -419,21 +458,12 @@ export async function fetchInSession(session: Session, input: string | URL, init
     let s = await sessionFor(session, origin, offer, transport);
     const opened = s === undefined;
     s ??= await openSession(session, reached.url, offer, options, transport);
-    const made = await inTurn(session, s, async (held) => {
-      held.prices[key] = price.toString();
-      let call = await callWithVoucher(session, held, reached.url, reached.init, price, transport, paymentId);
-      if (call.refusal !== undefined && RESYNC.has(call.refusal)) {
-        const standing = await standingOf(held, transport);
-        if (standing !== undefined) resync(held, standing);
-        call = await callWithVoucher(session, held, reached.url, reached.init, price, transport, paymentId);
-      }
-      if (call.refusal === 'insufficient_funds') {
-        await topUp(session, held, options, reached.url, transport);
-        call = await callWithVoucher(session, held, reached.url, reached.init, price, transport, paymentId);
-      }
-      if (call.refusal !== undefined && ENDED.has(call.refusal)) held.state = 'closed';
-      await saveCount(session, held);
-      return call;
+    s.prices[key] = price.toString();
+    const made = await payInSession(session, s, await httpCarrier(reached.url, reached.init, transport), price, {
+      ...options,
+      spendUrl: reached.url,
+      transport,
+      ...(paymentId === undefined ? {} : { paymentId }),
     });
     if (made.refusal !== undefined && ENDED.has(made.refusal) && !opened && attempt === 0) continue;
     if (made.refusal !== undefined) {
@@ -444,7 +474,8 @@ export async function fetchInSession(session: Session, input: string | URL, init
               : 'Try again.',
       });
     }
-    return { response: made.response, ...(made.paid === undefined ? {} : { session: { ...made.paid, opened } }) };
+    if (made.answer === undefined) throw new NanoPayError('X402_UNPAYABLE', `The session ${s.id} cannot pay this call; nothing was charged`);
+    return { response: made.answer, ...(made.paid === undefined ? {} : { session: { ...made.paid, opened } }) };
   }
 }
 

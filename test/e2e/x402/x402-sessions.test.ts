@@ -12,7 +12,8 @@ import { requestDigest, signWithSessionKey, voucherMessage } from '../../../src/
 import { userSession } from '../../helpers/ledger/backend-users.js';
 import { nodeMerchantAndCustomer } from '../../helpers/ledger/node-users.js';
 import { sandbox } from '../../helpers/ledger/sandbox.js';
-import { BIN, type CliUser } from '../../helpers/processes/cli.js';
+import { BIN, PASSWORD, type CliUser } from '../../helpers/processes/cli.js';
+import { NanoPay } from '../../../src/sdk/nanopay.js';
 import { startCommand, type RunningCommand } from '../../helpers/processes/serve.js';
 
 /** An API to sell: /report answers, /fail fails, /hold waits for the test, /metered says how many units it used. */
@@ -256,6 +257,35 @@ describe("the buyer's spending policy", () => {
     } finally {
       for (const s of sellers) await s.stop();
       for (const u of [users.merchant, users.customer, other.merchant, other.customer]) await rm(u.configDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('approvals and the SDK', () => {
+  it('a deposit above an ask-above rule waits for an approval, bound to that deposit; then the SDK\'s sessionFetch calls in the session', async () => {
+    const users = await nodeMerchantAndCustomer(sb, {});
+    const seller = await startCommand<{ url: string }>(['paywall', '--upstream', up.url, '--price', '0.001', '--sessions', '--session-deposit', '0.05', '--json'], users.merchant.env);
+    try {
+      expect((await users.customer.run(['policy', 'set', 'ask-above', '0.03'])).code).toBe(0);
+      const url = `${seller.printed.url}/report`;
+      const held = await users.customer.json<{ error: { code: string; approval: { id: string; amount: string } } }>(['fetch', url, '--session', '--max', '0.01', '--yes']);
+      expect(held).toMatchObject({ _code: 14, error: { code: 'APPROVAL_REQUIRED', approval: { amount: '0.05' } } });
+      expect((await users.customer.run(['approvals', 'approve', held.error.approval.id, '--yes'])).code).toBe(0);
+      const opened = await users.customer.json<Paid>(['fetch', url, '--session', '--max', '0.01', '--yes', '--approval', held.error.approval.id]);
+      expect(opened).toMatchObject({ status: 200, session: { opened: true } });
+      const sdk = new NanoPay({ password: PASSWORD, env: users.customer.env });
+      try {
+        const paidFetch = sdk.sessionFetch({ maxXno: '0.01' });
+        const response = await paidFetch(`${url}?sdk=1`);
+        expect([response.status, await response.text()]).toEqual([200, 'report for GET /report?sdk=1']);
+        const standing = decodeHeader(response.headers.get('payment-response') as string, 'PAYMENT-RESPONSE') as { session: { id: string; spent_raw: string } };
+        expect(standing.session).toMatchObject({ id: opened.session?.session, spent_raw: xnoToRaw('0.002').toString() });
+      } finally {
+        await sdk.session.close();
+      }
+    } finally {
+      await seller.stop();
+      for (const u of [users.merchant, users.customer]) await rm(u.configDir, { recursive: true, force: true });
     }
   });
 });
