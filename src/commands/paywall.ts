@@ -13,6 +13,10 @@ import type { SessionSeller } from '../x402/sessions/seller.js';
 import { parseDuration } from '../ops/duration.js';
 import { ToolPaywall } from '../x402/mcp/tool-paywall.js';
 import { forwardCall, serveStdioProxy } from '../x402/mcp/stdio-proxy.js';
+import { startHttpServer } from '../http/server.js';
+import type { ServerLog } from '../http/log.js';
+import { sessionRoutes } from '../x402/sessions/paywall-sessions.js';
+import { SESSIONS_PATH } from '../x402/sessions/wire.js';
 import { AnswerStore, PAYMENT_IDENTIFIER, paymentIdentifierOffer } from '../x402/answers.js';
 
 export default class PaywallCommand extends SessionCommand {
@@ -76,7 +80,7 @@ Ctrl-C, which drain it: requests in flight finish within --drain-timeout, then i
     const network = await settler.network();
     const workThreshold = String((await settler.supported()).kinds[0]?.extra?.workThreshold);
     const paywall = new Paywall({ payTo, settler, workThreshold, extensions: { [PAYMENT_IDENTIFIER]: paymentIdentifierOffer } });
-    const sessions = flags.sessions ? await this.sessionSeller(session, settler, payTo, workThreshold, defaultRaw, flags, runtime) : undefined;
+    const sessions = flags.sessions ? await this.sessionSeller(session, settler, payTo, workThreshold, defaultRaw, flags, (line, fields) => runtime.log(line, fields)) : undefined;
     const { server, shown: probesShown } = await runtime.start([writableDirCheck('store', settlementsDir(session)), backendCheck(session)], (probes) =>
       startPaywallServer({
         host: flags.host,
@@ -106,7 +110,10 @@ Ctrl-C, which drain it: requests in flight finish within --drain-timeout, then i
   }
 
   /** --mcp: the fronted server's tools over MCP on stdio, priced ones sold for Nano (exact); logs on stderr, stdout is the protocol's. */
-  private async sellTools(flags: { tool: string[]; price?: string; to?: string; network?: string; profile?: string }, command: string[]): Promise<void> {
+  private async sellTools(
+    flags: SessionFlags & { tool: string[]; price?: string; to?: string; network?: string; profile?: string; sessions: boolean; host: string; port: number },
+    command: string[],
+  ): Promise<void> {
     const [program, ...args] = command;
     if (program === undefined) throw new NanoPayError('USAGE', 'paywall --mcp needs the MCP server to sell, after --: nanopay paywall --mcp --tool NAME=XNO -- COMMAND [ARGS…]');
     const prices = toolPrices(flags.tool);
@@ -116,11 +123,19 @@ Ctrl-C, which drain it: requests in flight finish within --drain-timeout, then i
     const settler = await profileSettler(session, flags.network === undefined ? {} : { network: parseNetwork(flags.network, '--network') });
     const workThreshold = String((await settler.supported()).kinds[0]?.extra?.workThreshold);
     const log = (line: string): void => void process.stderr.write(`${line}\n`);
-    const tools = new ToolPaywall(new Paywall({ payTo, settler, workThreshold }), prices, otherRaw, log);
+    // Sessions open over HTTP (this process listens on --host/--port for their endpoints only); calls pay by voucher in _meta.
+    const highest = [...prices.values(), otherRaw].reduce((a, b) => (b > a ? b : a), 0n);
+    const seller = flags.sessions ? await this.sessionSeller(session, settler, payTo, workThreshold, highest, flags, (line) => log(line)) : undefined;
+    const endpoints = seller === undefined ? undefined : await startHttpServer({ host: flags.host, port: flags.port, routes: sessionRoutes(seller), log: (line) => log(line) });
+    seller?.start();
+    const sessions = seller === undefined || endpoints === undefined ? undefined : { seller, url: `${endpoints.url}${SESSIONS_PATH}` };
+    const tools = new ToolPaywall(new Paywall({ payTo, settler, workThreshold }), prices, otherRaw, log, sessions);
     const shown = [...[...prices].map(([name, raw]) => `${name} ${rawToXno(raw)} XNO`), ...(otherRaw === 0n ? [] : [`others ${rawToXno(otherRaw)} XNO`])];
-    log(`x402 MCP paywall (${await settler.network()}): ${shown.join(', ') || 'no tool priced'}, paid to ${payTo}`);
-    const { closed } = await serveStdioProxy({ command: program, args, name: 'nanopay-paywall', version: this.config.version, call: (c, upstream) => tools.call(c.name, c.meta, () => forwardCall(upstream, c)) });
+    log(`x402 MCP paywall (${await settler.network()}): ${shown.join(', ') || 'no tool priced'}, paid to ${payTo}${sessions === undefined ? '' : `; sessions at ${sessions.url}`}`);
+    const { closed } = await serveStdioProxy({ command: program, args, name: 'nanopay-paywall', version: this.config.version, call: (c, upstream) => tools.call(c.name, c.args, c.meta, () => forwardCall(upstream, c)) });
     await closed;
+    await endpoints?.close();
+    await seller?.shutdown();
   }
 
   private async sessionSeller(
@@ -128,13 +143,13 @@ Ctrl-C, which drain it: requests in flight finish within --drain-timeout, then i
     settler: NanoSettler,
     payTo: string,
     workThreshold: string,
-    defaultRaw: bigint,
-    flags: { 'session-deposit'?: string; 'session-idle': string; 'session-expiry': string; wallet?: string; account?: number },
-    runtime: ServerRuntime,
+    priceRaw: bigint,
+    flags: SessionFlags,
+    log: ServerLog,
   ): Promise<SessionSeller> {
     const day = 366 * 86_400;
     const terms = {
-      minDepositRaw: flags['session-deposit'] === undefined ? defaultRaw * 100n : xnoToRaw(flags['session-deposit']),
+      minDepositRaw: flags['session-deposit'] === undefined ? priceRaw * 100n : xnoToRaw(flags['session-deposit']),
       idleSeconds: parseDuration(flags['session-idle'], { max: day, what: '--session-idle' }),
       expirySeconds: parseDuration(flags['session-expiry'], { max: day, what: '--session-expiry' }),
     };
@@ -145,9 +160,18 @@ Ctrl-C, which drain it: requests in flight finish within --drain-timeout, then i
       workThreshold,
       ...(flags.wallet === undefined ? {} : { wallet: flags.wallet }),
       ...(flags.account === undefined ? {} : { index: flags.account }),
-      log: (message, { event, ...fields }) => runtime.log(message, { event: String(event), fields: Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, v ?? undefined])) }),
+      log: (message, { event, ...fields }) => log(message, { event: String(event), fields: Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, v ?? undefined])) }),
     });
   }
+}
+
+/** The flags of the sessions a paywall sells. */
+interface SessionFlags {
+  'session-deposit'?: string;
+  'session-idle': string;
+  'session-expiry': string;
+  wallet?: string;
+  account?: number;
 }
 
 /** --tool NAME=XNO prices, by tool name. */

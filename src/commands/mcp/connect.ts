@@ -22,6 +22,8 @@ Signs through the unlocked session (nanopay unlock --scope mcp) or the password;
     max: Flags.string({ description: 'the most one tool call may cost, in XNO (default: the profile x402-max)' }),
     wallet: Flags.string({ description: 'wallet to pay from instead of the active one' }),
     account: Flags.integer({ description: 'account index within the wallet', min: 0 }),
+    session: Flags.boolean({ description: 'pay in a Nano session where a tool offers one: one deposit, then a voucher a call (nanopay sessions closes it)' }),
+    'session-deposit': Flags.string({ description: "a new session's deposit in XNO (default: the server's least)", dependsOn: ['session'] }),
   };
 
   async run(): Promise<void> {
@@ -35,6 +37,7 @@ Signs through the unlocked session (nanopay unlock --scope mcp) or the password;
       ...(flags.max === undefined ? {} : { maxXno: flags.max }),
       ...(flags.wallet === undefined ? {} : { wallet: flags.wallet }),
       ...(flags.account === undefined ? {} : { index: flags.account }),
+      ...(flags.session ? { session: flags['session-deposit'] === undefined ? {} : { depositXno: flags['session-deposit'] } } : {}),
     };
     const { closed } = await serveStdioProxy({
       command: program,
@@ -43,8 +46,9 @@ Signs through the unlocked session (nanopay unlock --scope mcp) or the password;
       version: this.config.version,
       call: async ({ name, args: toolArgs, signal }, upstream) => {
         try {
-          const { result, payment } = await callToolPaying(session, upstream, args.name, name, toolArgs, { ...options, signal });
+          const { result, payment, session: inSession } = await callToolPaying(session, upstream, args.name, name, toolArgs, { ...options, signal });
           if (payment !== undefined) log(`tool ${name}: paid ${payment.amount} XNO to ${payment.pay_to} (block ${payment.hash}, confirmed)`);
+          if (inSession !== undefined) log(`tool ${name}: paid ${inSession.amount} XNO in session ${inSession.session}${inSession.opened ? ' (opened now)' : ''}, call ${inSession.counter}`);
           return result;
         } catch (error) {
           // A refusal is the tool's error, so the agent reads why (the rule, what to do); never a protocol error.

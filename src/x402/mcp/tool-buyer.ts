@@ -9,6 +9,8 @@ import type { Session } from '../../ops/session.js';
 import { chequeAnswered, choose, maximum, payerNetwork, signCheque, type PaidFetchOptions } from '../client.js';
 import { isObject, parsePaymentRequired, parseSettleResponse, type PaymentRequired, type SettleResponse } from '../protocol.js';
 import { MCP_PAYMENT, MCP_PAYMENT_RESPONSE } from './tool-paywall.js';
+import { payInSession, toolSession, type SessionPayment, type VoucherCarrier } from '../sessions/buyer.js';
+import { toolDigest } from '../sessions/wire.js';
 
 /** A tool call nanopay paid for: the block, who was paid how much, and the server's settlement. */
 export interface ToolPayment {
@@ -23,9 +25,14 @@ export interface ToolPayment {
 export interface PaidToolCall {
   result: CallToolResult;
   payment?: ToolPayment;
+  /** The call was paid by voucher in a Nano session. */
+  session?: SessionPayment;
 }
 
-export type ToolPayOptions = Pick<PaidFetchOptions, 'maxXno' | 'approval' | 'wallet' | 'index' | 'signal' | 'confirm'>;
+export type ToolPayOptions = Pick<PaidFetchOptions, 'maxXno' | 'approval' | 'wallet' | 'index' | 'signal' | 'confirm'> & {
+  /** Pay in a Nano session where the tool offers one (one deposit, then a voucher a call); its deposit (XNO), default the seller's least. */
+  session?: { depositXno?: string };
+};
 
 /** The PaymentRequired a tool result carries (structuredContent, else the first text), when it is a payment-required result. */
 function paymentRequiredOf(result: CallToolResult): PaymentRequired | undefined {
@@ -57,6 +64,10 @@ export async function callToolPaying(session: Session, client: Client, server: s
   const first = (await client.callTool({ name, arguments: args }, undefined, options.signal === undefined ? undefined : { signal: options.signal })) as CallToolResult;
   const required = paymentRequiredOf(first);
   if (required === undefined) return { result: first };
+  if (options.session !== undefined) {
+    const inSession = await payToolInSession(session, client, identity, name, args, required, options);
+    if (inSession !== undefined) return inSession;
+  }
   const chosen = choose(required, maximum(session, options.maxXno), await payerNetwork(session, await session.context(options.signal)));
   const block = await signCheque(session, chosen, { ...options, chequeFor: identity });
   const hash = hashBlock(block);
@@ -79,4 +90,27 @@ export async function callToolPaying(session: Session, client: Client, server: s
   rememberConfirmed(api, hash, block);
   const amount = BigInt(chosen.amount);
   return { result: paid, payment: { hash, payer: block.account, pay_to: linkAsAccount(block.link), amount: rawToXno(amount), amount_raw: amount.toString(), settlement } };
+}
+
+/** The tool call paid by voucher in a session, when the tool offers one; the call's own answer, or a refusal as an error. */
+async function payToolInSession(session: Session, client: Client, identity: string, name: string, args: Record<string, unknown>, required: PaymentRequired, options: ToolPayOptions): Promise<PaidToolCall | undefined> {
+  const { session: sessionOptions, ...rest } = options;
+  const fetchOptions = { ...rest, ...(sessionOptions?.depositXno === undefined ? {} : { depositXno: sessionOptions.depositXno }) };
+  const taken = await toolSession(session, required.accepts, identity, fetchOptions);
+  if (taken === undefined) return undefined;
+  const carrier: VoucherCarrier<CallToolResult> = {
+    request: toolDigest(name, args),
+    send: async (payment) => {
+      const result = (await client.callTool({ name, arguments: args, _meta: { [MCP_PAYMENT]: payment } }, undefined, options.signal === undefined ? undefined : { signal: options.signal })) as CallToolResult;
+      const refused = paymentRequiredOf(result);
+      if (refused !== undefined) return { answer: result, refusal: refused.error ?? 'refused', settlement: null, ok: false };
+      const answered = isObject(result._meta) ? result._meta[MCP_PAYMENT_RESPONSE] : undefined;
+      return { answer: result, settlement: isObject(answered) ? parseSettleResponse(answered) : null, ok: result.isError !== true };
+    },
+  };
+  const made = await payInSession(session, taken.s, carrier, BigInt(taken.offer.amount), { ...fetchOptions, spendUrl: identity, transport: fetch });
+  if (made.refusal !== undefined || made.answer === undefined) {
+    throw new NanoPayError('X402_UNPAYABLE', `The tool ${name} refused a voucher of session ${taken.s.id} (${made.refusal ?? 'no answer'}); nothing was charged for this call`);
+  }
+  return { result: made.answer, ...(made.paid === undefined ? {} : { session: { ...made.paid, opened: taken.opened } }) };
 }

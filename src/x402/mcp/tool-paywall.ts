@@ -1,6 +1,9 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { X402Refusal } from '../nano-exact.js';
 import type { Paywall } from '../paywall.js';
-import type { PaymentRequired } from '../protocol.js';
+import { isObject, type PaymentRequired, type PaymentRequirements } from '../protocol.js';
+import type { SessionSeller } from '../sessions/seller.js';
+import { SESSION_SCHEME, toolDigest } from '../sessions/wire.js';
 
 /** Where x402's MCP transport carries a payment (in a call's params._meta) and its settlement (in the result's _meta). */
 export const MCP_PAYMENT = 'x402/payment';
@@ -29,18 +32,24 @@ export class ToolPaywall {
     /** The price of a tool no entry names (0: free). */
     private readonly otherRaw: bigint,
     private readonly log: (line: string) => void = () => undefined,
+    /** Sessions offered beside exact, opened at `url` (an HTTP endpoint of this process). */
+    private readonly sessions?: { seller: SessionSeller; url: string },
   ) {}
 
   priceOf(name: string): bigint {
     return this.prices.get(name) ?? this.otherRaw;
   }
 
-  async call(name: string, meta: Record<string, unknown> | undefined, run: () => Promise<CallToolResult>): Promise<CallToolResult> {
+  async call(name: string, args: Record<string, unknown>, meta: Record<string, unknown> | undefined, run: () => Promise<CallToolResult>): Promise<CallToolResult> {
     const price = this.priceOf(name);
     if (price === 0n) return run();
     const resource = toolResource(name);
     const payment = meta?.[MCP_PAYMENT];
-    const admission = await this.paywall.admitPayment(payment === undefined ? undefined : () => payment, resource, price);
+    const offers: PaymentRequirements[] = this.sessions === undefined ? [] : [await this.sessions.seller.requirement(price, this.sessions.url)];
+    if (this.sessions !== undefined && isObject(payment) && isObject(payment.accepted) && payment.accepted.scheme === SESSION_SCHEME && isObject(payment.payload)) {
+      return this.inSession(this.sessions.seller, name, args, payment.payload, price, offers, run);
+    }
+    const admission = await this.paywall.admitPayment(payment === undefined ? undefined : () => payment, resource, price, undefined, offers);
     if (!admission.paid) return paymentRequired(admission.required);
     let result: CallToolResult;
     try {
@@ -60,6 +69,30 @@ export class ToolPaywall {
       return { ...paymentRequired(required), _meta: { [MCP_PAYMENT_RESPONSE]: settlement } };
     }
     this.log(`tool ${name}: settled ${settlement.transaction} (${settlement.amount ?? '?'} raw from ${settlement.payer ?? '?'})`);
+    return { ...result, _meta: { ...(result._meta ?? {}), [MCP_PAYMENT_RESPONSE]: settlement } };
+  }
+
+  /** A call paid by voucher: checked for this tool and these arguments, run once, charged only if the tool succeeded. */
+  private async inSession(seller: SessionSeller, name: string, args: Record<string, unknown>, payload: Record<string, unknown>, price: bigint, offers: PaymentRequirements[], run: () => Promise<CallToolResult>): Promise<CallToolResult> {
+    let admitted;
+    try {
+      admitted = seller.admit(payload, toolDigest(name, args), price);
+    } catch (error) {
+      if (!(error instanceof X402Refusal)) throw error;
+      return paymentRequired(this.paywall.challenge(toolResource(name), await this.paywall.requirementFor(price), error.reason, offers).required);
+    }
+    let result: CallToolResult;
+    try {
+      result = await run();
+    } catch (error) {
+      await seller.release(admitted);
+      throw error;
+    }
+    if (result.isError === true) {
+      await seller.release(admitted);
+      return result;
+    }
+    const settlement = await seller.charge(admitted, price);
     return { ...result, _meta: { ...(result._meta ?? {}), [MCP_PAYMENT_RESPONSE]: settlement } };
   }
 }

@@ -166,8 +166,9 @@ function sessionOffer(accepts: readonly PaymentRequirements[], network: string, 
 async function openSession(session: Session, url: string, offer: PaymentRequirements, options: SessionFetchOptions, transport: Transport): Promise<BuyerSession> {
   const extra = offer.extra ?? {};
   const sessionsUrl = String(extra.sessions);
-  if (!URL.canParse(sessionsUrl) || new URL(sessionsUrl).origin !== new URL(url).origin) {
-    throw new NanoPayError('X402_UNPAYABLE', `The server's session endpoint ${sessionsUrl} is not on ${new URL(url).origin}; nothing was paid`);
+  // An HTTP seller's endpoint is on the origin asked; an MCP server (url: mcp:SERVER/TOOL) names its own.
+  if (!URL.canParse(sessionsUrl) || !/^https?:$/.test(new URL(sessionsUrl).protocol) || (!url.startsWith('mcp:') && new URL(sessionsUrl).origin !== new URL(url).origin)) {
+    throw new NanoPayError('X402_UNPAYABLE', `The server's session endpoint ${sessionsUrl} is not on ${url.startsWith('mcp:') ? 'http(s)' : new URL(url).origin}; nothing was paid`);
   }
   const least = typeof extra.minDeposit === 'string' && /^\d+$/.test(extra.minDeposit) ? BigInt(extra.minDeposit) : BigInt(offer.amount);
   const depositRaw = options.depositXno === undefined ? least : xnoToRaw(options.depositXno);
@@ -193,7 +194,7 @@ async function openSession(session: Session, url: string, offer: PaymentRequirem
       const s: BuyerSession = {
         id,
         sessionsUrl,
-        origin: new URL(url).origin,
+        origin: new URL(sessionsUrl).origin,
         network: offer.network,
         payTo: normalizeAddress(offer.payTo),
         payer: signer.address,
@@ -477,6 +478,20 @@ export async function fetchInSession(session: Session, input: string | URL, init
     if (made.answer === undefined) throw new NanoPayError('X402_UNPAYABLE', `The session ${s.id} cannot pay this call; nothing was charged`);
     return { response: made.answer, ...(made.paid === undefined ? {} : { session: { ...made.paid, opened } }) };
   }
+}
+
+/**
+ * The session an MCP tool call is paid in: ours with that seller's session
+ * endpoint, else a new one (its deposit judged by the policy as a payment to
+ * `identity`, mcp:SERVER/TOOL). Undefined when the tool offers none this
+ * wallet can take.
+ */
+export async function toolSession(session: Session, accepts: readonly PaymentRequirements[], identity: string, options: SessionFetchOptions): Promise<{ s: BuyerSession; offer: PaymentRequirements; opened: boolean } | undefined> {
+  const transport = answeredWithin(options.transport ?? fetch, session.deadlineMs());
+  const offer = sessionOffer(accepts, await payerNetwork(session, await session.context(options.signal)), maximum(session, options.maxXno));
+  if (offer === undefined || !URL.canParse(String(offer.extra?.sessions))) return undefined;
+  const found = await sessionFor(session, new URL(String(offer.extra?.sessions)).origin, offer, transport);
+  return found === undefined ? { s: await openSession(session, identity, offer, options, transport), offer, opened: true } : { s: found, offer, opened: false };
 }
 
 /** An open session of ours with this seller: in this process, else on disk (its standing asked of the seller). */

@@ -88,6 +88,11 @@ export function requestDigest(method: string, target: string, body: Uint8Array |
   return sha256(Buffer.concat([ascii(`${method.toUpperCase()}\n${target}\n`), sha256(body ?? new Uint8Array())])).toString('hex').toUpperCase();
 }
 
+/** A tool call (MCP) as a voucher names it: SHA-256 of "MCP" LF name LF SHA-256(canonical JSON of the arguments). */
+export function toolDigest(name: string, args: unknown): string {
+  return sha256(Buffer.concat([ascii(`MCP\n${name}\n`), sha256(canonicalJson(args ?? {}))])).toString('hex').toUpperCase();
+}
+
 /** The DER prefix of an Ed25519 SubjectPublicKeyInfo (RFC 8410): the 32 key bytes follow it. */
 const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 /** The DER prefix of an Ed25519 PKCS#8 private key: the 32 seed bytes follow it. */

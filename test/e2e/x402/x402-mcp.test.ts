@@ -90,6 +90,37 @@ describe('nanopay sells and buys MCP tools (x402 over MCP, Nano exact)', () => {
   });
 });
 
+describe('MCP tools paid in a Nano session', () => {
+  it('mcp connect --session pays paywall --mcp --sessions by voucher: one deposit for many calls, a failed tool charged nothing, the rest refunded at close', async () => {
+    const users = await nodeMerchantAndCustomer(sb, {});
+    const runsFile = join(runsDir, 'session.txt');
+    const inner = ['env', `NANOPAY_CONFIG_DIR=${users.merchant.configDir}`, `HOME=${users.merchant.configDir}`, `RUNS_FILE=${runsFile}`, process.execPath, BIN, 'paywall', '--mcp', '--sessions', '--session-deposit', '0.01', '--tool', 'forecast=0.001', '--tool', 'broken=0.001', '--', process.execPath, FIXTURE];
+    const client = new Client({ name: 'agent', version: '1.0.0' });
+    await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp', 'connect', 'weather', '--max', '0.01', '--session', '--', ...inner], env: users.customer.env as Record<string, string>, stderr: 'ignore' }));
+    try {
+      const start = BigInt((await users.customer.json<{ balance_raw: string }>(['balance'])).balance_raw);
+      for (const city of ['Lisbon', 'Porto', 'Faro']) {
+        const paid = (await client.callTool({ name: 'forecast', arguments: { city } })) as CallToolResult;
+        expect(textOf(paid)).toBe(`sunny in ${city}`);
+        expect((paid._meta as Record<string, any>)['x402/payment-response']).toMatchObject({ success: true, session: { spent_raw: expect.any(String) } });
+      }
+      const broken = (await client.callTool({ name: 'broken', arguments: {} })) as CallToolResult;
+      expect([broken.isError, textOf(broken)]).toEqual([true, 'the forecast service is down']);
+      expect(runs(runsFile)).toEqual(['Lisbon', 'Porto', 'Faro']);
+      const listed = await users.customer.json<{ sessions: Record<string, any>[] }>(['sessions']);
+      expect(listed.sessions).toHaveLength(1);
+      expect(listed.sessions[0]).toMatchObject({ state: 'open', deposit: '0.01', spent: '0.003' });
+      const closed = await users.customer.json<Record<string, any>>(['sessions', 'close', listed.sessions[0]?.session]);
+      expect(closed).toMatchObject({ spent: '0.003', refunded: '0.007', refund_confirmed: true });
+      await users.customer.json(['receive']);
+      expect(start - BigInt((await users.customer.json<{ balance_raw: string }>(['balance'])).balance_raw)).toBe(xnoToRaw('0.003'));
+    } finally {
+      await client.close();
+      for (const u of [users.merchant, users.customer]) await rm(u.configDir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe.skipIf(missing !== undefined)(`interoperability with the reference @x402/mcp${missing === undefined ? '' : ` (skipped: ${missing})`}`, () => {
   let nanopay: NanoPay;
   let facilitator: RunningCommand<{ url: string }>;

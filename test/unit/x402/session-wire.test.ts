@@ -1,9 +1,7 @@
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { deriveAccount } from '../../../src/nano/index.js';
 import { signMessage } from '../../../src/nano/ed25519.js';
-import { canonicalJson } from '../../../src/ops/spending/seal.js';
 import { checkReceipt } from '../../../src/x402/sessions/receipts.js';
 import {
   closeMessage,
@@ -12,6 +10,7 @@ import {
   receiptMessage,
   requestDigest,
   signWithSessionKey,
+  toolDigest,
   verifyAccountSignature,
   verifySessionSignature,
   voucherMessage,
@@ -46,9 +45,6 @@ describe('nano-session wire (docs/x402-sessions.md test vectors)', () => {
   it('request digests', () => {
     expect(requestDigest('GET', '/v1/search?q=nano', undefined)).toBe(vectors.request_digests['GET /v1/search?q=nano (no body)']);
     expect(requestDigest('POST', '/v1/infer', Buffer.from('{"prompt":"hi"}'))).toBe(vectors.request_digests['POST /v1/infer {"prompt":"hi"}']);
-    // An MCP tool call, as the spec defines it (nanopay does not sell tools in sessions yet).
-    const sha256 = (data: string | Buffer): Buffer => createHash('sha256').update(data).digest();
-    const toolDigest = (name: string, args: unknown): string => sha256(Buffer.concat([Buffer.from(`MCP\n${name}\n`), sha256(canonicalJson(args))])).toString('hex').toUpperCase();
     expect(toolDigest('get_weather', { city: 'Lisbon' })).toBe(vectors.request_digests['MCP get_weather {"city":"Lisbon"}']);
   });
 
