@@ -27,7 +27,9 @@ export interface StdioProxyOptions {
  */
 export async function serveStdioProxy(options: StdioProxyOptions): Promise<{ closed: Promise<void> }> {
   const upstream = new Client({ name: options.name, version: options.version });
-  const child = new StdioClientTransport({ command: options.command, args: [...options.args], stderr: 'inherit', env: process.env as Record<string, string> });
+  // The fronted server is someone else's code: it gets our environment without nanopay's own variables (a password, an API key).
+  const env = Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined && !entry[0].startsWith('NANOPAY_')));
+  const child = new StdioClientTransport({ command: options.command, args: [...options.args], stderr: 'inherit', env });
   await upstream.connect(child);
   const server = new Server({ name: options.name, version: options.version }, { capabilities: { tools: {} } });
   server.setRequestHandler(ListToolsRequestSchema, (request) => upstream.listTools(request.params));

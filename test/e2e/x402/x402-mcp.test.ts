@@ -50,6 +50,12 @@ afterAll(async () => {
 const runs = (file: string): string[] => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : []);
 const textOf = (result: { content: unknown }): string => ((result.content as { text?: string }[])[0]?.text ?? '') as string;
 
+/**
+ * The seller's nanopay variables, given to the inner paywall on its command line (`env`): mcp connect passes the server
+ * it fronts none of its own (the buyer's password never reaches it).
+ */
+const sellerEnv = (user: CliUser): string[] => [`HOME=${user.configDir}`, ...Object.entries(user.env).filter(([name]) => name.startsWith('NANOPAY_')).map(([name, value]) => `${name}=${value ?? ''}`)];
+
 /** `nanopay paywall --mcp` selling the fixture's forecast and broken tools at 0.001 XNO, as the merchant, as a client's transport. */
 function sellingTransport(runsFile: string): StdioClientTransport {
   return new StdioClientTransport({
@@ -63,11 +69,13 @@ function sellingTransport(runsFile: string): StdioClientTransport {
 describe('nanopay sells and buys MCP tools (x402 over MCP, Nano exact)', () => {
   it('mcp connect pays a tool of paywall --mcp once; free tools pass; a failed tool costs nothing; a per-tool deny rule refuses before anything is signed', async () => {
     const runsFile = join(runsDir, 'connect.txt');
-    const inner = ['env', `NANOPAY_CONFIG_DIR=${merchant.configDir}`, `HOME=${merchant.configDir}`, `RUNS_FILE=${runsFile}`, process.execPath, BIN, 'paywall', '--mcp', '--tool', 'forecast=0.001', '--tool', 'broken=0.001', '--', process.execPath, FIXTURE];
+    const inner = ['env', ...sellerEnv(merchant), `RUNS_FILE=${runsFile}`, process.execPath, BIN, 'paywall', '--mcp', '--tool', 'forecast=0.001', '--tool', 'broken=0.001', '--', process.execPath, FIXTURE];
     const client = new Client({ name: 'agent', version: '1.0.0' });
     await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp', 'connect', 'weather', '--max', '0.01', '--', ...inner], env: customer.env as Record<string, string>, stderr: 'ignore' }));
     try {
-      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['forecast', 'broken', 'echo']);
+      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['forecast', 'broken', 'echo', 'environment']);
+      // The fronted server sees none of nanopay's variables (the seller's password among them).
+      expect(JSON.parse(textOf((await client.callTool({ name: 'environment', arguments: {} })) as CallToolResult))).toEqual([]);
       const paid = (await client.callTool({ name: 'forecast', arguments: { city: 'Lisbon' } })) as CallToolResult;
       expect(textOf(paid)).toBe('sunny in Lisbon');
       const settlement = (paid._meta as Record<string, any>)['x402/payment-response'];
@@ -94,7 +102,7 @@ describe('MCP tools paid in a Nano session', () => {
   it('mcp connect --session pays paywall --mcp --sessions by voucher: one deposit for many calls, a failed tool charged nothing, the rest refunded at close', async () => {
     const users = await nodeMerchantAndCustomer(sb, {});
     const runsFile = join(runsDir, 'session.txt');
-    const inner = ['env', `NANOPAY_CONFIG_DIR=${users.merchant.configDir}`, `HOME=${users.merchant.configDir}`, `RUNS_FILE=${runsFile}`, process.execPath, BIN, 'paywall', '--mcp', '--sessions', '--session-deposit', '0.01', '--tool', 'forecast=0.001', '--tool', 'broken=0.001', '--', process.execPath, FIXTURE];
+    const inner = ['env', ...sellerEnv(users.merchant), `RUNS_FILE=${runsFile}`, process.execPath, BIN, 'paywall', '--mcp', '--sessions', '--session-deposit', '0.01', '--tool', 'forecast=0.001', '--tool', 'broken=0.001', '--', process.execPath, FIXTURE];
     const client = new Client({ name: 'agent', version: '1.0.0' });
     await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp', 'connect', 'weather', '--max', '0.01', '--session', '--', ...inner], env: users.customer.env as Record<string, string>, stderr: 'ignore' }));
     try {
