@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { writeFile } from 'node:fs';
 import { join } from 'node:path';
 import { ensurePrivateDir, readIfExists } from '../fs/secure-fs.js';
+import { hashBlock, type StateBlock } from '../nano/index.js';
 import { isObject, type SettleResponse } from './protocol.js';
 
 /**
@@ -37,6 +38,18 @@ export function withPaymentId(id: string): Record<string, unknown> {
   return { [PAYMENT_IDENTIFIER]: { info: { id } } };
 }
 
+/** What a payment payload presents, in one form: its block's hash, or its voucher's signature. A retry under the same id must present the same. */
+export function paymentProof(payload: Record<string, unknown>): string {
+  if (isObject(payload.block)) {
+    try {
+      return hashBlock(payload.block as unknown as StateBlock);
+    } catch {
+      // Not a block: compared as sent.
+    }
+  }
+  return typeof payload.signature === 'string' ? payload.signature.toUpperCase() : createHash('sha256').update(JSON.stringify(payload)).digest('hex');
+}
+
 /** A buyer's idempotency key (--id) as a payment id: the same for every rerun of the profile, within the extension's form. */
 export function paymentIdFor(profile: string, key: string): string {
   return `nanopay_${createHash('sha256').update(`${profile}\n${key}`).digest('hex').slice(0, 40)}`;
@@ -46,6 +59,8 @@ export function paymentIdFor(profile: string, key: string): string {
 export interface KeptAnswer {
   /** The request it answered (requestDigest): a retry must be the same request. */
   request: string;
+  /** The payment it was paid with (paymentProof): a retry presents the same one, so an id alone gets nothing. */
+  proof: string;
   status: number;
   headers: [string, string][];
   body: string;

@@ -11,7 +11,7 @@ import { requestOrigin } from './origin.js';
 import { forward, type Upstream } from './upstream.js';
 import type { SessionSeller } from './sessions/seller.js';
 import { presentedPayment, sessionPayment, sessionRoutes } from './sessions/paywall-sessions.js';
-import { paymentIdOf, type AnswerStore } from './answers.js';
+import { paymentIdOf, paymentProof, type AnswerStore } from './answers.js';
 import { isObject, type SettleResponse } from './protocol.js';
 import { SESSIONS_PATH, requestDigest } from './sessions/wire.js';
 import { X402Refusal } from './nano-exact.js';
@@ -39,12 +39,12 @@ export interface PaywallServerOptions {
 }
 
 /** Who paid and under which payment id, when the payment names one: a block's account, or a session. */
-function namedPayment(presented: Record<string, unknown> | undefined): { payer: string; id: string } | undefined {
+function namedPayment(presented: Record<string, unknown> | undefined): { payer: string; id: string; proof: string } | undefined {
   if (presented === undefined || !isObject(presented.payload)) return undefined;
   const id = paymentIdOf(presented);
   const payload = presented.payload;
   const payer = typeof payload.session === 'string' ? `session:${payload.session.toUpperCase()}` : isObject(payload.block) && typeof payload.block.account === 'string' ? payload.block.account : undefined;
-  return id === undefined || payer === undefined ? undefined : { payer, id };
+  return id === undefined || payer === undefined ? undefined : { payer, id, proof: paymentProof(payload) };
 }
 
 /** The upstream's answer header that says how many units a metered route's call used. */
@@ -134,8 +134,8 @@ export async function startPaywallServer(options: PaywallServerOptions): Promise
       const named = options.answers === undefined ? undefined : namedPayment(presented);
       if (named !== undefined) {
         const first = await options.answers?.get(named.payer, named.id);
-        if (first !== undefined && first.request !== digest) {
-          sendJson(call.response, 409, { error: 'payment_identifier_conflict', message: 'This payment id was used for another request' });
+        if (first !== undefined && (first.request !== digest || first.proof !== named.proof)) {
+          sendJson(call.response, 409, { error: 'payment_identifier_conflict', message: 'This payment id was used for another request or another payment' });
           return RESPONDED;
         }
         // A retry of a request paid under this id: its first answer, paid once.
@@ -143,7 +143,7 @@ export async function startPaywallServer(options: PaywallServerOptions): Promise
       }
       /** A paid answer, kept under the buyer's payment id (when it named one) before it leaves. */
       const paid = async (answer: Upstream, settlement: SettleResponse): Promise<typeof RESPONDED> => {
-        if (named !== undefined) await options.answers?.put(named.payer, named.id, { request: digest, status: answer.status, headers: answer.headers, body: answer.body.toString('base64'), settlement });
+        if (named !== undefined) await options.answers?.put(named.payer, named.id, { request: digest, proof: named.proof, status: answer.status, headers: answer.headers, body: answer.body.toString('base64'), settlement });
         return reply(call.response, answer, paidHeaders(settlement));
       };
       const inSession = sessions === undefined ? undefined : sessionPayment(presented);

@@ -231,6 +231,9 @@ describe('payment-identifier (a retry gets the first answer) and the seller\'s r
     expect([retry.status, await retry.text(), retry.headers.get('payment-response')]).toEqual([200, await first.text(), first.headers.get('payment-response')]);
     const conflict = await fetch(`${paywall.printed.url}/report?n=6`, { headers: voucher('/report?n=6', 101, xnoToRaw('0.003')) });
     expect(conflict.status).toBe(409);
+    // The id alone gets nothing: the same request under it with another voucher is refused too.
+    const stolen = await fetch(`${paywall.printed.url}/report?n=5`, { headers: voucher('/report?n=5', 102, xnoToRaw('0.004')) });
+    expect(stolen.status).toBe(409);
     const required = decodeHeader((await fetch(`${paywall.printed.url}/report`)).headers.get('payment-required') as string, 'PAYMENT-REQUIRED');
     expect(required.extensions).toMatchObject({ 'payment-identifier': { info: { required: false } } });
   });
