@@ -14,12 +14,15 @@ import { hashBlock, xnoToRaw, type StateBlock } from '../../../src/nano/index.js
 import type { RunningSandbox } from '../../../src/sandbox/index.js';
 import { NanoPay } from '../../../src/sdk/nanopay.js';
 import { nanoRequirement } from '../../../src/x402/nano-exact.js';
+import { signCheque } from '../../../src/x402/client.js';
+import type { PaymentRequirements } from '../../../src/x402/protocol.js';
 import { nanoExactClientScheme, nanoExactServerScheme } from '../../../src/x402/schemes.js';
 import { nodeMerchantAndCustomer } from '../../helpers/ledger/node-users.js';
 import { sandbox } from '../../helpers/ledger/sandbox.js';
 import { BIN, PASSWORD, type CliUser } from '../../helpers/processes/cli.js';
 import { startCommand, type RunningCommand } from '../../helpers/processes/serve.js';
 import { tempDir } from '../../helpers/processes/temp.js';
+import { fund } from '../../helpers/ledger/sandbox.js';
 
 const FIXTURE = fileURLToPath(new URL('../../fixtures/mcp/weather-server.mjs', import.meta.url));
 
@@ -73,7 +76,7 @@ describe('nanopay sells and buys MCP tools (x402 over MCP, Nano exact)', () => {
     const client = new Client({ name: 'agent', version: '1.0.0' });
     await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp', 'connect', 'weather', '--max', '0.01', '--', ...inner], env: customer.env as Record<string, string>, stderr: 'ignore' }));
     try {
-      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['forecast', 'broken', 'echo', 'environment']);
+      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['forecast', 'broken', 'slow', 'echo', 'environment']);
       // The fronted server sees none of nanopay's variables (the seller's password among them).
       expect(JSON.parse(textOf((await client.callTool({ name: 'environment', arguments: {} })) as CallToolResult))).toEqual([]);
       const paid = (await client.callTool({ name: 'forecast', arguments: { city: 'Lisbon' } })) as CallToolResult;
@@ -94,6 +97,45 @@ describe('nanopay sells and buys MCP tools (x402 over MCP, Nano exact)', () => {
       expect(runs(runsFile)).toEqual(['Lisbon']);
     } finally {
       await client.close();
+    }
+  });
+});
+
+describe('a tool whose settlement fails', () => {
+  it('returns no tool output: the payer spent its previous while the tool ran, so the block can never land', async () => {
+    const runsFile = join(runsDir, 'failed-settlement.txt');
+    const users = await nodeMerchantAndCustomer(sb, {});
+    const sdk = new NanoPay({ password: PASSWORD, env: users.customer.env });
+    const client = new Client({ name: 'agent', version: '1.0.0' });
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [BIN, 'paywall', '--mcp', '--tool', 'slow=0.001', '--', process.execPath, FIXTURE],
+        env: { ...(users.merchant.env as Record<string, string>), RUNS_FILE: runsFile },
+        stderr: 'ignore',
+      }),
+    );
+    try {
+      const asked = (await client.callTool({ name: 'slow', arguments: { city: 'Evora' } })) as CallToolResult;
+      const required = asked.structuredContent as { resource: unknown; accepts: PaymentRequirements[] };
+      const chosen = required.accepts[0] as PaymentRequirements;
+      const block = await signCheque(sdk.session, chosen, { maxXno: '0.01', chequeFor: 'mcp:weather/slow' });
+      const call = client.callTool({ name: 'slow', arguments: { city: 'Evora' }, _meta: { 'x402/payment': { x402Version: 2, resource: required.resource, accepted: chosen, payload: { block } } } });
+      while (runs(runsFile).length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+      // The tool runs: the payer's account moves on (another receive), on the previous the payment was built on.
+      await fund(sb.url, await sdk.session.address(), '0.1');
+      await sdk.receive();
+      const failed = (await call) as CallToolResult;
+      expect(failed.isError).toBe(true);
+      expect(JSON.stringify(failed.content)).not.toContain('slowly sunny');
+      expect((failed._meta as Record<string, any>)['x402/payment-response']).toMatchObject({ success: false });
+      expect(failed.structuredContent).toMatchObject({ x402Version: 2, error: expect.stringMatching(/settlement failed/) });
+      await expect(node.blockInfo(hashBlock(block))).rejects.toMatchObject({ code: 'BLOCK_NOT_FOUND' });
+      expect(runs(runsFile)).toEqual(['slow Evora']);
+    } finally {
+      await client.close();
+      await sdk.session.close();
+      for (const u of [users.merchant, users.customer]) await rm(u.configDir, { recursive: true, force: true });
     }
   });
 });
