@@ -8,7 +8,8 @@ import { precacheAfter } from '../ops/account/work.js';
 import { lanesIdle } from '../ops/lanes/keeper.js';
 import { fetchWithPayment, type X402Payment } from '../x402/client.js';
 import { quoteX402, type X402Quote } from '../x402/quote.js';
-import { fetchInSession, type SessionPayment } from '../x402/sessions/buyer.js';
+import { fetchInSession } from '../x402/sessions/buyer.js';
+import type { SessionPayment } from '../x402/sessions/buyer-book.js';
 import { rawToXno } from '../nano/index.js';
 
 function header(line: string): [string, string] {

@@ -1,6 +1,6 @@
 import { Args } from '@oclif/core';
 import { SessionCommand } from '../../cli/session-command.js';
-import { closeSession, type ClosedSession } from '../../x402/sessions/buyer.js';
+import { closeSession, type ClosedSession } from '../../x402/sessions/buyer-close.js';
 
 export default class SessionsClose extends SessionCommand {
   static override summary = 'Close a Nano session: the seller refunds what was not spent, and signs a receipt.';

@@ -1,6 +1,6 @@
 import { table } from '../../cli/output/format.js';
 import { SessionCommand } from '../../cli/session-command.js';
-import { buyerSessions, shownSession, type SessionShown } from '../../x402/sessions/buyer.js';
+import { buyerSessions, shownSession, type SessionShown } from '../../x402/sessions/buyer-book.js';
 
 export default class Sessions extends SessionCommand {
   static override summary = 'Nano sessions this profile opened with sellers (fetch --session): deposit, spent, what is left.';

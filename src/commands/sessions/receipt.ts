@@ -1,6 +1,6 @@
 import { Args } from '@oclif/core';
 import { SessionCommand } from '../../cli/session-command.js';
-import { sessionReceipt } from '../../x402/sessions/buyer.js';
+import { sessionReceipt } from '../../x402/sessions/buyer-book.js';
 import type { SessionReceipt } from '../../x402/sessions/seller.js';
 
 export default class SessionsReceipt extends SessionCommand {

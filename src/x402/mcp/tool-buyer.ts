@@ -9,7 +9,9 @@ import type { Session } from '../../ops/session.js';
 import { chequeAnswered, choose, maximum, payerNetwork, signCheque, type PaidFetchOptions } from '../client.js';
 import { isObject, parsePaymentRequired, parseSettleResponse, type PaymentRequired, type SettleResponse } from '../protocol.js';
 import { MCP_PAYMENT, MCP_PAYMENT_RESPONSE } from './tool-paywall.js';
-import { payInSession, toolSession, type SessionPayment, type VoucherCarrier } from '../sessions/buyer.js';
+import { payInSession, type VoucherCarrier } from '../sessions/buyer.js';
+import type { SessionPayment } from '../sessions/buyer-book.js';
+import { toolSession } from '../sessions/buyer-deposits.js';
 import { toolDigest } from '../sessions/wire.js';
 
 /** A tool call nanopay paid for: the block, who was paid how much, and the server's settlement. */
