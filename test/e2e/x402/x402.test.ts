@@ -232,10 +232,13 @@ describe('nanopay fetch paying nanopay paywall (x402 on the sandbox)', () => {
     expect(cheque).toMatchObject({ sendId: 'held-1', chequeFor: `${paywall.printed.url}/hold` });
     child.kill('SIGKILL');
     await new Promise((resolve) => child.once('close', resolve));
-    // The client went away, so the paywall settles nothing: the block is settled as a server that did would have
-    // (published), and the client never learned of it.
+    // The client went away, so the paywall settles nothing (it gives up its hop to the upstream: waited for here, else an
+    // answer coming first would be served and kept under the payment id, and the rerun would get it): the block is
+    // settled as a server that did would have (published), and the client never learned of it.
+    const held = up.holding.shift() as ServerResponse;
+    if (held.socket?.destroyed !== true) await new Promise((resolve) => held.once('close', resolve));
     await node.publish(cheque?.block, 'send', cheque?.hash);
-    (up.holding.shift() as ServerResponse).writeHead(200).end('held report');
+    held.writeHead(200).end('held report');
     await waitFor(async () => (await node.blockInfo(cheque?.hash).then((i) => i.confirmed, () => false)), 'the block to be confirmed');
     // The paywall does not serve a block settled elsewhere: the rerun says it was paid (coded, with the payment), never a bare 402.
     const paidBefore = { _code: 10, error: { code: 'X402_PAID_NOT_SERVED', payment: { hash: cheque?.hash, repeated: true } } };
