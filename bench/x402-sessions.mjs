@@ -21,7 +21,7 @@ import { encodeHeader, decodeHeader } from '../dist/x402/protocol.js';
 import { closeMessage, newSessionKey, openMessage, requestDigest, signWithSessionKey, voucherMessage } from '../dist/x402/sessions/wire.js';
 import { conditions, median, quantile } from './conditions.mjs';
 
-const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 16);
+const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 64);
 const LATENCY_RUNS = Number(process.env.BENCH_LATENCY_RUNS ?? 500);
 const LOAD_SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? 5);
 const BIN = fileURLToPath(new URL('../bin/run.js', import.meta.url));
