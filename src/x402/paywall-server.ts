@@ -146,6 +146,32 @@ export async function startPaywallServer(options: PaywallServerOptions): Promise
         if (named !== undefined) await options.answers?.put(named.payer, named.id, { request: digest, proof: named.proof, status: answer.status, headers: answer.headers, body: answer.body.toString('base64'), settlement });
         return reply(call.response, answer, paidHeaders(settlement));
       };
+      /**
+       * An admitted paid request in its order: charged, then forwarded (the answer, an error envelope too, says it was
+       * paid); or forwarded, let go when it failed, and charged once it succeeded. `charge` gives undefined when it
+       * answered a failed charge itself.
+       */
+      const serveAdmitted = async (before: boolean, charge: (answer?: Upstream) => Promise<SettleResponse | undefined>, release: () => unknown): Promise<typeof RESPONDED> => {
+        if (before) {
+          const settlement = await charge();
+          if (settlement === undefined) return RESPONDED;
+          for (const [name, value] of Object.entries(paidHeaders(settlement))) call.response.setHeader(name, value);
+          return paid(await timed(clock, 'upstream', () => forward(target, call)), settlement);
+        }
+        let answer: Upstream;
+        try {
+          answer = await timed(clock, 'upstream', () => forward(target, call));
+        } catch (error) {
+          await release();
+          throw error;
+        }
+        if (answer.status >= 400) {
+          await release();
+          return reply(call.response, answer);
+        }
+        const settlement = await charge(answer);
+        return settlement === undefined ? RESPONDED : paid(answer, settlement);
+      };
       const inSession = sessions === undefined ? undefined : sessionPayment(presented);
       if (sessions !== undefined && inSession !== undefined) {
         let admitted;
@@ -156,24 +182,11 @@ export async function startPaywallServer(options: PaywallServerOptions): Promise
           return challenge(call.response, paywall.challenge(resource, await paywall.requirementFor(price), error.reason, await offered()).headers);
         }
         // A metered call learns its cost from the answer: it is served first, as a safe method is.
-        if (route?.unitRaw === undefined && settleOrder(call.method, route?.settle) === 'before') {
-          const settlement = await sessions.charge(admitted, price);
-          for (const [name, value] of Object.entries(paidHeaders(settlement))) call.response.setHeader(name, value);
-          return paid(await timed(clock, 'upstream', () => forward(target, call)), settlement);
-        }
-        let answer: Upstream;
-        try {
-          answer = await timed(clock, 'upstream', () => forward(target, call));
-        } catch (error) {
-          await sessions.release(admitted);
-          throw error;
-        }
-        if (answer.status >= 400) {
-          await sessions.release(admitted);
-          return reply(call.response, answer);
-        }
-        const settlement = await sessions.charge(admitted, route?.unitRaw === undefined ? price : meteredCharge(answer, route, admitted.ceilingRaw));
-        return paid(answer, settlement);
+        return serveAdmitted(
+          route?.unitRaw === undefined && settleOrder(call.method, route?.settle) === 'before',
+          (answer) => sessions.charge(admitted, answer === undefined || route?.unitRaw === undefined ? price : meteredCharge(answer, route, admitted.ceilingRaw)),
+          () => sessions.release(admitted),
+        );
       }
       const admission = await paywall.admit(call.headers, resource, price, clock, await offered());
       if (!admission.paid) return challenge(call.response, admission.headers);
@@ -195,26 +208,7 @@ export async function startPaywallServer(options: PaywallServerOptions): Promise
         challenge(call.response, settlementHeader(settlement));
         return undefined;
       };
-      if (settleOrder(call.method, route?.settle) === 'before') {
-        const settlement = await settle();
-        if (settlement === undefined) return RESPONDED;
-        // Paid: whatever the upstream does now, the answer (an error envelope too) says so.
-        for (const [name, value] of Object.entries(paidHeaders(settlement))) call.response.setHeader(name, value);
-        return paid(await timed(clock, 'upstream', () => forward(target, call)), settlement);
-      }
-      let answer: Upstream;
-      try {
-        answer = await timed(clock, 'upstream', () => forward(target, call));
-      } catch (error) {
-        paywall.release(admission.verified);
-        throw error;
-      }
-      if (answer.status >= 400) {
-        paywall.release(admission.verified);
-        return reply(call.response, answer);
-      }
-      const settlement = await settle();
-      return settlement === undefined ? RESPONDED : paid(answer, settlement);
+      return serveAdmitted(settleOrder(call.method, route?.settle) === 'before', settle, () => paywall.release(admission.verified));
     },
   });
   listening = server.url;

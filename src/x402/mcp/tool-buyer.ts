@@ -6,23 +6,16 @@ import { rememberConfirmed } from '../../ops/ledger/confirmed-blocks.js';
 import { seenConfirmed } from '../../ops/ledger/confirmed-wait.js';
 import { mcpIdentity } from '../../ops/spending/hosts.js';
 import type { Session } from '../../ops/session.js';
-import { chequeAnswered, choose, maximum, payerNetwork, signCheque, type PaidFetchOptions } from '../client.js';
-import { isObject, parsePaymentRequired, parseSettleResponse, type PaymentRequired, type SettleResponse } from '../protocol.js';
+import { chequeAnswered, choose, maximum, payerNetwork, signCheque, type PaidFetchOptions, type X402Payment } from '../client.js';
+import { isObject, parsePaymentRequired, parseSettleResponse, type PaymentRequired } from '../protocol.js';
 import { MCP_PAYMENT, MCP_PAYMENT_RESPONSE } from './tool-paywall.js';
 import { payInSession, type VoucherCarrier } from '../sessions/buyer.js';
 import type { SessionPayment } from '../sessions/buyer-book.js';
 import { toolSession } from '../sessions/buyer-deposits.js';
 import { toolDigest } from '../sessions/wire.js';
 
-/** A tool call nanopay paid for: the block, who was paid how much, and the server's settlement. */
-export interface ToolPayment {
-  hash: string;
-  payer: string;
-  pay_to: string;
-  amount: string;
-  amount_raw: string;
-  settlement: SettleResponse | null;
-}
+/** A tool call nanopay paid for: the block, who was paid how much, and the server's settlement (as fetch reports an x402 payment). */
+export type ToolPayment = Omit<X402Payment, 'settlement_matches' | 'repeated'>;
 
 export interface PaidToolCall {
   result: CallToolResult;

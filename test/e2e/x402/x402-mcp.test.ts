@@ -26,10 +26,10 @@ import { fund } from '../../helpers/ledger/sandbox.js';
 
 const FIXTURE = fileURLToPath(new URL('../../fixtures/mcp/weather-server.mjs', import.meta.url));
 
-/** The reference @x402/mcp (coinbase/x402), which the registry here does not serve: CI installs it from ../shared/tools/x402-mcp/. */
+/** The reference @x402/mcp (coinbase/x402), which the registry here does not serve: .ci/run installs it from the tools beside the repository. */
 const referenceName = '@x402/mcp';
 const reference = (await import(referenceName).catch(() => undefined)) as Record<string, any> | undefined;
-const missing = reference === undefined ? '@x402/mcp is not installed (npm install --no-save ../shared/tools/x402-mcp/x402-mcp-2.10.0.tgz, as .ci/run does)' : undefined;
+const missing = reference === undefined ? '@x402/mcp is not installed (.ci/run installs it with npm install --no-save from the tools beside the repository)' : undefined;
 if (missing !== undefined && process.env.CI !== undefined) throw new Error(`CI installs the reference @x402/mcp, and it is missing: ${missing}`);
 
 let sb: RunningSandbox;
